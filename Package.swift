@@ -1,0 +1,151 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+// One settings array for every target (hummingbird's habit): Swift 6 language mode everywhere.
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny")
+]
+
+let package = Package(
+    name: "attribution-pipeline",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "ingest", targets: ["ingest"]),
+        .executable(name: "verifier", targets: ["verifier"]),
+        .executable(name: "attribution-winner", targets: ["attribution-winner"]),
+        .executable(name: "scheduler", targets: ["scheduler"]),
+        .executable(name: "dispatcher", targets: ["dispatcher"]),
+        .executable(name: "attribution", targets: ["attribution"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+    ],
+    targets: [
+        // Pure model: identifiers, events, envelopes and the rules as pure functions. No I/O.
+        .target(name: "AttributionModel", path: "Shared/AttributionModel", swiftSettings: swiftSettings),
+        // Compact JWS (ES256) and SKAN signatures over swift-crypto; keys in PEM and JWK form.
+        .target(
+            name: "AttributionCrypto",
+            dependencies: ["AttributionModel", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Shared/AttributionCrypto",
+            swiftSettings: swiftSettings
+        ),
+        // Debian's libhiredis-dev 0.14.1. No pkgConfig: its .pc adds a flag SwiftPM prohibits.
+        .systemLibrary(name: "CHiredis", path: "Shared/CHiredis", providers: [.apt(["libhiredis-dev"])]),
+        // Redis streams transport: connections off the cooperative pool, consumer groups, delayed queue.
+        .target(
+            name: "RedisStreams",
+            dependencies: [
+                "CHiredis",
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Shared/RedisStreams",
+            swiftSettings: swiftSettings
+        ),
+        // What every service shares: configuration, logging, metrics, health, the stage worker loop.
+        .target(
+            name: "ServiceRuntime",
+            dependencies: [
+                "AttributionModel", "RedisStreams",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Shared/ServiceRuntime",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "ingest",
+            dependencies: ["AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime"],
+            path: "Services/ingest",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "verifier",
+            dependencies: ["AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime"],
+            path: "Services/verifier",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "attribution-winner",
+            dependencies: ["AttributionModel", "RedisStreams", "ServiceRuntime"],
+            path: "Services/attribution-winner",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "scheduler",
+            dependencies: ["AttributionModel", "RedisStreams", "ServiceRuntime"],
+            path: "Services/scheduler",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "dispatcher",
+            dependencies: [
+                "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
+            path: "Services/dispatcher",
+            swiftSettings: swiftSettings
+        ),
+        // The command-line tool for ad networks and operators: keys, signing, receiver, simulation.
+        .executableTarget(
+            name: "attribution",
+            dependencies: [
+                "AttributionModel", "AttributionCrypto",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tools/attribution",
+            swiftSettings: swiftSettings
+        ),
+        // Test fixtures shared by the suites: a real redis-server on a free port, child processes.
+        .target(
+            name: "TestSupport",
+            dependencies: ["RedisStreams"],
+            path: "Tests/TestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "AttributionModelTests",
+            dependencies: ["AttributionModel", "AttributionCrypto"],
+            path: "Tests/AttributionModelTests",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RedisStreamsTests",
+            dependencies: ["RedisStreams", "TestSupport"],
+            path: "Tests/RedisStreamsTests",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "PipelineTests",
+            dependencies: [
+                "AttributionModel", "AttributionCrypto", "RedisStreams", "TestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
+            path: "Tests/PipelineTests",
+            swiftSettings: swiftSettings
+        ),
+        // The repository's own checks: compose services ↔ executables, environment ↔ documented keys.
+        .testTarget(
+            name: "DeploymentTests",
+            dependencies: ["ServiceRuntime", .product(name: "Yams", package: "Yams")],
+            path: "Tests/DeploymentTests",
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

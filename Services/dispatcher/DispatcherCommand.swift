@@ -1,0 +1,41 @@
+import AsyncHTTPClient
+import AttributionModel
+import NIOCore
+import RedisStreams
+import ServiceRuntime
+
+/// dispatcher: signs due postbacks (it alone holds the key), POSTs them, retries failures on the
+/// documented schedule and dead-letters what never got through. It publishes its public keys to the
+/// registry, where ingest serves them as the JWKS.
+@main
+struct DispatcherCommand {
+    static func main() async throws {
+        let service = try PipelineService.bootstrap(name: "dispatcher")
+        let signer = try PostbackSigner.load(service.environment, logger: service.logger)
+        let timeout = try service.environment.int(.deliveryTimeoutMilliseconds, default: 10_000, range: 1...300_000)
+        let publisher = service.connection()
+        _ = try await publisher.pipeline(
+            [signer.production, signer.development].map { RedisCommand("HSET", RegistryKeys.jwks, $0.id, $0.jwk.jsonString) })
+        await publisher.close()
+
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout = .init(connect: .milliseconds(Int64(timeout)), read: .milliseconds(Int64(timeout)))
+        configuration.connectionPool = .init(idleTimeout: .seconds(60))
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let stage = DispatcherStage(
+            policy: service.policy, signer: signer,
+            delivery: PostbackDelivery(client: client, timeout: .milliseconds(Int64(timeout))))
+        do {
+            try await service.run(
+                defaultPort: 9090,
+                services: [
+                    try service.worker(stage, stream: StreamNames.postbacks, group: "dispatcher"),
+                    try service.timerLoop(DispatcherStage.retries),
+                ])
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+        try await client.shutdown()
+    }
+}

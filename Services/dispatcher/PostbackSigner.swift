@@ -1,0 +1,48 @@
+import AttributionCrypto
+import AttributionModel
+import Crypto
+import Foundation
+import Logging
+import ServiceRuntime
+
+/// The only holder of the postback signing keys: one for production, one for postbacks from
+/// development impressions (a separate `kid`, as Apple does).
+struct PostbackSigner: Sendable {
+    struct Key: Sendable {
+        let id: String
+        let privateKey: P256.Signing.PrivateKey
+        var jwk: JWK { JWK(publicKey: privateKey.publicKey, keyID: id) }
+    }
+
+    let production: Key
+    let development: Key
+
+    static func load(_ environment: ServiceEnvironment, logger: Logger) throws -> PostbackSigner {
+        PostbackSigner(
+            production: try key(
+                file: environment.string(.signingKeyFile),
+                id: environment.string(.signingKeyID) ?? "attribution-pipeline/0", logger: logger),
+            development: try key(
+                file: environment.string(.developmentSigningKeyFile),
+                id: environment.string(.developmentSigningKeyID) ?? "attribution-pipeline-development/0", logger: logger))
+    }
+
+    static func key(file: String?, id: String, logger: Logger) throws -> Key {
+        if let file { return Key(id: id, privateKey: try SigningKey.load(file: file)) }
+        // A generated key gets a kid of its own, so postbacks signed before a restart still verify
+        // against the JWKS (which keeps every published key).
+        let privateKey = SigningKey.generate()
+        let fingerprint = SHA256.hash(data: privateKey.publicKey.x963Representation).prefix(4)
+            .map { String(format: "%02x", $0) }.joined()
+        logger.warning("no signing key file configured: generated one for this process", metadata: ["kid": "\(id)-\(fingerprint)"])
+        return Key(id: "\(id)-\(fingerprint)", privateKey: privateKey)
+    }
+
+    /// The exact HTTP body for an order: the payload signed as a compact JWS, the value fields beside it.
+    func body(for order: PostbackOrder) throws -> String {
+        let key = order.isDevelopment ? development : production
+        let payload = try JSONCoding.encoder.encode(order.payload)
+        let jws = try CompactJWS.sign(payload: payload, keyID: key.id, with: key.privateKey)
+        return String(decoding: try JSONCoding.encoder.encode(PostbackBody(order: order, jwsString: jws)), as: UTF8.self)
+    }
+}

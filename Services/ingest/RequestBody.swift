@@ -1,0 +1,43 @@
+import AttributionModel
+import Foundation
+import Hummingbird
+import ServiceRuntime
+
+extension Request {
+    /// Collects at most `limit` bytes (413 beyond) and decodes them, answering 400 with the decoder's
+    /// complaint in plain words when the JSON does not fit.
+    func decodeJSON<T: Decodable>(_ type: T.Type, limit: Int) async throws -> T {
+        let buffer: ByteBuffer
+        do {
+            buffer = try await body.collect(upTo: limit)
+        } catch {
+            throw ProblemDetails(.contentTooLarge, reason: "body-too-large", detail: "bodies are limited to \(limit) bytes")
+        }
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView))
+        } catch let error as DecodingError {
+            throw ProblemDetails.badRequest("invalid-json", error.plainDescription)
+        }
+    }
+}
+
+extension DecodingError {
+    /// "missing key device-identifier", "wrong type at interaction.time", …: what a client can act on.
+    var plainDescription: String {
+        func path(_ context: Context) -> String {
+            context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
+        }
+        switch self {
+        case .keyNotFound(let key, let context):
+            let prefix = path(context)
+            return "missing key \(prefix.isEmpty ? key.stringValue : prefix + "." + key.stringValue)"
+        case .typeMismatch(_, let context), .valueNotFound(_, let context):
+            return "wrong type at \(path(context)): \(context.debugDescription)"
+        case .dataCorrupted(let context):
+            let at = path(context)
+            return at.isEmpty ? "body is not valid JSON" : "invalid value at \(at): \(context.debugDescription)"
+        @unknown default:
+            return "body does not match the expected JSON"
+        }
+    }
+}

@@ -1,0 +1,26 @@
+import AttributionModel
+import RedisStreams
+import ServiceRuntime
+
+/// scheduler: runs each conversion's postback plan (windows, updates, locks, tiers) and holds every
+/// postback for its random delay before releasing it to `postbacks`. Its timer loops are safe to
+/// replicate: moving a due item is one atomic script.
+@main
+struct SchedulerCommand {
+    static func main() async throws {
+        let service = try PipelineService.bootstrap(name: "scheduler")
+        let thresholdsText = service.environment.string(.crowdTierThresholds) ?? "10,100,1000"
+        guard let thresholds = CrowdTierThresholds(parsing: thresholdsText) else {
+            throw ConfigurationError(key: ConfigurationKey.crowdTierThresholds.name, problem: "must be three ascending integers, got \(thresholdsText)")
+        }
+        let stage = SchedulerStage(policy: service.policy, thresholds: thresholds)
+        try await service.run(
+            defaultPort: 9090,
+            services: [
+                try service.worker(stage, stream: StreamNames.attributions, group: "scheduler"),
+                try service.worker(stage, stream: StreamNames.schedulerTimers, group: "scheduler"),
+                try service.timerLoop(SchedulerStage.windowTimers),
+                try service.timerLoop(SchedulerStage.heldPostbacks),
+            ])
+    }
+}

@@ -1,0 +1,118 @@
+import AttributionModel
+import Foundation
+import RedisStreams
+
+/// One batch: WATCH and GET the plans it touches (plus crowd counts for new conversions), feed the
+/// messages to the model's `PostbackPlan`, then write the plans, schedule window timers and held
+/// postbacks, and acknowledge, in one transaction.
+struct SchedulerStage: StreamStage {
+    let policy: TimePolicy
+    let thresholds: CrowdTierThresholds
+
+    static let windowTimers = DelayedQueue(name: DelayedQueueNames.windowTimers, target: StreamNames.schedulerTimers)
+    static let heldPostbacks = DelayedQueue(name: DelayedQueueNames.heldPostbacks, target: StreamNames.postbacks)
+
+    static func planKey(_ conversionIdentifier: String) -> String { "scheduler:plan:\(conversionIdentifier)" }
+
+    func conversionIdentifier(_ envelope: Envelope) -> String? {
+        switch envelope.body {
+        case .conversionAttributed(let a): a.conversionIdentifier
+        case .updateAttributed(let u): u.conversionIdentifier
+        case .windowClosed(let w): w.conversionIdentifier
+        default: nil
+        }
+    }
+
+    struct Reads {
+        var envelopes: [Envelope?] = []
+        var planKeys: [String] = []
+        var crowdFor: [String] = []  // conversion ids whose crowd counts follow the plan GETs
+    }
+
+    func layout(_ batch: [StreamEntry]) -> Reads {
+        var reads = Reads()
+        var seen = Set<String>()
+        for entry in batch {
+            let envelope = try? Envelope.decode(entry.message)
+            reads.envelopes.append(envelope)
+            guard let envelope, let id = conversionIdentifier(envelope) else { continue }
+            if seen.insert(id).inserted { reads.planKeys.append(Self.planKey(id)) }
+            if case .conversionAttributed = envelope.body { reads.crowdFor.append(id) }
+        }
+        return reads
+    }
+
+    func reads(for batch: [StreamEntry]) -> StageReads {
+        let layout = layout(batch)
+        let counters = CrowdCounters(policy: policy)
+        var commands = layout.planKeys.map { RedisCommand("GET", $0) }
+        for envelope in layout.envelopes {
+            if case .conversionAttributed(let attribution)? = envelope?.body {
+                commands += counters.countCommands(for: attribution)
+            }
+        }
+        return StageReads(watch: layout.planKeys, commands: commands)
+    }
+
+    func decide(_ batch: [StreamEntry], state: [RedisReply]) async -> [StageOutcome] {
+        let layout = layout(batch)
+        var plans: [String: PostbackPlan] = [:]
+        for (key, reply) in zip(layout.planKeys, state) {
+            if case .bulk(let bytes) = reply, let plan = try? JSONCoding.decoder.decode(PostbackPlan.self, from: Data(bytes)) {
+                plans[key] = plan
+            }
+        }
+        var crowdReplies = state.dropFirst(layout.planKeys.count).map { Int($0.int ?? 0) }[...]
+        var batchCrowd: [String: Int] = [:]  // conversions earlier in this batch count toward the crowd too
+        var generator = SystemRandomNumberGenerator()
+        let counters = CrowdCounters(policy: policy)
+
+        return layout.envelopes.map { envelope -> StageOutcome in
+            guard let envelope, let id = conversionIdentifier(envelope) else {
+                return .failed("scheduler takes attributions, attributed updates and window timers")
+            }
+            let key = Self.planKey(id)
+            var commands: [RedisCommand] = []
+            var held: [HeldPostback] = []
+            switch envelope.body {
+            case .conversionAttributed(let attribution):
+                let keys = CrowdCounters.allKeys(for: attribution)
+                let counts = zip(keys, crowdReplies.prefix(keys.count)).map { $1 + batchCrowd[$0, default: 0] }
+                crowdReplies = crowdReplies.dropFirst(keys.count)
+                guard plans[key] == nil else { return .write([]) }  // already planned: a redelivery
+                for k in keys { batchCrowd[k, default: 0] += 1 }
+                let crowd = CrowdAssessment.assess(CrowdCounters.sizes(from: counts), thresholds: thresholds)
+                let plan = PostbackPlan(attribution: attribution, crowd: crowd)
+                plans[key] = plan
+                commands += counters.recordCommands(for: attribution)
+                for (window, at) in plan.windowEnds(policy: policy) {
+                    let timer = Envelope(time: at, body: .windowClosed(.init(conversionIdentifier: id, window: window, time: at)))
+                    commands += Self.windowTimers.schedule(id: "\(id):\(window)", dueAtMilliseconds: at, message: timer.encoded())
+                }
+            case .updateAttributed(let update):
+                // Attributions and updates travel one stream in order, but replicas may take neighbours
+                // out of order: an update whose plan is not written yet fails and is retried after the claim idle time.
+                guard var plan = plans[key] else { return .failed("no postback plan yet for conversion \(id)") }
+                held = plan.apply(update, policy: policy, using: &generator)
+                plans[key] = plan
+            case .windowClosed(let timer):
+                guard var plan = plans[key] else { return .write([]) }  // plan finished and removed
+                held = plan.closeWindow(timer.window, policy: policy, using: &generator)
+                plans[key] = plan
+            default:
+                return .failed("unexpected \(envelope.type.rawValue)")
+            }
+            let plan = plans[key]!
+            // A finished plan stays a little while so that late duplicates find it, then expires.
+            let ttl = plan.isFinished ? policy.milliseconds(.days(1)) : policy.milliseconds(.days(37))
+            let json = (try? JSONCoding.encoder.encode(plan)).map(Array.init) ?? []
+            commands.append(RedisCommand(bytes: [Array("SET".utf8), Array(key.utf8), json, Array("PX".utf8), Array(String(max(ttl, 1000)).utf8)]))
+            for postback in held {
+                let message = Envelope(time: postback.dueAt, body: .postbackDue(postback.order))
+                commands += Self.heldPostbacks.schedule(
+                    id: postback.order.payload.postbackIdentifier, dueAtMilliseconds: postback.dueAt, message: message.encoded())
+            }
+            return .write(commands)
+        }
+    }
+}

@@ -1,0 +1,89 @@
+import AttributionCrypto
+import AttributionModel
+import Foundation
+
+/// Every check an impression must pass, in the order that gives the most useful reason first:
+/// form, algorithm, key id, registration, signature, payload rules, publisher listing.
+enum ImpressionVerification {
+    struct Refusal: Error {
+        let reason: RejectionReason
+        let detail: String
+        var adNetworkIdentifier: String?
+        var impressionIdentifier: String?
+    }
+
+    /// The parts of a JWS the batch needs before the registry is read: its network and payload.
+    struct Parsed {
+        let jws: CompactJWS
+        let payload: ImpressionPayload
+    }
+
+    static func parse(_ report: ImpressionReport) throws(Refusal) -> Parsed {
+        let jws: CompactJWS
+        do { jws = try CompactJWS(parsing: report.impression) } catch {
+            throw Refusal(reason: RejectionReason(error.code), detail: error.reason)
+        }
+        guard jws.header.alg == "ES256" else {
+            throw Refusal(reason: .unsupportedAlgorithm, detail: "alg must be ES256, not \(jws.header.alg)")
+        }
+        guard let payload = try? JSONCoding.decoder.decode(ImpressionPayload.self, from: jws.payload) else {
+            throw Refusal(reason: .invalidPayload, detail: "payload is not an impression with the spec's keys and types")
+        }
+        guard jws.header.kid == payload.adNetworkIdentifier.rawValue else {
+            throw Refusal(
+                reason: .keyIdentifierMismatch, detail: "header kid must equal ad-network-identifier",
+                adNetworkIdentifier: payload.adNetworkIdentifier.rawValue,
+                impressionIdentifier: payload.impressionIdentifier)
+        }
+        return Parsed(jws: jws, payload: payload)
+    }
+
+    static func verify(
+        _ parsed: Parsed, report: ImpressionReport, registry: RegistrySnapshot, policy: TimePolicy
+    ) throws(Refusal) {
+        let payload = parsed.payload
+        func refuse(_ reason: RejectionReason, _ detail: String) -> Refusal {
+            Refusal(
+                reason: reason, detail: detail, adNetworkIdentifier: payload.adNetworkIdentifier.rawValue,
+                impressionIdentifier: payload.impressionIdentifier)
+        }
+        guard let network = registry.adNetworks[payload.adNetworkIdentifier.rawValue] else {
+            throw refuse(.unknownAdNetwork, "ad network \(payload.adNetworkIdentifier) is not registered")
+        }
+        do {
+            try parsed.jws.verify(with: try JWK.parsePublicKey(network.publicKey))
+        } catch {
+            throw refuse(RejectionReason(error.code), error.reason)
+        }
+        if let (reason, detail) = ImpressionRules.check(
+            payload, interaction: report.interaction, receivedAt: report.receivedAt, policy: policy)
+        {
+            throw refuse(reason, detail)
+        }
+        guard registry.advertisedApps[payload.advertisedItemIdentifier] != nil else {
+            throw refuse(.unknownAdvertisedApp, "advertised app \(payload.advertisedItemIdentifier) is not registered")
+        }
+        // Development impressions (publisher 0) come from no registered publisher app.
+        if !payload.isDevelopment {
+            guard let publisher = registry.publisherApps[payload.publisherItemIdentifier],
+                publisher.adNetworkIdentifiers.contains(payload.adNetworkIdentifier)
+            else {
+                throw refuse(
+                    .publisherNotListingNetwork,
+                    "publisher app \(payload.publisherItemIdentifier) does not list \(payload.adNetworkIdentifier) in AdNetworkIdentifiers")
+            }
+        }
+    }
+}
+
+extension RejectionReason {
+    init(_ code: JWSError.Code) {
+        switch code {
+        case .invalidComponents: self = .invalidComponents
+        case .invalidHeader: self = .invalidHeader
+        case .invalidPayload: self = .invalidPayload
+        case .invalidSignature, .invalidKey: self = .invalidSignature
+        case .unsupportedAlgorithm: self = .unsupportedAlgorithm
+        }
+    }
+}

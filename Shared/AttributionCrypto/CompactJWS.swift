@@ -1,0 +1,75 @@
+import Crypto
+import Foundation
+
+/// The protected header fields we read. Parsed values are compared, never raw text: a header may
+/// escape `/` as `\/`.
+public struct JWSHeader: Sendable, Codable, Hashable {
+    public var alg: String
+    public var kid: String?
+    public var typ: String?
+
+    public init(alg: String = "ES256", kid: String?, typ: String? = nil) {
+        self.alg = alg
+        self.kid = kid
+        self.typ = typ
+    }
+}
+
+/// A parsed compact JWS (RFC 7515): header, payload and the raw R‖S signature.
+public struct CompactJWS: Sendable {
+    public let header: JWSHeader
+    public let payload: Data
+    public let signature: Data
+    /// `base64url(header) "." base64url(payload)`: the bytes the signature covers.
+    public let signingInput: Data
+
+    /// Parses the three parts. Checks form only; `verify(with:)` checks the signature.
+    public init(parsing compact: String) throws(JWSError) {
+        let parts = compact.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts.allSatisfy({ !$0.isEmpty }) else {
+            throw JWSError(.invalidComponents, "a compact JWS has three non-empty base64url parts")
+        }
+        guard let headerData = Base64URL.decode(parts[0]),
+            let header = try? JSONDecoder().decode(JWSHeader.self, from: headerData)
+        else { throw JWSError(.invalidHeader, "header is not base64url JSON with an alg") }
+        guard let payload = Base64URL.decode(parts[1]) else {
+            throw JWSError(.invalidPayload, "payload is not base64url")
+        }
+        guard let signature = Base64URL.decode(parts[2]) else {
+            throw JWSError(.invalidSignature, "signature is not base64url")
+        }
+        self.header = header
+        self.payload = payload
+        self.signature = signature
+        self.signingInput = Data("\(parts[0]).\(parts[1])".utf8)
+    }
+
+    /// ES256 only: `none`, HMAC and everything else are refused before any key is touched.
+    public func verify(with key: P256.Signing.PublicKey) throws(JWSError) {
+        guard header.alg == "ES256" else {
+            throw JWSError(.unsupportedAlgorithm, "alg must be ES256, not \(header.alg)")
+        }
+        guard signature.count == 64,
+            let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature)
+        else { throw JWSError(.invalidSignature, "ES256 signatures are 64 bytes (R‖S)") }
+        guard key.isValidSignature(ecdsa, for: signingInput) else {
+            throw JWSError(.invalidSignature, "signature does not verify with the registered key")
+        }
+    }
+
+    /// Signs `payload` as a compact JWS with `alg` ES256 and the given `kid`.
+    public static func sign(payload: Data, keyID: String, with key: P256.Signing.PrivateKey) throws -> String {
+        let headerJSON = try JSONCoder.sorted.encode(JWSHeader(kid: keyID))
+        let input = Base64URL.encode(headerJSON) + "." + Base64URL.encode(payload)
+        let signature = try key.signature(for: Data(input.utf8))
+        return input + "." + Base64URL.encode(signature.rawRepresentation)
+    }
+}
+
+enum JSONCoder {
+    static let sorted: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+}

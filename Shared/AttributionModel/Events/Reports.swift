@@ -1,0 +1,82 @@
+/// What ingest accepted from the outside world, as it goes onto the `events` stream.
+/// `receivedAt` is ingest's clock; every other time is the reporter's (the rules use event time).
+
+/// An impression (compact JWS as signed by the ad network) with the interaction the device reported.
+public struct ImpressionReport: Sendable, Codable, Hashable {
+    public var deviceIdentifier: String
+    public var impression: String
+    public var interaction: Interaction
+    public var receivedAt: Milliseconds
+
+    public init(deviceIdentifier: String, impression: String, interaction: Interaction, receivedAt: Milliseconds) {
+        self.deviceIdentifier = deviceIdentifier
+        self.impression = impression
+        self.interaction = interaction
+        self.receivedAt = receivedAt
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case deviceIdentifier = "device-identifier"
+        case impression, interaction
+        case receivedAt = "received-at"
+    }
+}
+
+/// An install (download, redownload) or re-engagement of an advertised app on a device.
+public struct ConversionReport: Sendable, Codable, Hashable {
+    public var deviceIdentifier: String
+    public var advertisedItemIdentifier: ItemIdentifier
+    public var conversionType: ConversionType
+    public var time: Milliseconds
+    /// Two-letter country of the store front; only ever sent on when its crowd is large (tier 3).
+    public var countryCode: String?
+    public var receivedAt: Milliseconds
+
+    public init(
+        deviceIdentifier: String, advertisedItemIdentifier: ItemIdentifier, conversionType: ConversionType,
+        time: Milliseconds, countryCode: String? = nil, receivedAt: Milliseconds
+    ) {
+        self.deviceIdentifier = deviceIdentifier
+        self.advertisedItemIdentifier = advertisedItemIdentifier
+        self.conversionType = conversionType
+        self.time = time
+        self.countryCode = countryCode
+        self.receivedAt = receivedAt
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case deviceIdentifier = "device-identifier"
+        case advertisedItemIdentifier = "advertised-item-identifier"
+        case conversionType = "conversion-type"
+        case time
+        case countryCode = "country-code"
+        case receivedAt = "received-at"
+    }
+}
+
+/// A conversion-value update reported by the advertised app on a device.
+public struct ValueUpdateReport: Sendable, Codable, Hashable {
+    public var deviceIdentifier: String
+    public var advertisedItemIdentifier: ItemIdentifier
+    public var update: PostbackUpdate
+    public var time: Milliseconds
+    public var receivedAt: Milliseconds
+
+    public init(
+        deviceIdentifier: String, advertisedItemIdentifier: ItemIdentifier, update: PostbackUpdate,
+        time: Milliseconds, receivedAt: Milliseconds
+    ) {
+        self.deviceIdentifier = deviceIdentifier
+        self.advertisedItemIdentifier = advertisedItemIdentifier
+        self.update = update
+        self.time = time
+        self.receivedAt = receivedAt
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case deviceIdentifier = "device-identifier"
+        case advertisedItemIdentifier = "advertised-item-identifier"
+        case update, time
+        case receivedAt = "received-at"
+    }
+}

@@ -1,0 +1,141 @@
+import Foundation
+
+/// Every message on every stream: a typed envelope (type, id, event time, schema version, body),
+/// defined once here so that all five services read and write the same bytes.
+public struct Envelope: Sendable, Hashable {
+    public var id: String
+    /// When the event happened (reporter's clock), in milliseconds.
+    public var time: Milliseconds
+    public var schema: Int
+    public var body: MessageBody
+
+    public static let currentSchema = 1
+
+    public init(id: String = UUID().uuidString.lowercased(), time: Milliseconds, body: MessageBody) {
+        self.id = id
+        self.time = time
+        self.schema = Envelope.currentSchema
+        self.body = body
+    }
+
+    public var type: MessageType { body.type }
+}
+
+/// The message types, spelled as they appear in the envelope's `type`.
+public enum MessageType: String, Sendable, Codable, Hashable, CaseIterable {
+    case impressionReported = "impression.reported"
+    case conversionReported = "conversion.reported"
+    case updateReported = "update.reported"
+    case impressionVerified = "impression.verified"
+    case conversionVerified = "conversion.verified"
+    case updateVerified = "update.verified"
+    case rejected = "event.rejected"
+    case conversionAttributed = "conversion.attributed"
+    case updateAttributed = "update.attributed"
+    case windowClosed = "window.closed"
+    case postbackDue = "postback.due"
+    case deliveryRetry = "delivery.retry"
+}
+
+public enum MessageBody: Sendable, Hashable {
+    case impressionReported(ImpressionReport)
+    case conversionReported(ConversionReport)
+    case updateReported(ValueUpdateReport)
+    case impressionVerified(VerifiedImpression)
+    case conversionVerified(VerifiedConversion)
+    case updateVerified(ValueUpdateReport)
+    case rejected(Rejection)
+    case conversionAttributed(Attribution)
+    case updateAttributed(AttributedUpdate)
+    case windowClosed(WindowClosed)
+    case postbackDue(PostbackOrder)
+    case deliveryRetry(DeliveryRetry)
+
+    public var type: MessageType {
+        switch self {
+        case .impressionReported: .impressionReported
+        case .conversionReported: .conversionReported
+        case .updateReported: .updateReported
+        case .impressionVerified: .impressionVerified
+        case .conversionVerified: .conversionVerified
+        case .updateVerified: .updateVerified
+        case .rejected: .rejected
+        case .conversionAttributed: .conversionAttributed
+        case .updateAttributed: .updateAttributed
+        case .windowClosed: .windowClosed
+        case .postbackDue: .postbackDue
+        case .deliveryRetry: .deliveryRetry
+        }
+    }
+}
+
+extension Envelope: Codable {
+    enum CodingKeys: String, CodingKey {
+        case type, id, time, schema, body
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(String.self, forKey: .id)
+        time = try c.decode(Milliseconds.self, forKey: .time)
+        schema = try c.decode(Int.self, forKey: .schema)
+        switch try c.decode(MessageType.self, forKey: .type) {
+        case .impressionReported: body = .impressionReported(try c.decode(ImpressionReport.self, forKey: .body))
+        case .conversionReported: body = .conversionReported(try c.decode(ConversionReport.self, forKey: .body))
+        case .updateReported: body = .updateReported(try c.decode(ValueUpdateReport.self, forKey: .body))
+        case .impressionVerified: body = .impressionVerified(try c.decode(VerifiedImpression.self, forKey: .body))
+        case .conversionVerified: body = .conversionVerified(try c.decode(VerifiedConversion.self, forKey: .body))
+        case .updateVerified: body = .updateVerified(try c.decode(ValueUpdateReport.self, forKey: .body))
+        case .rejected: body = .rejected(try c.decode(Rejection.self, forKey: .body))
+        case .conversionAttributed: body = .conversionAttributed(try c.decode(Attribution.self, forKey: .body))
+        case .updateAttributed: body = .updateAttributed(try c.decode(AttributedUpdate.self, forKey: .body))
+        case .windowClosed: body = .windowClosed(try c.decode(WindowClosed.self, forKey: .body))
+        case .postbackDue: body = .postbackDue(try c.decode(PostbackOrder.self, forKey: .body))
+        case .deliveryRetry: body = .deliveryRetry(try c.decode(DeliveryRetry.self, forKey: .body))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(type, forKey: .type)
+        try c.encode(id, forKey: .id)
+        try c.encode(time, forKey: .time)
+        try c.encode(schema, forKey: .schema)
+        switch body {
+        case .impressionReported(let b): try c.encode(b, forKey: .body)
+        case .conversionReported(let b): try c.encode(b, forKey: .body)
+        case .updateReported(let b): try c.encode(b, forKey: .body)
+        case .impressionVerified(let b): try c.encode(b, forKey: .body)
+        case .conversionVerified(let b): try c.encode(b, forKey: .body)
+        case .updateVerified(let b): try c.encode(b, forKey: .body)
+        case .rejected(let b): try c.encode(b, forKey: .body)
+        case .conversionAttributed(let b): try c.encode(b, forKey: .body)
+        case .updateAttributed(let b): try c.encode(b, forKey: .body)
+        case .windowClosed(let b): try c.encode(b, forKey: .body)
+        case .postbackDue(let b): try c.encode(b, forKey: .body)
+        case .deliveryRetry(let b): try c.encode(b, forKey: .body)
+        }
+    }
+}
+
+extension Envelope {
+    /// The bytes that go into a stream entry.
+    public func encoded() -> [UInt8] {
+        // Encoding our own value types cannot fail: every field is a plain Codable value.
+        (try? Array(JSONCoding.encoder.encode(self))) ?? []
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws -> Envelope {
+        try JSONCoding.decoder.decode(Envelope.self, from: Data(bytes))
+    }
+}
+
+/// One JSON configuration for the whole pipeline: sorted keys make messages and tests deterministic.
+public enum JSONCoding {
+    public static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+    public static let decoder = JSONDecoder()
+}

@@ -1,0 +1,137 @@
+/// The signed JWS payload of an AdAttributionKit postback, with the spec's key spellings.
+public struct PostbackPayload: Sendable, Codable, Hashable {
+    public var impressionType: String
+    public var adNetworkIdentifier: AdNetworkIdentifier
+    /// A string of 2–4 digits: the least-significant digits the crowd tier allows.
+    public var sourceIdentifier: String
+    public var advertisedItemIdentifier: ItemIdentifier
+    /// Tier 3 winning first postbacks only.
+    public var publisherItemIdentifier: ItemIdentifier?
+    public var conversionType: ConversionType
+    /// Omitted at tier 0.
+    public var marketplaceIdentifier: String?
+    public var postbackIdentifier: String
+    public var postbackSequenceIndex: Int
+    public var didWin: Bool
+
+    public init(
+        impressionType: String = ImpressionPayload.appImpression, adNetworkIdentifier: AdNetworkIdentifier,
+        sourceIdentifier: String, advertisedItemIdentifier: ItemIdentifier, publisherItemIdentifier: ItemIdentifier?,
+        conversionType: ConversionType, marketplaceIdentifier: String?, postbackIdentifier: String,
+        postbackSequenceIndex: Int, didWin: Bool
+    ) {
+        self.impressionType = impressionType
+        self.adNetworkIdentifier = adNetworkIdentifier
+        self.sourceIdentifier = sourceIdentifier
+        self.advertisedItemIdentifier = advertisedItemIdentifier
+        self.publisherItemIdentifier = publisherItemIdentifier
+        self.conversionType = conversionType
+        self.marketplaceIdentifier = marketplaceIdentifier
+        self.postbackIdentifier = postbackIdentifier
+        self.postbackSequenceIndex = postbackSequenceIndex
+        self.didWin = didWin
+    }
+
+    public static let appStoreMarketplace = "com.apple.AppStore"
+
+    enum CodingKeys: String, CodingKey {
+        case impressionType = "impression-type"
+        case adNetworkIdentifier = "ad-network-identifier"
+        case sourceIdentifier = "source-identifier"
+        case advertisedItemIdentifier = "advertised-item-identifier"
+        case publisherItemIdentifier = "publisher-item-identifier"
+        case conversionType = "conversion-type"
+        case marketplaceIdentifier = "marketplace-identifier"
+        case postbackIdentifier = "postback-identifier"
+        case postbackSequenceIndex = "postback-sequence-index"
+        case didWin = "did-win"
+    }
+}
+
+/// A postback ready to sign and send: the scheduler releases it to the dispatcher when its delay ends.
+/// The value fields travel outside the JWS (unsigned), as Apple sends them.
+public struct PostbackOrder: Sendable, Codable, Hashable {
+    public var payload: PostbackPayload
+    public var adInteractionType: InteractionType
+    public var conversionValue: Int?
+    public var coarseConversionValue: CoarseConversionValue?
+    public var countryCode: String?
+    /// Signed with the development key id when the winning impression was a development one.
+    public var isDevelopment: Bool
+
+    public init(
+        payload: PostbackPayload, adInteractionType: InteractionType, conversionValue: Int?,
+        coarseConversionValue: CoarseConversionValue?, countryCode: String?, isDevelopment: Bool
+    ) {
+        self.payload = payload
+        self.adInteractionType = adInteractionType
+        self.conversionValue = conversionValue
+        self.coarseConversionValue = coarseConversionValue
+        self.countryCode = countryCode
+        self.isDevelopment = isDevelopment
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case payload
+        case adInteractionType = "ad-interaction-type"
+        case conversionValue = "conversion-value"
+        case coarseConversionValue = "coarse-conversion-value"
+        case countryCode = "country-code"
+        case isDevelopment = "development"
+    }
+}
+
+/// The HTTP body POSTed to a postback destination.
+public struct PostbackBody: Sendable, Codable, Hashable {
+    public var jwsString: String
+    public var adInteractionType: InteractionType
+    public var conversionValue: Int?
+    public var coarseConversionValue: CoarseConversionValue?
+    public var countryCode: String?
+
+    public init(order: PostbackOrder, jwsString: String) {
+        self.jwsString = jwsString
+        self.adInteractionType = order.adInteractionType
+        self.conversionValue = order.conversionValue
+        self.coarseConversionValue = order.coarseConversionValue
+        self.countryCode = order.countryCode
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case jwsString = "jws-string"
+        case adInteractionType = "ad-interaction-type"
+        case conversionValue = "conversion-value"
+        case coarseConversionValue = "coarse-conversion-value"
+        case countryCode = "country-code"
+    }
+}
+
+/// A delivery that failed and waits in the dispatcher's retry queue: the exact bytes are resent.
+public struct DeliveryRetry: Sendable, Codable, Hashable {
+    public var postbackIdentifier: String
+    public var url: String
+    public var body: String
+    /// Attempts made so far (1 after the first failure).
+    public var attempts: Int
+    public var firstAttemptAt: Milliseconds
+    public var lastError: String
+
+    public init(
+        postbackIdentifier: String, url: String, body: String, attempts: Int, firstAttemptAt: Milliseconds,
+        lastError: String
+    ) {
+        self.postbackIdentifier = postbackIdentifier
+        self.url = url
+        self.body = body
+        self.attempts = attempts
+        self.firstAttemptAt = firstAttemptAt
+        self.lastError = lastError
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case postbackIdentifier = "postback-identifier"
+        case url, body, attempts
+        case firstAttemptAt = "first-attempt-at"
+        case lastError = "last-error"
+    }
+}

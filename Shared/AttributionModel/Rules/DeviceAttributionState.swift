@@ -1,0 +1,89 @@
+/// A conversion attribution-winner made, remembered so that later value updates can be routed to it.
+public struct ConversionRecord: Sendable, Codable, Hashable {
+    public var conversionIdentifier: String
+    public var conversionType: ConversionType
+    public var time: Milliseconds
+    public var conversionTag: String?
+
+    public init(conversionIdentifier: String, conversionType: ConversionType, time: Milliseconds, conversionTag: String? = nil) {
+        self.conversionIdentifier = conversionIdentifier
+        self.conversionType = conversionType
+        self.time = time
+        self.conversionTag = conversionTag
+    }
+}
+
+/// What attribution-winner keeps per device and advertised app: the impression pool, the conversions it
+/// attributed, and updates that arrived before their conversion (kept, never lost).
+public struct DeviceAttributionState: Sendable, Codable, Hashable {
+    public var impressions: [VerifiedImpression] = []
+    public var conversions: [ConversionRecord] = []
+    public var pendingUpdates: [ValueUpdateReport] = []
+
+    public init() {}
+
+    /// At most 15 view impressions per publisher app are kept (the oldest are dropped).
+    public static let viewsKeptPerPublisher = 15
+
+    public mutating func record(_ impression: VerifiedImpression) {
+        // A redelivered impression is the same impression: keep one copy.
+        guard !impressions.contains(where: { $0.payload.impressionIdentifier == impression.payload.impressionIdentifier })
+        else { return }
+        impressions.append(impression)
+        guard impression.interaction.type == .view else { return }
+        let publisher = impression.payload.publisherItemIdentifier
+        let views = impressions.enumerated()
+            .filter { $0.element.interaction.type == .view && $0.element.payload.publisherItemIdentifier == publisher }
+            .sorted { $0.element.interaction.time < $1.element.interaction.time }
+        if views.count > Self.viewsKeptPerPublisher {
+            let dropped = Set(views.prefix(views.count - Self.viewsKeptPerPublisher).map(\.offset))
+            impressions = impressions.enumerated().filter { !dropped.contains($0.offset) }.map(\.element)
+        }
+    }
+
+    /// Attributes a conversion, or returns nil when no impression qualifies (an organic conversion).
+    /// Updates that were waiting for this conversion are returned resolved to it.
+    public mutating func attribute(
+        _ conversion: VerifiedConversion, conversionIdentifier: String, policy: TimePolicy
+    ) -> (attribution: Attribution, updates: [AttributedUpdate])? {
+        let report = conversion.report
+        guard
+            let result = WinnerSelection.select(
+                from: impressions, conversionType: report.conversionType, time: report.time, app: conversion.app,
+                policy: policy)
+        else { return nil }
+        let record = ConversionRecord(
+            conversionIdentifier: conversionIdentifier, conversionType: report.conversionType, time: report.time)
+        conversions.append(record)
+        let attribution = Attribution(
+            conversionIdentifier: conversionIdentifier, advertisedItemIdentifier: report.advertisedItemIdentifier,
+            conversionType: report.conversionType, conversionTime: report.time, countryCode: report.countryCode,
+            winner: AttributedImpression(result.winner), nonWinners: result.nonWinners.map(AttributedImpression.init))
+        // The winning impression has done its work: it cannot win a second conversion.
+        impressions.removeAll { $0.payload.impressionIdentifier == result.winner.payload.impressionIdentifier }
+        var resolved: [AttributedUpdate] = []
+        var stillPending: [ValueUpdateReport] = []
+        for update in pendingUpdates {
+            if let routed = route(update) { resolved.append(routed) } else { stillPending.append(update) }
+        }
+        pendingUpdates = stillPending
+        return (attribution, resolved)
+    }
+
+    /// Routes an update: by conversion tag when it has one, else to the most recent conversion whose type
+    /// it applies to. Updates with nowhere to go yet are kept until their conversion arrives.
+    public mutating func receive(_ update: ValueUpdateReport) -> AttributedUpdate? {
+        if let routed = route(update) { return routed }
+        pendingUpdates.append(update)
+        return nil
+    }
+
+    func route(_ update: ValueUpdateReport) -> AttributedUpdate? {
+        let candidates = conversions.filter { conversion in
+            conversion.time <= update.time && update.update.applies(to: conversion.conversionType)
+                && (update.update.conversionTag == nil || conversion.conversionTag == update.update.conversionTag)
+        }
+        guard let target = candidates.max(by: { $0.time < $1.time }) else { return nil }
+        return AttributedUpdate(conversionIdentifier: target.conversionIdentifier, update: update.update, time: update.time)
+    }
+}

@@ -1,0 +1,46 @@
+/// Rules an impression must satisfy beyond its signature. Returns the reason it is refused, or nil.
+public enum ImpressionRules {
+    /// A tap counts only within 15 minutes of the impression being loaded for display.
+    public static let clickLimit: Duration = .minutes(15)
+    /// A view counts only after 2 s on screen.
+    public static let minimumView: Duration = .seconds(2)
+    /// Clock-skew tolerance for impressions stamped in the future.
+    public static let futureTolerance: Duration = .minutes(5)
+    /// Older than the longest window that could still attribute it.
+    public static let maximumAge: Duration = .days(30)
+
+    /// The interaction limits (15 min, 2 s) and the skew tolerance describe the device and its clock,
+    /// not the lifecycle, so the time scale leaves them alone; the maximum age is a window and scales.
+    public static func check(
+        _ payload: ImpressionPayload, interaction: Interaction, receivedAt: Milliseconds, policy: TimePolicy
+    ) -> (RejectionReason, String)? {
+        guard payload.impressionType == ImpressionPayload.appImpression else {
+            return (.invalidPayload, "impression-type must be \(ImpressionPayload.appImpression)")
+        }
+        guard SourceIdentifier.range.contains(payload.sourceIdentifier) else {
+            return (.invalidPayload, "source-identifier must be within 0–9999")
+        }
+        guard !payload.impressionIdentifier.isEmpty, payload.impressionIdentifier.count <= 64 else {
+            return (.invalidPayload, "impression-identifier must be a UUID")
+        }
+        if payload.timestamp > receivedAt + TimePolicy.realTime.milliseconds(futureTolerance) {
+            return (.impressionFromFuture, "timestamp is more than 5 minutes in the future")
+        }
+        if receivedAt - payload.timestamp > policy.milliseconds(maximumAge) {
+            return (.impressionExpired, "impression is older than the longest attribution window")
+        }
+        switch interaction.type {
+        case .click:
+            let loadedAt = interaction.loadedAt ?? payload.timestamp
+            let gap = interaction.time - loadedAt
+            if gap < 0 || gap > TimePolicy.realTime.milliseconds(clickLimit) {
+                return (.clickTooLate, "a click counts only within 15 minutes of the impression being loaded")
+            }
+        case .view:
+            guard let begin = interaction.begin,
+                interaction.time - begin >= TimePolicy.realTime.milliseconds(minimumView)
+            else { return (.viewTooShort, "a view counts only after 2 s on screen") }
+        }
+        return nil
+    }
+}

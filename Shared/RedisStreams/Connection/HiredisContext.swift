@@ -1,0 +1,165 @@
+import CHiredis
+import Logging
+
+/// The hiredis context of one `RedisConnection`, created lazily and dropped after any I/O error.
+///
+/// hiredis contexts are not thread-safe, so this type has no locks: every method runs on the
+/// connection's single pool thread, which serialises all access (hence `@unchecked Sendable`).
+final class HiredisContext: @unchecked Sendable {
+    private let configuration: RedisConfiguration
+    private let logger: Logger
+    private var context: UnsafeMutablePointer<redisContext>?
+    private var isClosed = false
+
+    init(configuration: RedisConfiguration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// Sends every command in one write, then reads one reply per command: one round trip.
+    func execute(_ commands: [RedisCommand]) throws -> [RedisReply] {
+        if let empty = commands.first(where: { $0.arguments.isEmpty }) {
+            // Redis silently ignores `*0`, so an empty command would wait for a reply until the timeout.
+            throw RedisError(.invalidArgument, "empty redis command: \(empty)")
+        }
+        let context = try self.connected()
+        do {
+            for command in commands {
+                try Self.append(command, to: context)
+            }
+            var replies: [RedisReply] = []
+            replies.reserveCapacity(commands.count)
+            for _ in commands {
+                replies.append(try Self.readReply(from: context))
+            }
+            return replies
+        } catch {
+            // Unread replies or a half-written buffer would pair later replies with the wrong commands.
+            self.drop()
+            throw error
+        }
+    }
+
+    /// Frees the context for good; later calls throw `closed`.
+    func close() {
+        self.isClosed = true
+        self.drop()
+    }
+
+    private func drop() {
+        if let context = self.context {
+            redisFree(context)
+            self.context = nil
+            self.logger.debug("redis connection dropped")
+        }
+    }
+
+    private func connected() throws -> UnsafeMutablePointer<redisContext> {
+        if self.isClosed { throw RedisError(.closed, "connection closed") }
+        if let context = self.context { return context }
+
+        let configuration = self.configuration
+        guard
+            let context = redisConnectWithTimeout(
+                configuration.host,
+                Int32(clamping: configuration.port),
+                Self.timeval(milliseconds: configuration.connectTimeoutMilliseconds)
+            )
+        else {
+            throw RedisError(.connectionFailed, "cannot allocate a hiredis context")
+        }
+        if context.pointee.err != 0 {
+            let message = Self.errorString(context)
+            redisFree(context)
+            throw RedisError(
+                .connectionFailed,
+                "connect to \(configuration.host):\(configuration.port) failed: \(message)"
+            )
+        }
+        // Without a read timeout a dead server would block this thread forever.
+        if redisSetTimeout(context, Self.timeval(milliseconds: configuration.commandTimeoutMilliseconds)) != REDIS_OK {
+            let message = Self.errorString(context)
+            redisFree(context)
+            throw RedisError(.connectionFailed, "setting the command timeout failed: \(message)")
+        }
+        _ = redisEnableKeepAlive(context)
+        self.context = context
+
+        if configuration.database != 0 {
+            let reply = try self.execute([RedisCommand("SELECT", String(configuration.database))])[0]
+            if let message = reply.errorMessage {
+                self.drop()
+                throw RedisError(.connectionFailed, "SELECT \(configuration.database) failed: \(message)")
+            }
+        }
+        self.logger.debug(
+            "redis connected",
+            metadata: ["redis.host": "\(configuration.host)", "redis.port": "\(configuration.port)"]
+        )
+        return context
+    }
+
+    private static func append(_ command: RedisCommand, to context: UnsafeMutablePointer<redisContext>) throws {
+        // One contiguous buffer for all arguments: argv points into it, hiredis copies during the call.
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(command.arguments.reduce(1) { $0 + $1.count })
+        var offsets: [Int] = []
+        var lengths: [Int] = []
+        for argument in command.arguments {
+            offsets.append(buffer.count)
+            lengths.append(argument.count)
+            buffer.append(contentsOf: argument)
+        }
+        buffer.append(0)  // never empty, so baseAddress is never nil
+
+        let status = buffer.withUnsafeBufferPointer { bytes -> Int32 in
+            let base = UnsafeRawPointer(bytes.baseAddress!)
+            var argv: [UnsafePointer<CChar>?] = offsets.map {
+                base.advanced(by: $0).assumingMemoryBound(to: CChar.self)
+            }
+            return argv.withUnsafeMutableBufferPointer { argvPointer in
+                lengths.withUnsafeBufferPointer { lengthPointer in
+                    redisAppendCommandArgv(
+                        context,
+                        Int32(command.arguments.count),
+                        argvPointer.baseAddress,
+                        lengthPointer.baseAddress
+                    )
+                }
+            }
+        }
+        if status != REDIS_OK {
+            throw Self.ioError(context, doing: "queueing \(command.name)")
+        }
+    }
+
+    private static func readReply(from context: UnsafeMutablePointer<redisContext>) throws -> RedisReply {
+        var raw: UnsafeMutableRawPointer?
+        guard redisGetReply(context, &raw) == REDIS_OK, let raw else {
+            throw Self.ioError(context, doing: "reading a reply")
+        }
+        defer { freeReplyObject(raw) }
+        return RedisReply(copying: raw.assumingMemoryBound(to: redisReply.self))
+    }
+
+    private static func ioError(_ context: UnsafeMutablePointer<redisContext>, doing action: String) -> RedisError {
+        let message = "\(action) failed: \(Self.errorString(context))"
+        switch context.pointee.err {
+        case REDIS_ERR_PROTOCOL: return RedisError(.protocolError, message)
+        default: return RedisError(.io, message)
+        }
+    }
+
+    private static func errorString(_ context: UnsafeMutablePointer<redisContext>) -> String {
+        withUnsafeBytes(of: context.pointee.errstr) { raw in
+            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+        }
+    }
+
+    private static func timeval(milliseconds: Int) -> timeval {
+        var value = CHiredis.timeval()
+        value.tv_sec = .init(milliseconds / 1000)
+        value.tv_usec = .init((milliseconds % 1000) * 1000)
+        return value
+    }
+}

@@ -1,0 +1,49 @@
+/// One Redis command as its argument vector; arguments are bytes so payloads stay binary safe.
+public struct RedisCommand: Sendable, Equatable {
+    /// The command name followed by its arguments.
+    public var arguments: [[UInt8]]
+
+    /// A command from UTF-8 text arguments: `RedisCommand("SET", key, value)`.
+    public init(_ arguments: String...) {
+        self.init(arguments)
+    }
+
+    /// A command from an array of UTF-8 text arguments.
+    public init(_ arguments: [String]) {
+        self.arguments = arguments.map { Array($0.utf8) }
+    }
+
+    /// A command from raw byte arguments.
+    public init(bytes: [[UInt8]]) {
+        self.arguments = bytes
+    }
+
+    /// This command with one more binary argument at the end.
+    public func appending(_ bytes: [UInt8]) -> RedisCommand {
+        var copy = self
+        copy.arguments.append(bytes)
+        return copy
+    }
+
+    /// This command with one more text argument at the end.
+    public func appending(_ argument: String) -> RedisCommand {
+        self.appending(Array(argument.utf8))
+    }
+
+    /// The command name in upper case, for logs and error messages.
+    public var name: String {
+        self.arguments.first.map { String(decoding: $0, as: UTF8.self).uppercased() } ?? ""
+    }
+}
+
+extension RedisCommand: CustomStringConvertible {
+    /// The arguments as text, long or binary ones shortened, so logs never carry whole payloads.
+    public var description: String {
+        self.arguments.map { argument in
+            guard argument.count <= 64, let text = String(validating: argument, as: UTF8.self) else {
+                return "<\(argument.count) bytes>"
+            }
+            return text
+        }.joined(separator: " ")
+    }
+}

@@ -1,0 +1,53 @@
+/// The one error type of this module: an opaque code plus a message that is safe to log.
+public struct RedisError: Error, CustomStringConvertible, Sendable, Equatable {
+    /// What kind of failure this is; compare against the static members.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable {
+            case connectionFailed, io, server, protocolError, closed
+            case invalidConfiguration, invalidArgument, unexpectedReply
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The TCP connect, or the SELECT after it, failed.
+        public static let connectionFailed = Code(.connectionFailed)
+        /// Reading or writing the socket failed or timed out; the connection is dropped and reconnects on next use.
+        public static let io = Code(.io)
+        /// Redis answered with an error reply; the message is the server's text.
+        public static let server = Code(.server)
+        /// hiredis could not parse what the server sent.
+        public static let protocolError = Code(.protocolError)
+        /// The connection was closed by its owner and cannot be used any more.
+        public static let closed = Code(.closed)
+        /// A configuration value (such as a URL) is malformed.
+        public static let invalidConfiguration = Code(.invalidConfiguration)
+        /// A caller passed something Redis cannot accept (an empty command, a BLOCK longer than the timeout).
+        public static let invalidArgument = Code(.invalidArgument)
+        /// A reply did not have the shape the command documents.
+        public static let unexpectedReply = Code(.unexpectedReply)
+
+        /// The code's name.
+        public var description: String { self.base.rawValue }
+    }
+
+    /// What kind of failure this is.
+    public let code: Code
+    /// Human-readable detail: hiredis's error string or the server's error text.
+    public let message: String
+
+    /// Creates an error with a code and a message.
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// For server errors, the reply's first word (`BUSYGROUP`, `NOSCRIPT`, `WRONGTYPE`, `ERR`); nil otherwise.
+    public var serverErrorPrefix: String? {
+        guard self.code == .server else { return nil }
+        return self.message.split(separator: " ", maxSplits: 1).first.map(String.init)
+    }
+
+    /// `redis <code>: <message>`.
+    public var description: String { "redis \(self.code): \(self.message)" }
+}

@@ -1,0 +1,53 @@
+/// One RESP2 reply from Redis, copied out of hiredis so it outlives the reply object.
+public enum RedisReply: Sendable, Equatable {
+    /// A simple string such as `OK`, `PONG` or `QUEUED`.
+    case status(String)
+    /// An error reply, e.g. `ERR unknown command` or `BUSYGROUP ...`; the text includes its prefix.
+    case error(String)
+    /// An integer reply.
+    case integer(Int64)
+    /// A bulk string, binary safe.
+    case bulk([UInt8])
+    /// A nil bulk string or nil array (missing key, BLOCK timeout, EXEC aborted by WATCH).
+    case null
+    /// An array reply, possibly nested.
+    case array([RedisReply])
+
+    /// A bulk string decoded as UTF-8 (nil when it is not valid UTF-8), or a status text.
+    public var string: String? {
+        switch self {
+        case .bulk(let bytes): String(validating: bytes, as: UTF8.self)
+        case .status(let text): text
+        default: nil
+        }
+    }
+
+    /// An integer reply, or a bulk or status string that parses as a decimal integer.
+    public var int: Int64? {
+        switch self {
+        case .integer(let value): value
+        case .bulk, .status: self.string.flatMap { Int64($0) }
+        default: nil
+        }
+    }
+
+    /// The raw bytes of a bulk string; nil for every other reply.
+    public var bytes: [UInt8]? {
+        if case .bulk(let bytes) = self { bytes } else { nil }
+    }
+
+    /// The elements of an array reply; empty for every other reply.
+    public var elements: [RedisReply] {
+        if case .array(let elements) = self { elements } else { [] }
+    }
+
+    /// True for a nil bulk string or nil array.
+    public var isNull: Bool {
+        if case .null = self { true } else { false }
+    }
+
+    /// The text of an error reply; nil for every other reply.
+    public var errorMessage: String? {
+        if case .error(let message) = self { message } else { nil }
+    }
+}

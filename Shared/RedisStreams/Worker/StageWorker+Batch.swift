@@ -1,0 +1,209 @@
+/// Processing of one batch: read state, decide, commit atomically, count failures, dead-letter.
+extension StageWorker {
+    /// An entry the stage could not handle this time, with the reason.
+    struct Failure {
+        let entry: StreamEntry
+        let error: String
+    }
+
+    /// Processes one batch (never empty); `claimed` marks entries that may carry attempt counts.
+    func process(_ batch: [StreamEntry], claimed: Bool) async throws {
+        let started = ContinuousClock.now
+        let tries = max(1, self.configuration.maxConflictRetries)
+        var written = 0
+        var failures: [Failure] = []
+        var attemptCounts: [Int64]?  // set when the failure counts already ran inside EXEC
+        var unwatch = false
+        var settled = false
+
+        for attempt in 1...tries {
+            let reads = self.stage.reads(for: batch)
+            let state = try await self.readState(reads)
+            let outcomes = await self.decide(batch, state: state)
+
+            var writes: [RedisCommand] = []
+            var writtenIDs: [String] = []
+            failures = []
+            for (entry, outcome) in zip(batch, outcomes) {
+                switch outcome {
+                case .write(let commands):
+                    writes += commands
+                    writtenIDs.append(entry.id)
+                case .failed(let error):
+                    failures.append(Failure(entry: entry, error: error))
+                }
+            }
+
+            if writtenIDs.isEmpty {
+                // Nothing to commit, so no MULTI/EXEC: release the WATCH with the failure counts instead.
+                unwatch = !reads.watch.isEmpty
+                settled = true
+                break
+            }
+
+            let replies = try await self.connection.pipeline(
+                self.transaction(writes: writes, writtenIDs: writtenIDs, failures: failures, claimed: claimed)
+            )
+            let exec = replies[replies.count - 1]
+            if exec.isNull {
+                // A WATCHed key changed after we read it: our decisions may be stale, so decide again.
+                self.logger.debug(
+                    "watched key changed, redoing batch",
+                    metadata: ["count": "\(batch.count)", "attempt": "\(attempt)"]
+                )
+                continue
+            }
+            if let message = exec.errorMessage {
+                // EXECABORT: Redis rejected a queued command (a stage bug), so nothing ran.
+                let reason = replies.dropFirst().dropLast().lazy.compactMap(\.errorMessage).first ?? message
+                failures = batch.map { Failure(entry: $0, error: "transaction aborted: \(reason)") }
+                settled = true
+                break
+            }
+            self.logCommandErrors(exec.elements)
+            written = writtenIDs.count
+            attemptCounts = exec.elements.suffix(failures.count).map { $0.int ?? 0 }
+            settled = true
+            break
+        }
+
+        if !settled {
+            // A key that keeps changing must not stall the stage: count it against the entries like any failure.
+            failures = batch.map { Failure(entry: $0, error: "watched keys kept changing (\(tries) tries)") }
+        }
+        let counts: [Int64]
+        if let attemptCounts {
+            counts = attemptCounts
+        } else {
+            counts = try await self.countFailures(failures, unwatch: unwatch)
+        }
+        let dead = zip(failures, counts).filter { $0.1 >= Int64(self.configuration.maxAttempts) }.map(\.0)
+        try await self.deadLetter(dead)
+
+        let seconds = Self.seconds(ContinuousClock.now - started)
+        self.logger.debug(
+            "stream batch processed",
+            metadata: [
+                "count": "\(batch.count)", "written": "\(written)", "failed": "\(failures.count)",
+                "dead": "\(dead.count)",
+            ]
+        )
+        for failure in failures where !dead.contains(where: { $0.entry.id == failure.entry.id }) {
+            self.logger.warning(
+                "stream entry failed, will retry",
+                metadata: ["entry.id": "\(failure.entry.id)", "error": "\(failure.error)"]
+            )
+        }
+        self.observer?.batchProcessed(
+            stage: self.configuration.group,
+            written: written,
+            failed: failures.count,
+            deadLettered: dead.count,
+            seconds: seconds
+        )
+    }
+
+    /// WATCH (if any keys) and the stage's reads in one round trip; returns the replies to the reads.
+    private func readState(_ reads: StageReads) async throws -> [RedisReply] {
+        var commands: [RedisCommand] = []
+        if !reads.watch.isEmpty {
+            commands.append(RedisCommand(["WATCH"] + reads.watch))
+        }
+        commands += reads.commands
+        let replies = try await self.connection.pipeline(commands)
+        guard !reads.watch.isEmpty else { return replies }
+        if let message = replies[0].errorMessage {
+            throw RedisError(.server, "WATCH failed: \(message)")
+        }
+        return Array(replies.dropFirst())
+    }
+
+    /// The stage's outcomes, guarding against a stage that returns the wrong number of them.
+    private func decide(_ batch: [StreamEntry], state: [RedisReply]) async -> [StageOutcome] {
+        let outcomes = await self.stage.decide(batch, state: state)
+        guard outcomes.count == batch.count else {
+            let error = "stage returned \(outcomes.count) outcomes for \(batch.count) entries"
+            self.logger.error("stage broke its contract", metadata: ["error": "\(error)"])
+            return batch.map { _ in .failed(error) }
+        }
+        return outcomes
+    }
+
+    /// MULTI, the writes, one XACK, attempt bookkeeping, EXEC.
+    private func transaction(
+        writes: [RedisCommand],
+        writtenIDs: [String],
+        failures: [Failure],
+        claimed: Bool
+    ) -> [RedisCommand] {
+        let attemptsKey = self.consumer.attemptsKey
+        var commands = [RedisCommand("MULTI")]
+        commands += writes
+        commands.append(StreamCommands.ack(self.configuration.stream, group: self.configuration.group, ids: writtenIDs))
+        if claimed {
+            // Only redelivered entries can have failed before; fresh ones never have a count to clean up.
+            commands.append(RedisCommand(["HDEL", attemptsKey] + writtenIDs))
+        }
+        // Counted inside the transaction so a WATCH conflict, which redoes the batch, does not count twice.
+        commands += failures.map { RedisCommand("HINCRBY", attemptsKey, $0.entry.id, "1") }
+        commands.append(RedisCommand("EXEC"))
+        return commands
+    }
+
+    /// HINCRBY per failure (and UNWATCH if needed) in one round trip; returns the new counts.
+    private func countFailures(_ failures: [Failure], unwatch: Bool) async throws -> [Int64] {
+        var commands: [RedisCommand] = unwatch ? [RedisCommand("UNWATCH")] : []
+        commands += failures.map { RedisCommand("HINCRBY", self.consumer.attemptsKey, $0.entry.id, "1") }
+        let replies = try await self.connection.pipeline(commands)
+        return replies.suffix(failures.count).map { reply in
+            guard let count = reply.int else {
+                self.logger.error("counting a failed attempt failed", metadata: ["error": "\(reply)"])
+                return 0
+            }
+            return count
+        }
+    }
+
+    /// Moves entries out of attempts into the dead-letter stream, all in one MULTI/EXEC.
+    private func deadLetter(_ dead: [Failure]) async throws {
+        guard !dead.isEmpty else { return }
+        let ids = dead.map(\.entry.id)
+        var commands = [RedisCommand("MULTI")]
+        for failure in dead {
+            commands.append(
+                StreamCommands.add(self.configuration.deadLetterStream, message: failure.entry.message)
+                    .appending("error").appending(failure.error)
+                    .appending("stream").appending(self.configuration.stream)
+                    .appending("id").appending(failure.entry.id)
+            )
+        }
+        commands.append(StreamCommands.ack(self.configuration.stream, group: self.configuration.group, ids: ids))
+        commands.append(RedisCommand(["HDEL", self.consumer.attemptsKey] + ids))
+        commands.append(RedisCommand("EXEC"))
+        let replies = try await self.connection.pipeline(commands)
+        if let message = replies[replies.count - 1].errorMessage {
+            throw RedisError(.server, "dead-lettering failed: \(message)")
+        }
+        for failure in dead {
+            self.logger.error(
+                "stream entry dead-lettered",
+                metadata: [
+                    "entry.id": "\(failure.entry.id)", "error": "\(failure.error)",
+                    "dead.stream": "\(self.configuration.deadLetterStream)",
+                ]
+            )
+        }
+    }
+
+    /// Commands that failed at run time inside EXEC (e.g. WRONGTYPE) have already been applied around; say so loudly.
+    private func logCommandErrors(_ results: [RedisReply]) {
+        for message in results.compactMap(\.errorMessage) {
+            self.logger.error("command in stage transaction failed", metadata: ["error": "\(message)"])
+        }
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

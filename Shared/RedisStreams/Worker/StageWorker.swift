@@ -1,0 +1,139 @@
+import Logging
+import Synchronization
+
+/// The one consumer loop every stage uses: read a batch, let the stage decide, commit writes and acks atomically.
+///
+/// Each batch costs a fixed number of round trips, whatever its size: WATCH plus the stage's reads,
+/// one MULTI/EXEC with every write and one XACK, one pipeline of failure counts (only if something
+/// failed), one MULTI/EXEC of dead letters (only if something ran out of attempts). Entries of
+/// consumers that died stay pending and are claimed after `claimIdleMilliseconds` by any replica.
+///
+/// The connection must be this worker's own: WATCH state belongs to a connection, so `decide` must
+/// not run transactions on it.
+public final class StageWorker<Stage: StreamStage>: Sendable {
+    let configuration: StageWorkerConfiguration
+    let stage: Stage
+    let connection: RedisConnection
+    let logger: Logger
+    let observer: (any StageObserver)?
+    let consumer: StreamConsumer
+    let state = Mutex(StageWorkerState())
+
+    /// A worker for one stage on one connection; nothing is sent until `run` or `processOnce`.
+    public init(
+        configuration: StageWorkerConfiguration,
+        stage: Stage,
+        connection: RedisConnection,
+        logger: Logger,
+        observer: (any StageObserver)? = nil
+    ) {
+        self.configuration = configuration
+        self.stage = stage
+        self.connection = connection
+        var logger = logger
+        logger[metadataKey: "stage"] = .string(configuration.group)
+        self.logger = logger
+        self.observer = observer
+        self.consumer = StreamConsumer(
+            stream: configuration.stream,
+            group: configuration.group,
+            consumer: configuration.consumer,
+            batchSize: configuration.batchSize,
+            blockMilliseconds: configuration.blockMilliseconds
+        )
+    }
+
+    /// Loops until the task is cancelled, finishing the batch in hand first; rethrows only `closed`.
+    ///
+    /// Other errors (Redis restarting, a network blip) are logged and retried with backoff: the
+    /// entries involved are still pending, so nothing is lost by carrying on.
+    public func run() async throws {
+        self.logger.info("stage worker started", metadata: ["stream": "\(self.configuration.stream)"])
+        var failuresInARow = 0
+        while !Task.isCancelled {
+            do {
+                _ = try await self.processOnce()
+                failuresInARow = 0
+            } catch let error as RedisError where error.code == .closed {
+                self.logger.info("stage worker stopped: connection closed")
+                throw error
+            } catch is CancellationError {
+                break
+            } catch {
+                failuresInARow += 1
+                let delay = min(100 << min(failuresInARow, 6), 5_000)
+                self.logger.error(
+                    "stage worker iteration failed",
+                    metadata: ["error": "\(error)", "retry.milliseconds": "\(delay)"]
+                )
+                try? await Task.sleep(for: .milliseconds(delay))
+            }
+        }
+        self.logger.info("stage worker stopped")
+    }
+
+    /// One claim step (if due) and one read, each processed as a batch; returns the entries handled.
+    public func processOnce() async throws -> Int {
+        try await self.ensureGroup()
+        var handled = try await self.claimIfDue()
+        // A stop requested during the claim should not start a new (blocking) read.
+        if Task.isCancelled { return handled }
+        let entries = try await self.groupChecked { try await self.consumer.readNew(on: self.connection) }
+        if !entries.isEmpty {
+            try await self.process(entries, claimed: false)
+            handled += entries.count
+        }
+        return handled
+    }
+
+    private func ensureGroup() async throws {
+        if self.state.withLock({ $0.groupReady }) { return }
+        try await self.consumer.ensureGroup(on: self.connection)
+        self.state.withLock { $0.groupReady = true }
+    }
+
+    /// Runs `body`; if the group vanished (someone deleted the stream) it is recreated on the next call.
+    private func groupChecked<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as RedisError where error.serverErrorPrefix == "NOGROUP" {
+            self.state.withLock { $0.groupReady = false }
+            throw error
+        }
+    }
+
+    private func claimIfDue() async throws -> Int {
+        let cursor: String? = self.state.withLock { state in
+            if let next = state.nextClaim, ContinuousClock.now < next { return nil }
+            return state.claimCursor
+        }
+        guard let cursor else { return 0 }
+        let claim = try await self.groupChecked {
+            try await self.consumer.claimStale(
+                minIdleMilliseconds: self.configuration.claimIdleMilliseconds,
+                startingAt: cursor,
+                on: self.connection
+            )
+        }
+        let interval = self.configuration.claimIntervalMilliseconds
+        self.state.withLock { state in
+            state.claimCursor = claim.nextCursor
+            // Keep stepping through a long pending list on later calls; rest only once it is covered.
+            state.nextClaim = claim.isScanComplete ? ContinuousClock.now + .milliseconds(interval) : nil
+        }
+        if !claim.entries.isEmpty {
+            self.logger.info("claimed stale stream entries", metadata: ["count": "\(claim.entries.count)"])
+            try await self.process(claim.entries, claimed: true)
+        }
+        return claim.entries.count
+    }
+}
+
+/// What a worker remembers between calls.
+struct StageWorkerState: Sendable {
+    var groupReady = false
+    /// Where the next XAUTOCLAIM step starts.
+    var claimCursor = "0-0"
+    /// When the next claim step is due; nil means now.
+    var nextClaim: ContinuousClock.Instant?
+}

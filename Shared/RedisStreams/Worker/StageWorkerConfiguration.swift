@@ -1,0 +1,31 @@
+/// How a `StageWorker` consumes its stream.
+public struct StageWorkerConfiguration: Sendable {
+    /// The input stream.
+    public var stream: String
+    /// The consumer group, usually the stage's name; also names the worker in logs and metrics.
+    public var group: String
+    /// This replica's consumer name; must be unique within the group.
+    public var consumer: String
+    /// Most entries per batch (one read, one transaction).
+    public var batchSize = 100
+    /// How long a read waits for new entries; keeps shutdown prompt when short.
+    public var blockMilliseconds = 1000
+    /// Pending longer than this (dead consumer) is claimed.
+    public var claimIdleMilliseconds = 30_000
+    /// How often to look for stale pending entries.
+    public var claimIntervalMilliseconds = 5_000
+    /// Failures before dead-lettering.
+    public var maxAttempts = 3
+    /// Where poison entries go, with their error text; defaults to `<group>:dead`.
+    public var deadLetterStream: String
+    /// How many times a batch is redone after a WATCHed key changed before its entries count as failed.
+    public var maxConflictRetries = 16
+
+    /// A configuration with defaults for everything but the names.
+    public init(stream: String, group: String, consumer: String) {
+        self.stream = stream
+        self.group = group
+        self.consumer = consumer
+        self.deadLetterStream = "\(group):dead"
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import Hummingbird
+
+/// RFC 9457 problem JSON with a stable machine-readable `reason`: every 4xx/5xx the API returns.
+public struct ProblemDetails: HTTPResponseError, Codable, Sendable {
+    public var type: String
+    public var title: String
+    public var status: HTTPResponse.Status { .init(code: statusCode) }
+    public var statusCode: Int
+    public var detail: String
+    public var reason: String
+
+    public init(_ status: HTTPResponse.Status, reason: String, detail: String) {
+        self.type = "https://attribution-pipeline.dev/problems/\(reason)"
+        self.title = status.reasonPhrase
+        self.statusCode = status.code
+        self.detail = detail
+        self.reason = reason
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case type, title, detail, reason
+        case statusCode = "status"
+    }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        let data = (try? JSONEncoder().encode(self)) ?? Data()
+        var headers = HTTPFields()
+        headers[.contentType] = "application/problem+json"
+        if statusCode == 401 { headers[.wwwAuthenticate] = "Bearer" }
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    public static func badRequest(_ reason: String, _ detail: String) -> ProblemDetails {
+        ProblemDetails(.badRequest, reason: reason, detail: detail)
+    }
+}
+
+/// Renders any error that is not already problem JSON as one, so no response ever leaks a bare error.
+public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
+    public init() {}
+
+    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
+        async throws -> Response
+    {
+        do {
+            return try await next(request, context)
+        } catch let problem as ProblemDetails {
+            throw problem
+        } catch let error as HTTPError {
+            let reason = error.status == .notFound ? "not-found" : error.status == .methodNotAllowed ? "method-not-allowed" : error.status == .contentTooLarge ? "body-too-large" : "http-error"
+            throw ProblemDetails(error.status, reason: reason, detail: error.body ?? error.status.reasonPhrase)
+        } catch is DecodingError {
+            throw ProblemDetails.badRequest("invalid-json", "the body is not the JSON this route expects")
+        } catch {
+            context.logger.error("request failed", metadata: ["error": "\(error)"])
+            throw ProblemDetails(.internalServerError, reason: "internal-error", detail: "the request could not be completed")
+        }
+    }
+}
+
+extension Response {
+    /// A JSON response with the pipeline's sorted-keys encoding.
+    public static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}

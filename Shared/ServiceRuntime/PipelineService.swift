@@ -1,0 +1,95 @@
+import AttributionModel
+import Foundation
+import Hummingbird
+import Logging
+import Metrics
+import Prometheus
+import RedisStreams
+import ServiceLifecycle
+
+/// What every executable shares at start: configuration, logging, metrics, one Redis connection for
+/// its HTTP side, and a service group that stops everything in reverse order on SIGTERM or SIGINT.
+public struct PipelineService: Sendable {
+    public let name: String
+    public let environment: ServiceEnvironment
+    public let logger: Logger
+    public let policy: TimePolicy
+    public let redisConfiguration: RedisConfiguration
+    public let registry: PrometheusCollectorRegistry
+
+    /// Reads the configuration and bootstraps logging and metrics. Call once per process.
+    public static func bootstrap(name: String, environment: ServiceEnvironment = ServiceEnvironment()) throws -> PipelineService {
+        let level = environment.string(.logLevel).flatMap(Logger.Level.init(rawValue:)) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        return PipelineService(
+            name: name, environment: environment, logger: Logger(label: name), policy: try environment.timePolicy(),
+            redisConfiguration: try environment.redis(), registry: registry)
+    }
+
+    /// A new connection: each consumer loop and timer loop gets its own (hiredis contexts are single-threaded).
+    public func connection() -> RedisConnection {
+        RedisConnection(configuration: redisConfiguration, logger: logger)
+    }
+
+    /// The standard worker configuration for a stage reading `stream` as consumer group `group`.
+    public func workerConfiguration(stream: String, group: String) throws -> StageWorkerConfiguration {
+        var configuration = StageWorkerConfiguration(
+            stream: stream, group: group, consumer: environment.consumerName(service: name))
+        configuration.batchSize = try environment.int(.batchSize, default: 100, range: 1...10_000)
+        configuration.claimIdleMilliseconds = try environment.int(.claimIdleMilliseconds, default: 30_000, range: 1...86_400_000)
+        configuration.maxAttempts = try environment.int(.maxAttempts, default: 3, range: 1...1_000)
+        return configuration
+    }
+
+    public func worker<Stage: StreamStage>(_ stage: Stage, stream: String, group: String) throws -> StageService<Stage> {
+        StageService(
+            worker: StageWorker(
+                configuration: try workerConfiguration(stream: stream, group: group), stage: stage,
+                connection: connection(), logger: logger, observer: StageMetrics()))
+    }
+
+    public func timerLoop(_ queue: DelayedQueue) throws -> DelayedQueueService {
+        let poll = try environment.int(.timerPollMilliseconds, default: 100, range: 1...60_000)
+        return DelayedQueueService(
+            pump: DelayedQueuePump(
+                queue: queue, connection: connection(), pollMilliseconds: poll, clock: { WallClock.nowMilliseconds() },
+                logger: logger))
+    }
+
+    /// Runs the HTTP server (operations routes plus whatever `routes` adds) and `services` until a signal.
+    public func run(
+        defaultPort: Int, services: [any Service],
+        routes: @Sendable (Router<BasicRequestContext>, RedisConnection) throws -> Void = { _, _ in }
+    ) async throws {
+        let host = environment.string(.httpHost) ?? "127.0.0.1"
+        let port = try environment.int(.httpPort, default: defaultPort, range: 0...65_535)
+        let httpRedis = connection()
+        let router = Router()
+        router.add(middleware: ProblemMiddleware())
+        OperationsRoutes.add(to: router, redis: httpRedis, registry: registry)
+        try routes(router, httpRedis)
+        let app = Application(
+            router: router, configuration: .init(address: .hostname(host, port: port), serverName: name),
+            logger: logger)
+        logger.info("starting", metadata: ["http.host": "\(host)", "http.port": "\(port)", "time.scale": "\(policy.scale)"])
+        let group = ServiceGroup(
+            configuration: .init(
+                services: services.map { .init(service: $0) } + [.init(service: app)],
+                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+        logger.info("stopped")
+    }
+}
+
+/// Wall-clock milliseconds: the services' only clock (rules receive time as a parameter).
+public enum WallClock {
+    public static func nowMilliseconds() -> Milliseconds {
+        Milliseconds((Date().timeIntervalSince1970 * 1000).rounded())
+    }
+}

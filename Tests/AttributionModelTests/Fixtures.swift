@@ -1,0 +1,50 @@
+import AttributionModel
+
+/// Builders for readable test tables.
+enum Fixture {
+    static let app: ItemIdentifier = 1_108_187_390
+    static let day: Milliseconds = 86_400_000
+    static let hour: Milliseconds = 3_600_000
+
+    static func network(_ name: String) -> AdNetworkIdentifier { AdNetworkIdentifier(name)! }
+
+    static func impression(
+        _ id: String, network: String = "one.adattributionkit", type: InteractionType = .click,
+        at time: Milliseconds, publisher: ItemIdentifier = 5_838_492, source: Int = 5239,
+        reengagement: Bool? = nil, app: ItemIdentifier = Fixture.app
+    ) -> VerifiedImpression {
+        VerifiedImpression(
+            deviceIdentifier: "device-1",
+            payload: ImpressionPayload(
+                impressionIdentifier: id, adNetworkIdentifier: Fixture.network(network), advertisedItemIdentifier: app,
+                publisherItemIdentifier: publisher, sourceIdentifier: source, timestamp: time,
+                eligibleForReengagement: reengagement),
+            interaction: type == .click ? .click(at: time, loadedAt: time) : .view(begin: time - 3_000, end: time),
+            kind: .adAttributionKit)
+    }
+
+    static func attribution(
+        tierWinner: AttributedImpression? = nil, nonWinners: [AttributedImpression] = [], type: ConversionType = .download,
+        at time: Milliseconds = 0, country: String? = "US", publisher: ItemIdentifier = 5_838_492
+    ) -> Attribution {
+        let winner = tierWinner ?? AttributedImpression(
+            adNetworkIdentifier: network("one.adattributionkit"), impressionIdentifier: "w", sourceIdentifier: 5239,
+            publisherItemIdentifier: publisher, interactionType: .click, kind: .adAttributionKit)
+        return Attribution(
+            conversionIdentifier: "c-1", advertisedItemIdentifier: app, conversionType: type, conversionTime: time,
+            countryCode: country, winner: winner, nonWinners: nonWinners)
+    }
+}
+
+/// A deterministic generator (SplitMix64) for replayable plans.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,153 @@
+import AttributionModel
+import Testing
+
+@Suite("Postback plan: windows, updates and locks")
+struct PostbackPlanTests {
+    typealias F = Fixture
+    let tier3 = CrowdAssessment(tier: .three, sourceIdentifierDigits: 4, countryIsTierThree: true)
+
+    func update(_ fine: Int, _ coarse: CoarseConversionValue? = nil, lock: Bool = false, at time: Milliseconds,
+                types: [ConversionKind]? = nil) -> AttributedUpdate {
+        AttributedUpdate(
+            conversionIdentifier: "c-1",
+            update: PostbackUpdate(fineConversionValue: fine, coarseConversionValue: coarse, lockPostback: lock, conversionTypes: types),
+            time: time)
+    }
+
+    @Test func lockPreparesTheFirstPostbackAtOnceWithADelayOf24To48Hours() throws {
+        var generator = SeededGenerator(seed: 9)
+        var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
+        let held = plan.apply(update(42, .high, lock: true, at: 3 * F.hour), policy: .realTime, using: &generator)
+        let postback = try #require(held.first)
+        #expect(held.count == 1)
+        #expect((3 * F.hour + 24 * F.hour...3 * F.hour + 48 * F.hour).contains(postback.dueAt))
+        #expect(postback.order.payload.postbackSequenceIndex == 0)
+        #expect(postback.order.payload.didWin)
+        #expect(postback.order.payload.sourceIdentifier == "5239")
+        #expect(postback.order.payload.publisherItemIdentifier == 5_838_492)
+        #expect(postback.order.conversionValue == 42)
+        #expect(postback.order.coarseConversionValue == nil)
+        #expect(postback.order.countryCode == "US")
+        // The locked window ignores further updates; its end timer does nothing more.
+        let r1 = plan.apply(update(1, lock: true, at: 4 * F.hour), policy: .realTime, using: &generator)
+        #expect(r1.isEmpty)
+        let r2 = plan.closeWindow(0, policy: .realTime, using: &generator)
+        #expect(r2.isEmpty)
+    }
+
+    @Test func windowEndsSendTheLatestValuesCoarseOnlyAfterTheFirst() throws {
+        var generator = SeededGenerator(seed: 10)
+        var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
+        let r3 = plan.apply(update(10, .low, at: F.hour), policy: .realTime, using: &generator)
+        #expect(r3.isEmpty)
+        let r4 = plan.apply(update(20, .medium, at: 2 * F.hour), policy: .realTime, using: &generator)
+        #expect(r4.isEmpty)
+        let first = plan.closeWindow(0, policy: .realTime, using: &generator)
+        #expect(first.map(\.order.conversionValue) == [20])
+        #expect(first.allSatisfy { (2 * F.day + 24 * F.hour...2 * F.day + 48 * F.hour).contains($0.dueAt) })
+        _ = plan.apply(update(30, .high, at: 3 * F.day), policy: .realTime, using: &generator)
+        let second = plan.closeWindow(1, policy: .realTime, using: &generator)
+        #expect(second.map(\.order.coarseConversionValue) == [.high])
+        #expect(second.map(\.order.conversionValue) == [nil])
+        #expect(second.map(\.order.payload.sourceIdentifier) == ["39"])
+        #expect(second.allSatisfy { (7 * F.day + 24 * F.hour...7 * F.day + 144 * F.hour).contains($0.dueAt) })
+        let third = plan.closeWindow(2, policy: .realTime, using: &generator)
+        #expect(third.map(\.order.payload.postbackSequenceIndex) == [2])
+        #expect(plan.isFinished)
+    }
+
+    @Test func noUpdateNoWindowsNoPostbacks() {
+        var generator = SeededGenerator(seed: 11)
+        var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
+        for window in 0..<3 { let r5 = plan.closeWindow(window, policy: .realTime, using: &generator); #expect(r5.isEmpty) }
+        #expect(plan.isFinished)
+    }
+
+    @Test func firstUpdateAfterTheDeadlineIsIgnored() {
+        var generator = SeededGenerator(seed: 12)
+        var plan = PostbackPlan(attribution: F.attribution(type: .reengagement), crowd: tier3)
+        let r6 = plan.apply(update(5, lock: true, at: 48 * F.hour + 1), policy: .realTime, using: &generator)
+        #expect(r6.isEmpty)
+        #expect(plan.firstUpdateAt == nil)
+    }
+
+    @Test func updatesForOtherConversionTypesAreIgnored() {
+        var generator = SeededGenerator(seed: 13)
+        var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
+        let r7 = plan.apply(update(5, lock: true, at: F.hour, types: [.reengagement]), policy: .realTime, using: &generator)
+        #expect(r7.isEmpty)
+        #expect(plan.firstUpdateAt == nil)
+    }
+
+    @Test func nonWinnersGetOneFirstWindowPostbackWithoutFineValueOrPublisher() {
+        var generator = SeededGenerator(seed: 14)
+        let other = AttributedImpression(
+            adNetworkIdentifier: F.network("two.net"), impressionIdentifier: "n", sourceIdentifier: 1234,
+            publisherItemIdentifier: 77, interactionType: .view, kind: .adAttributionKit)
+        var plan = PostbackPlan(attribution: F.attribution(nonWinners: [other]), crowd: tier3)
+        let held = plan.apply(update(42, .medium, lock: true, at: F.hour), policy: .realTime, using: &generator)
+        let losing = held.filter { !$0.order.payload.didWin }
+        #expect(held.count == 2)
+        #expect(losing.count == 1)
+        #expect(losing.first?.order.payload.adNetworkIdentifier == F.network("two.net"))
+        #expect(losing.first?.order.payload.sourceIdentifier == "34")
+        #expect(losing.first?.order.conversionValue == nil)
+        #expect(losing.first?.order.coarseConversionValue == .medium)
+        #expect(losing.first?.order.payload.publisherItemIdentifier == nil)
+        #expect(losing.first?.order.adInteractionType == .view)
+        _ = plan.apply(update(1, .low, at: 3 * F.day), policy: .realTime, using: &generator)
+        let r8 = plan.closeWindow(1, policy: .realTime, using: &generator)
+        #expect(r8.allSatisfy { $0.order.payload.didWin })
+    }
+
+    @Test func tierZeroGetsOnlyTheFirstPostbackWithNoValue() {
+        var generator = SeededGenerator(seed: 15)
+        var plan = PostbackPlan(attribution: F.attribution(), crowd: CrowdAssessment(tier: .zero, sourceIdentifierDigits: 2, countryIsTierThree: false))
+        let first = plan.apply(update(42, .high, lock: true, at: F.hour), policy: .realTime, using: &generator)
+        #expect(first.count == 1)
+        #expect(first.first?.order.conversionValue == nil && first.first?.order.coarseConversionValue == nil)
+        #expect(first.first?.order.payload.marketplaceIdentifier == nil)
+        _ = plan.apply(update(1, .low, at: 3 * F.day), policy: .realTime, using: &generator)
+        let r9 = plan.closeWindow(1, policy: .realTime, using: &generator)
+        #expect(r9.isEmpty)
+    }
+
+    @Test func developmentWinnersUseDeveloperModeTimingsAndTheHighestTier() throws {
+        var generator = SeededGenerator(seed: 16)
+        let dev = AttributedImpression(
+            adNetworkIdentifier: F.network("one.adattributionkit"), impressionIdentifier: "d", sourceIdentifier: 5239,
+            publisherItemIdentifier: 0, interactionType: .click, kind: .adAttributionKit)
+        var plan = PostbackPlan(attribution: F.attribution(tierWinner: dev), crowd: .init(tier: .zero, sourceIdentifierDigits: 2, countryIsTierThree: false))
+        #expect(plan.windowEnds(policy: .realTime).map(\.at) == [180_000, 360_000, 540_000])
+        let held = try #require(plan.apply(update(7, lock: true, at: 60_000), policy: .realTime, using: &generator).first)
+        #expect((60_000 + 300_000...60_000 + 600_000).contains(held.dueAt))
+        #expect(held.order.isDevelopment)
+        #expect(held.order.conversionValue == 7)
+        #expect(held.order.payload.sourceIdentifier == "5239")
+    }
+
+    @Test func randomizedPlansNeverCarryAFieldTheirTierForbids() {
+        var generator = SeededGenerator(seed: 17)
+        for _ in 0..<3_000 {
+            let tier = CrowdTier(rawValue: Int.random(in: 0...3, using: &generator))
+            let crowd = CrowdAssessment(tier: tier, sourceIdentifierDigits: tier >= .two ? Int.random(in: 2...4, using: &generator) : 2, countryIsTierThree: Bool.random(using: &generator))
+            var plan = PostbackPlan(attribution: F.attribution(), crowd: crowd)
+            var held: [HeldPostback] = []
+            var time: Milliseconds = 0
+            for _ in 0..<Int.random(in: 1...6, using: &generator) {
+                time += Milliseconds.random(in: 0...(5 * F.day), using: &generator)
+                held += plan.apply(update(Int.random(in: 0...63, using: &generator), CoarseConversionValue.allCases.randomElement(using: &generator), lock: Bool.random(using: &generator), at: time), policy: .realTime, using: &generator)
+            }
+            for window in 0..<3 { held += plan.closeWindow(window, policy: .realTime, using: &generator) }
+            for postback in held {
+                let order = postback.order
+                #expect(!(order.conversionValue != nil && order.coarseConversionValue != nil))
+                if order.payload.postbackSequenceIndex > 0 || tier < .two { #expect(order.conversionValue == nil) }
+                if tier < .three || order.payload.postbackSequenceIndex > 0 { #expect(order.payload.publisherItemIdentifier == nil) }
+                if tier < .three || !crowd.countryIsTierThree { #expect(order.countryCode == nil) }
+                if tier == .zero { #expect(order.payload.postbackSequenceIndex == 0 && order.coarseConversionValue == nil && order.payload.marketplaceIdentifier == nil) }
+                if tier < .two || order.payload.postbackSequenceIndex > 0 { #expect(order.payload.sourceIdentifier.count == 2) }
+            }
+        }
+    }
+}

@@ -1,0 +1,140 @@
+import AttributionModel
+import Testing
+
+@Suite("Conversion windows, delays and retries")
+struct TimingRulesTests {
+    struct WindowCase: Sendable {
+        let offset: Milliseconds
+        let development: Bool
+        let index: Int?
+    }
+
+    static let day = Fixture.day
+    static let windowCases: [WindowCase] = [
+        .init(offset: 0, development: false, index: 0),
+        .init(offset: 2 * day - 1, development: false, index: 0),
+        .init(offset: 2 * day, development: false, index: 1),
+        .init(offset: 7 * day - 1, development: false, index: 1),
+        .init(offset: 7 * day, development: false, index: 2),
+        .init(offset: 35 * day - 1, development: false, index: 2),
+        .init(offset: 35 * day, development: false, index: nil),
+        .init(offset: 3 * 60_000 - 1, development: true, index: 0),
+        .init(offset: 3 * 60_000, development: true, index: 1),
+        .init(offset: 9 * 60_000, development: true, index: nil),
+    ]
+
+    @Test("window boundaries (days 0–2, 3–7, 8–35; development 3 minutes each)", arguments: windowCases)
+    func windowIndex(_ c: WindowCase) {
+        #expect(ConversionWindows.index(atOffset: c.offset, development: c.development, policy: .realTime) == c.index)
+    }
+
+    @Test func delaysStayInTheirRanges() {
+        var generator = SeededGenerator(seed: 1)
+        for _ in 0..<2_000 {
+            let first = PostbackDelay.draw(sequenceIndex: 0, development: false, policy: .realTime, using: &generator)
+            #expect((24 * Fixture.hour...48 * Fixture.hour).contains(first))
+            let later = PostbackDelay.draw(sequenceIndex: 2, development: false, policy: .realTime, using: &generator)
+            #expect((24 * Fixture.hour...144 * Fixture.hour).contains(later))
+            let development = PostbackDelay.draw(sequenceIndex: 1, development: true, policy: .realTime, using: &generator)
+            #expect((5 * 60_000...10 * 60_000).contains(development))
+        }
+    }
+
+    @Test func delaysAreScaled() {
+        var generator = SeededGenerator(seed: 2)
+        let delay = PostbackDelay.draw(sequenceIndex: 0, development: false, policy: TimePolicy(scale: 86_400), using: &generator)
+        #expect((1_000...2_000).contains(delay))
+    }
+
+    @Test func retriesAreAtMostNineAndAllWithinNineDays() {
+        var generator = SeededGenerator(seed: 3)
+        for _ in 0..<500 {
+            var total: Milliseconds = 0
+            var previous: Milliseconds = 0
+            for attempt in 1...9 {
+                let delay = try! #require(RetrySchedule.delay(afterFailedAttempts: attempt, policy: .realTime, using: &generator))
+                #expect(delay >= previous || attempt == 1, "intervals grow")
+                previous = delay
+                total += delay
+            }
+            #expect(total < 9 * Fixture.day)
+            #expect(RetrySchedule.delay(afterFailedAttempts: 10, policy: .realTime, using: &generator) == nil)
+        }
+    }
+}
+
+@Suite("Crowd tiers, truncation and field gating")
+struct CrowdRulesTests {
+    struct TierCase: Sendable {
+        let publisher: Int, advertised: Int, country: Int
+        let digits: [Int: Int]
+        let tier: Int, kept: Int, countryTierThree: Bool
+    }
+
+    // Thresholds 10 / 100 / 1000.
+    static let tierCases: [TierCase] = [
+        .init(publisher: 1, advertised: 1, country: 1, digits: [2: 1, 3: 1, 4: 1], tier: 0, kept: 2, countryTierThree: false),
+        .init(publisher: 10, advertised: 10, country: 5, digits: [2: 10, 3: 9, 4: 1], tier: 1, kept: 2, countryTierThree: false),
+        // Tier 1 at every length: 2 digits, even though ties go toward more digits.
+        .init(publisher: 50, advertised: 50, country: 5, digits: [2: 50, 3: 50, 4: 50], tier: 1, kept: 2, countryTierThree: false),
+        .init(publisher: 500, advertised: 500, country: 5, digits: [2: 500, 3: 100, 4: 99], tier: 2, kept: 3, countryTierThree: false),
+        .init(publisher: 5000, advertised: 5000, country: 1000, digits: [2: 5000, 3: 1000, 4: 1000], tier: 3, kept: 4, countryTierThree: true),
+        .init(publisher: 5000, advertised: 5000, country: 999, digits: [2: 5000, 3: 1000, 4: 999], tier: 3, kept: 3, countryTierThree: false),
+        // The smallest app crowd caps the tier.
+        .init(publisher: 99, advertised: 5000, country: 5000, digits: [2: 5000, 3: 5000, 4: 5000], tier: 1, kept: 2, countryTierThree: true),
+    ]
+
+    @Test(arguments: tierCases)
+    func assessesTier(_ c: TierCase) {
+        let sizes = CrowdSizes(publisherApp: c.publisher, advertisedApp: c.advertised, country: c.country, sourceIdentifierDigits: c.digits)
+        let assessment = CrowdAssessment.assess(sizes, thresholds: CrowdTierThresholds())
+        #expect(assessment.tier.rawValue == c.tier)
+        #expect(assessment.sourceIdentifierDigits == c.kept)
+        #expect(assessment.countryIsTierThree == c.countryTierThree)
+    }
+
+    @Test(arguments: [(5239, 2, "39"), (5239, 3, "239"), (5239, 4, "5239"), (7, 2, "07"), (0, 4, "0000"), (9999, 2, "99"), (1005, 2, "05")])
+    func truncatesToLeastSignificantDigits(_ source: Int, _ digits: Int, _ expected: String) {
+        #expect(SourceIdentifierTruncation.truncate(source, digits: digits) == expected)
+    }
+
+    @Test func parsesThresholds() {
+        #expect(CrowdTierThresholds(parsing: "1, 5,20") == CrowdTierThresholds(tier1: 1, tier2: 5, tier3: 20))
+        #expect(CrowdTierThresholds(parsing: "5,1,20") == nil)
+        #expect(CrowdTierThresholds(parsing: "1,2") == nil)
+    }
+
+    struct GatingCase: Sendable {
+        let tier: Int, index: Int, didWin: Bool
+        let digits: Int?, fine: Int?, coarse: CoarseConversionValue?, publisher: Bool, country: Bool, marketplace: Bool
+    }
+
+    // Values set: fine 42, coarse high; crowd allows 4 digits and the country is tier 3.
+    static let gatingCases: [GatingCase] = [
+        .init(tier: 0, index: 0, didWin: true, digits: 2, fine: nil, coarse: nil, publisher: false, country: false, marketplace: false),
+        .init(tier: 1, index: 0, didWin: true, digits: 2, fine: nil, coarse: .high, publisher: false, country: false, marketplace: true),
+        .init(tier: 2, index: 0, didWin: true, digits: 4, fine: 42, coarse: nil, publisher: false, country: false, marketplace: true),
+        .init(tier: 3, index: 0, didWin: true, digits: 4, fine: 42, coarse: nil, publisher: true, country: true, marketplace: true),
+        .init(tier: 0, index: 1, didWin: true, digits: nil, fine: nil, coarse: nil, publisher: false, country: false, marketplace: false),
+        .init(tier: 1, index: 1, didWin: true, digits: 2, fine: nil, coarse: .high, publisher: false, country: false, marketplace: true),
+        .init(tier: 3, index: 2, didWin: true, digits: 2, fine: nil, coarse: .high, publisher: false, country: false, marketplace: true),
+        .init(tier: 3, index: 0, didWin: false, digits: 2, fine: nil, coarse: .high, publisher: false, country: false, marketplace: true),
+        .init(tier: 0, index: 0, didWin: false, digits: 2, fine: nil, coarse: nil, publisher: false, country: false, marketplace: false),
+        .init(tier: 3, index: 1, didWin: false, digits: nil, fine: nil, coarse: nil, publisher: false, country: false, marketplace: false),
+    ]
+
+    @Test("fields per tier, window and winning status", arguments: gatingCases)
+    func gatesFields(_ c: GatingCase) {
+        let crowd = CrowdAssessment(tier: CrowdTier(rawValue: c.tier), sourceIdentifierDigits: c.tier >= 2 ? 4 : 2, countryIsTierThree: true)
+        let fields = PostbackFieldGating.fields(
+            sequenceIndex: c.index, didWin: c.didWin, values: .init(fine: 42, coarse: .high), crowd: crowd)
+        #expect(fields?.sourceIdentifierDigits == c.digits)
+        guard let fields else { return }
+        #expect(fields.conversionValue == c.fine)
+        #expect(fields.coarseConversionValue == c.coarse)
+        #expect(!(fields.conversionValue != nil && fields.coarseConversionValue != nil), "never both")
+        #expect(fields.includesPublisherItemIdentifier == c.publisher)
+        #expect(fields.includesCountryCode == c.country)
+        #expect(fields.includesMarketplace == c.marketplace)
+    }
+}

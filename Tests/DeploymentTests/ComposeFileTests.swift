@@ -1,0 +1,90 @@
+import Foundation
+import ServiceRuntime
+import Testing
+import Yams
+
+/// The repository's own deployment checks: no Docker engine runs here, so these read the files.
+@Suite("compose.yaml, Dockerfile and README agree with the code")
+struct ComposeFileTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    static func read(_ path: String) throws -> String {
+        try String(contentsOf: root.appendingPathComponent(path), encoding: .utf8)
+    }
+
+    /// Executable products declared in Package.swift.
+    static func executables() throws -> Set<String> {
+        let manifest = try read("Package.swift")
+        let regex = /\.executable\(name: "([^"]+)"/
+        return Set(manifest.matches(of: regex).map { String($0.output.1) })
+    }
+
+    static func services() throws -> [String: [String: Any]] {
+        let compose = try #require(try Yams.load(yaml: read("compose.yaml")) as? [String: Any])
+        return try #require(compose["services"] as? [String: [String: Any]])
+    }
+
+    static let pipelineServices = ["ingest", "verifier", "attribution-winner", "scheduler", "dispatcher"]
+
+    @Test func everyPipelineServiceIsInComposeAndBuilt() throws {
+        let executables = try Self.executables()
+        let services = try Self.services()
+        for name in Self.pipelineServices {
+            #expect(executables.contains(name), "Package.swift builds \(name)")
+            #expect(services[name] != nil, "compose.yaml runs \(name)")
+        }
+    }
+
+    @Test func everyComposeServiceRunsABuiltExecutable() throws {
+        let executables = try Self.executables()
+        for (name, service) in try Self.services() where name != "redis" {
+            let command = try #require(service["command"] as? [String], "\(name) has a command list")
+            let executable = try #require(command.first)
+            #expect(executables.contains(executable), "\(name) runs \(executable), which Package.swift must build")
+        }
+    }
+
+    @Test func everyEnvironmentVariableIsADocumentedKeyReadByThatService() throws {
+        let documented = Dictionary(uniqueKeysWithValues: ConfigurationKey.all.map { ($0.name, $0) })
+        for (name, service) in try Self.services() where Self.pipelineServices.contains(name) {
+            let environment = service["environment"] as? [String: Any] ?? [:]
+            #expect(!environment.isEmpty, "\(name) sets its environment")
+            for variable in environment.keys {
+                let key = documented[variable]
+                #expect(key != nil, "\(name) sets \(variable), which is not a documented configuration key")
+                if let key {
+                    #expect(key.services.contains(name), "\(name) sets \(variable), which \(name) does not read")
+                }
+            }
+        }
+    }
+
+    @Test func workersAreScalableAndStopGracefully() throws {
+        for (name, service) in try Self.services() where Self.pipelineServices.contains(name) && name != "ingest" {
+            // A fixed container name or host port would make `--scale` fail.
+            #expect(service["container_name"] == nil, "\(name) must not fix its container name")
+            #expect(service["ports"] == nil, "\(name) must not publish a host port")
+            #expect(service["stop_grace_period"] != nil, "\(name) has a stop grace period")
+            #expect(service["healthcheck"] != nil, "\(name) has a health check")
+        }
+        let redis = try #require(try Self.services()["redis"])
+        let command = (redis["command"] as? [String] ?? []).joined(separator: " ")
+        #expect(command.contains("--appendonly yes"), "Redis runs with AOF")
+        #expect(redis["healthcheck"] != nil, "Redis has a health check")
+    }
+
+    @Test func dockerfileShipsEveryExecutable() throws {
+        let dockerfile = try Self.read("Dockerfile")
+        for executable in try Self.executables() {
+            #expect(dockerfile.contains(" \(executable)"), "Dockerfile copies \(executable)")
+        }
+    }
+
+    @Test func readmeConfigurationTableMatchesTheCatalog() throws {
+        let readme = try Self.read("README.md")
+        #expect(
+            readme.contains(ConfigurationKey.markdownTable()),
+            "README's configuration table is stale: regenerate it with `swift run ingest --configuration-table`")
+    }
+}

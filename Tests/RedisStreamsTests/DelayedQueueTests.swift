@@ -1,0 +1,121 @@
+import RedisStreams
+import Synchronization
+import TestSupport
+import Testing
+
+/// "Now" in milliseconds, moved by the test.
+final class ManualClock: Sendable {
+    private let now = Atomic<Int64>(0)
+    func read() -> Int64 { self.now.load(ordering: .relaxed) }
+    func set(_ value: Int64) { self.now.store(value, ordering: .relaxed) }
+}
+
+@Suite("DelayedQueue and its pump")
+struct DelayedQueueTests {
+    let server: RedisServer
+    let redis: RedisConnection
+    let queue = DelayedQueue(name: "held", target: "postbacks")
+
+    init() async throws {
+        self.server = try await RedisServer.start()
+        self.redis = self.server.connect()
+    }
+
+    func schedule(_ items: [(id: String, due: Int64)]) async throws {
+        let commands = items.flatMap { self.queue.schedule(id: $0.id, dueAtMilliseconds: $0.due, message: Array("msg-\($0.id)".utf8)) }
+        for reply in try await self.redis.pipeline(commands) {
+            #expect(reply.errorMessage == nil)
+        }
+    }
+
+    @Test("due items are released in due order, future items stay")
+    func releasesDueItemsInOrder() async throws {
+        try await self.schedule([("c", 300), ("a", 100), ("future1", 5_000), ("b", 200), ("future2", 9_000)])
+        #expect(try await self.queue.count(on: self.redis) == 5)
+        #expect(try await self.queue.nextDue(on: self.redis) == 100)
+
+        #expect(try await self.queue.releaseDue(now: 1_000, on: self.redis) == 3)
+
+        #expect(try await streamRecords("postbacks", on: self.redis).compactMap(\.message) == ["msg-a", "msg-b", "msg-c"])
+        #expect(try await self.queue.count(on: self.redis) == 2)
+        #expect(try await self.queue.nextDue(on: self.redis) == 5_000)
+        #expect(try await self.redis.send(RedisCommand("HLEN", self.queue.itemsKey)) == .integer(2))
+        #expect(try await self.queue.releaseDue(now: 1_000, on: self.redis) == 0)
+        // Due exactly now counts as due.
+        #expect(try await self.queue.releaseDue(now: 5_000, on: self.redis) == 1)
+    }
+
+    @Test("limit bounds one release; cancel removes an item; empty queue has no next due")
+    func limitAndCancel() async throws {
+        try await self.schedule((0..<10).map { ("i\($0)", Int64($0)) })
+        _ = try await self.redis.pipeline(self.queue.cancel(id: "i9"))
+        #expect(try await self.queue.releaseDue(now: 100, limit: 4, on: self.redis) == 4)
+        #expect(try await self.queue.releaseDue(now: 100, limit: 4, on: self.redis) == 4)
+        #expect(try await self.queue.releaseDue(now: 100, limit: 4, on: self.redis) == 1)
+        #expect(try await self.queue.count(on: self.redis) == 0)
+        #expect(try await self.queue.nextDue(on: self.redis) == nil)
+        #expect(try await streamLength("postbacks", on: self.redis) == 9)
+    }
+
+    @Test("the script's SHA-1 matches SCRIPT LOAD, and a flushed script cache falls back to EVAL")
+    func scriptCache() async throws {
+        let loaded = try await self.redis.send(RedisCommand("SCRIPT", "LOAD", DelayedQueueScript.source))
+        #expect(loaded.string == DelayedQueueScript.sha1)
+
+        _ = try await self.redis.send(RedisCommand("SCRIPT", "FLUSH"))
+        try await self.schedule([("x", 1)])
+        #expect(try await self.queue.releaseDue(now: 10, on: self.redis) == 1)
+        #expect(try await self.redis.send(RedisCommand("SCRIPT", "EXISTS", DelayedQueueScript.sha1)) == .array([.integer(1)]))
+    }
+
+    @Test("the pump releases items when the clock passes their due time")
+    func pumpFollowsClock() async throws {
+        let clock = ManualClock()
+        try await self.schedule([("early", 1_000), ("late", 2_000)])
+        let pump = DelayedQueuePump(
+            queue: self.queue,
+            connection: self.server.connect(),
+            pollMilliseconds: 5,
+            clock: { clock.read() },
+            logger: .test("test.pump")
+        )
+        let task = Task { try await pump.run() }
+
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(try await streamLength("postbacks", on: self.redis) == 0)
+        clock.set(1_500)
+        #expect(try await eventually { try await streamLength("postbacks", on: self.redis) == 1 })
+        clock.set(2_000)
+        #expect(try await eventually { try await streamLength("postbacks", on: self.redis) == 2 })
+
+        task.cancel()
+        try await task.value
+    }
+
+    @Test("two pumps racing on one queue release each of 2,000 items exactly once")
+    func racingPumps() async throws {
+        let items = (0..<2_000).map { (id: "p\($0)", due: Int64($0)) }
+        try await self.schedule(items)
+        let pumps = (0..<2).map { _ in
+            DelayedQueuePump(
+                queue: self.queue,
+                connection: self.server.connect(),
+                pollMilliseconds: 1,
+                limit: 50,
+                clock: { 10_000 },
+                logger: .test("test.pump")
+            )
+        }
+        let tasks = pumps.map { pump in Task { try await pump.run() } }
+
+        #expect(try await eventually { try await self.queue.count(on: self.redis) == 0 })
+        try await Task.sleep(for: .milliseconds(50))
+        for task in tasks { task.cancel() }
+        for task in tasks { try await task.value }
+
+        let released = try await streamRecords("postbacks", on: self.redis).compactMap(\.message)
+        #expect(released.count == 2_000)
+        #expect(Set(released) == Set(items.map { "msg-\($0.id)" }))
+        #expect(try await self.redis.send(RedisCommand("HLEN", self.queue.itemsKey)) == .integer(0))
+    }
+}

@@ -1,0 +1,79 @@
+import AsyncHTTPClient
+import AttributionCrypto
+import Foundation
+import Logging
+import NIOCore
+
+/// The pipeline's published keys (`/.well-known/jwks.json`), fetched once and refetched when a
+/// postback names a kid the cached set lacks: that is how a key rotation reaches the receiver.
+actor KeySetCache {
+    struct Unavailable: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    private let url: String
+    private let client: HTTPClient
+    private let logger: Logger
+    private var current: JWKSet?
+    private var lastFetch: ContinuousClock.Instant?
+    /// One fetch at a time: concurrent postbacks with a new kid share it.
+    private var fetching: Task<JWKSet, any Error>?
+
+    /// Postbacks with made-up kids must not turn the receiver into a load generator for the JWKS host.
+    static let minimumRefetchInterval: Duration = .seconds(1)
+    static let maximumDocumentSize = 1 << 20
+
+    init(url: String, client: HTTPClient, logger: Logger) {
+        self.url = url
+        self.client = client
+        self.logger = logger
+    }
+
+    /// The cached set if it holds `keyID`, else the set after one refetch. The caller's verification
+    /// reports the kid as unknown if it is still missing.
+    func keySet(containing keyID: String) async throws -> JWKSet {
+        if let current {
+            if current.key(withID: keyID) != nil { return current }
+            if let lastFetch, ContinuousClock.now - lastFetch < Self.minimumRefetchInterval { return current }
+        }
+        return try await refresh()
+    }
+
+    func refresh() async throws -> JWKSet {
+        if let fetching { return try await fetching.value }
+        let task = Task { [url, client] in try await Self.fetch(url: url, client: client) }
+        fetching = task
+        defer { fetching = nil }
+        do {
+            let keys = try await task.value
+            current = keys
+            lastFetch = .now
+            logger.info(
+                "Fetched key set",
+                metadata: ["jwks.url": "\(url)", "jwks.kids": "\(keys.keys.compactMap(\.kid).joined(separator: ","))"])
+            return keys
+        } catch {
+            lastFetch = .now
+            logger.warning("Key set fetch failed", metadata: ["jwks.url": "\(url)", "error": "\(error)"])
+            throw error
+        }
+    }
+
+    private static func fetch(url: String, client: HTTPClient) async throws -> JWKSet {
+        let request = HTTPClientRequest(url: url)
+        let response: HTTPClientResponse
+        do {
+            response = try await client.execute(request, timeout: .seconds(10))
+        } catch {
+            throw Unavailable(description: "cannot fetch \(url): \(error)")
+        }
+        let body = try await response.body.collect(upTo: maximumDocumentSize)
+        guard (200..<300).contains(response.status.code) else {
+            throw Unavailable(description: "\(url) answered \(response.status.code)")
+        }
+        guard let keys = try? JSONDecoder().decode(JWKSet.self, from: Data(body.readableBytesView)) else {
+            throw Unavailable(description: "\(url) is not a JWK set ({\"keys\": [...]})")
+        }
+        return keys
+    }
+}

@@ -1,0 +1,76 @@
+import AttributionCrypto
+import Foundation
+import Hummingbird
+import Logging
+
+/// The receiver's routes, assembled apart from the command so tests can drive them in memory.
+enum ReceiverRouter {
+    /// Where the pipeline POSTs: the ad network's URL and the advertiser copy path (spec §6).
+    static let postbackPaths = ["/postbacks", "/.well-known/appattribution/report-attribution/"]
+    /// Postbacks are a few hundred bytes; anything this large is not one.
+    static let maximumBodySize = 64 * 1024
+
+    static func build(log: PostbackLog, keys: KeySetCache, logger: Logger) -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
+        for path in postbackPaths {
+            router.post(RouterPath(path)) { request, _ in
+                try await receive(request, log: log, keys: keys, logger: logger)
+            }
+        }
+        router.get("/health") { _, _ in HTTPResponse.Status.ok }
+        router.get("/stats") { _, _ in JSONResponse.make(await log.currentStats()) }
+        return router
+    }
+
+    static func receive(_ request: Request, log: PostbackLog, keys: KeySetCache, logger: Logger) async throws
+        -> Response
+    {
+        var request = request
+        let body = Data(try await request.collectBody(upTo: maximumBodySize).readableBytesView)
+        let path = request.uri.path
+        let postback: VerifiedPostback
+        do {
+            postback = try await verify(body, keys: keys)
+        } catch let error as JWSError {
+            await log.countRejected()
+            logger.debug("Rejected postback", metadata: ["postback.path": "\(path)", "postback.reason": "\(error)"])
+            return ProblemDetails(
+                status: .badRequest, reason: error.code.rawValue, detail: error.reason
+            ).response
+        } catch {
+            // The key set could not be fetched: not the sender's fault, so an answer it will retry.
+            return ProblemDetails(
+                status: .serviceUnavailable, reason: "keys-unavailable",
+                detail: "\(error)"
+            ).response
+        }
+        let isNew = try await log.record(postback, path: path, body: body, receivedAt: WallClock.now())
+        logger.debug(
+            "Accepted postback",
+            metadata: [
+                "postback.identifier": "\(postback.payload.postbackIdentifier)",
+                "postback.ad_network": "\(postback.payload.adNetworkIdentifier)",
+                "postback.sequence_index": "\(postback.payload.postbackSequenceIndex)",
+                "postback.did_win": "\(postback.payload.didWin)", "postback.path": "\(path)",
+                "postback.duplicate": "\(!isNew)",
+            ])
+        // Duplicates are answered 200 too: the sender did nothing wrong by retrying.
+        return JSONResponse.make(Acknowledgement(postbackIdentifier: postback.payload.postbackIdentifier, duplicate: !isNew))
+    }
+
+    /// Looks the kid up first so an unknown kid triggers one key set refetch before verification.
+    static func verify(_ body: Data, keys: KeySetCache) async throws -> VerifiedPostback {
+        let keyID = try PostbackVerifier.keyID(inBody: body)
+        return try PostbackVerifier.verify(body: body, keys: await keys.keySet(containing: keyID))
+    }
+
+    struct Acknowledgement: Codable {
+        var postbackIdentifier: String
+        var duplicate: Bool
+
+        enum CodingKeys: String, CodingKey {
+            case postbackIdentifier = "postback-identifier"
+            case duplicate
+        }
+    }
+}

@@ -1,0 +1,131 @@
+import AsyncHTTPClient
+import AttributionCrypto
+import AttributionModel
+import Crypto
+import Logging
+
+/// Plays a plan against a running pipeline: registrations, then each device's impressions,
+/// install and first update, then the second-window updates 4 scaled days after each install.
+struct Simulation: Sendable {
+    let plan: SimulationPlan
+    let ingest: IngestClient
+    let receiverURL: String
+    let policy: TimePolicy
+    let concurrency: Int
+    let logger: Logger
+
+    /// Registers the networks (fresh keys), the advertised app and the publisher apps; returns the keys.
+    func register(keysDirectory: String?) async throws -> [AdNetworkIdentifier: P256.Signing.PrivateKey] {
+        var keys: [AdNetworkIdentifier: P256.Signing.PrivateKey] = [:]
+        for network in plan.networks {
+            let key = SigningKey.generate()
+            keys[network] = key
+            if let keysDirectory {
+                // Fresh keys every run: replacing the previous run's files is intended.
+                try KeyFiles.write(key, name: network.rawValue, directory: keysDirectory, overwrite: true)
+            }
+            try await ingest.put(
+                "/v1/admin/ad-networks/\(network.rawValue)",
+                IngestRequests.AdNetwork(
+                    publicKey: JWK(publicKey: key.publicKey, keyID: network.rawValue).jsonString,
+                    postbackURL: receiverURL))
+        }
+        try await ingest.put("/v1/admin/advertised-apps/\(SimulationPlan.advertisedItem)", IngestRequests.AdvertisedApp())
+        let listed = IngestRequests.PublisherApp(adNetworkIdentifiers: plan.networks.map(\.rawValue))
+        for publisher in plan.publishers {
+            try await ingest.put("/v1/admin/publisher-apps/\(publisher)", listed)
+        }
+        logger.info(
+            "Registered",
+            metadata: ["simulate.ad_networks": "\(plan.networks.count)", "simulate.publisher_apps": "\(plan.publishers.count)"])
+        return keys
+    }
+
+    /// Phase 1, devices in parallel (each device's own requests in order: impressions before the
+    /// install, so the install finds them).
+    func runDevices(keys: [AdNetworkIdentifier: P256.Signing.PrivateKey]) async throws -> [DeviceOutcome] {
+        try await forEach(plan.devices, concurrency: concurrency) { device in
+            try await self.run(device, keys: keys)
+        }
+    }
+
+    private func run(_ device: SimulationPlan.DeviceSpec, keys: [AdNetworkIdentifier: P256.Signing.PrivateKey])
+        async throws -> DeviceOutcome
+    {
+        var outcome = DeviceOutcome(device: device, impressions: [])
+        for spec in device.impressions {
+            let now = WallClock.now()
+            let interaction: Interaction
+            switch spec.interactionType {
+            case .click: interaction = .click(at: now, loadedAt: now - spec.loadedBeforeMilliseconds)
+            case .view: interaction = .view(begin: now - 3_000, end: now)
+            }
+            let shown = interaction.loadedAt ?? interaction.begin ?? now
+            // Realistically the impression predates its display; but under a large time scale the
+            // scaled 30-day freshness limit can be seconds, so never older than half of it.
+            let created = max(shown - spec.createdBeforeMilliseconds, now - policy.milliseconds(ImpressionRules.maximumAge) / 2)
+            let payload = ImpressionPayload(
+                impressionIdentifier: spec.impressionIdentifier, adNetworkIdentifier: spec.network,
+                advertisedItemIdentifier: SimulationPlan.advertisedItem, publisherItemIdentifier: spec.publisher,
+                sourceIdentifier: spec.sourceIdentifier, timestamp: created)
+            guard let key = keys[spec.network] else { preconditionFailure("every planned network has a key") }
+            try await ingest.post(
+                "/v1/impressions",
+                IngestRequests.Impression(
+                    deviceIdentifier: device.deviceIdentifier, impression: try ImpressionSigning.sign(payload, with: key),
+                    interaction: interaction))
+            outcome.impressions.append(
+                VerifiedImpression(
+                    deviceIdentifier: device.deviceIdentifier, payload: payload, interaction: interaction,
+                    kind: .adAttributionKit))
+        }
+        guard let conversionType = device.install else { return outcome }
+        let conversionTime = WallClock.now()
+        try await ingest.post(
+            "/v1/conversions",
+            IngestRequests.Conversion(
+                deviceIdentifier: device.deviceIdentifier, advertisedItemIdentifier: SimulationPlan.advertisedItem,
+                conversionType: conversionType, time: conversionTime, countryCode: device.countryCode))
+        outcome.conversionTime = conversionTime
+        outcome.attribution = WinnerSelection.select(
+            from: outcome.impressions, conversionType: conversionType, time: conversionTime,
+            app: AdvertisedAppConfiguration(itemIdentifier: SimulationPlan.advertisedItem), policy: policy)
+        if let update = device.firstUpdate {
+            try await sendUpdate(update, device: device)
+            outcome.updatesSent += 1
+        }
+        return outcome
+    }
+
+    /// Phase 2: each second update 4 scaled days after its own install (window 1 is days 3–7).
+    /// Returns how many went out and how many missed window 1 because the run fell behind.
+    func runSecondUpdates(_ outcomes: [DeviceOutcome]) async throws -> (sent: Int, late: Int) {
+        let due = outcomes.compactMap { outcome -> (SimulationPlan.DeviceSpec, PostbackUpdate, Milliseconds)? in
+            guard let update = outcome.device.secondUpdate, let time = outcome.conversionTime else { return nil }
+            return (outcome.device, update, time + policy.milliseconds(.days(4)))
+        }.sorted { $0.2 < $1.2 }
+        guard let last = due.last else { return (0, 0) }
+        logger.info(
+            "Waiting for window 1",
+            metadata: ["simulate.updates": "\(due.count)", "simulate.wait_seconds": "\(max(0, last.2 - WallClock.now()) / 1000)"])
+        let windowEnd = policy.milliseconds(.days(7))
+        let late = try await forEach(due, concurrency: concurrency) { device, update, dueAt in
+            let wait = dueAt - WallClock.now()
+            if wait > 0 { try await Task.sleep(for: .milliseconds(wait)) }
+            let sentAt = try await self.sendUpdate(update, device: device)
+            return sentAt - (dueAt - policy.milliseconds(.days(4))) >= windowEnd
+        }
+        return (due.count, late.filter { $0 }.count)
+    }
+
+    @discardableResult
+    private func sendUpdate(_ update: PostbackUpdate, device: SimulationPlan.DeviceSpec) async throws -> Milliseconds {
+        let time = WallClock.now()
+        try await ingest.post(
+            "/v1/conversion-value-updates",
+            IngestRequests.ValueUpdate(
+                deviceIdentifier: device.deviceIdentifier, advertisedItemIdentifier: SimulationPlan.advertisedItem,
+                time: time, update: update))
+        return time
+    }
+}

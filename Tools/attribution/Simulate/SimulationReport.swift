@@ -1,0 +1,108 @@
+import AttributionModel
+
+/// What the simulator sent and what the pipeline should therefore deliver, for comparison with
+/// `attribution summary --json` over the receiver's file.
+struct SimulationReport: Codable, Sendable {
+    struct Impressions: Codable, Sendable {
+        var click = 0
+        var view = 0
+        var total = 0
+    }
+
+    struct Installs: Codable, Sendable {
+        var download = 0
+        var redownload = 0
+        var total = 0
+        /// Installs for which the model's winner selection found a winner.
+        var attributed = 0
+    }
+
+    struct Updates: Codable, Sendable {
+        var first = 0
+        var second = 0
+        /// Second updates sent after window 1 had already ended (the run fell behind a large time scale).
+        var secondLate = 0
+        var total: Int { first + second }
+
+        enum CodingKeys: String, CodingKey {
+            case first, second
+            case secondLate = "second-late"
+        }
+    }
+
+    struct AdNetwork: Codable, Sendable {
+        var adNetworkIdentifier: String
+        var impressions = 0
+        /// Installed devices this network won that sent at least one update: one window-0 postback each.
+        var expectedWinningFirstWindow = 0
+        /// One window-0 non-winning postback per attributed install where this network lost.
+        var expectedNonWinning = 0
+
+        enum CodingKeys: String, CodingKey {
+            case adNetworkIdentifier = "ad-network-identifier"
+            case impressions
+            case expectedWinningFirstWindow = "expected-winning-first-window"
+            case expectedNonWinning = "expected-non-winning"
+        }
+    }
+
+    var seed: UInt64
+    var timeScale: Double
+    var devices: Int
+    var impressions = Impressions()
+    var installs = Installs()
+    var updates = Updates()
+    var expectedWinningFirstWindow = 0
+    var expectedNonWinning = 0
+    var adNetworks: [AdNetwork]
+
+    enum CodingKeys: String, CodingKey {
+        case seed
+        case timeScale = "time-scale"
+        case devices, impressions, installs, updates
+        case expectedWinningFirstWindow = "expected-winning-first-window"
+        case expectedNonWinning = "expected-non-winning"
+        case adNetworks = "ad-networks"
+    }
+
+    init(seed: UInt64, timeScale: Double, networks: [AdNetworkIdentifier], outcomes: [DeviceOutcome]) {
+        self.seed = seed
+        self.timeScale = timeScale
+        devices = outcomes.count
+        var byNetwork = Dictionary(uniqueKeysWithValues: networks.map { ($0, AdNetwork(adNetworkIdentifier: $0.rawValue)) })
+        for outcome in outcomes {
+            for impression in outcome.impressions {
+                if impression.interaction.type == .click { impressions.click += 1 } else { impressions.view += 1 }
+                impressions.total += 1
+                byNetwork[impression.payload.adNetworkIdentifier]?.impressions += 1
+            }
+            switch outcome.device.install {
+            case .download: installs.download += 1
+            case .redownload: installs.redownload += 1
+            case .reengagement, nil: break
+            }
+            if outcome.conversionTime != nil { installs.total += 1 }
+            updates.first += outcome.updatesSent
+            guard let attribution = outcome.attribution else { continue }
+            installs.attributed += 1
+            // Windows start only with an update; without one the pipeline sends nothing at all.
+            guard outcome.updatesSent > 0 else { continue }
+            byNetwork[attribution.winner.payload.adNetworkIdentifier]?.expectedWinningFirstWindow += 1
+            expectedWinningFirstWindow += 1
+            for loser in attribution.nonWinners {
+                byNetwork[loser.payload.adNetworkIdentifier]?.expectedNonWinning += 1
+                expectedNonWinning += 1
+            }
+        }
+        adNetworks = byNetwork.values.sorted { $0.adNetworkIdentifier < $1.adNetworkIdentifier }
+    }
+
+    /// The one stdout line a person or a script greps.
+    var summaryLine: String {
+        "simulated \(devices) devices (seed \(seed)): \(impressions.total) impressions (\(impressions.click) click, "
+            + "\(impressions.view) view), \(installs.total) installs "
+            + "(\(installs.redownload) redownload, \(installs.attributed) attributed), "
+            + "\(updates.total) updates (\(updates.second) second-window); expected "
+            + "\(expectedWinningFirstWindow) winning first-window and \(expectedNonWinning) non-winning postbacks"
+    }
+}
