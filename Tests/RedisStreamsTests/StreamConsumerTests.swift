@@ -76,12 +76,14 @@ struct StreamConsumerTests {
         _ = try await self.redis.send(RedisCommand("XDEL", "events", ids[2]))
         _ = try await self.redis.send(RedisCommand("HSET", dead.attemptsKey, ids[2], "1"))
 
-        #expect(try await alive.claimStale(minIdleMilliseconds: 60_000, on: self.redis).isEmpty)
+        let early = try await alive.claimStale(minIdleMilliseconds: 60_000, startingAt: "0-0", on: self.redis)
+        #expect(early.entries.isEmpty)
         try await Task.sleep(for: .milliseconds(60))
         let claim = try await alive.claimStale(minIdleMilliseconds: 50, startingAt: "0-0", on: self.redis)
 
         #expect(claim.entries.map(\.id) == [ids[0], ids[1], ids[3], ids[4]])
-        #expect(claim.deletedIDs == [ids[2]])
+        // Redis 7.0 reports a deleted entry on the first scan that meets it, whatever its idle time.
+        #expect(early.deletedIDs + claim.deletedIDs == [ids[2]])
         #expect(claim.isScanComplete)
         #expect(try await alive.pendingCount(on: self.redis) == 4)
         #expect(try await self.redis.send(RedisCommand("HLEN", dead.attemptsKey)) == .integer(0))

@@ -37,10 +37,14 @@ struct ReceiverCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = logging.makeLogger()
         let log = try PostbackLog(path: output, logger: logger)
-        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        var configuration = HTTPClient.Configuration()
+        // A JWKS host that is down should fail a postback fast (503, the sender retries), not hang it.
+        configuration.timeout.connect = .seconds(2)
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         let keys = KeySetCache(url: jwksURL, client: client, logger: logger)
-        // Early fetch so a wrong --jwks-url shows at startup; not fatal, the pipeline may start later.
-        _ = try? await keys.refresh()
+        // Early fetch, beside the server rather than before it, so a wrong --jwks-url shows in the
+        // log at startup; not fatal, the pipeline may simply start later.
+        async let prefetch = try? keys.refresh()
 
         let app = Application(
             router: ReceiverRouter.build(log: log, keys: keys, logger: logger),
@@ -58,9 +62,11 @@ struct ReceiverCommand: AsyncParsableCommand {
         do {
             try await app.runService()
         } catch {
+            _ = await prefetch
             try? await client.shutdown()
             throw error
         }
+        _ = await prefetch
         try await client.shutdown()
     }
 }

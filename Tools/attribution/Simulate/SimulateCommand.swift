@@ -13,9 +13,11 @@ struct SimulateCommand: AsyncParsableCommand {
             Registers sim-network-<k>.adattributionkit (k = 1…N, fresh keys, postbacks to --receiver-url), \
             the advertised app 1108187390 and publisher apps 5838492+k listing every network. Each device \
             reports 1–4 impressions (~60 % clicks), ~85 % install (~10 % of those as redownload) and send a \
-            value update; 4 scaled days later ~50 % send a second, window-1 update. The same --seed replays \
-            the same devices and ids, so rerun against a fresh pipeline (or change the seed): replayed \
-            impression ids are rejected.
+            value update; 4 scaled days later ~50 % send a second, window-1 update. The expected postbacks \
+            come from the model's WinnerSelection over the impressions sent, assuming the verifier accepts \
+            them all (so --time-scale must be the pipeline's). The same --seed replays the same devices \
+            and ids, so rerun against a fresh pipeline (or change the seed): replayed impression ids are \
+            rejected.
             """
     )
 
@@ -40,7 +42,7 @@ struct SimulateCommand: AsyncParsableCommand {
     @Option(help: "Seed of the random choices (default: random; the report names it).")
     var seed: UInt64?
 
-    @Option(help: "Time scale the pipeline runs with: every duration is divided by it.")
+    @Option(help: "The pipeline's time scale (every duration is divided by it); must match for the expected counts.")
     var timeScale: Double = 1
 
     @Option(help: "Also write each network's key files here.")

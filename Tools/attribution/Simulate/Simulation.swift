@@ -44,7 +44,7 @@ struct Simulation: Sendable {
     /// Phase 1, devices in parallel (each device's own requests in order: impressions before the
     /// install, so the install finds them).
     func runDevices(keys: [AdNetworkIdentifier: P256.Signing.PrivateKey]) async throws -> [DeviceOutcome] {
-        try await forEach(plan.devices, concurrency: concurrency) { device in
+        try await concurrentMap(plan.devices, limit: concurrency) { device in
             try await self.run(device, keys: keys)
         }
     }
@@ -109,7 +109,7 @@ struct Simulation: Sendable {
             "Waiting for window 1",
             metadata: ["simulate.updates": "\(due.count)", "simulate.wait_seconds": "\(max(0, last.2 - WallClock.now()) / 1000)"])
         let windowEnd = policy.milliseconds(.days(7))
-        let late = try await forEach(due, concurrency: concurrency) { device, update, dueAt in
+        let late = try await concurrentMap(due, limit: concurrency) { device, update, dueAt in
             let wait = dueAt - WallClock.now()
             if wait > 0 { try await Task.sleep(for: .milliseconds(wait)) }
             let sentAt = try await self.sendUpdate(update, device: device)

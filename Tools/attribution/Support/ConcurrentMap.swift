@@ -1,7 +1,7 @@
 /// Runs `body` over `items` with at most `limit` running at once, results in input order. The first
 /// error cancels the rest and is rethrown: one failure stops the whole run.
-func forEach<Item: Sendable, Result: Sendable>(
-    _ items: [Item], concurrency limit: Int, _ body: @escaping @Sendable (Item) async throws -> Result
+func concurrentMap<Item: Sendable, Result: Sendable>(
+    _ items: [Item], limit: Int, _ body: @escaping @Sendable (Item) async throws -> Result
 ) async throws -> [Result] {
     try await withThrowingTaskGroup(of: (Int, Result).self) { group in
         var results = [Result?](repeating: nil, count: items.count)

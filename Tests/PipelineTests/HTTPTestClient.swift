@@ -1,0 +1,40 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+
+/// Small JSON-over-HTTP helper for the end-to-end tests.
+struct HTTPTestClient {
+    let client = HTTPClient.shared
+
+    struct Reply {
+        let status: Int
+        let body: Data
+        var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body) as? [String: Any]) ?? [:] }
+        var contentType: String?
+    }
+
+    func send(_ method: String, _ url: String, json: Any? = nil, raw: String? = nil, token: String? = nil) async throws -> Reply {
+        var request = HTTPClientRequest(url: url)
+        request.method = .init(rawValue: method)
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        if let json {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: json)))
+        } else if let raw {
+            request.body = .bytes(ByteBuffer(string: raw))
+        }
+        let response = try await client.execute(request, timeout: .seconds(10))
+        let body = try await response.body.collect(upTo: 1 << 20)
+        return Reply(status: Int(response.status.code), body: Data(body.readableBytesView), contentType: response.headers.first(name: "Content-Type"))
+    }
+
+    /// Polls until `url` answers 200 (a service has started) or the timeout passes.
+    func waitUntilUp(_ url: String, timeout: Duration = .seconds(30)) async throws -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let reply = try? await send("GET", url), reply.status == 200 { return true }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return false
+    }
+}

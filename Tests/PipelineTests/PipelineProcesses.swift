@@ -1,0 +1,118 @@
+import Foundation
+import Synchronization
+import TestSupport
+
+/// The five services and the reference receiver as real child processes on free loopback ports,
+/// each logging to its own file (printed when a test fails to find what it waited for).
+final class PipelineProcesses: Sendable {
+    let directory: URL
+    let ingestURL: String
+    let receiverURL: String
+    let adminToken = "test-admin-token"
+    let postbackFile: URL
+    let signingKeyID = "test-pipeline/0"
+    private let children: Mutex<[String: Process]> = Mutex([:])
+    private let binaries: URL
+    private let environment: [String: String]
+
+    /// Where `swift build` put the executables: PIPELINE_BIN_DIR (set by scripts/test.sh), else .build/debug.
+    static func binaryDirectory() -> URL {
+        if let path = ProcessInfo.processInfo.environment["PIPELINE_BIN_DIR"] { return URL(fileURLWithPath: path) }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return root.appendingPathComponent(".build/debug")
+    }
+
+    init(redis: RedisServer, timeScale: Double, extraEnvironment: [String: String] = [:]) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("pipeline-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        binaries = Self.binaryDirectory()
+        for name in ["ingest", "verifier", "attribution-winner", "scheduler", "dispatcher", "attribution"] {
+            guard FileManager.default.isExecutableFile(atPath: binaries.appendingPathComponent(name).path) else {
+                throw TestSupportError("\(name) is not built in \(binaries.path): run `swift build` first (scripts/test.sh does)")
+            }
+        }
+        let ingestPort = try freeLoopbackPort()
+        let receiverPort = try freeLoopbackPort()
+        ingestURL = "http://127.0.0.1:\(ingestPort)"
+        receiverURL = "http://127.0.0.1:\(receiverPort)"
+        postbackFile = directory.appendingPathComponent("postbacks.jsonl")
+        var environment = [
+            "REDIS_URL": redis.url, "TIME_SCALE": String(timeScale), "LOG_LEVEL": "debug", "CLAIM_IDLE_MS": "1000",
+            "HTTP_HOST": "127.0.0.1", "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
+        ]
+        environment.merge(extraEnvironment) { $1 }
+        self.environment = environment
+        try start("ingest", port: ingestPort, ["ADMIN_TOKEN": adminToken])
+        for worker in ["verifier", "attribution-winner", "scheduler"] { try start(worker, port: try freeLoopbackPort()) }
+        try startDispatcher()
+        try start(
+            "receiver", executable: "attribution",
+            arguments: ["receiver", "--port", String(receiverPort), "--jwks-url", "\(ingestURL)/.well-known/jwks.json", "--output", postbackFile.path],
+            port: nil)
+    }
+
+    func startDispatcher() throws {
+        let key = directory.appendingPathComponent("signing.pem")
+        if !FileManager.default.fileExists(atPath: key.path) {
+            let run = Process()
+            run.executableURL = binaries.appendingPathComponent("attribution")
+            run.arguments = ["keygen", "--name", "signing", "--out", directory.path]
+            run.standardOutput = FileHandle.nullDevice
+            try run.run()
+            run.waitUntilExit()
+            try FileManager.default.moveItem(at: directory.appendingPathComponent("signing.private.pem"), to: key)
+        }
+        try start("dispatcher", port: try freeLoopbackPort(), ["SIGNING_KEY_FILE": key.path, "SIGNING_KEY_ID": signingKeyID])
+    }
+
+    func start(_ name: String, executable: String? = nil, arguments: [String] = [], port: Int?, _ extra: [String: String] = [:]) throws {
+        let process = Process()
+        process.executableURL = binaries.appendingPathComponent(executable ?? name)
+        process.arguments = arguments
+        var environment = self.environment.merging(extra) { $1 }
+        if let port { environment["HTTP_PORT"] = String(port) }
+        process.environment = environment
+        let log = directory.appendingPathComponent("\(name).log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: log)
+        handle.seekToEndOfFile()
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.runWithDefaultSignalMask()
+        children.withLock { $0[name] = process }
+    }
+
+    /// SIGKILL: the process gets no chance to finish or acknowledge anything.
+    func kill(_ name: String) {
+        guard let process = children.withLock({ $0.removeValue(forKey: name) }) else { return }
+        Foundation.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    func logs() -> String {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        return names.filter { $0.hasSuffix(".log") }.sorted().map { name in
+            let text = (try? String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)) ?? ""
+            return "=== \(name)\n" + text.split(separator: "\n").suffix(30).joined(separator: "\n")
+        }.joined(separator: "\n")
+    }
+
+    /// Received postbacks as the receiver wrote them (one JSON object a line).
+    func receivedPostbacks() -> [[String: Any]] {
+        guard let text = try? String(contentsOf: postbackFile, encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+    }
+
+    func stop() {
+        let all = children.withLock { children -> [Process] in
+            defer { children.removeAll() }
+            return Array(children.values)
+        }
+        for process in all where process.isRunning { process.terminate() }
+        for process in all { process.waitUntilExit() }
+    }
+
+    deinit { stop() }
+}
