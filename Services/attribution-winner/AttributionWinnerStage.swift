@@ -23,26 +23,33 @@ struct AttributionWinnerStage: StreamStage {
         }
     }
 
-    func keys(_ batch: [StreamEntry]) -> [String] {
+    /// The batch decoded once, with the device keys it touches in first-seen order.
+    struct Batch: Sendable {
+        var envelopes: [Envelope?]
+        var keys: [String]
+    }
+
+    func prepare(_ entries: [StreamEntry]) -> Batch {
+        let envelopes = entries.map { try? Envelope.decode($0.message) }
         var seen = Set<String>()
-        return batch.compactMap { (try? Envelope.decode($0.message)).flatMap(key(for:)) }.filter { seen.insert($0).inserted }
+        let keys = envelopes.compactMap { $0.flatMap(key(for:)) }.filter { seen.insert($0).inserted }
+        return Batch(envelopes: envelopes, keys: keys)
     }
 
-    func reads(for batch: [StreamEntry]) -> StageReads {
-        let keys = keys(batch)
-        return StageReads(watch: keys, commands: keys.map { RedisCommand("GET", $0) })
+    func reads(for batch: Batch) -> StageReads {
+        StageReads(watch: batch.keys, commands: batch.keys.map { RedisCommand("GET", $0) })
     }
 
-    func decide(_ batch: [StreamEntry], state: [RedisReply]) async -> [StageOutcome] {
+    func decide(_ batch: Batch, state: [RedisReply]) async -> [StageOutcome] {
         var states: [String: DeviceAttributionState] = [:]
-        for (key, reply) in zip(keys(batch), state) {
+        for (key, reply) in zip(batch.keys, state) {
             if case .bulk(let bytes) = reply {
                 states[key] = (try? JSONCoding.decoder.decode(DeviceAttributionState.self, from: Data(bytes))) ?? .init()
             }
         }
         var outcomes: [StageOutcome] = []
-        for entry in batch {
-            guard let envelope = try? Envelope.decode(entry.message), let key = key(for: envelope) else {
+        for envelope in batch.envelopes {
+            guard let envelope, let key = key(for: envelope) else {
                 outcomes.append(.failed("attribution-winner takes verified impressions, conversions and updates"))
                 continue
             }

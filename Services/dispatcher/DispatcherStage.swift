@@ -14,17 +14,24 @@ struct DispatcherStage: StreamStage {
     static let retries = DelayedQueue(name: DelayedQueueNames.deliveryRetries, target: StreamNames.postbacks)
     static let statsKey = "dispatcher:stats"
 
-    func networks(_ batch: [StreamEntry]) -> [String] {
-        var seen = Set<String>()
-        return batch.compactMap { entry -> String? in
-            guard case .postbackDue(let order)? = (try? Envelope.decode(entry.message))?.body else { return nil }
-            return order.payload.adNetworkIdentifier.rawValue
-        }.filter { seen.insert($0).inserted }
+    /// The batch decoded once, with the ad networks whose postback URLs it needs.
+    struct Batch: Sendable {
+        var envelopes: [Envelope?]
+        var networks: [String]
     }
 
-    func reads(for batch: [StreamEntry]) -> StageReads {
-        let ids = networks(batch)
-        return StageReads(commands: ids.isEmpty ? [] : [RedisCommand(["HMGET", RegistryKeys.adNetworks] + ids)])
+    func prepare(_ entries: [StreamEntry]) -> Batch {
+        let envelopes = entries.map { try? Envelope.decode($0.message) }
+        var seen = Set<String>()
+        let networks = envelopes.compactMap { envelope -> String? in
+            guard case .postbackDue(let order)? = envelope?.body else { return nil }
+            return order.payload.adNetworkIdentifier.rawValue
+        }.filter { seen.insert($0).inserted }
+        return Batch(envelopes: envelopes, networks: networks)
+    }
+
+    func reads(for batch: Batch) -> StageReads {
+        StageReads(commands: batch.networks.isEmpty ? [] : [RedisCommand(["HMGET", RegistryKeys.adNetworks] + batch.networks)])
     }
 
     /// What one entry amounts to before delivery: a body to send somewhere, or a reason it cannot be.
@@ -34,9 +41,9 @@ struct DispatcherStage: StreamStage {
         case invalid(String)
     }
 
-    func decide(_ batch: [StreamEntry], state: [RedisReply]) async -> [StageOutcome] {
+    func decide(_ batch: Batch, state: [RedisReply]) async -> [StageOutcome] {
         var urls: [String: String] = [:]
-        for (id, reply) in zip(networks(batch), state.first?.elements ?? []) {
+        for (id, reply) in zip(batch.networks, state.first?.elements ?? []) {
             if case .bulk(let bytes) = reply,
                 let registration = try? JSONCoding.decoder.decode(AdNetworkRegistration.self, from: Data(bytes))
             {
@@ -44,8 +51,8 @@ struct DispatcherStage: StreamStage {
             }
         }
         let now = WallClock.nowMilliseconds()
-        let work: [Work] = batch.map { entry in
-            guard let envelope = try? Envelope.decode(entry.message) else { return .invalid("not a pipeline envelope") }
+        let work: [Work] = batch.envelopes.map { envelope in
+            guard let envelope else { return .invalid("not a pipeline envelope") }
             switch envelope.body {
             case .postbackDue(let order):
                 let id = order.payload.postbackIdentifier

@@ -23,14 +23,14 @@ struct SchedulerStage: StreamStage {
         }
     }
 
-    struct Reads {
+    struct Batch: Sendable {
         var envelopes: [Envelope?] = []
         var planKeys: [String] = []
         var crowdFor: [String] = []  // conversion ids whose crowd counts follow the plan GETs
     }
 
-    func layout(_ batch: [StreamEntry]) -> Reads {
-        var reads = Reads()
+    func prepare(_ batch: [StreamEntry]) -> Batch {
+        var reads = Batch()
         var seen = Set<String>()
         for entry in batch {
             let envelope = try? Envelope.decode(entry.message)
@@ -42,8 +42,7 @@ struct SchedulerStage: StreamStage {
         return reads
     }
 
-    func reads(for batch: [StreamEntry]) -> StageReads {
-        let layout = layout(batch)
+    func reads(for layout: Batch) -> StageReads {
         let counters = CrowdCounters(policy: policy)
         var commands = layout.planKeys.map { RedisCommand("GET", $0) }
         for envelope in layout.envelopes {
@@ -54,8 +53,7 @@ struct SchedulerStage: StreamStage {
         return StageReads(watch: layout.planKeys, commands: commands)
     }
 
-    func decide(_ batch: [StreamEntry], state: [RedisReply]) async -> [StageOutcome] {
-        let layout = layout(batch)
+    func decide(_ layout: Batch, state: [RedisReply]) async -> [StageOutcome] {
         var plans: [String: PostbackPlan] = [:]
         for (key, reply) in zip(layout.planKeys, state) {
             if case .bulk(let bytes) = reply, let plan = try? JSONCoding.decoder.decode(PostbackPlan.self, from: Data(bytes)) {

@@ -16,7 +16,7 @@ struct VerifierStage: StreamStage {
         var registry = RegistrySnapshot.Request()
     }
 
-    func plan(_ batch: [StreamEntry]) -> Plan {
+    func prepare(_ batch: [StreamEntry]) -> Plan {
         var plan = Plan()
         var networks = Set<String>(), publishers = Set<ItemIdentifier>(), advertised = Set<ItemIdentifier>()
         for (index, entry) in batch.enumerated() {
@@ -41,23 +41,21 @@ struct VerifierStage: StreamStage {
         return plan
     }
 
-    func reads(for batch: [StreamEntry]) -> StageReads {
-        let plan = plan(batch)
+    func reads(for plan: Plan) -> StageReads {
         // WATCH the replay markers: two replicas given the same impression cannot both accept it.
         return StageReads(
             watch: plan.replayKeys,
             commands: plan.replayKeys.map { RedisCommand("EXISTS", $0) } + plan.registry.commands)
     }
 
-    func decide(_ batch: [StreamEntry], state: [RedisReply]) async -> [StageOutcome] {
-        let plan = plan(batch)
+    func decide(_ plan: Plan, state: [RedisReply]) async -> [StageOutcome] {
         var seen = Set<String>()
         for (key, reply) in zip(plan.replayKeys, state) where reply.int == 1 { seen.insert(key) }
         let registry = RegistrySnapshot(request: plan.registry, state: state, offset: plan.replayKeys.count)
         let replayTTL = String(
             policy.milliseconds(ImpressionRules.maximumAge) + TimePolicy.realTime.milliseconds(ImpressionRules.futureTolerance))
 
-        return batch.indices.map { index -> StageOutcome in
+        return plan.envelopes.indices.map { index -> StageOutcome in
             guard let envelope = plan.envelopes[index] else { return .failed("not a pipeline envelope") }
             func reject(_ refusal: ImpressionVerification.Refusal) -> StageOutcome {
                 let rejection = Rejection(

@@ -1,3 +1,4 @@
+import AttributionCrypto
 import Foundation
 import Synchronization
 import TestSupport
@@ -54,13 +55,7 @@ final class PipelineProcesses: Sendable {
     func startDispatcher() throws {
         let key = directory.appendingPathComponent("signing.pem")
         if !FileManager.default.fileExists(atPath: key.path) {
-            let run = Process()
-            run.executableURL = binaries.appendingPathComponent("attribution")
-            run.arguments = ["keygen", "--name", "signing", "--out", directory.path]
-            run.standardOutput = FileHandle.nullDevice
-            try run.run()
-            run.waitUntilExit()
-            try FileManager.default.moveItem(at: directory.appendingPathComponent("signing.private.pem"), to: key)
+            try SigningKey.generate().pemRepresentation.write(to: key, atomically: true, encoding: .utf8)
         }
         try start("dispatcher", port: try freeLoopbackPort(), ["SIGNING_KEY_FILE": key.path, "SIGNING_KEY_ID": signingKeyID])
     }
@@ -80,6 +75,11 @@ final class PipelineProcesses: Sendable {
         process.standardError = handle
         try process.runWithDefaultSignalMask()
         children.withLock { $0[name] = process }
+    }
+
+    func signal(_ name: String, _ signal: Int32) {
+        guard let process = children.withLock({ $0[name] }) else { return }
+        Foundation.kill(process.processIdentifier, signal)
     }
 
     /// SIGKILL: the process gets no chance to finish or acknowledge anything.

@@ -2,23 +2,6 @@ import RedisStreams
 import TestSupport
 import Testing
 
-/// A stage that takes its first batch and hangs until its task is cancelled, like a consumer that dies mid-batch.
-struct HangingStage: StreamStage {
-    let inner: CopyStage
-    let entered: AsyncStream<Int>.Continuation
-
-    func reads(for batch: [StreamEntry]) -> StageReads { self.inner.reads(for: batch) }
-
-    func decide(_ batch: [StreamEntry], state: [RedisReply]) async -> [StageOutcome] {
-        self.entered.yield(batch.count)
-        while !Task.isCancelled {
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        // Too late: the test closed the connection, so these writes can never be committed.
-        return await self.inner.decide(batch, state: state)
-    }
-}
-
 @Suite("StageWorker crash recovery")
 struct StageWorkerCrashTests {
     @Test("consumer A dies mid-batch; B claims and finishes: every input exactly once, nothing pending")

@@ -163,4 +163,25 @@ struct StageWorkerTests {
         try await task.value
         #expect(try await StreamConsumer(stream: "in", group: "copier", consumer: "c1").pendingCount(on: self.redis) == 0)
     }
+
+    @Test("a worker cancelled mid-batch still commits the batch in hand")
+    func cancellationFinishesBatchInHand() async throws {
+        let (entered, enteredContinuation) = AsyncStream.makeStream(of: Int.self)
+        let worker = StageWorker(
+            configuration: self.configuration(),
+            stage: HangingStage(inner: CopyStage(output: "out"), entered: enteredContinuation),
+            connection: self.server.connect(),
+            logger: .test("test.worker")
+        )
+        _ = try await append(numberedMessages(10), to: "in", on: self.redis)
+        let task = Task { try await worker.run() }
+        var iterator = entered.makeAsyncIterator()
+        #expect(await iterator.next() == 10)
+
+        task.cancel()
+        try await task.value
+
+        #expect(try await streamLength("out", on: self.redis) == 10)
+        #expect(try await StreamConsumer(stream: "in", group: "copier", consumer: "c1").pendingCount(on: self.redis) == 0)
+    }
 }

@@ -16,10 +16,11 @@ extension StageWorker {
         var unwatch = false
         var settled = false
 
+        let prepared = self.stage.prepare(batch)
         for attempt in 1...tries {
-            let reads = self.stage.reads(for: batch)
+            let reads = self.stage.reads(for: prepared)
             let state = try await self.readState(reads)
-            let outcomes = await self.decide(batch, state: state)
+            let outcomes = await self.decide(batch, prepared: prepared, state: state)
 
             var writes: [RedisCommand] = []
             var writtenIDs: [String] = []
@@ -119,8 +120,8 @@ extension StageWorker {
     }
 
     /// The stage's outcomes, guarding against a stage that returns the wrong number of them.
-    private func decide(_ batch: [StreamEntry], state: [RedisReply]) async -> [StageOutcome] {
-        let outcomes = await self.stage.decide(batch, state: state)
+    private func decide(_ batch: [StreamEntry], prepared: Stage.Prepared, state: [RedisReply]) async -> [StageOutcome] {
+        let outcomes = await self.stage.decide(prepared, state: state)
         guard outcomes.count == batch.count else {
             let error = "stage returned \(outcomes.count) outcomes for \(batch.count) entries"
             self.logger.error("stage broke its contract", metadata: ["error": "\(error)"])

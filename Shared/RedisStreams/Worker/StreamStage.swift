@@ -1,7 +1,17 @@
 /// The business logic of one pipeline stage, run by `StageWorker` over batches of stream entries.
 public protocol StreamStage: Sendable {
+    /// The batch as the stage works with it (decoded messages, the keys they touch), computed once per
+    /// batch so that `reads` and `decide` never decode the same bytes twice.
+    associatedtype Prepared: Sendable = [StreamEntry]
+    /// Parses a batch. Pure: it runs once, before the first read, and is reused if a WATCH conflict
+    /// makes the worker read and decide again.
+    func prepare(_ batch: [StreamEntry]) -> Prepared
     /// State the decisions for this batch depend on: `watch` keys are WATCHed, then `commands` are sent in one pipeline.
-    func reads(for batch: [StreamEntry]) -> StageReads
+    func reads(for batch: Prepared) -> StageReads
     /// One outcome per entry, same order. `state` holds the replies to `reads(for:).commands`.
-    func decide(_ batch: [StreamEntry], state: [RedisReply]) async -> [StageOutcome]
+    func decide(_ batch: Prepared, state: [RedisReply]) async -> [StageOutcome]
+}
+
+extension StreamStage where Prepared == [StreamEntry] {
+    public func prepare(_ batch: [StreamEntry]) -> [StreamEntry] { batch }
 }

@@ -19,17 +19,19 @@ enum KeyFiles {
         var description: String
     }
 
-    /// Names become file names: letters, digits, `.`, `-` and `_` only (ad network ids fit).
+    /// Names are key ids and file names: letters, digits, `.`, `-`, `_`, and `/` as in Apple's
+    /// `apple-cas-identifier/0` (written as `_` in the file name).
     static func isValidName(_ name: String) -> Bool {
-        !name.isEmpty && !name.hasPrefix(".")
+        !name.isEmpty && !name.hasPrefix(".") && !name.hasPrefix("/") && !name.contains("..")
             && name.unicodeScalars.allSatisfy { scalar in
                 scalar.isASCII
-                    && (CharacterSet.alphanumerics.contains(scalar) || scalar == "." || scalar == "-" || scalar == "_")
+                    && (CharacterSet.alphanumerics.contains(scalar) || ".-_/".unicodeScalars.contains(scalar))
             }
     }
 
     static func paths(name: String, directory: String) -> Paths {
-        let base = URL(fileURLWithPath: directory).appendingPathComponent(name).path
+        let fileName = name.replacingOccurrences(of: "/", with: "_")
+        let base = URL(fileURLWithPath: directory).appendingPathComponent(fileName).path
         return Paths(privateKey: base + ".private.pem", publicKey: base + ".public.pem")
     }
 

@@ -17,7 +17,7 @@ struct KeygenCommand: ParsableCommand {
     @Option(help: "Lowercase ad network id, e.g. example.adattributionkit. The key signs its impressions.")
     var adNetwork: String?
 
-    @Option(help: "Key name for the pipeline's own postback signing key (instead of --ad-network).")
+    @Option(help: "Key id of the pipeline's own postback signing key, e.g. attribution-pipeline/0 (instead of --ad-network; '/' becomes '_' in file names).")
     var name: String?
 
     @Option(help: "Directory for the key files (created if missing).")
@@ -39,7 +39,8 @@ struct KeygenCommand: ParsableCommand {
             }
         case (nil, .some(let name)):
             guard KeyFiles.isValidName(name) else {
-                throw ValidationError("--name must be letters, digits, '.', '-' or '_' (it names the key files); not \(name)")
+                throw ValidationError(
+                    "--name must be letters, digits, '.', '-', '_' or '/' (e.g. attribution-pipeline/0); not \(name)")
             }
         }
     }
