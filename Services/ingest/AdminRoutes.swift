@@ -11,20 +11,6 @@ struct AdminRoutes {
     let redis: RedisConnection
     let adminToken: String
 
-    struct AdNetworkRequest: Decodable {
-        let publicKey: String
-        let postbackURL: String
-        enum CodingKeys: String, CodingKey {
-            case publicKey = "public-key"
-            case postbackURL = "postback-url"
-        }
-    }
-
-    struct PublisherAppRequest: Decodable {
-        let adNetworkIdentifiers: [String]
-        enum CodingKeys: String, CodingKey { case adNetworkIdentifiers = "AdNetworkIdentifiers" }
-    }
-
     func add(to router: Router<BasicRequestContext>) {
         let admin = router.group("/v1/admin").add(middleware: BearerTokenMiddleware(token: Array(adminToken.utf8)))
         admin.put("/ad-networks/:id") { request, context -> Response in
@@ -32,7 +18,7 @@ struct AdminRoutes {
             guard let network = AdNetworkIdentifier(id) else {
                 throw ProblemDetails.badRequest("invalid-ad-network-identifier", "ad network ids are lowercase letters, digits, '.', '-' and '_'")
             }
-            let body = try await request.decodeJSON(AdNetworkRequest.self, limit: 16_384)
+            let body = try await request.decodeJSON(IngestRequests.AdNetwork.self, limit: 16_384)
             let key: JWK
             do { key = JWK(publicKey: try JWK.parsePublicKey(body.publicKey), keyID: network.rawValue) } catch {
                 throw ProblemDetails.badRequest("invalid-public-key", "\(error)")
@@ -46,7 +32,7 @@ struct AdminRoutes {
         }
         admin.put("/publisher-apps/:item") { request, context -> Response in
             let item = try itemIdentifier(context)
-            let body = try await request.decodeJSON(PublisherAppRequest.self, limit: 65_536)
+            let body = try await request.decodeJSON(IngestRequests.PublisherApp.self, limit: 65_536)
             var networks: [AdNetworkIdentifier] = []
             for id in body.adNetworkIdentifiers {
                 guard let network = AdNetworkIdentifier(id) else {
@@ -59,9 +45,8 @@ struct AdminRoutes {
         }
         admin.put("/advertised-apps/:item") { request, context -> Response in
             let item = try itemIdentifier(context)
-            var configuration = try await request.decodeJSON(AdvertisedAppConfiguration.Body.self, limit: 65_536)
+            let configuration = try await request.decodeJSON(IngestRequests.AdvertisedApp.self, limit: 65_536)
                 .configuration(itemIdentifier: item)
-            configuration.itemIdentifier = item
             if let problem = configuration.validationProblems().first {
                 throw ProblemDetails.badRequest("value-out-of-range", problem.description)
             }
@@ -82,25 +67,5 @@ struct AdminRoutes {
         var headers = HTTPFields()
         headers[.contentType] = "application/json"
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: json)))
-    }
-}
-
-extension AdvertisedAppConfiguration {
-    /// The admin body: the app's `AdAttributionKitConfigurations` keys, item id taken from the path.
-    struct Body: Decodable {
-        let attributionWindows: AttributionWindowsConfiguration?
-        let attributionCooldown: AttributionCooldown?
-        let attributionCopyEndpoint: String?
-        enum CodingKeys: String, CodingKey {
-            case attributionWindows = "AttributionWindows"
-            case attributionCooldown = "AttributionCooldown"
-            case attributionCopyEndpoint = "AttributionCopyEndpoint"
-        }
-
-        func configuration(itemIdentifier: ItemIdentifier) -> AdvertisedAppConfiguration {
-            AdvertisedAppConfiguration(
-                itemIdentifier: itemIdentifier, attributionWindows: attributionWindows,
-                attributionCooldown: attributionCooldown, attributionCopyEndpoint: attributionCopyEndpoint)
-        }
     }
 }

@@ -1,18 +1,9 @@
 import AttributionModel
 import ServiceRuntime
 
-/// Request bodies of the event API and the shape checks ingest makes before anything reaches the
-/// pipeline. Signature and registry checks are the verifier's.
-struct ImpressionRequest: Decodable {
-    let deviceIdentifier: String
-    let impression: String
-    let interaction: Interaction
-
-    enum CodingKeys: String, CodingKey {
-        case deviceIdentifier = "device-identifier"
-        case impression, interaction
-    }
-
+/// The shape checks ingest makes on the event API's bodies (`IngestRequests`, shared with clients)
+/// before anything reaches the pipeline. Signature and registry checks are the verifier's.
+extension IngestRequests.Impression {
     func report(receivedAt: Milliseconds) throws -> ImpressionReport {
         try EventChecks.device(deviceIdentifier)
         guard !impression.isEmpty, impression.utf8.count <= 8_192, impression.split(separator: ".").count == 3 else {
@@ -30,21 +21,7 @@ struct ImpressionRequest: Decodable {
     }
 }
 
-struct ConversionRequest: Decodable {
-    let deviceIdentifier: String
-    let advertisedItemIdentifier: ItemIdentifier
-    let conversionType: ConversionType
-    let time: Milliseconds
-    let countryCode: String?
-
-    enum CodingKeys: String, CodingKey {
-        case deviceIdentifier = "device-identifier"
-        case advertisedItemIdentifier = "advertised-item-identifier"
-        case conversionType = "conversion-type"
-        case time
-        case countryCode = "country-code"
-    }
-
+extension IngestRequests.Conversion {
     func report(receivedAt: Milliseconds) throws -> ConversionReport {
         try EventChecks.device(deviceIdentifier)
         if let countryCode, countryCode.count != 2 || !countryCode.allSatisfy({ $0.isASCII && $0.isUppercase }) {
@@ -56,27 +33,7 @@ struct ConversionRequest: Decodable {
     }
 }
 
-/// Flat, with `PostbackUpdate`'s own key names, as an SDK passes them through.
-struct ValueUpdateRequest: Decodable {
-    let deviceIdentifier: String
-    let advertisedItemIdentifier: ItemIdentifier
-    let time: Milliseconds
-    let update: PostbackUpdate
-
-    enum CodingKeys: String, CodingKey {
-        case deviceIdentifier = "device-identifier"
-        case advertisedItemIdentifier = "advertised-item-identifier"
-        case time
-    }
-
-    init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        deviceIdentifier = try c.decode(String.self, forKey: .deviceIdentifier)
-        advertisedItemIdentifier = try c.decode(ItemIdentifier.self, forKey: .advertisedItemIdentifier)
-        time = try c.decode(Milliseconds.self, forKey: .time)
-        update = try PostbackUpdate(from: decoder)
-    }
-
+extension IngestRequests.ValueUpdate {
     func report(receivedAt: Milliseconds) throws -> ValueUpdateReport {
         try EventChecks.device(deviceIdentifier)
         guard PostbackUpdate.fineRange.contains(update.fineConversionValue) else {

@@ -16,17 +16,17 @@ struct EventRoutes {
 
     func add(to router: Router<BasicRequestContext>) {
         router.post("/v1/impressions") { request, _ in
-            let report = try await request.decodeJSON(ImpressionRequest.self, limit: maxBodyBytes)
+            let report = try await request.decodeJSON(IngestRequests.Impression.self, limit: maxBodyBytes)
                 .report(receivedAt: WallClock.nowMilliseconds())
             return try await publish(Envelope(time: report.interaction.time, body: .impressionReported(report)))
         }
         router.post("/v1/conversions") { request, _ in
-            let report = try await request.decodeJSON(ConversionRequest.self, limit: maxBodyBytes)
+            let report = try await request.decodeJSON(IngestRequests.Conversion.self, limit: maxBodyBytes)
                 .report(receivedAt: WallClock.nowMilliseconds())
             return try await publish(Envelope(time: report.time, body: .conversionReported(report)))
         }
         router.post("/v1/conversion-value-updates") { request, _ in
-            let report = try await request.decodeJSON(ValueUpdateRequest.self, limit: maxBodyBytes)
+            let report = try await request.decodeJSON(IngestRequests.ValueUpdate.self, limit: maxBodyBytes)
                 .report(receivedAt: WallClock.nowMilliseconds())
             return try await publish(Envelope(time: report.time, body: .updateReported(report)))
         }

@@ -111,7 +111,11 @@ struct PostbackVerifierTests {
 
     @Test func payloadWithSlashEscapesAndUnknownKeysStillDecodes() throws {
         // Another signer's JSON writer: escaped slashes, extra keys, `reengagement` spelling.
-        let text = #"{"impression-type":"app-impression","ad-network-identifier":"example.adattributionkit","source-identifier":"5239","advertised-item-identifier":1108187390,"conversion-type":"reengagement","marketplace-identifier":"com.apple.AppStore","postback-identifier":"a\/b","postback-sequence-index":1,"did-win":true,"future-key":1}"#
+        let text =
+            #"{"impression-type":"app-impression","ad-network-identifier":"example.adattributionkit","#
+            + #""source-identifier":"5239","advertised-item-identifier":1108187390,"conversion-type":"reengagement","#
+            + #""marketplace-identifier":"com.apple.AppStore","postback-identifier":"a\/b","#
+            + #""postback-sequence-index":1,"did-win":true,"future-key":1}"#
         let jws = try CompactJWS.sign(payload: Data(text.utf8), keyID: Self.keyID, with: key)
         let verified = try PostbackVerifier.verify(body: Self.body(jws: jws), keys: keys)
         #expect(verified.payload.postbackIdentifier == "a/b")

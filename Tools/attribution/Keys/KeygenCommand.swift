@@ -17,7 +17,11 @@ struct KeygenCommand: ParsableCommand {
     @Option(help: "Lowercase ad network id, e.g. example.adattributionkit. The key signs its impressions.")
     var adNetwork: String?
 
-    @Option(help: "Key id of the pipeline's own postback signing key, e.g. attribution-pipeline/0 (instead of --ad-network; '/' becomes '_' in file names).")
+    @Option(
+        help: """
+            Key id of the pipeline's own postback signing key, e.g. attribution-pipeline/0 (instead of \
+            --ad-network; '/' becomes '_' in file names).
+            """)
     var name: String?
 
     @Option(help: "Directory for the key files (created if missing).")

@@ -1,0 +1,141 @@
+/// Request bodies of ingest's HTTP API with their exact key spellings: ingest decodes them, the
+/// `attribution` tool (and any Swift client) encodes them.
+public enum IngestRequests {
+    /// `PUT /v1/admin/ad-networks/{id}`
+    public struct AdNetwork: Codable, Sendable {
+        public var publicKey: String
+        public var postbackURL: String
+
+        public init(publicKey: String, postbackURL: String) {
+            self.publicKey = publicKey
+            self.postbackURL = postbackURL
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case publicKey = "public-key"
+            case postbackURL = "postback-url"
+        }
+    }
+
+    /// `PUT /v1/admin/publisher-apps/{item}`: the app's `AdNetworkIdentifiers` (validated by ingest).
+    public struct PublisherApp: Codable, Sendable {
+        public var adNetworkIdentifiers: [String]
+
+        public init(adNetworkIdentifiers: [String]) { self.adNetworkIdentifiers = adNetworkIdentifiers }
+
+        enum CodingKeys: String, CodingKey { case adNetworkIdentifiers = "AdNetworkIdentifiers" }
+    }
+
+    /// `PUT /v1/admin/advertised-apps/{item}`: the app's `AdAttributionKitConfigurations` keys; `{}` means
+    /// Apple's defaults.
+    public struct AdvertisedApp: Codable, Sendable {
+        public var attributionWindows: AttributionWindowsConfiguration?
+        public var attributionCooldown: AttributionCooldown?
+        public var attributionCopyEndpoint: String?
+
+        public init(
+            attributionWindows: AttributionWindowsConfiguration? = nil, attributionCooldown: AttributionCooldown? = nil,
+            attributionCopyEndpoint: String? = nil
+        ) {
+            self.attributionWindows = attributionWindows
+            self.attributionCooldown = attributionCooldown
+            self.attributionCopyEndpoint = attributionCopyEndpoint
+        }
+
+        public func configuration(itemIdentifier: ItemIdentifier) -> AdvertisedAppConfiguration {
+            AdvertisedAppConfiguration(
+                itemIdentifier: itemIdentifier, attributionWindows: attributionWindows,
+                attributionCooldown: attributionCooldown, attributionCopyEndpoint: attributionCopyEndpoint)
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case attributionWindows = "AttributionWindows"
+            case attributionCooldown = "AttributionCooldown"
+            case attributionCopyEndpoint = "AttributionCopyEndpoint"
+        }
+    }
+
+    /// `POST /v1/impressions`
+    public struct Impression: Codable, Sendable {
+        public var deviceIdentifier: String
+        public var impression: String
+        public var interaction: Interaction
+
+        public init(deviceIdentifier: String, impression: String, interaction: Interaction) {
+            self.deviceIdentifier = deviceIdentifier
+            self.impression = impression
+            self.interaction = interaction
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case deviceIdentifier = "device-identifier"
+            case impression, interaction
+        }
+    }
+
+    /// `POST /v1/conversions`
+    public struct Conversion: Codable, Sendable {
+        public var deviceIdentifier: String
+        public var advertisedItemIdentifier: ItemIdentifier
+        public var conversionType: ConversionType
+        public var time: Milliseconds
+        public var countryCode: String?
+
+        public init(
+            deviceIdentifier: String, advertisedItemIdentifier: ItemIdentifier, conversionType: ConversionType,
+            time: Milliseconds, countryCode: String? = nil
+        ) {
+            self.deviceIdentifier = deviceIdentifier
+            self.advertisedItemIdentifier = advertisedItemIdentifier
+            self.conversionType = conversionType
+            self.time = time
+            self.countryCode = countryCode
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case deviceIdentifier = "device-identifier"
+            case advertisedItemIdentifier = "advertised-item-identifier"
+            case conversionType = "conversion-type"
+            case time
+            case countryCode = "country-code"
+        }
+    }
+
+    /// `POST /v1/conversion-value-updates`: flat, with `PostbackUpdate`'s own key names beside the
+    /// device, app and time, as an SDK passes them through.
+    public struct ValueUpdate: Codable, Sendable {
+        public var deviceIdentifier: String
+        public var advertisedItemIdentifier: ItemIdentifier
+        public var time: Milliseconds
+        public var update: PostbackUpdate
+
+        public init(deviceIdentifier: String, advertisedItemIdentifier: ItemIdentifier, time: Milliseconds, update: PostbackUpdate) {
+            self.deviceIdentifier = deviceIdentifier
+            self.advertisedItemIdentifier = advertisedItemIdentifier
+            self.time = time
+            self.update = update
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case deviceIdentifier = "device-identifier"
+            case advertisedItemIdentifier = "advertised-item-identifier"
+            case time
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            deviceIdentifier = try c.decode(String.self, forKey: .deviceIdentifier)
+            advertisedItemIdentifier = try c.decode(ItemIdentifier.self, forKey: .advertisedItemIdentifier)
+            time = try c.decode(Milliseconds.self, forKey: .time)
+            update = try PostbackUpdate(from: decoder)
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(deviceIdentifier, forKey: .deviceIdentifier)
+            try c.encode(advertisedItemIdentifier, forKey: .advertisedItemIdentifier)
+            try c.encode(time, forKey: .time)
+            try update.encode(to: encoder)
+        }
+    }
+}
