@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
 ensure_system_packages
+echo "==> swift format lint (the committed .swift-format)"
+swift format lint --strict --recursive Package.swift Shared Services Tools Tests
 echo "==> swift build"
 swift build
 echo "==> swift test"

@@ -74,9 +74,14 @@ struct AttributionWinnerStage: StreamStage {
             }
             states[key] = device
             let json = (try? JSONCoding.encoder.encode(device)).map(Array.init) ?? []
-            outcomes.append(.write(
-                [RedisCommand(bytes: [Array("SET".utf8), Array(key.utf8), json, Array("PX".utf8), Array(String(stateTTL).utf8)])]
-                    + outputs.map { StreamCommands.add(StreamNames.attributions, message: $0.encoded()) }))
+            outcomes.append(
+                .write(
+                    [
+                        RedisCommand(bytes: [
+                            Array("SET".utf8), Array(key.utf8), json, Array("PX".utf8), Array(String(stateTTL).utf8),
+                        ])
+                    ]
+                        + outputs.map { StreamCommands.add(StreamNames.attributions, message: $0.encoded()) }))
         }
         return outcomes
     }

@@ -57,11 +57,14 @@ struct DispatcherStage: StreamStage {
             case .postbackDue(let order):
                 let id = order.payload.postbackIdentifier
                 guard let url = urls[order.payload.adNetworkIdentifier.rawValue] else {
-                    return .undeliverable(postbackIdentifier: id, error: "ad network \(order.payload.adNetworkIdentifier) is not registered")
+                    return .undeliverable(
+                        postbackIdentifier: id, error: "ad network \(order.payload.adNetworkIdentifier) is not registered")
                 }
                 do {
                     let body = try signer.body(for: order)
-                    return .send(DeliveryRetry(postbackIdentifier: id, url: url, body: body, attempts: 0, firstAttemptAt: now, lastError: ""))
+                    return .send(
+                        DeliveryRetry(
+                            postbackIdentifier: id, url: url, body: body, attempts: 0, firstAttemptAt: now, lastError: ""))
                 } catch { return .invalid("signing failed: \(error)") }
             case .deliveryRetry(let retry):
                 return .send(retry)

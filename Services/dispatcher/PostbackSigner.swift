@@ -34,7 +34,8 @@ struct PostbackSigner: Sendable {
         let privateKey = SigningKey.generate()
         let fingerprint = SHA256.hash(data: privateKey.publicKey.x963Representation).prefix(4)
             .map { String(format: "%02x", $0) }.joined()
-        logger.warning("no signing key file configured: generated one for this process", metadata: ["kid": "\(id)-\(fingerprint)"])
+        logger.warning(
+            "no signing key file configured: generated one for this process", metadata: ["kid": "\(id)-\(fingerprint)"])
         return Key(id: "\(id)-\(fingerprint)", privateKey: privateKey)
     }
 

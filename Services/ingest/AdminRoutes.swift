@@ -16,7 +16,8 @@ struct AdminRoutes {
         admin.put("/ad-networks/:id") { request, context -> Response in
             let id = try context.parameters.require("id")
             guard let network = AdNetworkIdentifier(id) else {
-                throw ProblemDetails.badRequest("invalid-ad-network-identifier", "ad network ids are lowercase letters, digits, '.', '-' and '_'")
+                throw ProblemDetails.badRequest(
+                    "invalid-ad-network-identifier", "ad network ids are lowercase letters, digits, '.', '-' and '_'")
             }
             let body = try await request.decodeJSON(IngestRequests.AdNetwork.self, limit: 16_384)
             let key: JWK
@@ -36,7 +37,8 @@ struct AdminRoutes {
             var networks: [AdNetworkIdentifier] = []
             for id in body.adNetworkIdentifiers {
                 guard let network = AdNetworkIdentifier(id) else {
-                    throw ProblemDetails.badRequest("invalid-ad-network-identifier", "AdNetworkIdentifiers holds \(id), which is not lowercase")
+                    throw ProblemDetails.badRequest(
+                        "invalid-ad-network-identifier", "AdNetworkIdentifiers holds \(id), which is not lowercase")
                 }
                 networks.append(network)
             }

@@ -6,7 +6,9 @@ import RedisStreams
 struct CrowdCounters {
     let policy: TimePolicy
 
-    static func keys(for attribution: Attribution) -> (publisher: String, advertised: String, country: String, digits: [Int: String]) {
+    static func keys(for attribution: Attribution) -> (
+        publisher: String, advertised: String, country: String, digits: [Int: String]
+    ) {
         let winner = attribution.winner
         let source = "scheduler:crowd:source:\(attribution.advertisedItemIdentifier):\(winner.adNetworkIdentifier)"
         var digits: [Int: String] = [:]
@@ -47,6 +49,7 @@ struct CrowdCounters {
     /// Sizes including this conversion itself.
     static func sizes(from counts: [Int]) -> CrowdSizes {
         let c = counts.map { $0 + 1 }
-        return CrowdSizes(publisherApp: c[0], advertisedApp: c[1], country: c[2], sourceIdentifierDigits: [2: c[3], 3: c[4], 4: c[5]])
+        return CrowdSizes(
+            publisherApp: c[0], advertisedApp: c[1], country: c[2], sourceIdentifierDigits: [2: c[3], 3: c[4], 4: c[5]])
     }
 }

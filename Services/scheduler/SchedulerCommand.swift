@@ -11,7 +11,9 @@ struct SchedulerCommand {
         let service = try PipelineService.bootstrap(name: "scheduler")
         let thresholdsText = service.environment.string(.crowdTierThresholds) ?? "10,100,1000"
         guard let thresholds = CrowdTierThresholds(parsing: thresholdsText) else {
-            throw ConfigurationError(key: ConfigurationKey.crowdTierThresholds.name, problem: "must be three ascending integers, got \(thresholdsText)")
+            throw ConfigurationError(
+                key: ConfigurationKey.crowdTierThresholds.name, problem: "must be three ascending integers, got \(thresholdsText)"
+            )
         }
         let stage = SchedulerStage(policy: service.policy, thresholds: thresholds)
         try await service.run(

@@ -104,7 +104,10 @@ struct SchedulerStage: StreamStage {
             // A finished plan stays a little while so that late duplicates find it, then expires.
             let ttl = plan.isFinished ? policy.milliseconds(.days(1)) : policy.milliseconds(.days(37))
             let json = (try? JSONCoding.encoder.encode(plan)).map(Array.init) ?? []
-            commands.append(RedisCommand(bytes: [Array("SET".utf8), Array(key.utf8), json, Array("PX".utf8), Array(String(max(ttl, 1000)).utf8)]))
+            commands.append(
+                RedisCommand(bytes: [
+                    Array("SET".utf8), Array(key.utf8), json, Array("PX".utf8), Array(String(max(ttl, 1000)).utf8),
+                ]))
             for postback in held {
                 let message = Envelope(time: postback.dueAt, body: .postbackDue(postback.order))
                 commands += Self.heldPostbacks.schedule(

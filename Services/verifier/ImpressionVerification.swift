@@ -70,7 +70,8 @@ enum ImpressionVerification {
             else {
                 throw refuse(
                     .publisherNotListingNetwork,
-                    "publisher app \(payload.publisherItemIdentifier) does not list \(payload.adNetworkIdentifier) in AdNetworkIdentifiers")
+                    "publisher app \(payload.publisherItemIdentifier) does not list \(payload.adNetworkIdentifier) in AdNetworkIdentifiers"
+                )
             }
         }
     }

@@ -18,7 +18,9 @@ struct VerifierStage: StreamStage {
 
     func prepare(_ batch: [StreamEntry]) -> Plan {
         var plan = Plan()
-        var networks = Set<String>(), publishers = Set<ItemIdentifier>(), advertised = Set<ItemIdentifier>()
+        var networks = Set<String>()
+        var publishers = Set<ItemIdentifier>()
+        var advertised = Set<ItemIdentifier>()
         for (index, entry) in batch.enumerated() {
             let envelope = try? Envelope.decode(entry.message)
             plan.envelopes.append(envelope)
@@ -37,7 +39,8 @@ struct VerifierStage: StreamStage {
             default: break
             }
         }
-        plan.registry = .init(adNetworks: networks.sorted(), publisherApps: publishers.sorted(), advertisedApps: advertised.sorted())
+        plan.registry = .init(
+            adNetworks: networks.sorted(), publisherApps: publishers.sorted(), advertisedApps: advertised.sorted())
         return plan
     }
 
@@ -62,11 +65,15 @@ struct VerifierStage: StreamStage {
                     reason: refusal.reason, detail: refusal.detail, eventIdentifier: envelope.id,
                     adNetworkIdentifier: refusal.adNetworkIdentifier, impressionIdentifier: refusal.impressionIdentifier)
                 return .write([
-                    StreamCommands.add(StreamNames.rejected, message: Envelope(time: envelope.time, body: .rejected(rejection)).encoded())
+                    StreamCommands.add(
+                        StreamNames.rejected, message: Envelope(time: envelope.time, body: .rejected(rejection)).encoded())
                 ])
             }
             func pass(_ body: MessageBody) -> [RedisCommand] {
-                [StreamCommands.add(StreamNames.verified, message: Envelope(id: envelope.id, time: envelope.time, body: body).encoded())]
+                [
+                    StreamCommands.add(
+                        StreamNames.verified, message: Envelope(id: envelope.id, time: envelope.time, body: body).encoded())
+                ]
             }
             switch envelope.body {
             case .impressionReported(let report):
@@ -79,10 +86,11 @@ struct VerifierStage: StreamStage {
                     try ImpressionVerification.verify(parsed, report: report, registry: registry, policy: policy)
                 } catch { return reject(error) }
                 guard seen.insert(key).inserted else {
-                    return reject(.init(
-                        reason: .impressionReplayed, detail: "this impression-identifier was already used",
-                        adNetworkIdentifier: parsed.payload.adNetworkIdentifier.rawValue,
-                        impressionIdentifier: parsed.payload.impressionIdentifier))
+                    return reject(
+                        .init(
+                            reason: .impressionReplayed, detail: "this impression-identifier was already used",
+                            adNetworkIdentifier: parsed.payload.adNetworkIdentifier.rawValue,
+                            impressionIdentifier: parsed.payload.impressionIdentifier))
                 }
                 let verified = VerifiedImpression(
                     deviceIdentifier: report.deviceIdentifier, payload: parsed.payload, interaction: report.interaction,
@@ -90,12 +98,18 @@ struct VerifierStage: StreamStage {
                 return .write([RedisCommand("SET", key, "1", "PX", replayTTL)] + pass(.impressionVerified(verified)))
             case .conversionReported(let report):
                 guard let app = registry.advertisedApps[report.advertisedItemIdentifier] else {
-                    return reject(.init(reason: .unknownAdvertisedApp, detail: "advertised app \(report.advertisedItemIdentifier) is not registered"))
+                    return reject(
+                        .init(
+                            reason: .unknownAdvertisedApp,
+                            detail: "advertised app \(report.advertisedItemIdentifier) is not registered"))
                 }
                 return .write(pass(.conversionVerified(VerifiedConversion(report: report, app: app))))
             case .updateReported(let report):
                 guard registry.advertisedApps[report.advertisedItemIdentifier] != nil else {
-                    return reject(.init(reason: .unknownAdvertisedApp, detail: "advertised app \(report.advertisedItemIdentifier) is not registered"))
+                    return reject(
+                        .init(
+                            reason: .unknownAdvertisedApp,
+                            detail: "advertised app \(report.advertisedItemIdentifier) is not registered"))
                 }
                 return .write(pass(.updateVerified(report)))
             default:

@@ -14,17 +14,34 @@ struct EnvelopeAndStateTests {
                 postbackSequenceIndex: 1, didWin: true),
             adInteractionType: .click, conversionValue: nil, coarseConversionValue: .low, countryCode: nil, isDevelopment: false)
         let bodies: [MessageBody] = [
-            .impressionReported(ImpressionReport(deviceIdentifier: "d", impression: "a.b.c", interaction: .click(at: 1, loadedAt: 0), receivedAt: 2)),
-            .conversionReported(ConversionReport(deviceIdentifier: "d", advertisedItemIdentifier: 1, conversionType: .redownload, time: 3, receivedAt: 4)),
-            .updateReported(ValueUpdateReport(deviceIdentifier: "d", advertisedItemIdentifier: 1, update: .init(fineConversionValue: 3, lockPostback: true), time: 5, receivedAt: 6)),
+            .impressionReported(
+                ImpressionReport(
+                    deviceIdentifier: "d", impression: "a.b.c", interaction: .click(at: 1, loadedAt: 0), receivedAt: 2)),
+            .conversionReported(
+                ConversionReport(
+                    deviceIdentifier: "d", advertisedItemIdentifier: 1, conversionType: .redownload, time: 3, receivedAt: 4)),
+            .updateReported(
+                ValueUpdateReport(
+                    deviceIdentifier: "d", advertisedItemIdentifier: 1, update: .init(fineConversionValue: 3, lockPostback: true),
+                    time: 5, receivedAt: 6)),
             .impressionVerified(F.impression("i", at: 7)),
-            .conversionVerified(VerifiedConversion(report: ConversionReport(deviceIdentifier: "d", advertisedItemIdentifier: 1, conversionType: .download, time: 3, receivedAt: 4), app: .init(itemIdentifier: 1, attributionWindows: .init(global: .init(click: 3), networks: [F.network("a.net"): .init(view: 2, ignoreInteractionType: .click)])))),
+            .conversionVerified(
+                VerifiedConversion(
+                    report: ConversionReport(
+                        deviceIdentifier: "d", advertisedItemIdentifier: 1, conversionType: .download, time: 3, receivedAt: 4),
+                    app: .init(
+                        itemIdentifier: 1,
+                        attributionWindows: .init(
+                            global: .init(click: 3), networks: [F.network("a.net"): .init(view: 2, ignoreInteractionType: .click)]
+                        )))),
             .rejected(Rejection(reason: .invalidSignature, detail: "x", eventIdentifier: "e")),
             .conversionAttributed(F.attribution()),
             .updateAttributed(AttributedUpdate(conversionIdentifier: "c", update: .init(fineConversionValue: 1), time: 9)),
             .windowClosed(WindowClosed(conversionIdentifier: "c", window: 2, time: 10)),
             .postbackDue(order),
-            .deliveryRetry(DeliveryRetry(postbackIdentifier: "p", url: "https://x", body: "{}", attempts: 2, firstAttemptAt: 1, lastError: "HTTP 500")),
+            .deliveryRetry(
+                DeliveryRetry(
+                    postbackIdentifier: "p", url: "https://x", body: "{}", attempts: 2, firstAttemptAt: 1, lastError: "HTTP 500")),
         ]
         for body in bodies {
             let envelope = Envelope(time: 42, body: body)
@@ -38,14 +55,16 @@ struct EnvelopeAndStateTests {
 
     @Test func postbackPayloadUsesTheSpecKeys() throws {
         let payload = PostbackPayload(
-            adNetworkIdentifier: F.network("a.net"), sourceIdentifier: "5239", advertisedItemIdentifier: 1108187390,
-            publisherItemIdentifier: 5838492, conversionType: .reengagement, marketplaceIdentifier: "com.apple.AppStore",
+            adNetworkIdentifier: F.network("a.net"), sourceIdentifier: "5239", advertisedItemIdentifier: 1_108_187_390,
+            publisherItemIdentifier: 5_838_492, conversionType: .reengagement, marketplaceIdentifier: "com.apple.AppStore",
             postbackIdentifier: "p", postbackSequenceIndex: 0, didWin: true)
         let json = try #require(try JSONSerialization.jsonObject(with: JSONCoding.encoder.encode(payload)) as? [String: Any])
-        #expect(Set(json.keys) == [
-            "impression-type", "ad-network-identifier", "source-identifier", "advertised-item-identifier", "publisher-item-identifier",
-            "conversion-type", "marketplace-identifier", "postback-identifier", "postback-sequence-index", "did-win",
-        ])
+        #expect(
+            Set(json.keys) == [
+                "impression-type", "ad-network-identifier", "source-identifier", "advertised-item-identifier",
+                "publisher-item-identifier",
+                "conversion-type", "marketplace-identifier", "postback-identifier", "postback-sequence-index", "did-win",
+            ])
         #expect(json["source-identifier"] as? String == "5239")
         #expect(json["conversion-type"] as? String == "re-engagement")
         #expect(ConversionType(spelling: "reengagement") == .reengagement)
@@ -54,12 +73,15 @@ struct EnvelopeAndStateTests {
     @Test func updateBeforeItsConversionIsKeptThenApplied() throws {
         var state = DeviceAttributionState()
         state.record(F.impression("i", at: 1_000))
-        let early = ValueUpdateReport(deviceIdentifier: "d", advertisedItemIdentifier: F.app, update: .init(fineConversionValue: 9, lockPostback: true), time: 3_000, receivedAt: 3_000)
+        let early = ValueUpdateReport(
+            deviceIdentifier: "d", advertisedItemIdentifier: F.app, update: .init(fineConversionValue: 9, lockPostback: true),
+            time: 3_000, receivedAt: 3_000)
         let routed = state.receive(early)
         #expect(routed == nil)
         #expect(state.pendingUpdates.count == 1)
         let conversion = VerifiedConversion(
-            report: ConversionReport(deviceIdentifier: "d", advertisedItemIdentifier: F.app, conversionType: .download, time: 2_000, receivedAt: 2_000),
+            report: ConversionReport(
+                deviceIdentifier: "d", advertisedItemIdentifier: F.app, conversionType: .download, time: 2_000, receivedAt: 2_000),
             app: .init(itemIdentifier: F.app))
         let first = state.attribute(conversion, conversionIdentifier: "c", policy: .realTime)
         let (attribution, updates) = try #require(first)

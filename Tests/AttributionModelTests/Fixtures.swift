@@ -27,9 +27,11 @@ enum Fixture {
         tierWinner: AttributedImpression? = nil, nonWinners: [AttributedImpression] = [], type: ConversionType = .download,
         at time: Milliseconds = 0, country: String? = "US", publisher: ItemIdentifier = 5_838_492
     ) -> Attribution {
-        let winner = tierWinner ?? AttributedImpression(
-            adNetworkIdentifier: network("one.adattributionkit"), impressionIdentifier: "w", sourceIdentifier: 5239,
-            publisherItemIdentifier: publisher, interactionType: .click, kind: .adAttributionKit)
+        let winner =
+            tierWinner
+            ?? AttributedImpression(
+                adNetworkIdentifier: network("one.adattributionkit"), impressionIdentifier: "w", sourceIdentifier: 5239,
+                publisherItemIdentifier: publisher, interactionType: .click, kind: .adAttributionKit)
         return Attribution(
             conversionIdentifier: "c-1", advertisedItemIdentifier: app, conversionType: type, conversionTime: time,
             countryCode: country, winner: winner, nonWinners: nonWinners)

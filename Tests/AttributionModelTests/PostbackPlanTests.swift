@@ -6,11 +6,14 @@ struct PostbackPlanTests {
     typealias F = Fixture
     let tier3 = CrowdAssessment(tier: .three, sourceIdentifierDigits: 4, countryIsTierThree: true)
 
-    func update(_ fine: Int, _ coarse: CoarseConversionValue? = nil, lock: Bool = false, at time: Milliseconds,
-                types: [ConversionKind]? = nil) -> AttributedUpdate {
+    func update(
+        _ fine: Int, _ coarse: CoarseConversionValue? = nil, lock: Bool = false, at time: Milliseconds,
+        types: [ConversionKind]? = nil
+    ) -> AttributedUpdate {
         AttributedUpdate(
             conversionIdentifier: "c-1",
-            update: PostbackUpdate(fineConversionValue: fine, coarseConversionValue: coarse, lockPostback: lock, conversionTypes: types),
+            update: PostbackUpdate(
+                fineConversionValue: fine, coarseConversionValue: coarse, lockPostback: lock, conversionTypes: types),
             time: time)
     }
 
@@ -59,7 +62,10 @@ struct PostbackPlanTests {
     @Test func noUpdateNoWindowsNoPostbacks() {
         var generator = SeededGenerator(seed: 11)
         var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
-        for window in 0..<3 { let r5 = plan.closeWindow(window, policy: .realTime, using: &generator); #expect(r5.isEmpty) }
+        for window in 0..<3 {
+            let r5 = plan.closeWindow(window, policy: .realTime, using: &generator)
+            #expect(r5.isEmpty)
+        }
         #expect(plan.isFinished)
     }
 
@@ -102,7 +108,9 @@ struct PostbackPlanTests {
 
     @Test func tierZeroGetsOnlyTheFirstPostbackWithNoValue() {
         var generator = SeededGenerator(seed: 15)
-        var plan = PostbackPlan(attribution: F.attribution(), crowd: CrowdAssessment(tier: .zero, sourceIdentifierDigits: 2, countryIsTierThree: false))
+        var plan = PostbackPlan(
+            attribution: F.attribution(),
+            crowd: CrowdAssessment(tier: .zero, sourceIdentifierDigits: 2, countryIsTierThree: false))
         let first = plan.apply(update(42, .high, lock: true, at: F.hour), policy: .realTime, using: &generator)
         #expect(first.count == 1)
         #expect(first.first?.order.conversionValue == nil && first.first?.order.coarseConversionValue == nil)
@@ -117,7 +125,9 @@ struct PostbackPlanTests {
         let dev = AttributedImpression(
             adNetworkIdentifier: F.network("one.adattributionkit"), impressionIdentifier: "d", sourceIdentifier: 5239,
             publisherItemIdentifier: 0, interactionType: .click, kind: .adAttributionKit)
-        var plan = PostbackPlan(attribution: F.attribution(tierWinner: dev), crowd: .init(tier: .zero, sourceIdentifierDigits: 2, countryIsTierThree: false))
+        var plan = PostbackPlan(
+            attribution: F.attribution(tierWinner: dev),
+            crowd: .init(tier: .zero, sourceIdentifierDigits: 2, countryIsTierThree: false))
         #expect(plan.windowEnds(policy: .realTime).map(\.at) == [180_000, 360_000, 540_000])
         let held = try #require(plan.apply(update(7, lock: true, at: 60_000), policy: .realTime, using: &generator).first)
         #expect((60_000 + 300_000...60_000 + 600_000).contains(held.dueAt))
@@ -130,22 +140,34 @@ struct PostbackPlanTests {
         var generator = SeededGenerator(seed: 17)
         for _ in 0..<3_000 {
             let tier = CrowdTier(rawValue: Int.random(in: 0...3, using: &generator))
-            let crowd = CrowdAssessment(tier: tier, sourceIdentifierDigits: tier >= .two ? Int.random(in: 2...4, using: &generator) : 2, countryIsTierThree: Bool.random(using: &generator))
+            let crowd = CrowdAssessment(
+                tier: tier, sourceIdentifierDigits: tier >= .two ? Int.random(in: 2...4, using: &generator) : 2,
+                countryIsTierThree: Bool.random(using: &generator))
             var plan = PostbackPlan(attribution: F.attribution(), crowd: crowd)
             var held: [HeldPostback] = []
             var time: Milliseconds = 0
             for _ in 0..<Int.random(in: 1...6, using: &generator) {
                 time += Milliseconds.random(in: 0...(5 * F.day), using: &generator)
-                held += plan.apply(update(Int.random(in: 0...63, using: &generator), CoarseConversionValue.allCases.randomElement(using: &generator), lock: Bool.random(using: &generator), at: time), policy: .realTime, using: &generator)
+                held += plan.apply(
+                    update(
+                        Int.random(in: 0...63, using: &generator),
+                        CoarseConversionValue.allCases.randomElement(using: &generator), lock: Bool.random(using: &generator),
+                        at: time), policy: .realTime, using: &generator)
             }
             for window in 0..<3 { held += plan.closeWindow(window, policy: .realTime, using: &generator) }
             for postback in held {
                 let order = postback.order
                 #expect(!(order.conversionValue != nil && order.coarseConversionValue != nil))
                 if order.payload.postbackSequenceIndex > 0 || tier < .two { #expect(order.conversionValue == nil) }
-                if tier < .three || order.payload.postbackSequenceIndex > 0 { #expect(order.payload.publisherItemIdentifier == nil) }
+                if tier < .three || order.payload.postbackSequenceIndex > 0 {
+                    #expect(order.payload.publisherItemIdentifier == nil)
+                }
                 if tier < .three || !crowd.countryIsTierThree { #expect(order.countryCode == nil) }
-                if tier == .zero { #expect(order.payload.postbackSequenceIndex == 0 && order.coarseConversionValue == nil && order.payload.marketplaceIdentifier == nil) }
+                if tier == .zero {
+                    #expect(
+                        order.payload.postbackSequenceIndex == 0 && order.coarseConversionValue == nil
+                            && order.payload.marketplaceIdentifier == nil)
+                }
                 if tier < .two || order.payload.postbackSequenceIndex > 0 { #expect(order.payload.sourceIdentifier.count == 2) }
             }
         }

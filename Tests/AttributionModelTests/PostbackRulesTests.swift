@@ -76,24 +76,36 @@ struct CrowdRulesTests {
         .init(publisher: 1, advertised: 1, country: 1, digits: [2: 1, 3: 1, 4: 1], tier: 0, kept: 2, countryTierThree: false),
         .init(publisher: 10, advertised: 10, country: 5, digits: [2: 10, 3: 9, 4: 1], tier: 1, kept: 2, countryTierThree: false),
         // Tier 1 at every length: 2 digits, even though ties go toward more digits.
-        .init(publisher: 50, advertised: 50, country: 5, digits: [2: 50, 3: 50, 4: 50], tier: 1, kept: 2, countryTierThree: false),
-        .init(publisher: 500, advertised: 500, country: 5, digits: [2: 500, 3: 100, 4: 99], tier: 2, kept: 3, countryTierThree: false),
-        .init(publisher: 5000, advertised: 5000, country: 1000, digits: [2: 5000, 3: 1000, 4: 1000], tier: 3, kept: 4, countryTierThree: true),
-        .init(publisher: 5000, advertised: 5000, country: 999, digits: [2: 5000, 3: 1000, 4: 999], tier: 3, kept: 3, countryTierThree: false),
+        .init(
+            publisher: 50, advertised: 50, country: 5, digits: [2: 50, 3: 50, 4: 50], tier: 1, kept: 2, countryTierThree: false),
+        .init(
+            publisher: 500, advertised: 500, country: 5, digits: [2: 500, 3: 100, 4: 99], tier: 2, kept: 3,
+            countryTierThree: false),
+        .init(
+            publisher: 5000, advertised: 5000, country: 1000, digits: [2: 5000, 3: 1000, 4: 1000], tier: 3, kept: 4,
+            countryTierThree: true),
+        .init(
+            publisher: 5000, advertised: 5000, country: 999, digits: [2: 5000, 3: 1000, 4: 999], tier: 3, kept: 3,
+            countryTierThree: false),
         // The smallest app crowd caps the tier.
-        .init(publisher: 99, advertised: 5000, country: 5000, digits: [2: 5000, 3: 5000, 4: 5000], tier: 1, kept: 2, countryTierThree: true),
+        .init(
+            publisher: 99, advertised: 5000, country: 5000, digits: [2: 5000, 3: 5000, 4: 5000], tier: 1, kept: 2,
+            countryTierThree: true),
     ]
 
     @Test(arguments: tierCases)
     func assessesTier(_ c: TierCase) {
-        let sizes = CrowdSizes(publisherApp: c.publisher, advertisedApp: c.advertised, country: c.country, sourceIdentifierDigits: c.digits)
+        let sizes = CrowdSizes(
+            publisherApp: c.publisher, advertisedApp: c.advertised, country: c.country, sourceIdentifierDigits: c.digits)
         let assessment = CrowdAssessment.assess(sizes, thresholds: CrowdTierThresholds())
         #expect(assessment.tier.rawValue == c.tier)
         #expect(assessment.sourceIdentifierDigits == c.kept)
         #expect(assessment.countryIsTierThree == c.countryTierThree)
     }
 
-    @Test(arguments: [(5239, 2, "39"), (5239, 3, "239"), (5239, 4, "5239"), (7, 2, "07"), (0, 4, "0000"), (9999, 2, "99"), (1005, 2, "05")])
+    @Test(arguments: [
+        (5239, 2, "39"), (5239, 3, "239"), (5239, 4, "5239"), (7, 2, "07"), (0, 4, "0000"), (9999, 2, "99"), (1005, 2, "05"),
+    ])
     func truncatesToLeastSignificantDigits(_ source: Int, _ digits: Int, _ expected: String) {
         #expect(SourceIdentifierTruncation.truncate(source, digits: digits) == expected)
     }
@@ -111,21 +123,41 @@ struct CrowdRulesTests {
 
     // Values set: fine 42, coarse high; crowd allows 4 digits and the country is tier 3.
     static let gatingCases: [GatingCase] = [
-        .init(tier: 0, index: 0, didWin: true, digits: 2, fine: nil, coarse: nil, publisher: false, country: false, marketplace: false),
-        .init(tier: 1, index: 0, didWin: true, digits: 2, fine: nil, coarse: .high, publisher: false, country: false, marketplace: true),
-        .init(tier: 2, index: 0, didWin: true, digits: 4, fine: 42, coarse: nil, publisher: false, country: false, marketplace: true),
-        .init(tier: 3, index: 0, didWin: true, digits: 4, fine: 42, coarse: nil, publisher: true, country: true, marketplace: true),
-        .init(tier: 0, index: 1, didWin: true, digits: nil, fine: nil, coarse: nil, publisher: false, country: false, marketplace: false),
-        .init(tier: 1, index: 1, didWin: true, digits: 2, fine: nil, coarse: .high, publisher: false, country: false, marketplace: true),
-        .init(tier: 3, index: 2, didWin: true, digits: 2, fine: nil, coarse: .high, publisher: false, country: false, marketplace: true),
-        .init(tier: 3, index: 0, didWin: false, digits: 2, fine: nil, coarse: .high, publisher: false, country: false, marketplace: true),
-        .init(tier: 0, index: 0, didWin: false, digits: 2, fine: nil, coarse: nil, publisher: false, country: false, marketplace: false),
-        .init(tier: 3, index: 1, didWin: false, digits: nil, fine: nil, coarse: nil, publisher: false, country: false, marketplace: false),
+        .init(
+            tier: 0, index: 0, didWin: true, digits: 2, fine: nil, coarse: nil, publisher: false, country: false,
+            marketplace: false),
+        .init(
+            tier: 1, index: 0, didWin: true, digits: 2, fine: nil, coarse: .high, publisher: false, country: false,
+            marketplace: true),
+        .init(
+            tier: 2, index: 0, didWin: true, digits: 4, fine: 42, coarse: nil, publisher: false, country: false, marketplace: true
+        ),
+        .init(
+            tier: 3, index: 0, didWin: true, digits: 4, fine: 42, coarse: nil, publisher: true, country: true, marketplace: true),
+        .init(
+            tier: 0, index: 1, didWin: true, digits: nil, fine: nil, coarse: nil, publisher: false, country: false,
+            marketplace: false),
+        .init(
+            tier: 1, index: 1, didWin: true, digits: 2, fine: nil, coarse: .high, publisher: false, country: false,
+            marketplace: true),
+        .init(
+            tier: 3, index: 2, didWin: true, digits: 2, fine: nil, coarse: .high, publisher: false, country: false,
+            marketplace: true),
+        .init(
+            tier: 3, index: 0, didWin: false, digits: 2, fine: nil, coarse: .high, publisher: false, country: false,
+            marketplace: true),
+        .init(
+            tier: 0, index: 0, didWin: false, digits: 2, fine: nil, coarse: nil, publisher: false, country: false,
+            marketplace: false),
+        .init(
+            tier: 3, index: 1, didWin: false, digits: nil, fine: nil, coarse: nil, publisher: false, country: false,
+            marketplace: false),
     ]
 
     @Test("fields per tier, window and winning status", arguments: gatingCases)
     func gatesFields(_ c: GatingCase) {
-        let crowd = CrowdAssessment(tier: CrowdTier(rawValue: c.tier), sourceIdentifierDigits: c.tier >= 2 ? 4 : 2, countryIsTierThree: true)
+        let crowd = CrowdAssessment(
+            tier: CrowdTier(rawValue: c.tier), sourceIdentifierDigits: c.tier >= 2 ? 4 : 2, countryIsTierThree: true)
         let fields = PostbackFieldGating.fields(
             sequenceIndex: c.index, didWin: c.didWin, values: .init(fine: 42, coarse: .high), crowd: crowd)
         #expect(fields?.sourceIdentifierDigits == c.digits)

@@ -20,7 +20,9 @@ struct WinnerSelectionTests {
         Case(name: "no impressions: organic", pool: [], winner: nil, nonWinners: []),
         Case(
             name: "click beats a more recent view",
-            pool: [F.impression("click", at: t - 5 * F.hour), F.impression("view", network: "two.net", type: .view, at: t - F.hour)],
+            pool: [
+                F.impression("click", at: t - 5 * F.hour), F.impression("view", network: "two.net", type: .view, at: t - F.hour),
+            ],
             winner: "click", nonWinners: ["view"]),
         Case(
             name: "most recent click wins",
@@ -28,7 +30,10 @@ struct WinnerSelectionTests {
             winner: "new", nonWinners: ["old"]),
         Case(
             name: "production beats development",
-            pool: [F.impression("dev", at: t - F.hour, publisher: 0), F.impression("prod", network: "two.net", type: .view, at: t - 2 * F.hour)],
+            pool: [
+                F.impression("dev", at: t - F.hour, publisher: 0),
+                F.impression("prod", network: "two.net", type: .view, at: t - 2 * F.hour),
+            ],
             winner: "prod", nonWinners: ["dev"]),
         Case(
             name: "view older than 1 day is outside its window",
@@ -46,8 +51,10 @@ struct WinnerSelectionTests {
         Case(
             name: "one non-winner per other network, winner's network excluded",
             pool: [
-                F.impression("a1", network: "a.net", at: t - 1 * F.hour), F.impression("a2", network: "a.net", at: t - 2 * F.hour),
-                F.impression("b1", network: "b.net", at: t - 3 * F.hour), F.impression("b2", network: "b.net", at: t - 4 * F.hour),
+                F.impression("a1", network: "a.net", at: t - 1 * F.hour),
+                F.impression("a2", network: "a.net", at: t - 2 * F.hour),
+                F.impression("b1", network: "b.net", at: t - 3 * F.hour),
+                F.impression("b2", network: "b.net", at: t - 4 * F.hour),
             ],
             winner: "a1", nonWinners: ["b1"]),
         Case(
@@ -65,7 +72,8 @@ struct WinnerSelectionTests {
 
     @Test(arguments: cases)
     func selects(_ c: Case) {
-        let result = WinnerSelection.select(from: c.pool, conversionType: .download, time: conversion, app: app, policy: .realTime)
+        let result = WinnerSelection.select(
+            from: c.pool, conversionType: .download, time: conversion, app: app, policy: .realTime)
         #expect(result?.winner.payload.impressionIdentifier == c.winner)
         #expect((result?.nonWinners ?? []).map(\.payload.impressionIdentifier) == c.nonWinners)
     }
@@ -110,14 +118,17 @@ struct WinnerSelectionTests {
             F.impression("not-eligible", network: "b.net", at: conversion - F.hour),
             F.impression("view", network: "c.net", type: .view, at: conversion - F.hour, reengagement: true),
         ]
-        let result = WinnerSelection.select(from: pool, conversionType: .reengagement, time: conversion, app: app, policy: .realTime)
+        let result = WinnerSelection.select(
+            from: pool, conversionType: .reengagement, time: conversion, app: app, policy: .realTime)
         #expect(result?.winner.payload.impressionIdentifier == "eligible")
         #expect(result?.nonWinners.isEmpty == true)
     }
 
     @Test func timeScaleShrinksWindows() {
         let policy = TimePolicy(scale: 86_400)  // a day lasts a second
-        let pool = [F.impression("click", at: conversion - 30_000), F.impression("late", network: "b.net", at: conversion - 30_001)]
+        let pool = [
+            F.impression("click", at: conversion - 30_000), F.impression("late", network: "b.net", at: conversion - 30_001),
+        ]
         let result = WinnerSelection.select(from: pool, conversionType: .download, time: conversion, app: app, policy: policy)
         #expect(result?.winner.payload.impressionIdentifier == "click")
         #expect(result?.nonWinners.isEmpty == true)

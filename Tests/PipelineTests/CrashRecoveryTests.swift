@@ -2,8 +2,8 @@ import AttributionCrypto
 import AttributionModel
 import Foundation
 import RedisStreams
-import Testing
 import TestSupport
+import Testing
 
 /// SIGKILL a worker while events flow: a new replica claims what the dead one left pending, and every
 /// event comes out exactly once.
@@ -18,14 +18,19 @@ struct CrashRecoveryTests {
         defer { pipeline.stop() }
         #expect(try await http.waitUntilUp("\(pipeline.ingestURL)/health"), "ingest starts\n\(pipeline.logs())")
 
-        let network = "crash.adattributionkit", key = SigningKey.generate()
-        let publisher: ItemIdentifier = 77, app: ItemIdentifier = 88
+        let network = "crash.adattributionkit"
+        let key = SigningKey.generate()
+        let publisher: ItemIdentifier = 77
+        let app: ItemIdentifier = 88
         _ = try await http.send(
             "PUT", "\(pipeline.ingestURL)/v1/admin/ad-networks/\(network)",
             json: ["public-key": key.publicKey.pemRepresentation, "postback-url": "\(pipeline.receiverURL)/postbacks"],
             token: pipeline.adminToken)
-        _ = try await http.send("PUT", "\(pipeline.ingestURL)/v1/admin/publisher-apps/\(publisher)", json: ["AdNetworkIdentifiers": [network]], token: pipeline.adminToken)
-        _ = try await http.send("PUT", "\(pipeline.ingestURL)/v1/admin/advertised-apps/\(app)", json: [:], token: pipeline.adminToken)
+        _ = try await http.send(
+            "PUT", "\(pipeline.ingestURL)/v1/admin/publisher-apps/\(publisher)", json: ["AdNetworkIdentifiers": [network]],
+            token: pipeline.adminToken)
+        _ = try await http.send(
+            "PUT", "\(pipeline.ingestURL)/v1/admin/advertised-apps/\(app)", json: [:], token: pipeline.adminToken)
 
         var identifiers = Set<String>()
         func post(_ count: Int) async throws {
@@ -39,8 +44,10 @@ struct CrashRecoveryTests {
                 let jws = try CompactJWS.sign(payload: JSONCoding.encoder.encode(payload), keyID: network, with: key)
                 let reply = try await http.send(
                     "POST", "\(pipeline.ingestURL)/v1/impressions",
-                    json: ["device-identifier": "device-\(identifiers.count % 50)", "impression": jws,
-                           "interaction": ["type": "click", "loaded-at": now, "time": now]])
+                    json: [
+                        "device-identifier": "device-\(identifiers.count % 50)", "impression": jws,
+                        "interaction": ["type": "click", "loaded-at": now, "time": now],
+                    ])
                 #expect(reply.status == 202)
             }
         }

@@ -2,8 +2,8 @@ import AttributionCrypto
 import AttributionModel
 import Foundation
 import RedisStreams
-import Testing
 import TestSupport
+import Testing
 
 /// The whole path as real processes over real HTTP and a real Redis: admin registration, an impression
 /// with a click, an install, a locked value update, and the signed postbacks at the receiver.
@@ -47,7 +47,8 @@ struct EndToEndTests {
         #expect(try await http.waitUntilUp("\(pipeline.receiverURL)/health"), "receiver starts\n\(pipeline.logs())")
 
         // Admin: two ad networks, a publisher app listing both, the advertised app.
-        let winner = Network(id: "winner.adattributionkit"), other = Network(id: "other.skadnetwork")
+        let winner = Network(id: "winner.adattributionkit")
+        let other = Network(id: "other.skadnetwork")
         try await register(winner, on: pipeline)
         try await register(other, on: pipeline)
         let publisher = try await http.send(
@@ -65,27 +66,37 @@ struct EndToEndTests {
         let t0 = Self.now()
         let view = try await http.send(
             "POST", "\(pipeline.ingestURL)/v1/impressions",
-            json: ["device-identifier": device, "impression": try impression(other, id: UUID().uuidString, source: 1234, at: t0 - 5_000),
-                   "interaction": ["type": "view", "begin": t0 - 4_000, "time": t0 - 1_000]])
+            json: [
+                "device-identifier": device,
+                "impression": try impression(other, id: UUID().uuidString, source: 1234, at: t0 - 5_000),
+                "interaction": ["type": "view", "begin": t0 - 4_000, "time": t0 - 1_000],
+            ])
         #expect(view.status == 202, "\(String(decoding: view.body, as: UTF8.self))")
         let click = try await http.send(
             "POST", "\(pipeline.ingestURL)/v1/impressions",
-            json: ["device-identifier": device, "impression": try impression(winner, id: UUID().uuidString, source: 5239, at: t0 - 3_000),
-                   "interaction": ["type": "click", "loaded-at": t0 - 3_000, "time": t0 - 2_000]])
+            json: [
+                "device-identifier": device,
+                "impression": try impression(winner, id: UUID().uuidString, source: 5239, at: t0 - 3_000),
+                "interaction": ["type": "click", "loaded-at": t0 - 3_000, "time": t0 - 2_000],
+            ])
         #expect(click.status == 202)
         // Let the impressions reach attribution-winner before the install (arrival order is the device's).
         try await Task.sleep(for: .milliseconds(300))
         let installAt = Self.now()
         let install = try await http.send(
             "POST", "\(pipeline.ingestURL)/v1/conversions",
-            json: ["device-identifier": device, "advertised-item-identifier": Self.advertisedApp, "conversion-type": "download",
-                   "time": installAt, "country-code": "US"])
+            json: [
+                "device-identifier": device, "advertised-item-identifier": Self.advertisedApp, "conversion-type": "download",
+                "time": installAt, "country-code": "US",
+            ])
         #expect(install.status == 202)
         let lockAt = installAt + 10
         let update = try await http.send(
             "POST", "\(pipeline.ingestURL)/v1/conversion-value-updates",
-            json: ["device-identifier": device, "advertised-item-identifier": Self.advertisedApp, "time": lockAt,
-                   "fineConversionValue": 42, "coarseConversionValue": "high", "lockPostback": true])
+            json: [
+                "device-identifier": device, "advertised-item-identifier": Self.advertisedApp, "time": lockAt,
+                "fineConversionValue": 42, "coarseConversionValue": "high", "lockPostback": true,
+            ])
         #expect(update.status == 202)
 
         // Window 0 (locked): winner + non-winner. Windows 1 and 2 end at 7 and 35 days (3.5 s, 17.5 s) and
@@ -132,7 +143,9 @@ struct EndToEndTests {
         #expect(losing.body.adInteractionType == .view)
         #expect(losing.body.conversionValue == nil)
 
-        let later = verified.filter { $0.payload.postbackSequenceIndex > 0 }.sorted { $0.payload.postbackSequenceIndex < $1.payload.postbackSequenceIndex }
+        let later = verified.filter { $0.payload.postbackSequenceIndex > 0 }.sorted {
+            $0.payload.postbackSequenceIndex < $1.payload.postbackSequenceIndex
+        }
         #expect(later.map(\.payload.postbackSequenceIndex) == [1, 2])
         for postback in later {
             #expect(postback.payload.didWin)
@@ -143,7 +156,10 @@ struct EndToEndTests {
         }
 
         // The first postback was held 24–48 h (scaled) after the lock; allow for processing and polling.
-        let firstLine = try #require(received.first { ($0["payload"] as? [String: Any])?["postback-identifier"] as? String == first.payload.postbackIdentifier })
+        let firstLine = try #require(
+            received.first {
+                ($0["payload"] as? [String: Any])?["postback-identifier"] as? String == first.payload.postbackIdentifier
+            })
         let receivedAt = try #require(firstLine["received-at"] as? Int64 ?? (firstLine["received-at"] as? Int).map(Int64.init))
         let day = Milliseconds(86_400_000 / scale)
         #expect(receivedAt - lockAt >= day, "held at least 24 h")
@@ -168,16 +184,38 @@ struct EndToEndTests {
         }
         let cases = [
             BadRequest(path: "/v1/impressions", body: "not json", status: 400, reason: "invalid-json"),
-            BadRequest(path: "/v1/impressions", body: #"{"device-identifier":"d","impression":"a.b","interaction":{"type":"click","time":1,"loaded-at":1}}"#, status: 400, reason: "invalid-components"),
-            BadRequest(path: "/v1/impressions", body: #"{"device-identifier":"d","impression":"a.b.c","interaction":{"type":"view","time":1}}"#, status: 400, reason: "invalid-interaction"),
-            BadRequest(path: "/v1/conversions", body: #"{"device-identifier":"d","advertised-item-identifier":1,"conversion-type":"purchase","time":1}"#, status: 400, reason: "invalid-json"),
-            BadRequest(path: "/v1/conversion-value-updates", body: #"{"device-identifier":"d","advertised-item-identifier":1,"time":1,"fineConversionValue":64}"#, status: 400, reason: "value-out-of-range"),
-            BadRequest(path: "/v1/conversion-value-updates", body: String(repeating: " ", count: 70_000) + "{}", status: 413, reason: "body-too-large"),
+            BadRequest(
+                path: "/v1/impressions",
+                body: #"{"device-identifier":"d","impression":"a.b","interaction":{"type":"click","time":1,"loaded-at":1}}"#,
+                status: 400, reason: "invalid-components"),
+            BadRequest(
+                path: "/v1/impressions",
+                body: #"{"device-identifier":"d","impression":"a.b.c","interaction":{"type":"view","time":1}}"#, status: 400,
+                reason: "invalid-interaction"),
+            BadRequest(
+                path: "/v1/conversions",
+                body: #"{"device-identifier":"d","advertised-item-identifier":1,"conversion-type":"purchase","time":1}"#,
+                status: 400, reason: "invalid-json"),
+            BadRequest(
+                path: "/v1/conversion-value-updates",
+                body: #"{"device-identifier":"d","advertised-item-identifier":1,"time":1,"fineConversionValue":64}"#, status: 400,
+                reason: "value-out-of-range"),
+            BadRequest(
+                path: "/v1/conversion-value-updates", body: String(repeating: " ", count: 70_000) + "{}", status: 413,
+                reason: "body-too-large"),
             BadRequest(path: "/v1/admin/advertised-apps/1", body: "{}", status: 401, reason: "unauthorized", method: "PUT"),
-            BadRequest(path: "/v1/admin/advertised-apps/1", body: "{}", status: 401, reason: "unauthorized", token: "wrong", method: "PUT"),
-            BadRequest(path: "/v1/admin/advertised-apps/1", body: #"{"AttributionWindows":{"global":{"install":{"view":8}}}}"#, status: 400, reason: "value-out-of-range", token: pipeline.adminToken, method: "PUT"),
-            BadRequest(path: "/v1/admin/ad-networks/Upper.Case", body: #"{"public-key":"x","postback-url":"https://x"}"#, status: 400, reason: "invalid-ad-network-identifier", token: pipeline.adminToken, method: "PUT"),
-            BadRequest(path: "/v1/admin/ad-networks/a.net", body: #"{"public-key":"x","postback-url":"https://x"}"#, status: 400, reason: "invalid-public-key", token: pipeline.adminToken, method: "PUT"),
+            BadRequest(
+                path: "/v1/admin/advertised-apps/1", body: "{}", status: 401, reason: "unauthorized", token: "wrong",
+                method: "PUT"),
+            BadRequest(
+                path: "/v1/admin/advertised-apps/1", body: #"{"AttributionWindows":{"global":{"install":{"view":8}}}}"#,
+                status: 400, reason: "value-out-of-range", token: pipeline.adminToken, method: "PUT"),
+            BadRequest(
+                path: "/v1/admin/ad-networks/Upper.Case", body: #"{"public-key":"x","postback-url":"https://x"}"#, status: 400,
+                reason: "invalid-ad-network-identifier", token: pipeline.adminToken, method: "PUT"),
+            BadRequest(
+                path: "/v1/admin/ad-networks/a.net", body: #"{"public-key":"x","postback-url":"https://x"}"#, status: 400,
+                reason: "invalid-public-key", token: pipeline.adminToken, method: "PUT"),
             BadRequest(path: "/v1/nowhere", body: "{}", status: 404, reason: "not-found"),
         ]
         for c in cases {
@@ -195,9 +233,14 @@ struct EndToEndTests {
         let forged = try impression(Network(id: "a.net"), id: UUID().uuidString, source: 1, at: Self.now())
         let accepted = try await http.send(
             "POST", "\(pipeline.ingestURL)/v1/impressions",
-            json: ["device-identifier": "d", "impression": forged, "interaction": ["type": "click", "loaded-at": Self.now(), "time": Self.now()]])
+            json: [
+                "device-identifier": "d", "impression": forged,
+                "interaction": ["type": "click", "loaded-at": Self.now(), "time": Self.now()],
+            ])
         #expect(accepted.status == 202)
-        let refused = try await eventually(timeout: .seconds(15)) { try await streamLength(StreamNames.rejected, on: connection) == 1 }
+        let refused = try await eventually(timeout: .seconds(15)) {
+            try await streamLength(StreamNames.rejected, on: connection) == 1
+        }
         #expect(refused, "\(pipeline.logs())")
         let rejection = try #require(try await streamRecords(StreamNames.rejected, on: connection).first?.message)
         guard case .rejected(let body) = try Envelope.decode(Array(rejection.utf8)).body else {

@@ -25,7 +25,9 @@ struct HTTPTestClient {
         }
         let response = try await client.execute(request, timeout: .seconds(10))
         let body = try await response.body.collect(upTo: 1 << 20)
-        return Reply(status: Int(response.status.code), body: Data(body.readableBytesView), contentType: response.headers.first(name: "Content-Type"))
+        return Reply(
+            status: Int(response.status.code), body: Data(body.readableBytesView),
+            contentType: response.headers.first(name: "Content-Type"))
     }
 
     /// Polls until `url` answers 200 (a service has started) or the timeout passes.

@@ -19,7 +19,8 @@ final class PipelineProcesses: Sendable {
     /// Where `swift build` put the executables: PIPELINE_BIN_DIR (set by scripts/test.sh), else .build/debug.
     static func binaryDirectory() -> URL {
         if let path = ProcessInfo.processInfo.environment["PIPELINE_BIN_DIR"] { return URL(fileURLWithPath: path) }
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         return root.appendingPathComponent(".build/debug")
     }
 
@@ -48,7 +49,10 @@ final class PipelineProcesses: Sendable {
         try startDispatcher()
         try start(
             "receiver", executable: "attribution",
-            arguments: ["receiver", "--port", String(receiverPort), "--jwks-url", "\(ingestURL)/.well-known/jwks.json", "--output", postbackFile.path],
+            arguments: [
+                "receiver", "--port", String(receiverPort), "--jwks-url", "\(ingestURL)/.well-known/jwks.json", "--output",
+                postbackFile.path,
+            ],
             port: nil)
     }
 
@@ -60,7 +64,9 @@ final class PipelineProcesses: Sendable {
         try start("dispatcher", port: try freeLoopbackPort(), ["SIGNING_KEY_FILE": key.path, "SIGNING_KEY_ID": signingKeyID])
     }
 
-    func start(_ name: String, executable: String? = nil, arguments: [String] = [], port: Int?, _ extra: [String: String] = [:]) throws {
+    func start(_ name: String, executable: String? = nil, arguments: [String] = [], port: Int?, _ extra: [String: String] = [:])
+        throws
+    {
         let process = Process()
         process.executableURL = binaries.appendingPathComponent(executable ?? name)
         process.arguments = arguments

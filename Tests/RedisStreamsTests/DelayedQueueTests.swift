@@ -22,7 +22,9 @@ struct DelayedQueueTests {
     }
 
     func schedule(_ items: [(id: String, due: Int64)]) async throws {
-        let commands = items.flatMap { self.queue.schedule(id: $0.id, dueAtMilliseconds: $0.due, message: Array("msg-\($0.id)".utf8)) }
+        let commands = items.flatMap {
+            self.queue.schedule(id: $0.id, dueAtMilliseconds: $0.due, message: Array("msg-\($0.id)".utf8))
+        }
         for reply in try await self.redis.pipeline(commands) {
             #expect(reply.errorMessage == nil)
         }

@@ -61,3 +61,36 @@ struct StageWorkerCrashTests {
         #expect(try await group.pendingCount(on: redis) == 0)
     }
 }
+
+@Suite("StageWorker crash loops")
+struct StageWorkerCrashLoopTests {
+    @Test("an entry whose consumers keep dying is dead-lettered instead of claimed again; its neighbours pass")
+    func crashLoopIsDeadLettered() async throws {
+        let server = try await RedisServer.start()
+        let redis = server.connect()
+        let messages = numberedMessages(5)
+        let ids = try await append(messages, to: "in", on: redis)
+        _ = try await redis.send(RedisCommand("XGROUP", "CREATE", "in", "copier", "0"))
+        // Every entry goes to a consumer that then vanishes; the third one has done so four times already.
+        _ = try await redis.send(RedisCommand("XREADGROUP", "GROUP", "copier", "gone", "COUNT", "10", "STREAMS", "in", ">"))
+        _ = try await redis.send(RedisCommand("XCLAIM", "in", "copier", "gone", "0", ids[2], "RETRYCOUNT", "4"))
+
+        var configuration = StageWorkerConfiguration(stream: "in", group: "copier", consumer: "B")
+        configuration.blockMilliseconds = 50
+        configuration.claimIdleMilliseconds = 1
+        configuration.maxAttempts = 3
+        let worker = StageWorker(
+            configuration: configuration, stage: CopyStage(output: "out"), connection: server.connect(),
+            logger: .test("test.worker.B"))
+        try await Task.sleep(for: .milliseconds(5))
+        _ = try await worker.processOnce()
+
+        let output = try await streamRecords("out", on: redis).compactMap(\.message)
+        #expect(Set(output) == Set(messages.enumerated().filter { $0.offset != 2 }.map(\.element)))
+        let dead = try await streamRecords("copier:dead", on: redis)
+        #expect(dead.count == 1)
+        #expect(dead.first?.message == messages[2])
+        #expect(dead.first?.text("error")?.contains("never acknowledged") == true)
+        #expect(try await StreamConsumer(stream: "in", group: "copier", consumer: "x").pendingCount(on: redis) == 0)
+    }
+}

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A TCP port on 127.0.0.1 that was free a moment ago: bind port 0, read what the kernel chose, close.
@@ -9,9 +9,9 @@ import Darwin
 /// Another process can take it before the caller binds it; callers that start servers retry.
 public func freeLoopbackPort() throws -> Int {
     #if canImport(Glibc)
-    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     #else
-    let descriptor = socket(AF_INET, SOCK_STREAM, 0)
+        let descriptor = socket(AF_INET, SOCK_STREAM, 0)
     #endif
     guard descriptor >= 0 else { throw TestSupportError("socket() failed: errno \(errno)") }
     defer { close(descriptor) }

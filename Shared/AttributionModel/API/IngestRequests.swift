@@ -109,7 +109,9 @@ public enum IngestRequests {
         public var time: Milliseconds
         public var update: PostbackUpdate
 
-        public init(deviceIdentifier: String, advertisedItemIdentifier: ItemIdentifier, time: Milliseconds, update: PostbackUpdate) {
+        public init(
+            deviceIdentifier: String, advertisedItemIdentifier: ItemIdentifier, time: Milliseconds, update: PostbackUpdate
+        ) {
             self.deviceIdentifier = deviceIdentifier
             self.advertisedItemIdentifier = advertisedItemIdentifier
             self.time = time

@@ -21,7 +21,8 @@ extension AdvertisedAppConfiguration {
             if let global = windows.global {
                 check(global, at: "AttributionWindows.global")
                 if global.ignoreInteractionType != nil {
-                    problems.append(.init(key: "AttributionWindows.global.install.ignoreInteractionType", allowed: "set per network only"))
+                    problems.append(
+                        .init(key: "AttributionWindows.global.install.ignoreInteractionType", allowed: "set per network only"))
                 }
             }
             for (network, install) in windows.networks.sorted(by: { $0.key < $1.key }) {

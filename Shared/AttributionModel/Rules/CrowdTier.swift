@@ -1,3 +1,5 @@
+import Foundation
+
 /// Crowd anonymity tier (0–3): how much a postback may reveal, from the size of the crowds it hides in.
 public struct CrowdTier: RawRepresentable, Sendable, Hashable, Comparable, Codable {
     public let rawValue: Int
@@ -98,5 +100,3 @@ public enum SourceIdentifierTruncation {
         return String(repeating: "0", count: max(0, digits - kept.count)) + kept
     }
 }
-
-import Foundation

@@ -3,9 +3,9 @@ import NIOPosix
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A connection to Redis over blocking hiredis, driven from its own thread.

@@ -166,7 +166,7 @@ extension StageWorker {
     }
 
     /// Moves entries out of attempts into the dead-letter stream, all in one MULTI/EXEC.
-    private func deadLetter(_ dead: [Failure]) async throws {
+    func deadLetter(_ dead: [Failure]) async throws {
         guard !dead.isEmpty else { return }
         let ids = dead.map(\.entry.id)
         var commands = [RedisCommand("MULTI")]

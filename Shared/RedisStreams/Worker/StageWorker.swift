@@ -121,11 +121,43 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
             // Keep stepping through a long pending list on later calls; rest only once it is covered.
             state.nextClaim = claim.isScanComplete ? ContinuousClock.now + .milliseconds(interval) : nil
         }
-        if !claim.entries.isEmpty {
-            self.logger.info("claimed stale stream entries", metadata: ["count": "\(claim.entries.count)"])
-            try await self.process(claim.entries, claimed: true)
-        }
+        guard !claim.entries.isEmpty else { return 0 }
+        self.logger.info("claimed stale stream entries", metadata: ["count": "\(claim.entries.count)"])
+        let (healthy, poison) = try await self.separateCrashLoops(claim.entries)
+        try await self.deadLetter(poison)
+        if !healthy.isEmpty { try await self.process(healthy, claimed: true) }
         return claim.entries.count
+    }
+
+    /// An entry that failed cleanly is counted in `<group>:attempts`; one whose consumers died while
+    /// holding it (a crash it causes, say) never is. Redis counts deliveries either way: past
+    /// `maxAttempts` deliveries the entry is dead-lettered instead of taking down replica after replica.
+    private func separateCrashLoops(_ entries: [StreamEntry]) async throws -> ([StreamEntry], [Failure]) {
+        guard let first = entries.first?.id, let last = entries.last?.id else { return (entries, []) }
+        // One XPENDING over the claimed range, for this consumer (the claim made it the owner).
+        let reply = try await self.connection.send(
+            RedisCommand(
+                "XPENDING", self.configuration.stream, self.configuration.group, first, last,
+                String(entries.count + self.configuration.batchSize), self.configuration.consumer))
+        var deliveries: [String: Int64] = [:]
+        for item in reply.elements {
+            let fields = item.elements
+            if fields.count >= 4, let id = fields[0].string, let count = fields[3].int { deliveries[id] = count }
+        }
+        var healthy: [StreamEntry] = []
+        var poison: [Failure] = []
+        for entry in entries {
+            let count = deliveries[entry.id] ?? 0
+            if count > Int64(self.configuration.maxAttempts) {
+                poison.append(
+                    Failure(
+                        entry: entry,
+                        error: "delivered \(count) times and never acknowledged: each consumer holding it stopped"))
+            } else {
+                healthy.append(entry)
+            }
+        }
+        return (healthy, poison)
     }
 }
 

@@ -57,7 +57,8 @@ extension ConfigurationKey {
         "How often due items are moved out of the delayed queues.")
     public static let signingKeyFile = ConfigurationKey(
         "SIGNING_KEY_FILE", "path", default: "generated at start", services: ["dispatcher"],
-        "P-256 private key (PEM) that signs postbacks. Without it a key is generated per process: fine for one replica and a demo, not for production.")
+        "P-256 private key (PEM) that signs postbacks. Without it a key is generated per process: fine for one replica and a demo, not for production."
+    )
     public static let signingKeyID = ConfigurationKey(
         "SIGNING_KEY_ID", "string", default: "attribution-pipeline/0", services: ["dispatcher"],
         "`kid` of production postbacks.")
@@ -88,7 +89,8 @@ extension ConfigurationKey {
         for key in all {
             let services = key.services == allServices ? "all" : key.services.joined(separator: ", ")
             lines.append(
-                "| `\(key.name)` | \(key.type) | \(key.defaultValue.map { "`\($0)`" } ?? "required") | \(services) | \(key.summary) |")
+                "| `\(key.name)` | \(key.type) | \(key.defaultValue.map { "`\($0)`" } ?? "required") | \(services) | \(key.summary) |"
+            )
         }
         return lines.joined(separator: "\n")
     }

@@ -48,7 +48,11 @@ public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let problem as ProblemDetails {
             throw problem
         } catch let error as HTTPError {
-            let reason = error.status == .notFound ? "not-found" : error.status == .methodNotAllowed ? "method-not-allowed" : error.status == .contentTooLarge ? "body-too-large" : "http-error"
+            let reason =
+                error.status == .notFound
+                ? "not-found"
+                : error.status == .methodNotAllowed
+                    ? "method-not-allowed" : error.status == .contentTooLarge ? "body-too-large" : "http-error"
             throw ProblemDetails(error.status, reason: reason, detail: error.body ?? error.status.reasonPhrase)
         } catch is DecodingError {
             throw ProblemDetails.badRequest("invalid-json", "the body is not the JSON this route expects")

@@ -41,7 +41,8 @@ struct SignImpressionCommand: ParsableCommand {
     func validate() throws {
         guard AdNetworkIdentifier(adNetwork) != nil else {
             throw ValidationError(
-                "--ad-network must be lowercase letters, digits, '.', '-' or '_' (e.g. example.adattributionkit); not \(adNetwork)")
+                "--ad-network must be lowercase letters, digits, '.', '-' or '_' (e.g. example.adattributionkit); not \(adNetwork)"
+            )
         }
         guard SourceIdentifier.range.contains(sourceIdentifier) else {
             throw ValidationError("--source-identifier must be within 0–9999 (up to four digits); not \(sourceIdentifier)")

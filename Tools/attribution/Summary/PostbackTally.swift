@@ -9,7 +9,11 @@ struct PostbackTally: Codable, Sendable, Equatable {
         var total: Int { winning.reduce(0, +) + nonWinning.reduce(0, +) }
 
         mutating func add(_ payload: PostbackPayload) {
-            if payload.didWin { winning[payload.postbackSequenceIndex] += 1 } else { nonWinning[payload.postbackSequenceIndex] += 1 }
+            if payload.didWin {
+                winning[payload.postbackSequenceIndex] += 1
+            } else {
+                nonWinning[payload.postbackSequenceIndex] += 1
+            }
         }
 
         enum CodingKeys: String, CodingKey {

@@ -7,7 +7,8 @@ struct SummaryCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "summary",
         abstract: "Count the postbacks in a receiver's JSONL file per ad network, winning and non-winning, by window.",
-        discussion: "Columns \"win wN\" and \"non-win wN\" count winning and non-winning postbacks with postback-sequence-index N."
+        discussion:
+            "Columns \"win wN\" and \"non-win wN\" count winning and non-winning postbacks with postback-sequence-index N."
     )
 
     @Option(help: "The receiver's --output file.")
