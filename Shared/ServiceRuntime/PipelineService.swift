@@ -40,7 +40,7 @@ public struct PipelineService: Sendable {
     /// The standard worker configuration for a stage reading `stream` as consumer group `group`.
     public func workerConfiguration(stream: String, group: String) throws -> StageWorkerConfiguration {
         var configuration = StageWorkerConfiguration(
-            stream: stream, group: group, consumer: environment.consumerName(service: name))
+            stream: stream, group: group, consumer: environment.consumerName())
         configuration.batchSize = try environment.int(.batchSize, default: 100, range: 1...10_000)
         configuration.claimIdleMilliseconds = try environment.int(.claimIdleMilliseconds, default: 30_000, range: 1...86_400_000)
         configuration.maxAttempts = try environment.int(.maxAttempts, default: 3, range: 1...1_000)

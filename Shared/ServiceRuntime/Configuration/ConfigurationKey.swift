@@ -71,16 +71,11 @@ extension ConfigurationKey {
     public static let deliveryTimeoutMilliseconds = ConfigurationKey(
         "DELIVERY_TIMEOUT_MS", "milliseconds", default: "10000", services: ["dispatcher"],
         "Time allowed for one postback POST; a timeout is a failed attempt.")
-    public static let registryCacheMilliseconds = ConfigurationKey(
-        "REGISTRY_CACHE_MS", "milliseconds", default: "2000", services: ["verifier", "dispatcher"],
-        "How long a registry entry read from Redis is reused.")
-
     /// The catalog, in the order the README lists it.
     public static let all: [ConfigurationKey] = [
         redisURL, timeScale, logLevel, httpHost, httpPort, consumerName, batchSize, claimIdleMilliseconds,
         maxAttempts, adminToken, maxBodyBytes, crowdTierThresholds, timerPollMilliseconds, signingKeyFile,
         signingKeyID, developmentSigningKeyFile, developmentSigningKeyID, deliveryTimeoutMilliseconds,
-        registryCacheMilliseconds,
     ]
 
     /// The README's configuration table, generated from the catalog (`ingest --configuration-table`).

@@ -54,7 +54,7 @@ public struct ServiceEnvironment: Sendable {
         }
     }
 
-    public func consumerName(service: String) -> String {
+    public func consumerName() -> String {
         string(.consumerName) ?? "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)"
     }
 }
