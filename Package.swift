@@ -32,10 +32,12 @@ let package = Package(
     targets: [
         // Pure model: identifiers, events, envelopes and the rules as pure functions. No I/O.
         .target(name: "AttributionModel", path: "Shared/AttributionModel", swiftSettings: swiftSettings),
+        // Debian's libssl-dev, for legacy SKAdNetwork signatures on P-192 only.
+        .systemLibrary(name: "COpenSSL", path: "Shared/COpenSSL", providers: [.apt(["libssl-dev"])]),
         // Compact JWS (ES256) and SKAN signatures over swift-crypto; keys in PEM and JWK form.
         .target(
             name: "AttributionCrypto",
-            dependencies: ["AttributionModel", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["AttributionModel", "COpenSSL", .product(name: "Crypto", package: "swift-crypto")],
             path: "Shared/AttributionCrypto",
             swiftSettings: swiftSettings
         ),
@@ -68,7 +70,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "ingest",
-            dependencies: ["AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime"],
+            dependencies: [
+                "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             path: "Services/ingest",
             swiftSettings: swiftSettings
         ),

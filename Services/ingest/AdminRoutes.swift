@@ -5,55 +5,110 @@ import Hummingbird
 import RedisStreams
 import ServiceRuntime
 
-/// The admin API: ad networks, publisher apps and advertised apps, behind the bearer token.
-/// Registrations are stored as JSON in the `registry:*` hashes, which ingest owns.
+/// The admin API behind the bearer token: ad networks (with key rotation), publisher apps, advertised
+/// apps (JSON or Info.plist) and their app keys, and the recent refusals an ad network or app can
+/// inspect. Registrations are JSON in the `registry:*` hashes, which ingest owns.
 struct AdminRoutes {
     let redis: RedisConnection
     let adminToken: String
+    let keyRotationGrace: Milliseconds
 
-    func add(to router: Router<BasicRequestContext>) {
-        let admin = router.group("/v1/admin").add(middleware: BearerTokenMiddleware(token: Array(adminToken.utf8)))
-        admin.put("/ad-networks/:id") { request, context -> Response in
-            let id = try context.parameters.require("id")
-            guard let network = AdNetworkIdentifier(id) else {
-                throw ProblemDetails.badRequest(
-                    "invalid-ad-network-identifier", "ad network ids are lowercase letters, digits, '.', '-' and '_'")
-            }
-            let body = try await request.decodeJSON(IngestRequests.AdNetwork.self, limit: 16_384)
-            let key: JWK
-            do { key = JWK(publicKey: try JWK.parsePublicKey(body.publicKey), keyID: network.rawValue) } catch {
-                throw ProblemDetails.badRequest("invalid-public-key", "\(error)")
-            }
-            guard let url = URL(string: body.postbackURL), url.scheme == "https" || url.scheme == "http", url.host != nil else {
-                throw ProblemDetails.badRequest("invalid-postback-url", "postback-url must be an absolute http(s) URL")
-            }
-            let registration = AdNetworkRegistration(
-                adNetworkIdentifier: network, publicKey: key.jsonString, postbackURL: body.postbackURL)
-            return try await store(registration, in: RegistryKeys.adNetworks, field: network.rawValue)
+    func add(to router: Router<BasicRequestContext>, catalog: RouteCatalog) {
+        let prefix = "/v1/admin"
+        let admin = router.group(RouterPath(prefix)).add(middleware: BearerTokenMiddleware(token: Array(adminToken.utf8)))
+        catalog.on(admin, prefix: prefix, .put, "/ad-networks/:id") { request, context in
+            try await putAdNetwork(try network(context), request)
         }
-        admin.put("/publisher-apps/:item") { request, context -> Response in
+        catalog.on(admin, prefix: prefix, .get, "/ad-networks/:id") { _, context in
+            let id = try network(context)
+            guard let json = try await redis.send(RedisCommand("HGET", RegistryKeys.adNetworks, id.rawValue)).bytes else {
+                throw ProblemDetails(.notFound, reason: "unknown-ad-network", detail: "ad network \(id) is not registered")
+            }
+            return Self.json(json)
+        }
+        catalog.on(admin, prefix: prefix, .get, "/ad-networks/:id/rejections") { _, context in
+            try await recentRejections(RejectionLog.networkKey(try network(context).rawValue))
+        }
+        catalog.on(admin, prefix: prefix, .put, "/publisher-apps/:item") { request, context in
             let item = try itemIdentifier(context)
             let body = try await request.decodeJSON(IngestRequests.PublisherApp.self, limit: 65_536)
             var networks: [AdNetworkIdentifier] = []
             for id in body.adNetworkIdentifiers {
                 guard let network = AdNetworkIdentifier(id) else {
                     throw ProblemDetails.badRequest(
-                        "invalid-ad-network-identifier", "AdNetworkIdentifiers holds \(id), which is not lowercase")
+                        "invalid-ad-network-identifier",
+                        "AdNetworkIdentifiers holds \(id), which is not a lowercase ad network id")
                 }
                 networks.append(network)
             }
             let configuration = PublisherAppConfiguration(itemIdentifier: item, adNetworkIdentifiers: networks)
             return try await store(configuration, in: RegistryKeys.publisherApps, field: String(item))
         }
-        admin.put("/advertised-apps/:item") { request, context -> Response in
+        catalog.on(admin, prefix: prefix, .put, "/advertised-apps/:item") { request, context in
             let item = try itemIdentifier(context)
-            let configuration = try await request.decodeJSON(IngestRequests.AdvertisedApp.self, limit: 65_536)
+            let body = try await request.collectBody(limit: 262_144)
+            let configuration = try AdvertisedAppBody.decode(body, contentType: request.headers[.contentType])
                 .configuration(itemIdentifier: item)
             if let problem = configuration.validationProblems().first {
                 throw ProblemDetails.badRequest("value-out-of-range", problem.description)
             }
             return try await store(configuration, in: RegistryKeys.advertisedApps, field: String(item))
         }
+        catalog.on(admin, prefix: prefix, .post, "/advertised-apps/:item/keys") { _, context in
+            let item = try itemIdentifier(context)
+            guard try await redis.send(RedisCommand("HEXISTS", RegistryKeys.advertisedApps, String(item))).int == 1 else {
+                throw ProblemDetails(.notFound, reason: "unknown-advertised-app", detail: "register advertised app \(item) first")
+            }
+            // Shown once: only its hash is stored.
+            let key = AppKeys.generate()
+            _ = try await redis.send(RedisCommand("HSET", RegistryKeys.appKeys, AppKeys.hash(key), String(item)))
+            return Response.json(["app-key": key, "advertised-item-identifier": String(item)], status: .created)
+        }
+        catalog.on(admin, prefix: prefix, .get, "/advertised-apps/:item/rejections") { _, context in
+            try await recentRejections(RejectionLog.appKey(String(try itemIdentifier(context))))
+        }
+    }
+
+    private func putAdNetwork(_ network: AdNetworkIdentifier, _ request: Request) async throws -> Response {
+        let body = try await request.decodeJSON(IngestRequests.AdNetwork.self, limit: 16_384)
+        let key: JWK
+        do { key = JWK(publicKey: try JWK.parsePublicKey(body.publicKey), keyID: network.rawValue) } catch {
+            throw ProblemDetails.badRequest("invalid-public-key", "public-key: \(error)")
+        }
+        guard let url = URL(string: body.postbackURL), url.scheme == "https" || url.scheme == "http", url.host != nil else {
+            throw ProblemDetails.badRequest("invalid-postback-url", "postback-url must be an absolute http(s) URL")
+        }
+        if let grace = body.previousKeyGraceSeconds, !(0...2_592_000).contains(grace) {
+            throw ProblemDetails.badRequest("value-out-of-range", "previous-key-grace-seconds must be within 0–2592000 (30 days)")
+        }
+        if let skan = body.skanPublicKey, skan.isEmpty || skan.utf8.count > 4_096 {
+            throw ProblemDetails.badRequest("invalid-public-key", "skan-public-key must be base64 SPKI or PEM")
+        }
+        let existing = try await redis.send(RedisCommand("HGET", RegistryKeys.adNetworks, network.rawValue)).bytes
+            .flatMap { try? JSONCoding.decoder.decode(AdNetworkRegistration.self, from: Data($0)) }
+        let registration =
+            existing?.rotated(
+                to: key.jsonString, postbackURL: body.postbackURL, skanPublicKey: body.skanPublicKey,
+                at: WallClock.nowMilliseconds(),
+                grace: body.previousKeyGraceSeconds.map { Milliseconds($0) * 1000 } ?? keyRotationGrace)
+            ?? AdNetworkRegistration(
+                adNetworkIdentifier: network, publicKey: key.jsonString, postbackURL: body.postbackURL,
+                skanPublicKey: body.skanPublicKey)
+        return try await store(registration, in: RegistryKeys.adNetworks, field: network.rawValue)
+    }
+
+    private func recentRejections(_ key: String) async throws -> Response {
+        let items = try await redis.send(RedisCommand("LRANGE", key, "0", String(RejectionLog.capacity - 1))).elements
+        let json = "{\"rejections\":[" + items.compactMap(\.string).joined(separator: ",") + "]}"
+        return Self.json(Array(json.utf8))
+    }
+
+    private func network(_ context: BasicRequestContext) throws -> AdNetworkIdentifier {
+        guard let network = AdNetworkIdentifier(try context.parameters.require("id")) else {
+            throw ProblemDetails.badRequest(
+                "invalid-ad-network-identifier", "ad network ids are lowercase letters, digits, '.', '-' and '_'")
+        }
+        return network
     }
 
     private func itemIdentifier(_ context: BasicRequestContext) throws -> ItemIdentifier {
@@ -66,8 +121,12 @@ struct AdminRoutes {
     private func store(_ value: some Encodable, in hash: String, field: String) async throws -> Response {
         let json = try JSONCoding.encoder.encode(value)
         _ = try await redis.send(RedisCommand(bytes: [Array("HSET".utf8), Array(hash.utf8), Array(field.utf8), Array(json)]))
+        return Self.json(Array(json))
+    }
+
+    static func json(_ bytes: [UInt8]) -> Response {
         var headers = HTTPFields()
         headers[.contentType] = "application/json"
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: json)))
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 }

@@ -1,36 +1,49 @@
 import AttributionModel
+import Foundation
 import Hummingbird
 import RedisStreams
 import ServiceRuntime
 
-/// The event API: each accepted event is one XADD to `events`, then 202 with its id. A 202 means
-/// the event is in Redis (AOF), so nothing acknowledged is lost.
+/// The event API: each accepted event is on `events` (Redis, AOF) before the 202 goes out, so nothing
+/// acknowledged is lost. Impressions authenticate by their signature (the verifier's check);
+/// conversions and updates by the advertised app's key.
 struct EventRoutes {
     let redis: RedisConnection
     let maxBodyBytes: Int
+    var publisher: EventPublisher { EventPublisher(redis: redis) }
 
     struct Accepted: Encodable {
         let eventIdentifier: String
         enum CodingKeys: String, CodingKey { case eventIdentifier = "event-identifier" }
     }
 
-    func add(to router: Router<BasicRequestContext>) {
-        router.post("/v1/impressions") { request, _ in
-            let report = try await request.decodeJSON(IngestRequests.Impression.self, limit: maxBodyBytes)
+    func add(to router: Router<BasicRequestContext>, catalog: RouteCatalog) {
+        catalog.on(router, .post, "/v1/impressions") { request, _ in
+            let body = try await request.collectBody(limit: maxBodyBytes)
+            let report = try Request.decodeJSON(IngestRequests.Impression.self, from: body)
                 .report(receivedAt: WallClock.nowMilliseconds())
-            return try await publish(Envelope(time: report.interaction.time, body: .impressionReported(report)))
+            let envelope = Envelope(time: report.interaction.time, body: .impressionReported(report))
+            return try await accept(envelope, request, route: "impressions", caller: .signedImpression, body: body)
         }
-        router.post("/v1/conversions") { request, _ in
-            let report = try await request.decodeJSON(IngestRequests.Conversion.self, limit: maxBodyBytes)
+        catalog.on(router, .post, "/v1/conversions") { request, _ in
+            try Self.requireAppKey(request)
+            let body = try await request.collectBody(limit: maxBodyBytes)
+            let report = try Request.decodeJSON(IngestRequests.Conversion.self, from: body)
                 .report(receivedAt: WallClock.nowMilliseconds())
-            return try await publish(Envelope(time: report.time, body: .conversionReported(report)))
+            let envelope = Envelope(time: report.time, body: .conversionReported(report))
+            let caller = EventPublisher.Caller.app(key: request.bearerToken, item: report.advertisedItemIdentifier)
+            return try await accept(envelope, request, route: "conversions", caller: caller, body: body)
         }
-        router.post("/v1/conversion-value-updates") { request, _ in
-            let report = try await request.decodeJSON(IngestRequests.ValueUpdate.self, limit: maxBodyBytes)
+        catalog.on(router, .post, "/v1/conversion-value-updates") { request, _ in
+            try Self.requireAppKey(request)
+            let body = try await request.collectBody(limit: maxBodyBytes)
+            let report = try Request.decodeJSON(IngestRequests.ValueUpdate.self, from: body)
                 .report(receivedAt: WallClock.nowMilliseconds())
-            return try await publish(Envelope(time: report.time, body: .updateReported(report)))
+            let envelope = Envelope(time: report.time, body: .updateReported(report))
+            let caller = EventPublisher.Caller.app(key: request.bearerToken, item: report.advertisedItemIdentifier)
+            return try await accept(envelope, request, route: "updates", caller: caller, body: body)
         }
-        router.get("/.well-known/jwks.json") { _, _ -> Response in
+        catalog.on(router, .get, "/.well-known/jwks.json") { _, _ -> Response in
             // The dispatcher publishes its public keys; ingest only serves them.
             let reply = try await redis.send(RedisCommand("HVALS", RegistryKeys.jwks))
             let keys = reply.elements.compactMap { $0.string }.sorted().joined(separator: ",")
@@ -41,8 +54,34 @@ struct EventRoutes {
         }
     }
 
-    private func publish(_ envelope: Envelope) async throws -> Response {
-        _ = try await redis.send(StreamCommands.add(StreamNames.events, message: envelope.encoded()))
-        return Response.json(Accepted(eventIdentifier: envelope.id), status: .accepted)
+    /// Unauthenticated callers learn nothing about bodies: no key, no parsing.
+    static func requireAppKey(_ request: Request) throws {
+        guard let key = request.bearerToken, !key.isEmpty else {
+            throw ProblemDetails(
+                .unauthorized, reason: "missing-app-key",
+                detail: "conversions and updates need the app's key: Authorization: Bearer <app key>")
+        }
+    }
+
+    private func accept(_ envelope: Envelope, _ request: Request, route: String, caller: EventPublisher.Caller, body: Data)
+        async throws -> Response
+    {
+        let id = try await publisher.publish(
+            envelope, route: route, caller: caller, idempotencyKey: request.idempotencyKey,
+            body: body)
+        return Response.json(Accepted(eventIdentifier: id), status: .accepted)
+    }
+}
+
+extension Request {
+    /// The `Idempotency-Key` header (RFC draft: a retry with the same key gets the first answer).
+    var idempotencyKey: String? {
+        headers.first { $0.name.canonicalName == "idempotency-key" }?.value
+    }
+
+    /// The token of an `Authorization: Bearer …` header.
+    var bearerToken: String? {
+        guard let header = headers[.authorization], header.hasPrefix("Bearer ") else { return nil }
+        return String(header.dropFirst(7))
     }
 }

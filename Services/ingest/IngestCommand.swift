@@ -1,22 +1,50 @@
 import AttributionModel
 import Foundation
+import Hummingbird
+import RedisStreams
 import ServiceRuntime
 
 /// ingest: the only service that listens to the outside world. It checks the shape of every input,
 /// puts valid events on the `events` stream (202), refuses the rest with problem JSON, and serves the
-/// admin API and the pipeline's public keys.
+/// admin API, the pipeline's public keys and the OpenAPI document.
+///
+/// `ingest --configuration-table` prints the README's configuration table; `ingest --routes` the routes
+/// it serves; `ingest --openapi` its OpenAPI document.
 @main
 struct IngestCommand {
     static func main() async throws {
-        if CommandLine.arguments.contains("--configuration-table") {
-            print(ConfigurationKey.markdownTable())
-            return
+        let arguments = CommandLine.arguments
+        if arguments.contains("--configuration-table") { return print(ConfigurationKey.markdownTable()) }
+        if arguments.contains("--openapi") { return print(OpenAPIDocument.json) }
+        if arguments.contains("--routes") {
+            // Built exactly as the server builds them; the connection is lazy and never used here.
+            let catalog = RouteCatalog()
+            IngestRoutes.add(
+                to: Router(), catalog: catalog,
+                redis: RedisConnection(configuration: RedisConfiguration(), logger: .init(label: "routes")),
+                settings: IngestSettings(adminToken: "-", maxBodyBytes: 1, keyRotationGrace: 0))
+            return print((catalog.routes + OperationsRoutes.routes).sorted().joined(separator: "\n"))
         }
         let service = try PipelineService.bootstrap(name: "ingest")
         let settings = try IngestSettings(service.environment)
         try await service.run(defaultPort: 8080, services: []) { router, redis in
-            AdminRoutes(redis: redis, adminToken: settings.adminToken).add(to: router)
-            EventRoutes(redis: redis, maxBodyBytes: settings.maxBodyBytes).add(to: router)
+            IngestRoutes.add(to: router, catalog: RouteCatalog(), redis: redis, settings: settings)
+        }
+    }
+}
+
+/// Every route ingest serves, in one place.
+enum IngestRoutes {
+    static func add(
+        to router: Router<BasicRequestContext>, catalog: RouteCatalog, redis: RedisConnection, settings: IngestSettings
+    ) {
+        AdminRoutes(redis: redis, adminToken: settings.adminToken, keyRotationGrace: settings.keyRotationGrace)
+            .add(to: router, catalog: catalog)
+        EventRoutes(redis: redis, maxBodyBytes: settings.maxBodyBytes).add(to: router, catalog: catalog)
+        catalog.on(router, .get, "/openapi.json") { _, _ in
+            var headers = HTTPFields()
+            headers[.contentType] = "application/json"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.json)))
         }
     }
 }
@@ -24,9 +52,17 @@ struct IngestCommand {
 struct IngestSettings {
     let adminToken: String
     let maxBodyBytes: Int
+    let keyRotationGrace: Milliseconds
+
+    init(adminToken: String, maxBodyBytes: Int, keyRotationGrace: Milliseconds) {
+        self.adminToken = adminToken
+        self.maxBodyBytes = maxBodyBytes
+        self.keyRotationGrace = keyRotationGrace
+    }
 
     init(_ environment: ServiceEnvironment) throws {
         adminToken = try environment.required(.adminToken)
         maxBodyBytes = try environment.int(.maxBodyBytes, default: 65_536, range: 1_024...16_777_216)
+        keyRotationGrace = Milliseconds(try environment.int(.keyRotationGraceHours, default: 72, range: 0...8_760)) * 3_600_000
     }
 }

@@ -60,6 +60,10 @@ struct EndToEndTests {
             "PUT", "\(pipeline.ingestURL)/v1/admin/advertised-apps/\(Self.advertisedApp)",
             json: ["AttributionWindows": ["global": ["install": ["view": 7]]]], token: pipeline.adminToken)
         #expect(advertised.status == 200)
+        let appKey = try #require(
+            try await http.send(
+                "POST", "\(pipeline.ingestURL)/v1/admin/advertised-apps/\(Self.advertisedApp)/keys", token: pipeline.adminToken
+            ).json["app-key"] as? String)
 
         // The device: a view from one network, a click from the other (click beats view), an install, a locked update.
         let device = "device-\(UUID().uuidString)"
@@ -88,7 +92,7 @@ struct EndToEndTests {
             json: [
                 "device-identifier": device, "advertised-item-identifier": Self.advertisedApp, "conversion-type": "download",
                 "time": installAt, "country-code": "US",
-            ])
+            ], token: appKey)
         #expect(install.status == 202)
         let lockAt = installAt + 10
         let update = try await http.send(
@@ -96,7 +100,7 @@ struct EndToEndTests {
             json: [
                 "device-identifier": device, "advertised-item-identifier": Self.advertisedApp, "time": lockAt,
                 "fineConversionValue": 42, "coarseConversionValue": "high", "lockPostback": true,
-            ])
+            ], token: appKey)
         #expect(update.status == 202)
 
         // Window 0 (locked): winner + non-winner. Windows 1 and 2 end at 7 and 35 days (3.5 s, 17.5 s) and
@@ -195,13 +199,21 @@ struct EndToEndTests {
             BadRequest(
                 path: "/v1/conversions",
                 body: #"{"device-identifier":"d","advertised-item-identifier":1,"conversion-type":"purchase","time":1}"#,
-                status: 400, reason: "invalid-json"),
+                status: 400, reason: "invalid-json", token: "some-app-key"),
+            BadRequest(
+                path: "/v1/conversions",
+                body: #"{"device-identifier":"d","advertised-item-identifier":1,"conversion-type":"download","time":1}"#,
+                status: 401, reason: "missing-app-key"),
+            BadRequest(
+                path: "/v1/conversions",
+                body: #"{"device-identifier":"d","advertised-item-identifier":1,"conversion-type":"download","time":1}"#,
+                status: 401, reason: "invalid-app-key", token: "never-issued"),
             BadRequest(
                 path: "/v1/conversion-value-updates",
                 body: #"{"device-identifier":"d","advertised-item-identifier":1,"time":1,"fineConversionValue":64}"#, status: 400,
-                reason: "value-out-of-range"),
+                reason: "value-out-of-range", token: "some-app-key"),
             BadRequest(
-                path: "/v1/conversion-value-updates", body: String(repeating: " ", count: 70_000) + "{}", status: 413,
+                path: "/v1/impressions", body: String(repeating: " ", count: 70_000) + "{}", status: 413,
                 reason: "body-too-large"),
             BadRequest(path: "/v1/admin/advertised-apps/1", body: "{}", status: 401, reason: "unauthorized", method: "PUT"),
             BadRequest(

@@ -1,19 +1,26 @@
 /// Request bodies of ingest's HTTP API with their exact key spellings: ingest decodes them, the
 /// `attribution` tool (and any Swift client) encodes them.
 public enum IngestRequests {
-    /// `PUT /v1/admin/ad-networks/{id}`
+    /// `PUT /v1/admin/ad-networks/{id}`. Registering a different key for a known network rotates it: the
+    /// previous key stays valid for `previous-key-grace-seconds` (default: the operator's setting).
     public struct AdNetwork: Codable, Sendable {
         public var publicKey: String
         public var postbackURL: String
+        public var skanPublicKey: String?
+        public var previousKeyGraceSeconds: Int?
 
-        public init(publicKey: String, postbackURL: String) {
+        public init(publicKey: String, postbackURL: String, skanPublicKey: String? = nil, previousKeyGraceSeconds: Int? = nil) {
             self.publicKey = publicKey
             self.postbackURL = postbackURL
+            self.skanPublicKey = skanPublicKey
+            self.previousKeyGraceSeconds = previousKeyGraceSeconds
         }
 
         enum CodingKeys: String, CodingKey {
             case publicKey = "public-key"
             case postbackURL = "postback-url"
+            case skanPublicKey = "skan-public-key"
+            case previousKeyGraceSeconds = "previous-key-grace-seconds"
         }
     }
 
@@ -26,33 +33,48 @@ public enum IngestRequests {
         enum CodingKeys: String, CodingKey { case adNetworkIdentifiers = "AdNetworkIdentifiers" }
     }
 
-    /// `PUT /v1/admin/advertised-apps/{item}`: the app's `AdAttributionKitConfigurations` keys; `{}` means
-    /// Apple's defaults.
+    /// `PUT /v1/admin/advertised-apps/{item}`: the app's `AdAttributionKitConfigurations` keys, flat or
+    /// nested in an `AdAttributionKitConfigurations` dictionary as in Info.plist; `{}` means Apple's defaults.
     public struct AdvertisedApp: Codable, Sendable {
         public var attributionWindows: AttributionWindowsConfiguration?
         public var attributionCooldown: AttributionCooldown?
         public var attributionCopyEndpoint: String?
+        public var eligibleForReengagementPostbackCopies: Bool?
+        public var eligibleForOverlappingConversions: Bool?
 
         public init(
             attributionWindows: AttributionWindowsConfiguration? = nil, attributionCooldown: AttributionCooldown? = nil,
-            attributionCopyEndpoint: String? = nil
+            attributionCopyEndpoint: String? = nil, eligibleForReengagementPostbackCopies: Bool? = nil,
+            eligibleForOverlappingConversions: Bool? = nil
         ) {
             self.attributionWindows = attributionWindows
             self.attributionCooldown = attributionCooldown
             self.attributionCopyEndpoint = attributionCopyEndpoint
+            self.eligibleForReengagementPostbackCopies = eligibleForReengagementPostbackCopies
+            self.eligibleForOverlappingConversions = eligibleForOverlappingConversions
         }
 
         public func configuration(itemIdentifier: ItemIdentifier) -> AdvertisedAppConfiguration {
             AdvertisedAppConfiguration(
                 itemIdentifier: itemIdentifier, attributionWindows: attributionWindows,
-                attributionCooldown: attributionCooldown, attributionCopyEndpoint: attributionCopyEndpoint)
+                attributionCooldown: attributionCooldown, attributionCopyEndpoint: attributionCopyEndpoint,
+                eligibleForReengagementPostbackCopies: eligibleForReengagementPostbackCopies,
+                eligibleForOverlappingConversions: eligibleForOverlappingConversions)
         }
 
-        enum CodingKeys: String, CodingKey {
+        /// Keys Apple keeps inside `AdAttributionKitConfigurations`; the others sit at the top of Info.plist.
+        public static let nestedContainer = "AdAttributionKitConfigurations"
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
             case attributionWindows = "AttributionWindows"
             case attributionCooldown = "AttributionCooldown"
             case attributionCopyEndpoint = "AttributionCopyEndpoint"
+            case eligibleForReengagementPostbackCopies = "EligibleForAdAttributionKitReengagementPostbackCopies"
+            case eligibleForOverlappingConversions = "EligibleForAdAttributionKitOverlappingConversions"
         }
+
+        /// The keys this body understands, for refusing unknown ones by name.
+        public static let knownKeys: Set<String> = Set(CodingKeys.allCases.map(\.rawValue))
     }
 
     /// `POST /v1/impressions`

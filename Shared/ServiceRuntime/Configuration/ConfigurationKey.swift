@@ -49,6 +49,10 @@ extension ConfigurationKey {
         "ADMIN_TOKEN", "secret", default: nil, services: ["ingest"], "Bearer token the admin API requires.")
     public static let maxBodyBytes = ConfigurationKey(
         "MAX_BODY_BYTES", "bytes", default: "65536", services: ["ingest"], "Largest request body accepted.")
+    public static let keyRotationGraceHours = ConfigurationKey(
+        "KEY_ROTATION_GRACE_HOURS", "hours", default: "72", services: ["ingest"],
+        "After an ad network registers a new key, its previous key stays valid this long (per request: previous-key-grace-seconds)."
+    )
     public static let crowdTierThresholds = ConfigurationKey(
         "CROWD_TIER_THRESHOLDS", "3 integers", default: "10,100,1000", services: ["scheduler"],
         "Distinct conversions over 30 days needed for tiers 1, 2, 3.")
@@ -74,7 +78,7 @@ extension ConfigurationKey {
     /// The catalog, in the order the README lists it.
     public static let all: [ConfigurationKey] = [
         redisURL, timeScale, logLevel, httpHost, httpPort, consumerName, batchSize, claimIdleMilliseconds,
-        maxAttempts, adminToken, maxBodyBytes, crowdTierThresholds, timerPollMilliseconds, signingKeyFile,
+        maxAttempts, adminToken, maxBodyBytes, keyRotationGraceHours, crowdTierThresholds, timerPollMilliseconds, signingKeyFile,
         signingKeyID, developmentSigningKeyFile, developmentSigningKeyID, deliveryTimeoutMilliseconds,
     ]
 

@@ -6,6 +6,16 @@ public enum RegistryKeys {
     public static let publisherApps = "registry:publisher-apps"
     /// HASH item id → `AdvertisedAppConfiguration` JSON
     public static let advertisedApps = "registry:advertised-apps"
+    /// HASH SHA-256 of an app key → the advertised app's item id (keys themselves are never stored)
+    public static let appKeys = "registry:app-keys"
     /// HASH kid → public JWK JSON: the dispatcher publishes its keys here, ingest serves them.
     public static let jwks = "registry:jwks"
+}
+
+/// Recent refusals, kept by the verifier (their owner) so an ad network or app team can ask ingest's
+/// admin API why its inputs were refused: capped lists of `Rejection` JSON, newest first.
+public enum RejectionLog {
+    public static let capacity = 100
+    public static func networkKey(_ network: String) -> String { "verifier:rejections:network:\(network)" }
+    public static func appKey(_ item: String) -> String { "verifier:rejections:app:\(item)" }
 }

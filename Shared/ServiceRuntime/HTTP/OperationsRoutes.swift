@@ -4,6 +4,9 @@ import RedisStreams
 
 /// `/health` (liveness), `/ready` (Redis answers) and `/metrics` (Prometheus text) on every service.
 public enum OperationsRoutes {
+    /// What `add` registers, in the form `ingest --routes` prints.
+    public static let routes = ["GET /health", "GET /ready", "GET /metrics"]
+
     public static func add(
         to router: Router<some RequestContext>, redis: RedisConnection, registry: PrometheusCollectorRegistry
     ) {

@@ -30,20 +30,32 @@ struct IngestClient: Sendable {
     static let timeout: TimeAmount = .seconds(30)
     static let maximumResponseSize = 1 << 20
 
-    func put(_ path: String, _ body: some Encodable, admin: Bool = true) async throws {
-        try await send(.PUT, path, body, admin: admin)
+    /// An admin registration (bearer: the admin token).
+    func put(_ path: String, _ body: some Encodable) async throws {
+        _ = try await send(.PUT, path, body, bearer: adminToken)
     }
 
-    func post(_ path: String, _ body: some Encodable) async throws {
-        try await send(.POST, path, body, admin: false)
+    /// An event; conversions and updates carry the advertised app's key.
+    func post(_ path: String, _ body: some Encodable, appKey: String? = nil) async throws {
+        _ = try await send(.POST, path, body, bearer: appKey)
     }
 
-    private func send(_ method: HTTPMethod, _ path: String, _ body: some Encodable, admin: Bool) async throws {
+    /// Issues a key for the advertised app's conversions and updates.
+    func issueAppKey(for item: ItemIdentifier) async throws -> String {
+        struct Issued: Decodable {
+            let key: String
+            enum CodingKeys: String, CodingKey { case key = "app-key" }
+        }
+        let answer = try await send(.POST, "/v1/admin/advertised-apps/\(item)/keys", [String: String](), bearer: adminToken)
+        return try JSONCoding.decoder.decode(Issued.self, from: Data(buffer: answer)).key
+    }
+
+    private func send(_ method: HTTPMethod, _ path: String, _ body: some Encodable, bearer: String?) async throws -> ByteBuffer {
         let url = baseURL + path
         var request = HTTPClientRequest(url: url)
         request.method = method
         request.headers.add(name: "Content-Type", value: "application/json")
-        if admin { request.headers.add(name: "Authorization", value: "Bearer \(adminToken)") }
+        if let bearer { request.headers.add(name: "Authorization", value: "Bearer \(bearer)") }
         request.body = .bytes(ByteBuffer(bytes: try JSONCoding.encoder.encode(body)))
         let response: HTTPClientResponse
         do {
@@ -56,5 +68,6 @@ struct IngestClient: Sendable {
             throw UnexpectedResponse(
                 method: method.rawValue, url: url, status: Int(response.status.code), body: String(buffer: answer))
         }
+        return answer
     }
 }

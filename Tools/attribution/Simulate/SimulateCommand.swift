@@ -108,10 +108,10 @@ struct SimulateCommand: AsyncParsableCommand {
     private static func play(_ simulation: Simulation, seed: UInt64, keysDirectory: String?) async throws
         -> SimulationReport
     {
-        let keys = try await simulation.register(keysDirectory: keysDirectory)
-        let outcomes = try await simulation.runDevices(keys: keys)
+        let credentials = try await simulation.register(keysDirectory: keysDirectory)
+        let outcomes = try await simulation.runDevices(credentials)
         simulation.logger.info("Devices done", metadata: ["simulate.devices": "\(outcomes.count)"])
-        let second = try await simulation.runSecondUpdates(outcomes)
+        let second = try await simulation.runSecondUpdates(outcomes, credentials)
         if second.late > 0 {
             simulation.logger.warning(
                 "Second updates missed window 1; lower --time-scale or --devices",

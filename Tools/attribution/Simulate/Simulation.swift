@@ -14,8 +14,16 @@ struct Simulation: Sendable {
     let concurrency: Int
     let logger: Logger
 
-    /// Registers the networks (fresh keys), the advertised app and the publisher apps; returns the keys.
-    func register(keysDirectory: String?) async throws -> [AdNetworkIdentifier: P256.Signing.PrivateKey] {
+    /// What the simulated parties sign and authenticate with.
+    struct Credentials: Sendable {
+        var networkKeys: [AdNetworkIdentifier: P256.Signing.PrivateKey]
+        /// The advertised app's key for conversions and updates.
+        var appKey: String
+    }
+
+    /// Registers the networks (fresh keys), the advertised app (and issues its app key) and the
+    /// publisher apps.
+    func register(keysDirectory: String?) async throws -> Credentials {
         var keys: [AdNetworkIdentifier: P256.Signing.PrivateKey] = [:]
         for network in plan.networks {
             let key = SigningKey.generate()
@@ -31,6 +39,7 @@ struct Simulation: Sendable {
                     postbackURL: receiverURL))
         }
         try await ingest.put("/v1/admin/advertised-apps/\(SimulationPlan.advertisedItem)", IngestRequests.AdvertisedApp())
+        let appKey = try await ingest.issueAppKey(for: SimulationPlan.advertisedItem)
         let listed = IngestRequests.PublisherApp(adNetworkIdentifiers: plan.networks.map(\.rawValue))
         for publisher in plan.publishers {
             try await ingest.put("/v1/admin/publisher-apps/\(publisher)", listed)
@@ -38,20 +47,18 @@ struct Simulation: Sendable {
         logger.info(
             "Registered",
             metadata: ["simulate.ad_networks": "\(plan.networks.count)", "simulate.publisher_apps": "\(plan.publishers.count)"])
-        return keys
+        return Credentials(networkKeys: keys, appKey: appKey)
     }
 
     /// Phase 1, devices in parallel (each device's own requests in order: impressions before the
     /// install, so the install finds them).
-    func runDevices(keys: [AdNetworkIdentifier: P256.Signing.PrivateKey]) async throws -> [DeviceOutcome] {
+    func runDevices(_ credentials: Credentials) async throws -> [DeviceOutcome] {
         try await concurrentMap(plan.devices, limit: concurrency) { device in
-            try await self.run(device, keys: keys)
+            try await self.run(device, credentials)
         }
     }
 
-    private func run(_ device: SimulationPlan.DeviceSpec, keys: [AdNetworkIdentifier: P256.Signing.PrivateKey])
-        async throws -> DeviceOutcome
-    {
+    private func run(_ device: SimulationPlan.DeviceSpec, _ credentials: Credentials) async throws -> DeviceOutcome {
         var outcome = DeviceOutcome(device: device, impressions: [])
         for spec in device.impressions {
             let now = WallClock.now()
@@ -68,7 +75,7 @@ struct Simulation: Sendable {
                 impressionIdentifier: spec.impressionIdentifier, adNetworkIdentifier: spec.network,
                 advertisedItemIdentifier: SimulationPlan.advertisedItem, publisherItemIdentifier: spec.publisher,
                 sourceIdentifier: spec.sourceIdentifier, timestamp: created)
-            guard let key = keys[spec.network] else { preconditionFailure("every planned network has a key") }
+            guard let key = credentials.networkKeys[spec.network] else { preconditionFailure("every planned network has a key") }
             try await ingest.post(
                 "/v1/impressions",
                 IngestRequests.Impression(
@@ -85,13 +92,14 @@ struct Simulation: Sendable {
             "/v1/conversions",
             IngestRequests.Conversion(
                 deviceIdentifier: device.deviceIdentifier, advertisedItemIdentifier: SimulationPlan.advertisedItem,
-                conversionType: conversionType, time: conversionTime, countryCode: device.countryCode))
+                conversionType: conversionType, time: conversionTime, countryCode: device.countryCode),
+            appKey: credentials.appKey)
         outcome.conversionTime = conversionTime
         outcome.attribution = WinnerSelection.select(
             from: outcome.impressions, conversionType: conversionType, time: conversionTime,
             app: AdvertisedAppConfiguration(itemIdentifier: SimulationPlan.advertisedItem), policy: policy)
         if let update = device.firstUpdate {
-            try await sendUpdate(update, device: device)
+            try await sendUpdate(update, device: device, appKey: credentials.appKey)
             outcome.updatesSent += 1
         }
         return outcome
@@ -99,7 +107,7 @@ struct Simulation: Sendable {
 
     /// Phase 2: each second update 4 scaled days after its own install (window 1 is days 3–7).
     /// Returns how many went out and how many missed window 1 because the run fell behind.
-    func runSecondUpdates(_ outcomes: [DeviceOutcome]) async throws -> (sent: Int, late: Int) {
+    func runSecondUpdates(_ outcomes: [DeviceOutcome], _ credentials: Credentials) async throws -> (sent: Int, late: Int) {
         let due = outcomes.compactMap { outcome -> (SimulationPlan.DeviceSpec, PostbackUpdate, Milliseconds)? in
             guard let update = outcome.device.secondUpdate, let time = outcome.conversionTime else { return nil }
             return (outcome.device, update, time + policy.milliseconds(.days(4)))
@@ -112,20 +120,23 @@ struct Simulation: Sendable {
         let late = try await concurrentMap(due, limit: concurrency) { device, update, dueAt in
             let wait = dueAt - WallClock.now()
             if wait > 0 { try await Task.sleep(for: .milliseconds(wait)) }
-            let sentAt = try await self.sendUpdate(update, device: device)
+            let sentAt = try await self.sendUpdate(update, device: device, appKey: credentials.appKey)
             return sentAt - (dueAt - policy.milliseconds(.days(4))) >= windowEnd
         }
         return (due.count, late.filter { $0 }.count)
     }
 
     @discardableResult
-    private func sendUpdate(_ update: PostbackUpdate, device: SimulationPlan.DeviceSpec) async throws -> Milliseconds {
+    private func sendUpdate(_ update: PostbackUpdate, device: SimulationPlan.DeviceSpec, appKey: String) async throws
+        -> Milliseconds
+    {
         let time = WallClock.now()
         try await ingest.post(
             "/v1/conversion-value-updates",
             IngestRequests.ValueUpdate(
                 deviceIdentifier: device.deviceIdentifier, advertisedItemIdentifier: SimulationPlan.advertisedItem,
-                time: time, update: update))
+                time: time, update: update),
+            appKey: appKey)
         return time
     }
 }

@@ -1,0 +1,957 @@
+/// The OpenAPI 3.1 document of ingest's whole HTTP API, served at `/openapi.json`. A test holds it to
+/// the routes ingest really registers (`ingest --routes`).
+enum OpenAPIDocument {
+    static let json = #"""
+        {
+          "openapi": "3.1.0",
+          "info": {
+            "title": "attribution-pipeline ingest",
+            "version": "1.0.0",
+            "description": "Events in (impressions, conversions, conversion-value updates), the admin API, and the pipeline's public keys. Errors are RFC 9457 problem JSON with a stable `reason`. Times are milliseconds since 1970."
+          },
+          "paths": {
+            "/v1/impressions": {
+              "post": {
+                "summary": "Report an impression (compact JWS signed by the ad network) with its interaction",
+                "parameters": [
+                  {
+                    "name": "Idempotency-Key",
+                    "in": "header",
+                    "required": false,
+                    "schema": {
+                      "type": "string",
+                      "minLength": 1,
+                      "maxLength": 255
+                    },
+                    "description": "a retry with the same key and body returns the first answer; with another body, 422"
+                  }
+                ],
+                "requestBody": {
+                  "required": true,
+                  "content": {
+                    "application/json": {
+                      "schema": {
+                        "$ref": "#/components/schemas/ImpressionRequest"
+                      }
+                    }
+                  }
+                },
+                "responses": {
+                  "202": {
+                    "description": "accepted: the event is in the pipeline",
+                    "content": {
+                      "application/json": {
+                        "schema": {
+                          "$ref": "#/components/schemas/Accepted"
+                        }
+                      }
+                    }
+                  },
+                  "400": {
+                    "$ref": "#/components/responses/Problem"
+                  },
+                  "413": {
+                    "$ref": "#/components/responses/Problem"
+                  },
+                  "422": {
+                    "$ref": "#/components/responses/Problem"
+                  }
+                }
+              }
+            },
+            "/v1/conversions": {
+              "post": {
+                "summary": "Report an install or re-engagement",
+                "security": [
+                  {
+                    "appKey": []
+                  }
+                ],
+                "parameters": [
+                  {
+                    "name": "Idempotency-Key",
+                    "in": "header",
+                    "required": false,
+                    "schema": {
+                      "type": "string",
+                      "minLength": 1,
+                      "maxLength": 255
+                    },
+                    "description": "a retry with the same key and body returns the first answer; with another body, 422"
+                  }
+                ],
+                "requestBody": {
+                  "required": true,
+                  "content": {
+                    "application/json": {
+                      "schema": {
+                        "$ref": "#/components/schemas/ConversionRequest"
+                      }
+                    }
+                  }
+                },
+                "responses": {
+                  "202": {
+                    "description": "accepted",
+                    "content": {
+                      "application/json": {
+                        "schema": {
+                          "$ref": "#/components/schemas/Accepted"
+                        }
+                      }
+                    }
+                  },
+                  "400": {
+                    "$ref": "#/components/responses/Problem"
+                  },
+                  "401": {
+                    "$ref": "#/components/responses/Problem"
+                  },
+                  "403": {
+                    "$ref": "#/components/responses/Problem"
+                  },
+                  "413": {
+                    "$ref": "#/components/responses/Problem"
+                  },
+                  "422": {
+                    "$ref": "#/components/responses/Problem"
+                  }
+                }
+              }
+            },
+            "/v1/conversion-value-updates": {
+              "post": {
+                "summary": "Report a conversion-value update (AdAttributionKit PostbackUpdate)",
+                "security": [
+                  {
+                    "appKey": []
+                  }
+                ],
+                "parameters": [
+                  {
+                    "name": "Idempotency-Key",
+                    "in": "header",
+                    "required": false,
+                    "schema": {
+                      "type": "string",
+                      "minLength": 1,
+                      "maxLength": 255
+                    },
+                    "description": "a retry with the same key and body returns the first answer; with another body, 422"
+                  }
+                ],
+                "requestBody": {
+                  "required": true,
+                  "content": {
+                    "application/json": {
+                      "schema": {
+                        "$ref": "#/components/schemas/ValueUpdateRequest"
+                      }
+                    }
+                  }
+                },
+                "responses": {
+                  "202": {
+                    "description": "accepted",
+                    "content": {
+                      "application/json": {
+                        "schema": {
+                          "$ref": "#/components/schemas/Accepted"
+                        }
+                      }
+                    }
+                  },
+                  "400": {
+                    "$ref": "#/components/responses/Problem"
+                  },
+                  "401": {
+                    "$ref": "#/components/responses/Problem"
+                  },
+                  "403": {
+                    "$ref": "#/components/responses/Problem"
+                  },
+                  "413": {
+                    "$ref": "#/components/responses/Problem"
+                  },
+                  "422": {
+                    "$ref": "#/components/responses/Problem"
+                  }
+                }
+              }
+            },
+            "/v1/admin/ad-networks/{id}": {
+              "parameters": [
+                {
+                  "name": "id",
+                  "in": "path",
+                  "required": true,
+                  "schema": {
+                    "type": "string",
+                    "pattern": "^[a-z0-9._-]{1,255}$"
+                  },
+                  "description": "ad network id, lowercase"
+                }
+              ],
+              "put": {
+                "summary": "Register an ad network or rotate its key (the previous key stays valid for a grace period)",
+                "security": [
+                  {
+                    "adminToken": []
+                  }
+                ],
+                "requestBody": {
+                  "required": true,
+                  "content": {
+                    "application/json": {
+                      "schema": {
+                        "$ref": "#/components/schemas/AdNetworkRequest"
+                      }
+                    }
+                  }
+                },
+                "responses": {
+                  "200": {
+                    "description": "the stored registration",
+                    "content": {
+                      "application/json": {
+                        "schema": {
+                          "$ref": "#/components/schemas/AdNetworkRegistration"
+                        }
+                      }
+                    }
+                  },
+                  "400": {
+                    "$ref": "#/components/responses/Problem"
+                  },
+                  "401": {
+                    "$ref": "#/components/responses/Problem"
+                  },
+                  "413": {
+                    "$ref": "#/components/responses/Problem"
+                  }
+                }
+              },
+              "get": {
+                "summary": "Read an ad network's registration",
+                "security": [
+                  {
+                    "adminToken": []
+                  }
+                ],
+                "responses": {
+                  "200": {
+                    "description": "the registration",
+                    "content": {
+                      "application/json": {
+                        "schema": {
+                          "$ref": "#/components/schemas/AdNetworkRegistration"
+                        }
+                      }
+                    }
+                  },
+                  "400": {
+                    "$ref": "#/components/responses/Problem"
+                  },
+                  "401": {
+                    "$ref": "#/components/responses/Problem"
+                  },
+                  "404": {
+                    "$ref": "#/components/responses/Problem"
+                  }
+                }
+              }
+            },
+            "/v1/admin/ad-networks/{id}/rejections": {
+              "parameters": [
+                {
+                  "name": "id",
+                  "in": "path",
+                  "required": true,
+                  "schema": {
+                    "type": "string",
+                    "pattern": "^[a-z0-9._-]{1,255}$"
+                  },
+                  "description": "ad network id, lowercase"
+                }
+              ],
+              "get": {
+                "summary": "Recent refusals of this network's impressions, newest first",
+                "security": [
+                  {
+                    "adminToken": []
+                  }
+                ],
+                "responses": {
+                  "200": {
+                    "description": "up to 100 refusals",
+                    "content": {
+                      "application/json": {
+                        "schema": {
+                          "$ref": "#/components/schemas/Rejections"
+                        }
+                      }
+                    }
+                  },
+                  "400": {
+                    "$ref": "#/components/responses/Problem"
+                  },
+                  "401": {
+                    "$ref": "#/components/responses/Problem"
+                  }
+                }
+              }
+            },
+            "/v1/admin/publisher-apps/{item}": {
+              "parameters": [
+                {
+                  "name": "item",
+                  "in": "path",
+                  "required": true,
+                  "schema": {
+                    "type": "integer",
+                    "minimum": 1
+                  },
+                  "description": "App Store item id"
+                }
+              ],
+              "put": {
+                "summary": "Register a publisher app and its AdNetworkIdentifiers",
+                "security": [
+                  {
+                    "adminToken": []
+                  }
+                ],
+                "requestBody": {
+                  "required": true,
+                  "content": {
+                    "application/json": {
+                      "schema": {
+                        "$ref": "#/components/schemas/PublisherAppRequest"
+                      }
+                    }
+                  }
+                },
+                "responses": {
+                  "200": {
+                    "description": "stored"
+                  },
+                  "400": {
+                    "$ref": "#/components/responses/Problem"
+                  },
+                  "401": {
+                    "$ref": "#/components/responses/Problem"
+                  },
+                  "413": {
+                    "$ref": "#/components/responses/Problem"
+                  }
+                }
+              }
+            },
+            "/v1/admin/advertised-apps/{item}": {
+              "parameters": [
+                {
+                  "name": "item",
+                  "in": "path",
+                  "required": true,
+                  "schema": {
+                    "type": "integer",
+                    "minimum": 1
+                  },
+                  "description": "App Store item id"
+                }
+              ],
+              "put": {
+                "summary": "Register an advertised app's AdAttributionKit configuration, as JSON or as its Info.plist (XML property list)",
+                "security": [
+                  {
+                    "adminToken": []
+                  }
+                ],
+                "requestBody": {
+                  "required": true,
+                  "content": {
+                    "application/json": {
+                      "schema": {
+                        "$ref": "#/components/schemas/AdvertisedAppRequest"
+                      }
+                    },
+                    "application/x-plist": {
+                      "schema": {
+                        "type": "string"
+                      }
+                    },
+                    "application/xml": {
+                      "schema": {
+                        "type": "string"
+                      }
+                    }
+                  }
+                },
+                "responses": {
+                  "200": {
+                    "description": "stored"
+                  },
+                  "400": {
+                    "$ref": "#/components/responses/Problem"
+                  },
+                  "401": {
+                    "$ref": "#/components/responses/Problem"
+                  },
+                  "413": {
+                    "$ref": "#/components/responses/Problem"
+                  }
+                }
+              }
+            },
+            "/v1/admin/advertised-apps/{item}/keys": {
+              "parameters": [
+                {
+                  "name": "item",
+                  "in": "path",
+                  "required": true,
+                  "schema": {
+                    "type": "integer",
+                    "minimum": 1
+                  },
+                  "description": "App Store item id"
+                }
+              ],
+              "post": {
+                "summary": "Issue an app key for conversions and updates (shown once)",
+                "security": [
+                  {
+                    "adminToken": []
+                  }
+                ],
+                "responses": {
+                  "201": {
+                    "description": "the new key",
+                    "content": {
+                      "application/json": {
+                        "schema": {
+                          "$ref": "#/components/schemas/AppKey"
+                        }
+                      }
+                    }
+                  },
+                  "400": {
+                    "$ref": "#/components/responses/Problem"
+                  },
+                  "401": {
+                    "$ref": "#/components/responses/Problem"
+                  },
+                  "404": {
+                    "$ref": "#/components/responses/Problem"
+                  }
+                }
+              }
+            },
+            "/v1/admin/advertised-apps/{item}/rejections": {
+              "parameters": [
+                {
+                  "name": "item",
+                  "in": "path",
+                  "required": true,
+                  "schema": {
+                    "type": "integer",
+                    "minimum": 1
+                  },
+                  "description": "App Store item id"
+                }
+              ],
+              "get": {
+                "summary": "Recent refusals of this app's conversions and updates, newest first",
+                "security": [
+                  {
+                    "adminToken": []
+                  }
+                ],
+                "responses": {
+                  "200": {
+                    "description": "up to 100 refusals",
+                    "content": {
+                      "application/json": {
+                        "schema": {
+                          "$ref": "#/components/schemas/Rejections"
+                        }
+                      }
+                    }
+                  },
+                  "400": {
+                    "$ref": "#/components/responses/Problem"
+                  },
+                  "401": {
+                    "$ref": "#/components/responses/Problem"
+                  }
+                }
+              }
+            },
+            "/.well-known/jwks.json": {
+              "get": {
+                "summary": "The public keys postbacks are signed with",
+                "responses": {
+                  "200": {
+                    "description": "JSON Web Key Set",
+                    "content": {
+                      "application/json": {
+                        "schema": {
+                          "$ref": "#/components/schemas/JWKSet"
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            },
+            "/openapi.json": {
+              "get": {
+                "summary": "This document",
+                "responses": {
+                  "200": {
+                    "description": "OpenAPI 3.1",
+                    "content": {
+                      "application/json": {
+                        "schema": {
+                          "type": "object"
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            },
+            "/health": {
+              "get": {
+                "summary": "Liveness",
+                "responses": {
+                  "200": {
+                    "description": "alive"
+                  }
+                }
+              }
+            },
+            "/ready": {
+              "get": {
+                "summary": "Readiness: Redis answers",
+                "responses": {
+                  "200": {
+                    "description": "ready"
+                  },
+                  "503": {
+                    "$ref": "#/components/responses/Problem"
+                  }
+                }
+              }
+            },
+            "/metrics": {
+              "get": {
+                "summary": "Prometheus metrics",
+                "responses": {
+                  "200": {
+                    "description": "text exposition format",
+                    "content": {
+                      "text/plain": {
+                        "schema": {
+                          "type": "string"
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "components": {
+            "securitySchemes": {
+              "adminToken": {
+                "type": "http",
+                "scheme": "bearer",
+                "description": "ADMIN_TOKEN"
+              },
+              "appKey": {
+                "type": "http",
+                "scheme": "bearer",
+                "description": "an app key issued by POST /v1/admin/advertised-apps/{item}/keys"
+              }
+            },
+            "responses": {
+              "Problem": {
+                "description": "RFC 9457 problem",
+                "content": {
+                  "application/problem+json": {
+                    "schema": {
+                      "$ref": "#/components/schemas/Problem"
+                    }
+                  }
+                }
+              }
+            },
+            "schemas": {
+              "Problem": {
+                "type": "object",
+                "required": [
+                  "type",
+                  "title",
+                  "status",
+                  "detail",
+                  "reason"
+                ],
+                "properties": {
+                  "type": {
+                    "type": "string"
+                  },
+                  "title": {
+                    "type": "string"
+                  },
+                  "status": {
+                    "type": "integer"
+                  },
+                  "detail": {
+                    "type": "string"
+                  },
+                  "reason": {
+                    "type": "string",
+                    "description": "stable machine-readable code"
+                  }
+                }
+              },
+              "Accepted": {
+                "type": "object",
+                "required": [
+                  "event-identifier"
+                ],
+                "properties": {
+                  "event-identifier": {
+                    "type": "string"
+                  }
+                }
+              },
+              "Interaction": {
+                "type": "object",
+                "required": [
+                  "type",
+                  "time"
+                ],
+                "properties": {
+                  "type": {
+                    "type": "string",
+                    "enum": [
+                      "click",
+                      "view"
+                    ]
+                  },
+                  "time": {
+                    "type": "integer",
+                    "description": "click: the tap; view: the end of the view"
+                  },
+                  "loaded-at": {
+                    "type": "integer",
+                    "description": "click: when the impression was loaded (a tap counts within 15 minutes)"
+                  },
+                  "begin": {
+                    "type": "integer",
+                    "description": "view: when the ad appeared (a view counts after 2 s)"
+                  }
+                }
+              },
+              "ImpressionRequest": {
+                "type": "object",
+                "required": [
+                  "device-identifier",
+                  "impression",
+                  "interaction"
+                ],
+                "properties": {
+                  "device-identifier": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 128
+                  },
+                  "impression": {
+                    "type": "string",
+                    "description": "compact JWS, ES256, kid = ad network id"
+                  },
+                  "interaction": {
+                    "$ref": "#/components/schemas/Interaction"
+                  }
+                }
+              },
+              "ConversionRequest": {
+                "type": "object",
+                "required": [
+                  "device-identifier",
+                  "advertised-item-identifier",
+                  "conversion-type",
+                  "time"
+                ],
+                "properties": {
+                  "device-identifier": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 128
+                  },
+                  "advertised-item-identifier": {
+                    "type": "integer",
+                    "minimum": 0
+                  },
+                  "conversion-type": {
+                    "type": "string",
+                    "enum": [
+                      "download",
+                      "redownload",
+                      "re-engagement",
+                      "reengagement"
+                    ]
+                  },
+                  "time": {
+                    "type": "integer"
+                  },
+                  "country-code": {
+                    "type": "string",
+                    "pattern": "^[A-Z]{2}$"
+                  }
+                }
+              },
+              "ValueUpdateRequest": {
+                "type": "object",
+                "required": [
+                  "device-identifier",
+                  "advertised-item-identifier",
+                  "time",
+                  "fineConversionValue"
+                ],
+                "properties": {
+                  "device-identifier": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 128
+                  },
+                  "advertised-item-identifier": {
+                    "type": "integer",
+                    "minimum": 0
+                  },
+                  "time": {
+                    "type": "integer"
+                  },
+                  "fineConversionValue": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": 63
+                  },
+                  "coarseConversionValue": {
+                    "type": "string",
+                    "enum": [
+                      "low",
+                      "medium",
+                      "high"
+                    ]
+                  },
+                  "lockPostback": {
+                    "type": "boolean"
+                  },
+                  "conversionTypes": {
+                    "type": "array",
+                    "items": {
+                      "type": "string",
+                      "enum": [
+                        "install",
+                        "reengagement"
+                      ]
+                    }
+                  },
+                  "conversionTag": {
+                    "type": "string"
+                  }
+                }
+              },
+              "AdNetworkRequest": {
+                "type": "object",
+                "required": [
+                  "public-key",
+                  "postback-url"
+                ],
+                "properties": {
+                  "public-key": {
+                    "type": "string",
+                    "description": "ES256 public key, PEM or JWK JSON"
+                  },
+                  "postback-url": {
+                    "type": "string",
+                    "format": "uri"
+                  },
+                  "skan-public-key": {
+                    "type": "string",
+                    "description": "SKAdNetwork public key, base64 SPKI or PEM"
+                  },
+                  "previous-key-grace-seconds": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": 2592000
+                  }
+                }
+              },
+              "AdNetworkRegistration": {
+                "type": "object",
+                "properties": {
+                  "ad-network-identifier": {
+                    "type": "string"
+                  },
+                  "public-key": {
+                    "type": "string"
+                  },
+                  "postback-url": {
+                    "type": "string"
+                  },
+                  "previous-public-key": {
+                    "type": "string"
+                  },
+                  "previous-key-valid-until": {
+                    "type": "integer"
+                  },
+                  "skan-public-key": {
+                    "type": "string"
+                  }
+                }
+              },
+              "PublisherAppRequest": {
+                "type": "object",
+                "required": [
+                  "AdNetworkIdentifiers"
+                ],
+                "properties": {
+                  "AdNetworkIdentifiers": {
+                    "type": "array",
+                    "items": {
+                      "type": "string"
+                    }
+                  }
+                }
+              },
+              "InstallWindows": {
+                "type": "object",
+                "required": [
+                  "install"
+                ],
+                "properties": {
+                  "install": {
+                    "type": "object",
+                    "properties": {
+                      "click": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": 30
+                      },
+                      "view": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": 7
+                      },
+                      "ignoreInteractionType": {
+                        "type": "string",
+                        "enum": [
+                          "click",
+                          "view"
+                        ]
+                      }
+                    }
+                  }
+                }
+              },
+              "AdvertisedAppRequest": {
+                "type": "object",
+                "description": "AdAttributionKit keys, flat or inside AdAttributionKitConfigurations",
+                "properties": {
+                  "AdAttributionKitConfigurations": {
+                    "type": "object"
+                  },
+                  "AttributionWindows": {
+                    "type": "object",
+                    "description": "'global' and per-network entries",
+                    "additionalProperties": {
+                      "$ref": "#/components/schemas/InstallWindows"
+                    }
+                  },
+                  "AttributionCooldown": {
+                    "type": "object",
+                    "properties": {
+                      "install-cooldown-hours": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "maximum": 720
+                      },
+                      "re-engagement-cooldown-hours": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "maximum": 720
+                      }
+                    }
+                  },
+                  "AttributionCopyEndpoint": {
+                    "type": "string"
+                  },
+                  "EligibleForAdAttributionKitReengagementPostbackCopies": {
+                    "type": "boolean"
+                  },
+                  "EligibleForAdAttributionKitOverlappingConversions": {
+                    "type": "boolean"
+                  }
+                }
+              },
+              "AppKey": {
+                "type": "object",
+                "properties": {
+                  "app-key": {
+                    "type": "string"
+                  },
+                  "advertised-item-identifier": {
+                    "type": "string"
+                  }
+                }
+              },
+              "Rejections": {
+                "type": "object",
+                "properties": {
+                  "rejections": {
+                    "type": "array",
+                    "items": {
+                      "type": "object",
+                      "properties": {
+                        "reason": {
+                          "type": "string"
+                        },
+                        "detail": {
+                          "type": "string"
+                        },
+                        "event-identifier": {
+                          "type": "string"
+                        },
+                        "ad-network-identifier": {
+                          "type": "string"
+                        },
+                        "impression-identifier": {
+                          "type": "string"
+                        }
+                      }
+                    }
+                  }
+                }
+              },
+              "JWKSet": {
+                "type": "object",
+                "required": [
+                  "keys"
+                ],
+                "properties": {
+                  "keys": {
+                    "type": "array",
+                    "items": {
+                      "type": "object"
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        """#
+}

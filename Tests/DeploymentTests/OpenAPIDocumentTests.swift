@@ -1,0 +1,50 @@
+import Foundation
+import Testing
+
+/// The OpenAPI document ingest serves lists exactly the routes ingest registers.
+@Suite("OpenAPI document ↔ ingest's routes")
+struct OpenAPIDocumentTests {
+    static func binary(_ name: String) -> URL {
+        if let path = ProcessInfo.processInfo.environment["PIPELINE_BIN_DIR"] {
+            return URL(fileURLWithPath: path).appendingPathComponent(name)
+        }
+        return ComposeFileTests.root.appendingPathComponent(".build/debug/\(name)")
+    }
+
+    static func run(_ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = binary("ingest")
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    @Test func everyRouteIsDocumentedAndEveryDocumentedRouteExists() throws {
+        let served = Set(try Self.run(["--routes"]).split(separator: "\n").map(String.init))
+        #expect(served.count > 10, "ingest --routes lists its routes (is ingest built?)")
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(try Self.run(["--openapi"]).utf8)) as? [String: Any])
+        #expect(document["openapi"] as? String == "3.1.0")
+        let paths = try #require(document["paths"] as? [String: [String: Any]])
+        let methods: Set = ["get", "put", "post", "delete", "patch"]
+        var documented = Set<String>()
+        for (path, item) in paths {
+            for method in item.keys where methods.contains(method) { documented.insert("\(method.uppercased()) \(path)") }
+        }
+        #expect(served.subtracting(documented).isEmpty, "served but not documented: \(served.subtracting(documented).sorted())")
+        #expect(documented.subtracting(served).isEmpty, "documented but not served: \(documented.subtracting(served).sorted())")
+    }
+
+    @Test func everyReferenceResolves() throws {
+        let text = try Self.run(["--openapi"])
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        let components = try #require(document["components"] as? [String: [String: Any]])
+        for match in text.matches(of: /"\$ref": "#\/components\/(\w+)\/(\w+)"/) {
+            #expect(components[String(match.output.1)]?[String(match.output.2)] != nil, "\(match.output.0) resolves")
+        }
+    }
+}
