@@ -79,7 +79,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "verifier",
-            dependencies: ["AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime"],
+            dependencies: [
+                "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime",
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
             path: "Services/verifier",
             swiftSettings: swiftSettings
         ),
@@ -144,6 +147,7 @@ let package = Package(
             dependencies: [
                 "AttributionModel", "AttributionCrypto", "RedisStreams", "TestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "Tests/PipelineTests",
             swiftSettings: swiftSettings

@@ -50,11 +50,18 @@ enum ImpressionVerification {
         guard let network = registry.adNetworks[payload.adNetworkIdentifier.rawValue] else {
             throw refuse(.unknownAdNetwork, "ad network \(payload.adNetworkIdentifier) is not registered")
         }
-        do {
-            try parsed.jws.verify(with: try JWK.parsePublicKey(network.publicKey))
-        } catch {
-            throw refuse(RejectionReason(error.code), error.reason)
+        // After a rotation the previous key stays valid for its grace period.
+        var failure: JWSError?
+        for key in network.acceptedKeys(at: report.receivedAt) {
+            do {
+                try parsed.jws.verify(with: try JWK.parsePublicKey(key))
+                failure = nil
+                break
+            } catch {
+                failure = failure ?? error
+            }
         }
+        if let failure { throw refuse(RejectionReason(failure.code), failure.reason) }
         if let (reason, detail) = ImpressionRules.check(
             payload, interaction: report.interaction, receivedAt: report.receivedAt, policy: policy)
         {

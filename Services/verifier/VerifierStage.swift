@@ -1,19 +1,30 @@
 import AttributionModel
+import Foundation
+import Metrics
 import RedisStreams
+import ServiceRuntime
 
-/// The verifier's batch: one read pipeline (replay markers and registry entries), then one
-/// transaction that marks impressions as seen, writes `verified` / `rejected`, and acknowledges.
+/// The verifier's batch: one read pipeline (replay markers, registry entries, the device's recent
+/// views), then one transaction that marks impressions as seen, records views, writes `verified` /
+/// `rejected` (and the refusal logs ingest's admin API shows), and acknowledges.
 struct VerifierStage: StreamStage {
     let policy: TimePolicy
 
     /// One impression may be used once: its id is remembered for as long as it could be fresh.
     static func replayKey(_ impressionIdentifier: String) -> String { "verifier:seen:\(impressionIdentifier)" }
 
-    struct Plan {
+    /// One network's views of one advertised app on one device: a sorted set of "begin:end" by end.
+    static func viewsKey(device: String, app: ItemIdentifier, network: AdNetworkIdentifier) -> String {
+        "verifier:views:\(app):\(network):\(device)"
+    }
+
+    struct Plan: Sendable {
         var envelopes: [Envelope?] = []
         var parsed: [Int: Result<ImpressionVerification.Parsed, ImpressionVerification.Refusal>] = [:]
         var replayKeys: [String] = []
         var registry = RegistrySnapshot.Request()
+        /// Per view impression (by entry index): its views key, in the order the reads ask for them.
+        var viewKeys: [(index: Int, key: String, interval: ViewInterval)] = []
     }
 
     func prepare(_ batch: [StreamEntry]) -> Plan {
@@ -28,11 +39,16 @@ struct VerifierStage: StreamStage {
             case .impressionReported(let report):
                 let parsed = Result { () throws(ImpressionVerification.Refusal) in try ImpressionVerification.parse(report) }
                 plan.parsed[index] = parsed
-                if case .success(let p) = parsed {
-                    networks.insert(p.payload.adNetworkIdentifier.rawValue)
-                    publishers.insert(p.payload.publisherItemIdentifier)
-                    advertised.insert(p.payload.advertisedItemIdentifier)
-                    plan.replayKeys.append(Self.replayKey(p.payload.impressionIdentifier))
+                guard case .success(let p) = parsed else { continue }
+                networks.insert(p.payload.adNetworkIdentifier.rawValue)
+                publishers.insert(p.payload.publisherItemIdentifier)
+                advertised.insert(p.payload.advertisedItemIdentifier)
+                plan.replayKeys.append(Self.replayKey(p.payload.impressionIdentifier))
+                if report.interaction.type == .view, let begin = report.interaction.begin {
+                    let key = Self.viewsKey(
+                        device: report.deviceIdentifier, app: p.payload.advertisedItemIdentifier,
+                        network: p.payload.adNetworkIdentifier)
+                    plan.viewKeys.append((index, key, ViewInterval(begin: begin, end: report.interaction.time)))
                 }
             case .conversionReported(let report): advertised.insert(report.advertisedItemIdentifier)
             case .updateReported(let report): advertised.insert(report.advertisedItemIdentifier)
@@ -45,29 +61,32 @@ struct VerifierStage: StreamStage {
     }
 
     func reads(for plan: Plan) -> StageReads {
-        // WATCH the replay markers: two replicas given the same impression cannot both accept it.
+        // WATCH the replay markers and view sets: two replicas given the same impression (or overlapping
+        // views of one device) cannot both accept.
+        let viewReads = plan.viewKeys.map { RedisCommand("ZRANGEBYSCORE", $0.key, "(\($0.interval.begin)", "+inf") }
         return StageReads(
-            watch: plan.replayKeys,
-            commands: plan.replayKeys.map { RedisCommand("EXISTS", $0) } + plan.registry.commands)
+            watch: plan.replayKeys + Set(plan.viewKeys.map(\.key)).sorted(),
+            commands: plan.replayKeys.map { RedisCommand("EXISTS", $0) } + plan.registry.commands + viewReads)
     }
 
     func decide(_ plan: Plan, state: [RedisReply]) async -> [StageOutcome] {
         var seen = Set<String>()
         for (key, reply) in zip(plan.replayKeys, state) where reply.int == 1 { seen.insert(key) }
         let registry = RegistrySnapshot(request: plan.registry, state: state, offset: plan.replayKeys.count)
-        let replayTTL = String(
-            policy.milliseconds(ImpressionRules.maximumAge) + TimePolicy.realTime.milliseconds(ImpressionRules.futureTolerance))
+        // Views already recorded that end after each new view begins (the only ones it can overlap).
+        var views: [String: [ViewInterval]] = [:]
+        let viewReplies = state.dropFirst(plan.replayKeys.count + plan.registry.commands.count)
+        for (view, reply) in zip(plan.viewKeys, viewReplies) {
+            views[view.key, default: []] += reply.elements.compactMap { $0.string.flatMap(ViewInterval.init(member:)) }
+        }
+        let viewByIndex = Dictionary(plan.viewKeys.map { ($0.index, ($0.key, $0.interval)) }, uniquingKeysWith: { a, _ in a })
+        let freshFor =
+            policy.milliseconds(ImpressionRules.maximumAge) + TimePolicy.realTime.milliseconds(ImpressionRules.futureTolerance)
 
         return plan.envelopes.indices.map { index -> StageOutcome in
             guard let envelope = plan.envelopes[index] else { return .failed("not a pipeline envelope") }
-            func reject(_ refusal: ImpressionVerification.Refusal) -> StageOutcome {
-                let rejection = Rejection(
-                    reason: refusal.reason, detail: refusal.detail, eventIdentifier: envelope.id,
-                    adNetworkIdentifier: refusal.adNetworkIdentifier, impressionIdentifier: refusal.impressionIdentifier)
-                return .write([
-                    StreamCommands.add(
-                        StreamNames.rejected, message: Envelope(time: envelope.time, body: .rejected(rejection)).encoded())
-                ])
+            func reject(_ refusal: ImpressionVerification.Refusal, app: ItemIdentifier? = nil) -> StageOutcome {
+                .write(Self.rejection(refusal, event: envelope, app: app))
             }
             func pass(_ body: MessageBody) -> [RedisCommand] {
                 [
@@ -77,44 +96,80 @@ struct VerifierStage: StreamStage {
             }
             switch envelope.body {
             case .impressionReported(let report):
-                guard case .success(let parsed)? = plan.parsed[index] else {
-                    if case .failure(let refusal)? = plan.parsed[index] { return reject(refusal) }
-                    return .failed("impression was not parsed")
+                let parsed: ImpressionVerification.Parsed
+                switch plan.parsed[index] {
+                case .success(let p)?: parsed = p
+                case .failure(let refusal)?: return reject(refusal)
+                case nil: return .failed("impression was not parsed")
                 }
-                let key = Self.replayKey(parsed.payload.impressionIdentifier)
+                let payload = parsed.payload
+                let key = Self.replayKey(payload.impressionIdentifier)
+                func refusal(_ reason: RejectionReason, _ detail: String) -> ImpressionVerification.Refusal {
+                    .init(
+                        reason: reason, detail: detail, adNetworkIdentifier: payload.adNetworkIdentifier.rawValue,
+                        impressionIdentifier: payload.impressionIdentifier)
+                }
                 do throws(ImpressionVerification.Refusal) {
                     try ImpressionVerification.verify(parsed, report: report, registry: registry, policy: policy)
                 } catch { return reject(error) }
-                guard seen.insert(key).inserted else {
-                    return reject(
-                        .init(
-                            reason: .impressionReplayed, detail: "this impression-identifier was already used",
-                            adNetworkIdentifier: parsed.payload.adNetworkIdentifier.rawValue,
-                            impressionIdentifier: parsed.payload.impressionIdentifier))
+                guard !seen.contains(key) else {
+                    return reject(refusal(.impressionReplayed, "this impression-identifier was already used"))
                 }
+                var writes = [RedisCommand("SET", key, "1", "PX", String(freshFor))]
+                if let (viewsKey, interval) = viewByIndex[index] {
+                    if views[viewsKey, default: []].contains(where: interval.overlaps) {
+                        return reject(
+                            refusal(.overlappingView, "this network already had a view of this app open on this device then"))
+                    }
+                    views[viewsKey, default: []].append(interval)
+                    writes += [
+                        RedisCommand("ZADD", viewsKey, String(interval.end), interval.member),
+                        RedisCommand("ZREMRANGEBYSCORE", viewsKey, "-inf", String(interval.end - freshFor)),
+                        RedisCommand("PEXPIRE", viewsKey, String(freshFor)),
+                    ]
+                }
+                seen.insert(key)
                 let verified = VerifiedImpression(
-                    deviceIdentifier: report.deviceIdentifier, payload: parsed.payload, interaction: report.interaction,
+                    deviceIdentifier: report.deviceIdentifier, payload: payload, interaction: report.interaction,
                     kind: .adAttributionKit)
-                return .write([RedisCommand("SET", key, "1", "PX", replayTTL)] + pass(.impressionVerified(verified)))
+                return .write(writes + pass(.impressionVerified(verified)))
             case .conversionReported(let report):
                 guard let app = registry.advertisedApps[report.advertisedItemIdentifier] else {
-                    return reject(
-                        .init(
-                            reason: .unknownAdvertisedApp,
-                            detail: "advertised app \(report.advertisedItemIdentifier) is not registered"))
+                    return reject(Self.unknownApp(report.advertisedItemIdentifier), app: report.advertisedItemIdentifier)
                 }
                 return .write(pass(.conversionVerified(VerifiedConversion(report: report, app: app))))
             case .updateReported(let report):
                 guard registry.advertisedApps[report.advertisedItemIdentifier] != nil else {
-                    return reject(
-                        .init(
-                            reason: .unknownAdvertisedApp,
-                            detail: "advertised app \(report.advertisedItemIdentifier) is not registered"))
+                    return reject(Self.unknownApp(report.advertisedItemIdentifier), app: report.advertisedItemIdentifier)
                 }
                 return .write(pass(.updateVerified(report)))
             default:
                 return .failed("verifier does not take \(envelope.type.rawValue) messages")
             }
         }
+    }
+
+    static func unknownApp(_ item: ItemIdentifier) -> ImpressionVerification.Refusal {
+        .init(reason: .unknownAdvertisedApp, detail: "advertised app \(item) is not registered")
+    }
+
+    /// The `rejected` entry, the refusal logs of its network (or app), and a count per reason.
+    static func rejection(_ refusal: ImpressionVerification.Refusal, event: Envelope, app: ItemIdentifier?) -> [RedisCommand] {
+        let rejection = Rejection(
+            reason: refusal.reason, detail: refusal.detail, eventIdentifier: event.id,
+            adNetworkIdentifier: refusal.adNetworkIdentifier, impressionIdentifier: refusal.impressionIdentifier)
+        Counter(label: "verifier_rejections_total", dimensions: [("reason", refusal.reason.rawValue)]).increment()
+        var commands = [
+            StreamCommands.add(StreamNames.rejected, message: Envelope(time: event.time, body: .rejected(rejection)).encoded())
+        ]
+        let log = refusal.adNetworkIdentifier.map(RejectionLog.networkKey) ?? app.map { RejectionLog.appKey(String($0)) }
+        if let log, let json = try? JSONCoding.encoder.encode(rejection) {
+            commands += [
+                RedisCommand(bytes: [Array("LPUSH".utf8), Array(log.utf8), Array(json)]),
+                RedisCommand("LTRIM", log, "0", String(RejectionLog.capacity - 1)),
+                RedisCommand("PEXPIRE", log, String(30 * 86_400_000)),
+            ]
+        }
+        return commands
     }
 }

@@ -40,3 +40,29 @@ struct HTTPTestClient {
         return false
     }
 }
+
+/// A request with raw body and the headers the corpus varies.
+struct HTTPClientRequestBuilder {
+    var method: String
+    var url: String
+    var body: String
+    var token: String? = nil
+    var contentType: String? = nil
+    var idempotencyKey: String? = nil
+}
+
+extension HTTPTestClient {
+    func send(_ builder: HTTPClientRequestBuilder) async throws -> Reply {
+        var request = HTTPClientRequest(url: builder.url)
+        request.method = .init(rawValue: builder.method)
+        if let token = builder.token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        if let contentType = builder.contentType { request.headers.add(name: "Content-Type", value: contentType) }
+        if let key = builder.idempotencyKey { request.headers.add(name: "Idempotency-Key", value: key) }
+        request.body = .bytes(ByteBuffer(string: builder.body))
+        let response = try await client.execute(request, timeout: .seconds(10))
+        let body = try await response.body.collect(upTo: 1 << 20)
+        return Reply(
+            status: Int(response.status.code), body: Data(body.readableBytesView),
+            contentType: response.headers.first(name: "Content-Type"))
+    }
+}

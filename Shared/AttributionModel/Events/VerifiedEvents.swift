@@ -81,4 +81,5 @@ public enum RejectionReason: String, Sendable, Codable, Hashable, CaseIterable {
     case impressionReplayed = "impression-replayed"
     case clickTooLate = "click-too-late"
     case viewTooShort = "view-too-short"
+    case overlappingView = "overlapping-view"
 }

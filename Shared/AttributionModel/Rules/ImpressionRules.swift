@@ -1,3 +1,5 @@
+import Foundation
+
 /// Rules an impression must satisfy beyond its signature. Returns the reason it is refused, or nil.
 public enum ImpressionRules {
     /// A tap counts only within 15 minutes of the impression being loaded for display.
@@ -20,8 +22,11 @@ public enum ImpressionRules {
         guard SourceIdentifier.range.contains(payload.sourceIdentifier) else {
             return (.invalidPayload, "source-identifier must be within 0–9999")
         }
-        guard !payload.impressionIdentifier.isEmpty, payload.impressionIdentifier.count <= 64 else {
+        guard UUID(uuidString: payload.impressionIdentifier) != nil else {
             return (.invalidPayload, "impression-identifier must be a UUID")
+        }
+        guard payload.advertisedItemIdentifier > 0 else {
+            return (.invalidPayload, "advertised-item-identifier must be a positive item id")
         }
         if payload.timestamp > receivedAt + TimePolicy.realTime.milliseconds(futureTolerance) {
             return (.impressionFromFuture, "timestamp is more than 5 minutes in the future")
@@ -42,5 +47,29 @@ public enum ImpressionRules {
             else { return (.viewTooShort, "a view counts only after 2 s on screen") }
         }
         return nil
+    }
+}
+
+/// A view's time on screen: one ad network may not have two open views for the same advertised app on
+/// one device at once, so a view that overlaps an earlier one of that network is refused.
+public struct ViewInterval: Sendable, Hashable {
+    public var begin: Milliseconds
+    public var end: Milliseconds
+
+    public init(begin: Milliseconds, end: Milliseconds) {
+        self.begin = begin
+        self.end = end
+    }
+
+    /// Touching ends (one view ends as the next begins) are not an overlap.
+    public func overlaps(_ other: ViewInterval) -> Bool { begin < other.end && other.begin < end }
+
+    /// Stored as "begin:end" in the verifier's per-device sorted set (scored by end).
+    public var member: String { "\(begin):\(end)" }
+
+    public init?(member: String) {
+        let parts = member.split(separator: ":")
+        guard parts.count >= 2, let begin = Milliseconds(parts[0]), let end = Milliseconds(parts[1]) else { return nil }
+        self.init(begin: begin, end: end)
     }
 }
