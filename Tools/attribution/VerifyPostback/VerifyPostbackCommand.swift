@@ -1,0 +1,116 @@
+import ArgumentParser
+import AsyncHTTPClient
+import AttributionCrypto
+import Foundation
+import Logging
+
+/// `attribution verify-postback`: what a postback receiver checks, for one body, from a file or stdin.
+struct VerifyPostbackCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify-postback",
+        abstract: "Verify an AdAttributionKit or SKAdNetwork postback body and print its verified fields as JSON.",
+        discussion: """
+            A body with jws-string is an AdAttributionKit postback: its JWS (ES256) must verify with \
+            --public-key (whatever kid it names) or with the key of --jwks-url that its kid names. A body \
+            with attribution-signature is a SKAdNetwork postback (versions 1.0–4.0): its signature over the \
+            version's signed fields must verify with --public-key (P-192 for 1.0 and 2.0, P-256 from 2.1; \
+            `--public-key apple` uses Apple's published keys). On success the fields are printed as one JSON \
+            object with "kind" (and "kid" for AdAttributionKit) and the exit status is 0; the value fields \
+            (conversion-value, coarse-conversion-value, country-code, ad-interaction-type) are never signed. \
+            Otherwise {"error": "<reason code>", "detail": "..."} goes to stderr and the exit status is 1.
+            """
+    )
+
+    @Option(help: "File holding the postback body (JSON). Default: standard input.")
+    var file: String?
+
+    @Option(
+        help: """
+            The verifying public key: base64 DER SubjectPublicKeyInfo (as Apple publishes it), PEM (give it as \
+            --public-key=<PEM>: it starts with dashes), a JWK (AdAttributionKit), @<path> to read one of those \
+            from a file, or `apple` for Apple's SKAdNetwork keys.
+            """)
+    var publicKey: String?
+
+    @Option(
+        name: .customLong("jwks-url"), help: "A key set to pick the AdAttributionKit key from by kid (instead of --public-key).")
+    var jwksURL: String?
+
+    /// Postbacks are small; anything this large is not one.
+    static let maximumBodySize = 1 << 20
+
+    func validate() throws {
+        switch (publicKey, jwksURL) {
+        case (nil, nil): throw ValidationError("give --public-key <key> or --jwks-url <url>")
+        case (.some, .some): throw ValidationError("--public-key and --jwks-url are exclusive")
+        case (nil, .some(let url)): try HTTPURLValidation.check(url, flag: "--jwks-url")
+        case (.some, nil): break
+        }
+    }
+
+    func run() async throws {
+        let verified: VerifiedPostbackBody
+        do throws(VerifyPostbackFailure) {
+            let body = try readBody()
+            let key = try await verificationKey(for: body)
+            do {
+                verified = try PostbackBodyVerifier.verify(body: body, key: key)
+            } catch {
+                throw VerifyPostbackFailure(error)
+            }
+        } catch {
+            printError(error.json)
+            printError("postback refused (\(error.code)): \(error.detail)")
+            throw ExitCode(1)
+        }
+        print(try VerifiedPostbackFields.json(verified))
+    }
+
+    private func readBody() throws(VerifyPostbackFailure) -> Data {
+        let body: Data?
+        if let file {
+            body = FileManager.default.contents(atPath: file)
+        } else {
+            body = try? FileHandle.standardInput.readToEnd() ?? Data()
+        }
+        guard let body else {
+            throw VerifyPostbackFailure(code: "unreadable-input", detail: "cannot read \(file ?? "standard input")")
+        }
+        guard body.count <= Self.maximumBodySize else {
+            throw VerifyPostbackFailure(code: "invalid-components", detail: "body is larger than \(Self.maximumBodySize) bytes")
+        }
+        return body
+    }
+
+    private func verificationKey(for body: Data) async throws(VerifyPostbackFailure) -> PostbackVerificationKey {
+        if let publicKey {
+            return try PostbackKeyArgument.parse(publicKey)
+        }
+        guard let jwksURL else { throw VerifyPostbackFailure(code: "invalid-key", detail: "no key given") }
+        do {
+            guard try PostbackBodyVerifier.kind(of: body) == .adAttributionKit else {
+                throw JWSError(.invalidKey, "SKAdNetwork postbacks name no kid: give --public-key instead of --jwks-url")
+            }
+            let keyID = try PostbackVerifier.keyID(inBody: body)
+            return .keySet(try await Self.fetchKeySet(jwksURL, containing: keyID))
+        } catch let error as JWSError {
+            throw VerifyPostbackFailure(error)
+        } catch {
+            throw VerifyPostbackFailure(code: "key-unavailable", detail: "\(error)")
+        }
+    }
+
+    private static func fetchKeySet(_ url: String, containing keyID: String) async throws -> JWKSet {
+        // Logs would go to stdout by default; stdout carries only the verified fields.
+        let logger = Logger(label: "attribution") { _ in SwiftLogNoOpLogHandler() }
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        do {
+            let keys = try await KeySetCache(url: url, client: client, logger: logger).keySet(containing: keyID)
+            try await client.shutdown()
+            return keys
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+    }
+}
