@@ -6,9 +6,6 @@ import ServiceRuntime
 extension IngestRequests.Impression {
     func report(receivedAt: Milliseconds) throws -> ImpressionReport {
         try EventChecks.device(deviceIdentifier)
-        guard !impression.isEmpty, impression.utf8.count <= 8_192, impression.split(separator: ".").count == 3 else {
-            throw ProblemDetails.badRequest("invalid-components", "impression must be a compact JWS (three base64url parts)")
-        }
         switch interaction.type {
         case .click where interaction.loadedAt == nil:
             throw ProblemDetails.badRequest("invalid-interaction", "a click needs loaded-at: when the impression was loaded")
@@ -16,8 +13,31 @@ extension IngestRequests.Impression {
             throw ProblemDetails.badRequest("invalid-interaction", "a view needs begin: when the ad appeared on screen")
         default: break
         }
-        return ImpressionReport(
-            deviceIdentifier: deviceIdentifier, impression: impression, interaction: interaction, receivedAt: receivedAt)
+        switch (impression, skadnetworkImpression) {
+        case (let jws?, nil):
+            guard !jws.isEmpty, jws.utf8.count <= 8_192, jws.split(separator: ".", omittingEmptySubsequences: false).count == 3
+            else {
+                throw ProblemDetails.badRequest("invalid-components", "impression must be a compact JWS (three base64url parts)")
+            }
+            return ImpressionReport(
+                deviceIdentifier: deviceIdentifier, impression: jws, interaction: interaction, receivedAt: receivedAt)
+        case (nil, let skan?):
+            do { try skan.validate() } catch {
+                throw ProblemDetails.badRequest("invalid-skadnetwork-impression", "\(error)")
+            }
+            // The signed fidelity says what the interaction was; the report must agree with it.
+            guard skan.interactionType == interaction.type else {
+                throw ProblemDetails.badRequest(
+                    "invalid-interaction",
+                    "fidelity-type \(skan.fidelityType) is a \(skan.interactionType.rawValue), not a \(interaction.type.rawValue)"
+                )
+            }
+            return ImpressionReport(
+                deviceIdentifier: deviceIdentifier, skadnetworkImpression: skan, interaction: interaction, receivedAt: receivedAt)
+        default:
+            throw ProblemDetails.badRequest(
+                "invalid-components", "send exactly one of impression (AdAttributionKit JWS) and skadnetwork-impression")
+        }
     }
 }
 

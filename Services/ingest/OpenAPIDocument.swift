@@ -656,9 +656,9 @@ enum OpenAPIDocument {
               },
               "ImpressionRequest": {
                 "type": "object",
+                "description": "exactly one of impression (AdAttributionKit) and skadnetwork-impression (SKAdNetwork 4.0)",
                 "required": [
                   "device-identifier",
-                  "impression",
                   "interaction"
                 ],
                 "properties": {
@@ -671,8 +671,69 @@ enum OpenAPIDocument {
                     "type": "string",
                     "description": "compact JWS, ES256, kid = ad network id"
                   },
+                  "skadnetwork-impression": {
+                    "$ref": "#/components/schemas/SKANImpression"
+                  },
                   "interaction": {
                     "$ref": "#/components/schemas/Interaction"
+                  }
+                }
+              },
+              "SKANImpression": {
+                "type": "object",
+                "description": "signed by the network's SKAdNetwork key: ECDSA P-256 over the fields joined by U+2063, DER, base64",
+                "required": [
+                  "version",
+                  "ad-network-id",
+                  "source-identifier",
+                  "itunes-item-id",
+                  "nonce",
+                  "source-app-id",
+                  "fidelity-type",
+                  "timestamp",
+                  "signature"
+                ],
+                "properties": {
+                  "version": {
+                    "type": "string",
+                    "enum": [
+                      "4.0"
+                    ]
+                  },
+                  "ad-network-id": {
+                    "type": "string"
+                  },
+                  "source-identifier": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": 9999
+                  },
+                  "itunes-item-id": {
+                    "type": "integer",
+                    "minimum": 1
+                  },
+                  "nonce": {
+                    "type": "string",
+                    "description": "lowercase UUID"
+                  },
+                  "source-app-id": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "0 in development"
+                  },
+                  "fidelity-type": {
+                    "type": "integer",
+                    "enum": [
+                      0,
+                      1
+                    ],
+                    "description": "1 = StoreKit-rendered (click), 0 = view-through"
+                  },
+                  "timestamp": {
+                    "type": "integer"
+                  },
+                  "signature": {
+                    "type": "string"
                   }
                 }
               },

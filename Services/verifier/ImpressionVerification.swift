@@ -12,15 +12,28 @@ enum ImpressionVerification {
         var impressionIdentifier: String?
     }
 
-    /// The parts of a JWS the batch needs before the registry is read: its network and payload.
-    struct Parsed {
-        let jws: CompactJWS
+    /// What the batch needs before the registry is read: the impression in the pool's common shape
+    /// and the signature still to check.
+    struct Parsed: Sendable {
+        enum Signature: Sendable {
+            case jws(CompactJWS)
+            case skadnetwork(SKANImpression)
+        }
+        let signature: Signature
         let payload: ImpressionPayload
+        var kind: ImpressionKind {
+            if case .skadnetwork = signature { return .skAdNetwork }
+            return .adAttributionKit
+        }
     }
 
     static func parse(_ report: ImpressionReport) throws(Refusal) -> Parsed {
+        if let skan = report.skadnetworkImpression {
+            do { try skan.validate() } catch { throw Refusal(reason: .invalidPayload, detail: "\(error)") }
+            return Parsed(signature: .skadnetwork(skan), payload: skan.impressionPayload())
+        }
         let jws: CompactJWS
-        do { jws = try CompactJWS(parsing: report.impression) } catch {
+        do { jws = try CompactJWS(parsing: report.impression ?? "") } catch {
             throw Refusal(reason: RejectionReason(error.code), detail: error.reason)
         }
         guard jws.header.alg == "ES256" else {
@@ -35,7 +48,7 @@ enum ImpressionVerification {
                 adNetworkIdentifier: payload.adNetworkIdentifier.rawValue,
                 impressionIdentifier: payload.impressionIdentifier)
         }
-        return Parsed(jws: jws, payload: payload)
+        return Parsed(signature: .jws(jws), payload: payload)
     }
 
     static func verify(
@@ -50,18 +63,30 @@ enum ImpressionVerification {
         guard let network = registry.adNetworks[payload.adNetworkIdentifier.rawValue] else {
             throw refuse(.unknownAdNetwork, "ad network \(payload.adNetworkIdentifier) is not registered")
         }
-        // After a rotation the previous key stays valid for its grace period.
-        var failure: JWSError?
-        for key in network.acceptedKeys(at: report.receivedAt) {
+        switch parsed.signature {
+        case .jws(let jws):
+            // After a rotation the previous key stays valid for its grace period.
+            var failure: JWSError?
+            for key in network.acceptedKeys(at: report.receivedAt) {
+                do {
+                    try jws.verify(with: try JWK.parsePublicKey(key))
+                    failure = nil
+                    break
+                } catch {
+                    failure = failure ?? error
+                }
+            }
+            if let failure { throw refuse(RejectionReason(failure.code), failure.reason) }
+        case .skadnetwork(let skan):
+            guard let text = network.skanPublicKey else {
+                throw refuse(.unknownAdNetwork, "ad network \(payload.adNetworkIdentifier) registered no SKAdNetwork key")
+            }
             do {
-                try parsed.jws.verify(with: try JWK.parsePublicKey(key))
-                failure = nil
-                break
+                try skan.verifySignature(with: try SKANPublicKey(parsing: text))
             } catch {
-                failure = failure ?? error
+                throw refuse(RejectionReason(error.code), error.reason)
             }
         }
-        if let failure { throw refuse(RejectionReason(failure.code), failure.reason) }
         if let (reason, detail) = ImpressionRules.check(
             payload, interaction: report.interaction, receivedAt: report.receivedAt, policy: policy)
         {

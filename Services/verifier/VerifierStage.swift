@@ -131,7 +131,7 @@ struct VerifierStage: StreamStage {
                 seen.insert(key)
                 let verified = VerifiedImpression(
                     deviceIdentifier: report.deviceIdentifier, payload: payload, interaction: report.interaction,
-                    kind: .adAttributionKit)
+                    kind: parsed.kind)
                 return .write(writes + pass(.impressionVerified(verified)))
             case .conversionReported(let report):
                 guard let app = registry.advertisedApps[report.advertisedItemIdentifier] else {

@@ -56,6 +56,24 @@ struct HostileInputTests {
         #"{"impression-identifier":"\#(id)","ad-network-identifier":"\#(network)","advertised-item-identifier":\#(app),"publisher-item-identifier":\#(publisher),"source-identifier":\#(source),"timestamp":\#(timestamp ?? now()),"impression-type":"\#(type)"\#(extra)}"#
     }
 
+    /// A SKAdNetwork 4.0 impression body, signed with `key` (over the U+2063 message, DER, base64).
+    static func skanBody(
+        network: String = HostileInputTests.network, key: P256.Signing.PrivateKey, nonce: String = UUID().uuidString.lowercased(),
+        fidelity: Int = 1, interaction: String? = nil, tamper: Bool = false
+    ) -> String {
+        var skan = SKANImpression(
+            adNetworkIdentifier: AdNetworkIdentifier(network)!, sourceIdentifier: 4321,
+            itunesItemIdentifier: HostileInputTests.app,
+            nonce: nonce, sourceAppIdentifier: HostileInputTests.publisher, fidelityType: fidelity, timestamp: now())
+        skan.signature = try! SKANSignature.sign(message: skan.signedMessage, with: key)
+        if tamper { skan.sourceIdentifier = 4322 }
+        let t = now()
+        let interaction = interaction ?? #"{"type":"click","time":\#(t),"loaded-at":\#(t - 1000)}"#
+        let json = String(decoding: try! JSONCoding.encoder.encode(skan), as: UTF8.self)
+        return
+            #"{"device-identifier":"device-\#(UUID().uuidString)","skadnetwork-impression":\#(json),"interaction":\#(interaction)}"#
+    }
+
     static func impressionBody(_ jws: String, device: String = "device-\(UUID().uuidString)", interaction: String? = nil)
         -> String
     {
@@ -73,6 +91,7 @@ struct HostileInputTests {
         let admin = pipeline.adminToken
         let key = SigningKey.generate()
         let stranger = SigningKey.generate()
+        let skanKey = SigningKey.generate()
 
         // Registrations the corpus runs against.
         func put(_ path: String, _ json: [String: Any]) async throws {
@@ -81,7 +100,10 @@ struct HostileInputTests {
         }
         try await put(
             "/v1/admin/ad-networks/\(Self.network)",
-            ["public-key": key.publicKey.pemRepresentation, "postback-url": "https://example.com/p"])
+            [
+                "public-key": key.publicKey.pemRepresentation, "postback-url": "https://example.com/p",
+                "skan-public-key": skanKey.publicKey.derRepresentation.base64EncodedString(),
+            ])
         try await put(
             "/v1/admin/ad-networks/unlisted.net",
             ["public-key": key.publicKey.pemRepresentation, "postback-url": "https://example.com/p"])
@@ -424,6 +446,35 @@ struct HostileInputTests {
                         header: #"{"alg":"ES256","kid":"revoked.net"}"#,
                         payload: Self.payload(network: "revoked.net", publisher: Self.publisher + 1), key: key)),
                 expect: .verifier(.invalidSignature)),
+            // SKAdNetwork 4.0 impressions compete in the same pool, checked against the network's SKAN key.
+            Case(
+                name: "SKAN nonce in upper case", body: Self.skanBody(key: skanKey, nonce: UUID().uuidString),
+                expect: .ingest(400, "invalid-skadnetwork-impression")),
+            Case(
+                name: "SKAN view-through reported as a click", body: Self.skanBody(key: skanKey, fidelity: 0),
+                expect: .ingest(400, "invalid-interaction")),
+            Case(
+                name: "JWS and SKAN impression at once",
+                body:
+                    #"{"device-identifier":"d","impression":"a.b.c","skadnetwork-impression":{},"interaction":{"type":"click","time":1,"loaded-at":1}}"#,
+                expect: .ingest(400, "invalid-json")),
+            Case(
+                name: "neither JWS nor SKAN impression",
+                body: #"{"device-identifier":"d","interaction":{"type":"click","time":1,"loaded-at":1}}"#,
+                expect: .ingest(400, "invalid-components")),
+            Case(
+                name: "SKAN impression tampered", body: Self.skanBody(key: skanKey, tamper: true),
+                expect: .verifier(.invalidSignature)),
+            Case(
+                name: "SKAN impression signed with the JWS key", body: Self.skanBody(key: key),
+                expect: .verifier(.invalidSignature)),
+            Case(
+                name: "SKAN impression of a network without a SKAN key",
+                body: Self.skanBody(network: "unlisted.net", key: skanKey), expect: .verifier(.unknownAdNetwork)),
+            Case(name: "SKAN impression", body: Self.skanBody(key: skanKey), expect: .verified),
+            Case(
+                name: "SKAN view-through",
+                body: Self.skanBody(key: skanKey, fidelity: 0, interaction: view(t - 60_000, t - 55_000)), expect: .verified),
             // Accepted: what must keep working.
             Case(
                 name: "valid impression", body: Self.impressionBody(Self.jws(header: header, payload: good, key: key)),

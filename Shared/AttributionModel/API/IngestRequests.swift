@@ -77,10 +77,12 @@ public enum IngestRequests {
         public static let knownKeys: Set<String> = Set(CodingKeys.allCases.map(\.rawValue))
     }
 
-    /// `POST /v1/impressions`
+    /// `POST /v1/impressions`: `impression` (AdAttributionKit compact JWS) or `skadnetwork-impression`
+    /// (SKAdNetwork 4.0 fields with their `signature`), exactly one.
     public struct Impression: Codable, Sendable {
         public var deviceIdentifier: String
-        public var impression: String
+        public var impression: String?
+        public var skadnetworkImpression: SKANImpression?
         public var interaction: Interaction
 
         public init(deviceIdentifier: String, impression: String, interaction: Interaction) {
@@ -89,9 +91,17 @@ public enum IngestRequests {
             self.interaction = interaction
         }
 
+        public init(deviceIdentifier: String, skadnetworkImpression: SKANImpression, interaction: Interaction) {
+            self.deviceIdentifier = deviceIdentifier
+            self.skadnetworkImpression = skadnetworkImpression
+            self.interaction = interaction
+        }
+
         enum CodingKeys: String, CodingKey {
             case deviceIdentifier = "device-identifier"
-            case impression, interaction
+            case impression
+            case skadnetworkImpression = "skadnetwork-impression"
+            case interaction
         }
     }
 

@@ -1,10 +1,12 @@
 /// What ingest accepted from the outside world, as it goes onto the `events` stream.
 /// `receivedAt` is ingest's clock; every other time is the reporter's (the rules use event time).
 
-/// An impression (compact JWS as signed by the ad network) with the interaction the device reported.
+/// An impression with the interaction the device reported: an AdAttributionKit compact JWS as the ad
+/// network signed it, or a SKAdNetwork 4.0 impression (both compete in one pool).
 public struct ImpressionReport: Sendable, Codable, Hashable {
     public var deviceIdentifier: String
-    public var impression: String
+    public var impression: String?
+    public var skadnetworkImpression: SKANImpression?
     public var interaction: Interaction
     public var receivedAt: Milliseconds
 
@@ -15,9 +17,20 @@ public struct ImpressionReport: Sendable, Codable, Hashable {
         self.receivedAt = receivedAt
     }
 
+    public init(
+        deviceIdentifier: String, skadnetworkImpression: SKANImpression, interaction: Interaction, receivedAt: Milliseconds
+    ) {
+        self.deviceIdentifier = deviceIdentifier
+        self.skadnetworkImpression = skadnetworkImpression
+        self.interaction = interaction
+        self.receivedAt = receivedAt
+    }
+
     enum CodingKeys: String, CodingKey {
         case deviceIdentifier = "device-identifier"
-        case impression, interaction
+        case impression
+        case skadnetworkImpression = "skadnetwork-impression"
+        case interaction
         case receivedAt = "received-at"
     }
 }
