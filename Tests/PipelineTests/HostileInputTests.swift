@@ -477,6 +477,10 @@ struct HostileInputTests {
                 body: Self.skanBody(key: skanKey, fidelity: 0, interaction: view(t - 60_000, t - 55_000)), expect: .verified),
             // Accepted: what must keep working.
             Case(
+                name: "development impression (publisher 0, no publisher app registered)",
+                body: Self.impressionBody(Self.jws(header: header, payload: Self.payload(publisher: 0), key: key)),
+                expect: .verified),
+            Case(
                 name: "valid impression", body: Self.impressionBody(Self.jws(header: header, payload: good, key: key)),
                 expect: .verified),
             Case(
@@ -608,6 +612,13 @@ struct HostileInputTests {
         #expect(rejections.count >= 10)
         #expect(rejections.allSatisfy { $0["ad-network-identifier"] as? String == Self.network })
         #expect(try await streamLength("verifier:dead", on: connection) == 0, "no message broke the verifier")
+
+        // Refusals are counted per reason on the verifier's /metrics.
+        let verifier = try #require(pipeline.url(of: "verifier"))
+        let metrics = String(decoding: try await http.send("GET", "\(verifier)/metrics").body, as: UTF8.self)
+        for reason in [RejectionReason.invalidSignature, .unsupportedAlgorithm, .impressionReplayed, .overlappingView] {
+            #expect(metrics.contains(#"verifier_rejections_total{reason="\#(reason.rawValue)"}"#), "\(reason) counted")
+        }
     }
 }
 

@@ -13,6 +13,12 @@ final class PipelineProcesses: Sendable {
     let postbackFile: URL
     let signingKeyID = "test-pipeline/0"
     private let children: Mutex<[String: Process]> = Mutex([:])
+    private let httpPorts: Mutex<[String: Int]> = Mutex([:])
+
+    /// The /health and /metrics address of a running service.
+    func url(of service: String) -> String? {
+        httpPorts.withLock { $0[service] }.map { "http://127.0.0.1:\($0)" }
+    }
     private let binaries: URL
     private let environment: [String: String]
 
@@ -71,7 +77,10 @@ final class PipelineProcesses: Sendable {
         process.executableURL = binaries.appendingPathComponent(executable ?? name)
         process.arguments = arguments
         var environment = self.environment.merging(extra) { $1 }
-        if let port { environment["HTTP_PORT"] = String(port) }
+        if let port {
+            environment["HTTP_PORT"] = String(port)
+            httpPorts.withLock { $0[name] = port }
+        }
         process.environment = environment
         let log = directory.appendingPathComponent("\(name).log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
