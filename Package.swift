@@ -88,7 +88,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "attribution-winner",
-            dependencies: ["AttributionModel", "RedisStreams", "ServiceRuntime"],
+            dependencies: [
+                "AttributionModel", "RedisStreams", "ServiceRuntime", .product(name: "Metrics", package: "swift-metrics"),
+            ],
             path: "Services/attribution-winner",
             swiftSettings: swiftSettings
         ),

@@ -1,5 +1,6 @@
 import AttributionModel
 import Foundation
+import Metrics
 import RedisStreams
 
 /// One batch: WATCH and GET the state of every device it touches, apply the messages in order with
@@ -23,21 +24,34 @@ struct AttributionWinnerStage: StreamStage {
         }
     }
 
+    /// A device's re-engagements across all apps (sorted set of conversion ids by time), for the
+    /// per-device cap.
+    static func reengagementsKey(device: String) -> String { "winner:reengagements:\(device)" }
+
     /// The batch decoded once, with the device keys it touches in first-seen order.
     struct Batch: Sendable {
         var envelopes: [Envelope?]
         var keys: [String]
+        var reengagementKeys: [String]
     }
 
     func prepare(_ entries: [StreamEntry]) -> Batch {
         let envelopes = entries.map { try? Envelope.decode($0.message) }
         var seen = Set<String>()
         let keys = envelopes.compactMap { $0.flatMap(key(for:)) }.filter { seen.insert($0).inserted }
-        return Batch(envelopes: envelopes, keys: keys)
+        let reengagementKeys = envelopes.compactMap { envelope -> String? in
+            guard case .conversionVerified(let c)? = envelope?.body, c.report.conversionType == .reengagement else { return nil }
+            return Self.reengagementsKey(device: c.report.deviceIdentifier)
+        }.filter { seen.insert($0).inserted }
+        return Batch(envelopes: envelopes, keys: keys, reengagementKeys: reengagementKeys)
     }
 
     func reads(for batch: Batch) -> StageReads {
-        StageReads(watch: batch.keys, commands: batch.keys.map { RedisCommand("GET", $0) })
+        // WATCHed: a replica racing on the same device (or the same device's caps) redoes its batch.
+        StageReads(
+            watch: batch.keys + batch.reengagementKeys,
+            commands: batch.keys.map { RedisCommand("GET", $0) }
+                + batch.reengagementKeys.map { RedisCommand("ZRANGE", $0, "0", "-1", "WITHSCORES") })
     }
 
     func decide(_ batch: Batch, state: [RedisReply]) async -> [StageOutcome] {
@@ -47,6 +61,11 @@ struct AttributionWinnerStage: StreamStage {
                 states[key] = (try? JSONCoding.decoder.decode(DeviceAttributionState.self, from: Data(bytes))) ?? .init()
             }
         }
+        var reengagements: [String: [Milliseconds]] = [:]
+        for (key, reply) in zip(batch.reengagementKeys, state.dropFirst(batch.keys.count)) {
+            let flat = reply.elements
+            reengagements[key] = stride(from: 1, to: flat.count, by: 2).compactMap { flat[$0].int }
+        }
         var outcomes: [StageOutcome] = []
         for envelope in batch.envelopes {
             guard let envelope, let key = key(for: envelope) else {
@@ -55,16 +74,40 @@ struct AttributionWinnerStage: StreamStage {
             }
             var device = states[key] ?? DeviceAttributionState()
             var outputs: [Envelope] = []
+            var writes: [RedisCommand] = []
             switch envelope.body {
             case .impressionVerified(let impression):
                 device.record(impression)
             case .conversionVerified(let conversion):
+                let report = conversion.report
+                let capsKey = Self.reengagementsKey(device: report.deviceIdentifier)
                 // The conversion id derives from the event id, so a redone batch makes the same one.
-                if let (attribution, updates) = device.attribute(
-                    conversion, conversionIdentifier: envelope.id, policy: policy)
+                switch device.attribute(
+                    conversion, conversionIdentifier: envelope.id, deviceReengagements: reengagements[capsKey] ?? [],
+                    policy: policy)
                 {
-                    outputs.append(Envelope(id: envelope.id, time: envelope.time, body: .conversionAttributed(attribution)))
-                    outputs += updates.map { Envelope(time: $0.time, body: .updateAttributed($0)) }
+                case .success(let outcome):
+                    outputs.append(
+                        Envelope(id: envelope.id, time: envelope.time, body: .conversionAttributed(outcome.attribution)))
+                    outputs += outcome.updates.map { Envelope(time: $0.time, body: .updateAttributed($0)) }
+                    outputs += outcome.superseded.map {
+                        Envelope(
+                            time: report.time,
+                            body: .conversionSuperseded(
+                                .init(conversionIdentifier: $0, supersededBy: envelope.id, time: report.time)))
+                    }
+                    if report.conversionType == .reengagement {
+                        reengagements[capsKey, default: []].append(report.time)
+                        let year = policy.milliseconds(ConversionEligibility.deviceCap.period)
+                        writes += [
+                            RedisCommand("ZADD", capsKey, String(report.time), envelope.id),
+                            RedisCommand("ZREMRANGEBYSCORE", capsKey, "-inf", String(report.time - year)),
+                            RedisCommand("PEXPIRE", capsKey, String(year)),
+                        ]
+                    }
+                    Counter(label: "winner_conversions_total", dimensions: [("outcome", "attributed")]).increment()
+                case .failure(let refusal):
+                    Counter(label: "winner_conversions_total", dimensions: [("outcome", refusal.rawValue)]).increment()
                 }
             case .updateVerified(let report):
                 if let routed = device.receive(report) {
@@ -80,7 +123,7 @@ struct AttributionWinnerStage: StreamStage {
                         RedisCommand(bytes: [
                             Array("SET".utf8), Array(key.utf8), json, Array("PX".utf8), Array(String(stateTTL).utf8),
                         ])
-                    ]
+                    ] + writes
                         + outputs.map { StreamCommands.add(StreamNames.attributions, message: $0.encoded()) }))
         }
         return outcomes

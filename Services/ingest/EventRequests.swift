@@ -42,14 +42,17 @@ extension IngestRequests.Impression {
 }
 
 extension IngestRequests.Conversion {
-    func report(receivedAt: Milliseconds) throws -> ConversionReport {
+    /// `conversionTag`: for a re-engagement, the value ingest returns as `conversion-tag` (the app's
+    /// `AdAttributionKitReengagementOpen` parameter); updates carrying it apply to this conversion alone.
+    func report(receivedAt: Milliseconds, conversionTag: String) throws -> ConversionReport {
         try EventChecks.device(deviceIdentifier)
         if let countryCode, countryCode.count != 2 || !countryCode.allSatisfy({ $0.isASCII && $0.isUppercase }) {
             throw ProblemDetails.badRequest("invalid-country-code", "country-code is two upper-case letters (ISO 3166-1)")
         }
         return ConversionReport(
             deviceIdentifier: deviceIdentifier, advertisedItemIdentifier: advertisedItemIdentifier,
-            conversionType: conversionType, time: time, countryCode: countryCode, receivedAt: receivedAt)
+            conversionType: conversionType, time: time, countryCode: countryCode, receivedAt: receivedAt,
+            conversionTag: conversionType == .reengagement ? conversionTag : nil)
     }
 }
 

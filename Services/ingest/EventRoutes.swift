@@ -14,7 +14,12 @@ struct EventRoutes {
 
     struct Accepted: Encodable {
         let eventIdentifier: String
-        enum CodingKeys: String, CodingKey { case eventIdentifier = "event-identifier" }
+        /// Re-engagements: the `AdAttributionKitReengagementOpen` value updates may carry.
+        var conversionTag: String? = nil
+        enum CodingKeys: String, CodingKey {
+            case eventIdentifier = "event-identifier"
+            case conversionTag = "conversion-tag"
+        }
     }
 
     func add(to router: Router<BasicRequestContext>, catalog: RouteCatalog) {
@@ -28,11 +33,15 @@ struct EventRoutes {
         catalog.on(router, .post, "/v1/conversions") { request, _ in
             try Self.requireAppKey(request)
             let body = try await request.collectBody(limit: maxBodyBytes)
+            // A re-engagement's tag is its event id: known here, so it goes back in the 202.
+            let id = UUID().uuidString.lowercased()
             let report = try Request.decodeJSON(IngestRequests.Conversion.self, from: body)
-                .report(receivedAt: WallClock.nowMilliseconds())
-            let envelope = Envelope(time: report.time, body: .conversionReported(report))
+                .report(receivedAt: WallClock.nowMilliseconds(), conversionTag: id)
+            let envelope = Envelope(id: id, time: report.time, body: .conversionReported(report))
             let caller = EventPublisher.Caller.app(key: request.bearerToken, item: report.advertisedItemIdentifier)
-            return try await accept(envelope, request, route: "conversions", caller: caller, body: body)
+            return try await accept(
+                envelope, request, route: "conversions", caller: caller, body: body,
+                tagged: report.conversionType == .reengagement)
         }
         catalog.on(router, .post, "/v1/conversion-value-updates") { request, _ in
             try Self.requireAppKey(request)
@@ -63,13 +72,13 @@ struct EventRoutes {
         }
     }
 
-    private func accept(_ envelope: Envelope, _ request: Request, route: String, caller: EventPublisher.Caller, body: Data)
-        async throws -> Response
-    {
+    private func accept(
+        _ envelope: Envelope, _ request: Request, route: String, caller: EventPublisher.Caller, body: Data, tagged: Bool = false
+    ) async throws -> Response {
         let id = try await publisher.publish(
             envelope, route: route, caller: caller, idempotencyKey: request.idempotencyKey,
             body: body)
-        return Response.json(Accepted(eventIdentifier: id), status: .accepted)
+        return Response.json(Accepted(eventIdentifier: id, conversionTag: tagged ? id : nil), status: .accepted)
     }
 }
 

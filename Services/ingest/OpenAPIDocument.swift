@@ -623,6 +623,10 @@ enum OpenAPIDocument {
                 "properties": {
                   "event-identifier": {
                     "type": "string"
+                  },
+                  "conversion-tag": {
+                    "type": "string",
+                    "description": "re-engagement conversions: the AdAttributionKitReengagementOpen value; updates carrying it as conversionTag apply to this conversion alone"
                   }
                 }
               },

@@ -19,6 +19,7 @@ struct SchedulerStage: StreamStage {
         case .conversionAttributed(let a): a.conversionIdentifier
         case .updateAttributed(let u): u.conversionIdentifier
         case .windowClosed(let w): w.conversionIdentifier
+        case .conversionSuperseded(let c): c.conversionIdentifier
         default: nil
         }
     }
@@ -92,6 +93,10 @@ struct SchedulerStage: StreamStage {
                 // out of order: an update whose plan is not written yet fails and is retried after the claim idle time.
                 guard var plan = plans[key] else { return .failed("no postback plan yet for conversion \(id)") }
                 held = plan.apply(update, policy: policy, using: &generator)
+                plans[key] = plan
+            case .conversionSuperseded(let superseded):
+                guard var plan = plans[key] else { return .write([]) }  // plan finished and removed
+                held = plan.supersede(at: superseded.time, policy: policy, using: &generator)
                 plans[key] = plan
             case .windowClosed(let timer):
                 guard var plan = plans[key] else { return .write([]) }  // plan finished and removed

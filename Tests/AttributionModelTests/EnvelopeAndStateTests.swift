@@ -83,14 +83,13 @@ struct EnvelopeAndStateTests {
             report: ConversionReport(
                 deviceIdentifier: "d", advertisedItemIdentifier: F.app, conversionType: .download, time: 2_000, receivedAt: 2_000),
             app: .init(itemIdentifier: F.app))
-        let first = state.attribute(conversion, conversionIdentifier: "c", policy: .realTime)
-        let (attribution, updates) = try #require(first)
-        #expect(attribution.winner.impressionIdentifier == "i")
-        #expect(updates.map(\.conversionIdentifier) == ["c"])
+        let first = try state.attribute(conversion, conversionIdentifier: "c", policy: .realTime).get()
+        #expect(first.attribution.winner.impressionIdentifier == "i")
+        #expect(first.updates.map(\.conversionIdentifier) == ["c"])
         #expect(state.pendingUpdates.isEmpty)
         // The winning impression cannot win again.
         let second = state.attribute(conversion, conversionIdentifier: "c2", policy: .realTime)
-        #expect(second == nil)
+        #expect(second == .failure(.noEligibleImpression))
     }
 
     @Test func keepsAtMost15ViewsPerPublisher() {

@@ -50,12 +50,14 @@ public struct Attribution: Sendable, Codable, Hashable {
     public var countryCode: String?
     public var winner: AttributedImpression
     public var nonWinners: [AttributedImpression]
+    public var conversionTag: String?
 
     public init(
         conversionIdentifier: String, advertisedItemIdentifier: ItemIdentifier, conversionType: ConversionType,
         conversionTime: Milliseconds, countryCode: String?, winner: AttributedImpression,
-        nonWinners: [AttributedImpression]
+        nonWinners: [AttributedImpression], conversionTag: String? = nil
     ) {
+        self.conversionTag = conversionTag
         self.conversionIdentifier = conversionIdentifier
         self.advertisedItemIdentifier = advertisedItemIdentifier
         self.conversionType = conversionType
@@ -76,6 +78,26 @@ public struct Attribution: Sendable, Codable, Hashable {
         case countryCode = "country-code"
         case winner
         case nonWinners = "non-winners"
+        case conversionTag = "conversion-tag"
+    }
+}
+
+/// A newer conversion locked this one's open postbacks (re-engagement without the overlapping opt-in).
+public struct ConversionSuperseded: Sendable, Codable, Hashable {
+    public var conversionIdentifier: String
+    public var supersededBy: String
+    public var time: Milliseconds
+
+    public init(conversionIdentifier: String, supersededBy: String, time: Milliseconds) {
+        self.conversionIdentifier = conversionIdentifier
+        self.supersededBy = supersededBy
+        self.time = time
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case conversionIdentifier = "conversion-identifier"
+        case supersededBy = "superseded-by"
+        case time
     }
 }
 

@@ -44,11 +44,15 @@ public struct ConversionReport: Sendable, Codable, Hashable {
     /// Two-letter country of the store front; only ever sent on when its crowd is large (tier 3).
     public var countryCode: String?
     public var receivedAt: Milliseconds
+    /// Re-engagements only: the tag ingest returned (the `AdAttributionKitReengagementOpen` value);
+    /// updates carrying it apply to this conversion alone.
+    public var conversionTag: String?
 
     public init(
         deviceIdentifier: String, advertisedItemIdentifier: ItemIdentifier, conversionType: ConversionType,
-        time: Milliseconds, countryCode: String? = nil, receivedAt: Milliseconds
+        time: Milliseconds, countryCode: String? = nil, receivedAt: Milliseconds, conversionTag: String? = nil
     ) {
+        self.conversionTag = conversionTag
         self.deviceIdentifier = deviceIdentifier
         self.advertisedItemIdentifier = advertisedItemIdentifier
         self.conversionType = conversionType
@@ -64,6 +68,7 @@ public struct ConversionReport: Sendable, Codable, Hashable {
         case time
         case countryCode = "country-code"
         case receivedAt = "received-at"
+        case conversionTag = "conversion-tag"
     }
 }
 

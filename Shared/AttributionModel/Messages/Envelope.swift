@@ -32,6 +32,7 @@ public enum MessageType: String, Sendable, Codable, Hashable, CaseIterable {
     case rejected = "event.rejected"
     case conversionAttributed = "conversion.attributed"
     case updateAttributed = "update.attributed"
+    case conversionSuperseded = "conversion.superseded"
     case windowClosed = "window.closed"
     case postbackDue = "postback.due"
     case deliveryRetry = "delivery.retry"
@@ -47,6 +48,7 @@ public enum MessageBody: Sendable, Hashable {
     case rejected(Rejection)
     case conversionAttributed(Attribution)
     case updateAttributed(AttributedUpdate)
+    case conversionSuperseded(ConversionSuperseded)
     case windowClosed(WindowClosed)
     case postbackDue(PostbackOrder)
     case deliveryRetry(DeliveryRetry)
@@ -62,6 +64,7 @@ public enum MessageBody: Sendable, Hashable {
         case .rejected: .rejected
         case .conversionAttributed: .conversionAttributed
         case .updateAttributed: .updateAttributed
+        case .conversionSuperseded: .conversionSuperseded
         case .windowClosed: .windowClosed
         case .postbackDue: .postbackDue
         case .deliveryRetry: .deliveryRetry
@@ -89,6 +92,7 @@ extension Envelope: Codable {
         case .rejected: body = .rejected(try c.decode(Rejection.self, forKey: .body))
         case .conversionAttributed: body = .conversionAttributed(try c.decode(Attribution.self, forKey: .body))
         case .updateAttributed: body = .updateAttributed(try c.decode(AttributedUpdate.self, forKey: .body))
+        case .conversionSuperseded: body = .conversionSuperseded(try c.decode(ConversionSuperseded.self, forKey: .body))
         case .windowClosed: body = .windowClosed(try c.decode(WindowClosed.self, forKey: .body))
         case .postbackDue: body = .postbackDue(try c.decode(PostbackOrder.self, forKey: .body))
         case .deliveryRetry: body = .deliveryRetry(try c.decode(DeliveryRetry.self, forKey: .body))
@@ -111,6 +115,7 @@ extension Envelope: Codable {
         case .rejected(let b): try c.encode(b, forKey: .body)
         case .conversionAttributed(let b): try c.encode(b, forKey: .body)
         case .updateAttributed(let b): try c.encode(b, forKey: .body)
+        case .conversionSuperseded(let b): try c.encode(b, forKey: .body)
         case .windowClosed(let b): try c.encode(b, forKey: .body)
         case .postbackDue(let b): try c.encode(b, forKey: .body)
         case .deliveryRetry(let b): try c.encode(b, forKey: .body)

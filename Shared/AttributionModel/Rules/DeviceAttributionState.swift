@@ -19,6 +19,8 @@ public struct DeviceAttributionState: Sendable, Codable, Hashable {
     public var impressions: [VerifiedImpression] = []
     public var conversions: [ConversionRecord] = []
     public var pendingUpdates: [ValueUpdateReport] = []
+    /// The first install (download or redownload, attributed or organic): re-engagement needs one.
+    public var installedAt: Milliseconds?
 
     public init() {}
 
@@ -41,24 +43,51 @@ public struct DeviceAttributionState: Sendable, Codable, Hashable {
         }
     }
 
-    /// Attributes a conversion, or returns nil when no impression qualifies (an organic conversion).
-    /// Updates that were waiting for this conversion are returned resolved to it.
+    /// What attributing a conversion produced.
+    public struct Outcome: Sendable, Hashable {
+        public var attribution: Attribution
+        /// Updates that were waiting for this conversion, resolved to it.
+        public var updates: [AttributedUpdate]
+        /// Earlier conversions whose open postbacks this one locks (no overlapping-conversions opt-in).
+        public var superseded: [String]
+    }
+
+    /// Attributes a conversion, or says why not (an organic conversion, a cooldown, a cap).
+    /// `deviceReengagements` are this device's re-engagement times across all apps.
     public mutating func attribute(
-        _ conversion: VerifiedConversion, conversionIdentifier: String, policy: TimePolicy
-    ) -> (attribution: Attribution, updates: [AttributedUpdate])? {
+        _ conversion: VerifiedConversion, conversionIdentifier: String, deviceReengagements: [Milliseconds] = [],
+        policy: TimePolicy
+    ) -> Result<Outcome, ConversionEligibility.Refusal> {
         let report = conversion.report
+        if report.conversionType != .reengagement { installedAt = min(installedAt ?? report.time, report.time) }
+        if let refusal = ConversionEligibility.precheck(report, state: self, app: conversion.app, policy: policy) {
+            return .failure(refusal)
+        }
         guard
             let result = WinnerSelection.select(
                 from: impressions, conversionType: report.conversionType, time: report.time, app: conversion.app,
                 policy: policy)
-        else { return nil }
+        else { return .failure(.noEligibleImpression) }
+        if let refusal = ConversionEligibility.caps(
+            report, winnerIsDevelopment: result.winner.payload.isDevelopment, state: self,
+            deviceReengagements: deviceReengagements, policy: policy)
+        {
+            return .failure(refusal)
+        }
+        // Without the overlapping-conversions opt-in, a re-engagement locks the open postbacks of the
+        // conversions before it.
+        let superseded =
+            report.conversionType == .reengagement && conversion.app.eligibleForOverlappingConversions != true
+            ? conversions.filter { $0.time <= report.time }.map(\.conversionIdentifier) : []
         let record = ConversionRecord(
-            conversionIdentifier: conversionIdentifier, conversionType: report.conversionType, time: report.time)
+            conversionIdentifier: conversionIdentifier, conversionType: report.conversionType, time: report.time,
+            conversionTag: report.conversionTag)
         conversions.append(record)
         let attribution = Attribution(
             conversionIdentifier: conversionIdentifier, advertisedItemIdentifier: report.advertisedItemIdentifier,
             conversionType: report.conversionType, conversionTime: report.time, countryCode: report.countryCode,
-            winner: AttributedImpression(result.winner), nonWinners: result.nonWinners.map(AttributedImpression.init))
+            winner: AttributedImpression(result.winner), nonWinners: result.nonWinners.map(AttributedImpression.init),
+            conversionTag: report.conversionTag)
         // The winning impression has done its work: it cannot win a second conversion.
         impressions.removeAll { $0.payload.impressionIdentifier == result.winner.payload.impressionIdentifier }
         var resolved: [AttributedUpdate] = []
@@ -67,7 +96,7 @@ public struct DeviceAttributionState: Sendable, Codable, Hashable {
             if let routed = route(update) { resolved.append(routed) } else { stillPending.append(update) }
         }
         pendingUpdates = stillPending
-        return (attribution, resolved)
+        return .success(Outcome(attribution: attribution, updates: resolved, superseded: superseded))
     }
 
     /// Routes an update: by conversion tag when it has one, else to the most recent conversion whose type

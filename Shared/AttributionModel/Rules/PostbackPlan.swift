@@ -57,6 +57,26 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
         return postbacks(for: index, preparedAt: max(update.time, attribution.conversionTime), policy: policy, using: &generator)
     }
 
+    /// A newer conversion locked this one (re-engagement without the overlapping-conversions opt-in):
+    /// the window open at `time` is locked and its postbacks prepared now (still delayed); later
+    /// windows will not open.
+    public mutating func supersede(at time: Milliseconds, policy: TimePolicy, using generator: inout some RandomNumberGenerator)
+        -> [HeldPostback]
+    {
+        let offset = time - attribution.conversionTime
+        let current = ConversionWindows.index(atOffset: offset, development: attribution.isDevelopment, policy: policy)
+        var held: [HeldPostback] = []
+        for index in windowsDone.indices where !windowsDone[index] {
+            guard let current, index >= current else { continue }  // earlier windows close on their own timers
+            windowsDone[index] = true
+            if index == current, firstUpdateAt != nil {
+                held += postbacks(
+                    for: index, preparedAt: max(time, attribution.conversionTime), policy: policy, using: &generator)
+            }
+        }
+        return held
+    }
+
     /// A window reached its end: its postbacks are prepared unless a lock already did, or no update came.
     public mutating func closeWindow(
         _ index: Int, policy: TimePolicy, using generator: inout some RandomNumberGenerator
