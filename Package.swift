@@ -128,13 +128,13 @@ let package = Package(
         // Test fixtures shared by the suites: a real redis-server on a free port, child processes.
         .target(
             name: "TestSupport",
-            dependencies: ["RedisStreams"],
+            dependencies: ["RedisStreams", "AttributionModel"],
             path: "Tests/TestSupport",
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "AttributionModelTests",
-            dependencies: ["AttributionModel", "AttributionCrypto"],
+            dependencies: ["AttributionModel", "AttributionCrypto", "TestSupport"],
             path: "Tests/AttributionModelTests",
             swiftSettings: swiftSettings
         ),
