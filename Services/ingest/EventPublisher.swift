@@ -45,7 +45,9 @@ struct EventPublisher: Sendable {
     }
 
     /// Publishes `envelope`; answers 202 with the event id (the first one, for a retried request).
-    func publish(_ envelope: Envelope, route: String, caller: Caller, idempotencyKey: String?, body: Data) async throws -> String
+    /// `scope` keeps one caller's idempotency keys apart from another's (the app, or the device).
+    func publish(_ envelope: Envelope, route: String, scope: String, caller: Caller, idempotencyKey: String?, body: Data)
+        async throws -> String
     {
         var keyHash = ""
         var expectedApp = ""
@@ -63,7 +65,7 @@ struct EventPublisher: Sendable {
         }
         let fingerprint = SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined()
         let reply = try await Self.script.run(
-            keys: [StreamNames.events, RegistryKeys.appKeys, "ingest:idempotency:\(route):\(idempotencyKey ?? "-")"],
+            keys: [StreamNames.events, RegistryKeys.appKeys, "ingest:idempotency:\(route):\(scope):\(idempotencyKey ?? "-")"],
             arguments: [
                 envelope.encoded(), Array(keyHash.utf8), Array(expectedApp.utf8), Array(fingerprint.utf8),
                 Array(String(idempotencyTTL).utf8), Array(envelope.id.utf8), Array((idempotencyKey == nil ? "0" : "1").utf8),

@@ -28,7 +28,8 @@ struct EventRoutes {
             let report = try Request.decodeJSON(IngestRequests.Impression.self, from: body)
                 .report(receivedAt: WallClock.nowMilliseconds())
             let envelope = Envelope(time: report.interaction.time, body: .impressionReported(report))
-            return try await accept(envelope, request, route: "impressions", caller: .signedImpression, body: body)
+            return try await accept(
+                envelope, request, route: "impressions", scope: report.deviceIdentifier, caller: .signedImpression, body: body)
         }
         catalog.on(router, .post, "/v1/conversions") { request, _ in
             try Self.requireAppKey(request)
@@ -40,7 +41,8 @@ struct EventRoutes {
             let envelope = Envelope(id: id, time: report.time, body: .conversionReported(report))
             let caller = EventPublisher.Caller.app(key: request.bearerToken, item: report.advertisedItemIdentifier)
             return try await accept(
-                envelope, request, route: "conversions", caller: caller, body: body,
+                envelope, request, route: "conversions", scope: String(report.advertisedItemIdentifier), caller: caller,
+                body: body,
                 tagged: report.conversionType == .reengagement)
         }
         catalog.on(router, .post, "/v1/conversion-value-updates") { request, _ in
@@ -50,7 +52,8 @@ struct EventRoutes {
                 .report(receivedAt: WallClock.nowMilliseconds())
             let envelope = Envelope(time: report.time, body: .updateReported(report))
             let caller = EventPublisher.Caller.app(key: request.bearerToken, item: report.advertisedItemIdentifier)
-            return try await accept(envelope, request, route: "updates", caller: caller, body: body)
+            return try await accept(
+                envelope, request, route: "updates", scope: String(report.advertisedItemIdentifier), caller: caller, body: body)
         }
         catalog.on(router, .get, "/.well-known/jwks.json") { _, _ -> Response in
             // The dispatcher publishes its public keys; ingest only serves them.
@@ -73,10 +76,11 @@ struct EventRoutes {
     }
 
     private func accept(
-        _ envelope: Envelope, _ request: Request, route: String, caller: EventPublisher.Caller, body: Data, tagged: Bool = false
+        _ envelope: Envelope, _ request: Request, route: String, scope: String, caller: EventPublisher.Caller, body: Data,
+        tagged: Bool = false
     ) async throws -> Response {
         let id = try await publisher.publish(
-            envelope, route: route, caller: caller, idempotencyKey: request.idempotencyKey,
+            envelope, route: route, scope: scope, caller: caller, idempotencyKey: request.idempotencyKey,
             body: body)
         return Response.json(Accepted(eventIdentifier: id, conversionTag: tagged ? id : nil), status: .accepted)
     }

@@ -528,6 +528,10 @@ struct HostileInputTests {
                 name: "Idempotency-Key reused with another body", path: "/v1/conversion-value-updates",
                 body: update(#""fineConversionValue":2"#), token: appKey, idempotencyKey: "corpus-1",
                 expect: .ingest(422, "idempotency-key-reused")),
+            Case(
+                name: "another app's request with the same Idempotency-Key", path: "/v1/conversion-value-updates",
+                body: update(#""fineConversionValue":2"#).replacingOccurrences(of: "\(Self.app)", with: "\(Self.otherApp)"),
+                token: otherKey, idempotencyKey: "corpus-1", expect: .ingest(202, "")),
             // Order-dependent refusals: after the accepted ones above.
             Case(
                 name: "replayed impression", body: Self.impressionBody(Self.jws(header: header, payload: replayed, key: key)),
@@ -547,7 +551,7 @@ struct HostileInputTests {
         let connection = redis.connect()
         var pendingVerifier: [(Case, String)] = []
         var verifiedIDs: [(Case, String)] = []
-        var idempotentIDs: [String] = []
+        var idempotentIDs: [String: String] = [:]
         for c in cases {
             var request = HTTPClientRequestBuilder(method: c.method, url: pipeline.ingestURL + c.path, body: c.body)
             request.token = c.token
@@ -564,7 +568,7 @@ struct HostileInputTests {
                         reply.json["reason"] as? String == reason, "\(c.name): \(String(decoding: reply.body, as: UTF8.self))")
                 }
                 if c.idempotencyKey != nil, reply.status == 202, let id = reply.json["event-identifier"] as? String {
-                    idempotentIDs.append(id)
+                    idempotentIDs[c.name] = id
                 }
             case .verifier, .verified:
                 #expect(reply.status == 202, "\(c.name): \(String(decoding: reply.body, as: UTF8.self))")
@@ -577,14 +581,20 @@ struct HostileInputTests {
                 try await Task.sleep(for: .milliseconds(150))
             }
         }
-        #expect(idempotentIDs.count == 2 && Set(idempotentIDs).count == 1, "a retried request gets the first answer")
+        let first = idempotentIDs["first use of an Idempotency-Key"]
+        #expect(
+            first != nil && idempotentIDs["retry with the same Idempotency-Key and body"] == first,
+            "a retry gets the first answer")
+        #expect(
+            idempotentIDs["another app's request with the same Idempotency-Key"].map { $0 != first } == true,
+            "idempotency keys are per caller: another app's request is its own event")
 
         // Every verifier case reaches its verdict.
         let expectedVerdicts = pendingVerifier.count + verifiedIDs.count
         let settled = try await eventually(timeout: .seconds(20), every: .milliseconds(100)) {
             let rejected = try await streamLength(StreamNames.rejected, on: connection)
             let verified = try await streamLength(StreamNames.verified, on: connection)
-            return rejected + verified >= expectedVerdicts + 1  // + the idempotent update
+            return rejected + verified >= expectedVerdicts + 2  // + the two idempotent updates
         }
         #expect(settled, "\(pipeline.logs())")
         var reasons: [String: RejectionReason] = [:]
