@@ -1,0 +1,538 @@
+import AttributionCrypto
+import AttributionModel
+import Crypto
+import Foundation
+import RedisStreams
+import Synchronization
+import TestSupport
+import Testing
+
+/// Which pipeline plays a scenario: production scenarios by crowd tier at scale 172 800 (a day lasts
+/// 0.5 s), development ones (3-minute windows, 5–10 minute delays) at scale 60 (a minute lasts 1 s). A
+/// scenario whose events would span more than 40 s at that scale gets a scale 10, 100, … times larger
+/// (its own pipeline): its delays become too short to tell apart, but its attributions still show.
+struct ScenarioPipelineKind: Hashable, Sendable, CustomStringConvertible {
+    var tier: Int
+    var development: Bool
+    var timeScale: Double
+
+    /// `CROWD_TIER_THRESHOLDS` forcing the tier for every conversion (the first conversion counts 1).
+    var crowdThresholds: String {
+        switch tier {
+        case 3: "1,1,1"
+        case 2: "1,1,1000000"
+        case 1: "1,1000000,2000000"
+        default: "1000000,2000000,3000000"
+        }
+    }
+
+    /// The longest life of a conversion after its event, in virtual ms: the last window's end plus the
+    /// longest delay (35 days + 144 h; development 9 minutes + 10 minutes).
+    var conversionLifetime: Milliseconds { development ? 19 * 60_000 : (35 * 24 + 144) * 3_600_000 }
+
+    var description: String { "tier \(tier)\(development ? " development" : "") at scale \(Int(timeScale))" }
+
+    var order: Double { Double(development ? 10 : 0) + Double(tier) + timeScale / 1e12 }
+}
+
+/// A scenario that is not played, and why.
+struct ExcludedScenario: Error, Sendable {
+    let name: String
+    let reason: String
+}
+
+/// One scenario made concrete for one pipeline: its own advertised app, devices, ad networks (prefixed
+/// `sNN-`, with fresh ES256 and SKAN keys) and publisher apps, and the order its events are posted in.
+struct ScenarioPlan: Sendable {
+    struct NetworkKeys: Sendable {
+        let id: String
+        let key: P256.Signing.PrivateKey
+        let skanKey: P256.Signing.PrivateKey
+    }
+
+    let name: String
+    let scenario: Scenario
+    let number: Int
+    let kind: ScenarioPipelineKind
+    let app: ItemIdentifier
+    /// Scenario network name → its registered network.
+    let networks: [String: NetworkKeys]
+    /// Scenario publisher id → the unique id used here (0 stays 0: development).
+    let publishers: [ItemIdentifier: ItemIdentifier]
+    /// Scenario device name → device identifier.
+    let devices: [String: String]
+    let impressions: [String: ScenarioImpression]
+    let conversions: [String: ScenarioConversion]
+    /// Indexes into `scenario.events` in the order they are posted: `arrival` if given, else by `at`
+    /// (ties: file order).
+    let order: [Int]
+    /// View begin times (real ms offsets before the view's end), per event index: 3 s, shortened to
+    /// touch the previous view of the same network and device when they are closer in real time.
+    let viewLengths: [Int: Milliseconds]
+
+    static let defaultPublisher: ItemIdentifier = 5_838_492
+
+    var scale: Double { kind.timeScale }
+
+    /// Event times → real offsets from the run's base (`realOffsets`).
+    let eventOffsets: [Milliseconds: Milliseconds]
+    /// Scenario impression id → impression identifier: fresh UUIDs, sorted like the scenario ids so that
+    /// ties broken by impression id keep the scenario's order.
+    let impressionIdentifiers: [String: String]
+
+    /// The real offset of a virtual time from the run's base.
+    func real(_ virtual: Milliseconds) -> Milliseconds {
+        eventOffsets[virtual] ?? Milliseconds((Double(virtual) / scale).rounded())
+    }
+
+    /// Whether the conversion's winner is a development impression (publisher 0).
+    func isDevelopment(conversion: String) -> Bool {
+        guard let winner = scenario.expected.attributions.first(where: { $0.conversion == conversion })?.winner,
+            let impression = impressions[winner]
+        else { return kind.development }
+        return (impression.publisher ?? Self.defaultPublisher) == 0
+    }
+
+    /// Real offsets (ms from the base) of every distinct `at`: `at / scale` rounded, then kept on the
+    /// right side of a boundary: when two times differ by a whole number of real ms give or take a few
+    /// virtual ms (up to 10; an update "1 ms before the window's end", a conversion "1 ms after the cooldown"),
+    /// the real difference is that number ∓ `boundaryMargin` (exact stays exact). The margin is more
+    /// than 1 ms because windows close on the scheduler's timers (processing time, polled every 100 ms)
+    /// while updates are placed by their time: an update stamped 1 ms before an end and processed a few
+    /// ms after it is dropped. Finally strictly increasing, so distinct virtual times keep their order.
+    static let boundaryMargin: Milliseconds = 150
+
+    static func realOffsets(_ times: [Milliseconds], scale: Double) -> [Milliseconds: Milliseconds] {
+        let near = 10.0  // virtual ms: "1 ms before/after" style boundaries
+        var offsets: [Milliseconds: Milliseconds] = [:]
+        var earlier: [Milliseconds] = []
+        for at in Set(times).sorted() {
+            var offset = Milliseconds((Double(at) / scale).rounded())
+            var atLeast = Milliseconds.min
+            var atMost = Milliseconds.max
+            for before in earlier {
+                let difference = Double(at - before)
+                let whole = (difference / scale).rounded()
+                let off = difference - whole * scale
+                guard abs(off) < near else { continue }
+                let base = offsets[before]! + Milliseconds(whole)
+                if off > 0 {
+                    atLeast = max(atLeast, base + boundaryMargin)
+                } else if off < 0 {
+                    atMost = min(atMost, base - boundaryMargin)
+                } else {
+                    atLeast = max(atLeast, base)
+                    atMost = min(atMost, base)
+                }
+            }
+            offset = min(max(offset, atLeast), atMost)
+            if let previous = earlier.last.flatMap({ offsets[$0] }), offset <= previous { offset = previous + 1 }
+            offsets[at] = offset
+            earlier.append(at)
+        }
+        return offsets
+    }
+
+    /// Classifies and prepares a scenario, or says why it cannot run under scaled time.
+    static func make(name: String, scenario: Scenario, number: Int) -> Result<ScenarioPlan, ExcludedScenario> {
+        func exclude(_ reason: String) -> Result<ScenarioPlan, ExcludedScenario> {
+            .failure(ExcludedScenario(name: name, reason: reason))
+        }
+        let impressions = Dictionary(
+            scenario.events.compactMap { $0.impression.map { ($0.id, $0) } }, uniquingKeysWith: { a, _ in a })
+        let conversions = Dictionary(
+            scenario.events.compactMap { $0.conversion.map { ($0.id, $0) } }, uniquingKeysWith: { a, _ in a })
+        let winners = scenario.expected.attributions.compactMap { impressions[$0.winner] }
+        let developmentWinners = winners.filter { ($0.publisher ?? defaultPublisher) == 0 }
+        let allDevelopment =
+            !impressions.isEmpty && impressions.values.allSatisfy { ($0.publisher ?? defaultPublisher) == 0 }
+        var kind: ScenarioPipelineKind
+        if !developmentWinners.isEmpty && developmentWinners.count < winners.count {
+            return exclude(
+                "mixes development and production winners: development windows (3 min) and production windows (days) "
+                    + "cannot both be played at one time scale")
+        } else if !developmentWinners.isEmpty || (winners.isEmpty && allDevelopment) {
+            kind = ScenarioPipelineKind(tier: scenario.tier ?? 3, development: true, timeScale: 60)
+        } else {
+            kind = ScenarioPipelineKind(tier: scenario.tier ?? 3, development: false, timeScale: 172_800)
+        }
+        guard (0...3).contains(kind.tier) else { return exclude("tier \(kind.tier) is not 0–3") }
+        let lastAt = scenario.events.map(\.at).max() ?? 0
+        while Double(lastAt) / kind.timeScale > 40_000 { kind.timeScale *= 10 }
+        let scale = kind.timeScale
+        if let arrival = scenario.arrival, arrival.sorted() != Array(scenario.events.indices) {
+            return exclude("`arrival` is not a permutation of the event indexes")
+        }
+        for update in scenario.events.compactMap(\.update) {
+            if let tag = update.tagOf, conversions[tag]?.type != .reengagement {
+                return exclude("an update's tagOf \"\(tag)\" names no re-engagement conversion")
+            }
+        }
+
+        // Views are 3 s on screen, device time (not scaled): two views of one network on one device
+        // closer than that in real time would overlap and the later one be refused. Shorten the later
+        // one to begin as the earlier ends (touching is not an overlap) while it keeps its 2 s.
+        let eventOffsets = realOffsets(scenario.events.map(\.at), scale: scale)
+        var viewLengths: [Int: Milliseconds] = [:]
+        var lastViewEnd: [String: Milliseconds] = [:]
+        let byTime = scenario.events.indices.sorted { (scenario.events[$0].at, $0) < (scenario.events[$1].at, $1) }
+        for index in byTime {
+            let event = scenario.events[index]
+            guard let impression = event.impression, impression.interaction == .view else { continue }
+            let key = "\(event.device ?? "device")|\(impression.network)"
+            let end = eventOffsets[event.at]!
+            var length: Milliseconds = 3_000
+            if let previous = lastViewEnd[key], end - previous < length {
+                length = end - previous
+                if length < 2_000 {
+                    return exclude(
+                        "views \(impression.id) and the one before it (network \(impression.network)) are \(length) ms apart in "
+                            + "real time at scale \(Int(scale)): a view lasts at least 2 s of device time (not scaled), so the "
+                            + "verifier would refuse the later one as overlapping-view")
+                }
+            }
+            viewLengths[index] = length
+            lastViewEnd[key] = end
+        }
+
+        let prefix = String(format: "s%02d-", number)
+        var networks: [String: NetworkKeys] = [:]
+        for network in Set(impressions.values.map(\.network)) {
+            let id = prefix + network.lowercased()
+            guard AdNetworkIdentifier(id) != nil else { return exclude("network \(network) gives an invalid id \(id)") }
+            networks[network] = NetworkKeys(id: id, key: SigningKey.generate(), skanKey: SigningKey.generate())
+        }
+        var publishers: [ItemIdentifier: ItemIdentifier] = [:]
+        for (offset, publisher) in Set(impressions.values.map { $0.publisher ?? defaultPublisher }).sorted().enumerated() {
+            publishers[publisher] = publisher == 0 ? 0 : ItemIdentifier(10_000_000 + number * 100 + offset)
+        }
+        var devices: [String: String] = [:]
+        for device in Set(scenario.events.map { $0.device ?? "device" }) {
+            devices[device] = "\(prefix)\(device)-\(UUID().uuidString)"
+        }
+        let order = scenario.arrival ?? byTime
+        let identifiers = impressions.keys.map { _ in UUID().uuidString }.sorted()
+        let impressionIdentifiers = Dictionary(uniqueKeysWithValues: zip(impressions.keys.sorted(), identifiers))
+        return .success(
+            ScenarioPlan(
+                name: name, scenario: scenario, number: number, kind: kind, app: ItemIdentifier(2_000_000_000 + number),
+                networks: networks, publishers: publishers, devices: devices, impressions: impressions,
+                conversions: conversions, order: order, viewLengths: viewLengths, eventOffsets: eventOffsets,
+                impressionIdentifiers: impressionIdentifiers))
+    }
+}
+
+/// Plays scenarios against one running pipeline and checks what its receiver verified.
+final class ScenarioPipelineRunner: Sendable {
+    let pipeline: PipelineProcesses
+    let redis: RedisServer
+    let kind: ScenarioPipelineKind
+    let http = HTTPTestClient()
+
+    init(pipeline: PipelineProcesses, redis: RedisServer, kind: ScenarioPipelineKind) {
+        self.pipeline = pipeline
+        self.redis = redis
+        self.kind = kind
+    }
+
+    /// Events ingest accepted (202) so far, across the scenarios of this pipeline.
+    let accepted = Mutex(0)
+
+    static func now() -> Milliseconds { Milliseconds(Date().timeIntervalSince1970 * 1000) }
+
+    /// Registers the scenario's networks, publisher apps and advertised app; returns the app key.
+    func register(_ plan: ScenarioPlan) async throws -> String {
+        let admin = pipeline.adminToken
+        func put(_ path: String, _ json: Any) async throws {
+            let reply = try await http.send("PUT", pipeline.ingestURL + path, json: json, token: admin)
+            if reply.status != 200 {
+                throw TestSupportError(
+                    "\(plan.name): PUT \(path) answered \(reply.status): \(String(decoding: reply.body, as: UTF8.self))")
+            }
+        }
+        for network in plan.networks.values {
+            try await put(
+                "/v1/admin/ad-networks/\(network.id)",
+                [
+                    "public-key": network.key.publicKey.pemRepresentation, "postback-url": "\(pipeline.receiverURL)/postbacks",
+                    "skan-public-key": network.skanKey.publicKey.derRepresentation.base64EncodedString(),
+                ])
+        }
+        for (publisher, mapped) in plan.publishers where mapped != 0 {
+            let listed = Set(
+                plan.impressions.values.filter { ($0.publisher ?? ScenarioPlan.defaultPublisher) == publisher }.compactMap {
+                    plan.networks[$0.network]?.id
+                })
+            try await put("/v1/admin/publisher-apps/\(mapped)", ["AdNetworkIdentifiers": listed.sorted()])
+        }
+        // Per-network windows name the scenario's networks: rename them to the prefixed ids.
+        var appJSON =
+            try JSONSerialization.jsonObject(with: JSONEncoder().encode(plan.scenario.app ?? IngestRequests.AdvertisedApp()))
+            as? [String: Any] ?? [:]
+        if let windows = appJSON["AttributionWindows"] as? [String: Any] {
+            appJSON["AttributionWindows"] = Dictionary(
+                uniqueKeysWithValues: windows.map { key, value in (plan.networks[key]?.id ?? key, value) })
+        }
+        try await put("/v1/admin/advertised-apps/\(plan.app)", appJSON)
+        let reply = try await http.send("POST", "\(pipeline.ingestURL)/v1/admin/advertised-apps/\(plan.app)/keys", token: admin)
+        guard let key = reply.json["app-key"] as? String else {
+            throw TestSupportError("\(plan.name): no app key: \(reply.status) \(String(decoding: reply.body, as: UTF8.self))")
+        }
+        return key
+    }
+
+    /// Waits until the verifier has passed on (to `verified`) or refused every event accepted so far, so
+    /// attribution-winner sees the impressions before the conversion or update posted next.
+    func settle(_ connection: RedisConnection) async throws -> Bool {
+        let target = accepted.withLock { $0 }
+        return try await eventually(timeout: .seconds(2), every: .milliseconds(5)) {
+            let verified = try await streamLength(StreamNames.verified, on: connection)
+            let rejected = try await streamLength(StreamNames.rejected, on: connection)
+            return verified + rejected >= target
+        }
+    }
+
+    /// Posts the scenario's events, each at its real time `base + at / scale` (later if the arrival order
+    /// puts it after a later event). Returns problems (refused requests), or an empty list.
+    func play(_ plan: ScenarioPlan, appKey: String, base: Milliseconds) async throws -> [String] {
+        let connection = redis.connect(label: "scenario.\(plan.number)")
+        var problems: [String] = []
+        var tags: [String: String] = [:]
+        for index in plan.order {
+            let event = plan.scenario.events[index]
+            let time = base + plan.real(event.at)
+            let wait = time - Self.now()
+            if wait > 0 { try await Task.sleep(for: .milliseconds(wait)) }
+            let device = plan.devices[event.device ?? "device"]!
+            if let impression = event.impression {
+                let body = try impressionBody(
+                    impression, plan: plan, device: device, time: time, viewLength: plan.viewLengths[index])
+                let reply = try await http.send("POST", "\(pipeline.ingestURL)/v1/impressions", json: body)
+                if reply.status == 202 {
+                    accepted.withLock { $0 += 1 }
+                } else {
+                    problems.append(
+                        "impression \(impression.id): ingest answered \(reply.status) \(String(decoding: reply.body, as: UTF8.self))"
+                    )
+                }
+                continue
+            }
+            if try await !settle(connection) { problems.append("the verifier did not keep up within 2 s before event \(index)") }
+            if let conversion = event.conversion {
+                var body: [String: Any] = [
+                    "device-identifier": device, "advertised-item-identifier": plan.app,
+                    "conversion-type": conversion.type.rawValue, "time": time,
+                ]
+                body["country-code"] = conversion.country ?? "US"
+                let reply = try await http.send("POST", "\(pipeline.ingestURL)/v1/conversions", json: body, token: appKey)
+                if reply.status == 202 {
+                    accepted.withLock { $0 += 1 }
+                    if let tag = reply.json["conversion-tag"] as? String { tags[conversion.id] = tag }
+                } else {
+                    problems.append(
+                        "conversion \(conversion.id): ingest answered \(reply.status) \(String(decoding: reply.body, as: UTF8.self))"
+                    )
+                }
+            } else if let update = event.update {
+                var body: [String: Any] = [
+                    "device-identifier": device, "advertised-item-identifier": plan.app, "time": time,
+                    "fineConversionValue": update.fine,
+                ]
+                if let coarse = update.coarse { body["coarseConversionValue"] = coarse.rawValue }
+                if let lock = update.lock { body["lockPostback"] = lock }
+                if let types = update.types { body["conversionTypes"] = types.map(\.rawValue) }
+                if let tagOf = update.tagOf {
+                    guard let tag = tags[tagOf] else {
+                        problems.append("update at \(event.at): no conversion-tag was returned for \(tagOf)")
+                        continue
+                    }
+                    body["conversionTag"] = tag
+                }
+                let reply = try await http.send(
+                    "POST", "\(pipeline.ingestURL)/v1/conversion-value-updates", json: body, token: appKey)
+                if reply.status == 202 {
+                    accepted.withLock { $0 += 1 }
+                } else {
+                    problems.append(
+                        "update at \(event.at): ingest answered \(reply.status) \(String(decoding: reply.body, as: UTF8.self))")
+                }
+            }
+        }
+        return problems
+    }
+
+    /// The POST /v1/impressions body: an AdAttributionKit JWS or a SKAdNetwork 4.0 impression, stamped
+    /// `createdBefore / scale` before the interaction; device-side durations are real (1 s load, 3 s view).
+    func impressionBody(
+        _ impression: ScenarioImpression, plan: ScenarioPlan, device: String, time: Milliseconds, viewLength: Milliseconds?
+    ) throws -> [String: Any] {
+        let network = plan.networks[impression.network]!
+        let publisher = plan.publishers[impression.publisher ?? ScenarioPlan.defaultPublisher]!
+        let timestamp = time - plan.real(impression.createdBefore ?? 2_000)
+        let interaction: [String: Any] =
+            switch impression.interaction {
+            case .click: ["type": "click", "time": time, "loaded-at": time - 1_000]
+            case .view: ["type": "view", "begin": time - (viewLength ?? 3_000), "time": time]
+            }
+        switch impression.kind ?? .adAttributionKit {
+        case .adAttributionKit:
+            let payload = ImpressionPayload(
+                impressionIdentifier: plan.impressionIdentifiers[impression.id]!,
+                adNetworkIdentifier: AdNetworkIdentifier(network.id)!,
+                advertisedItemIdentifier: plan.app, publisherItemIdentifier: publisher,
+                sourceIdentifier: impression.source ?? 5239, timestamp: timestamp,
+                eligibleForReengagement: impression.eligibleForReengagement)
+            let jws = try CompactJWS.sign(payload: JSONCoding.encoder.encode(payload), keyID: network.id, with: network.key)
+            return ["device-identifier": device, "impression": jws, "interaction": interaction]
+        case .skAdNetwork:
+            var skan = SKANImpression(
+                adNetworkIdentifier: AdNetworkIdentifier(network.id)!, sourceIdentifier: impression.source ?? 5239,
+                itunesItemIdentifier: plan.app, nonce: plan.impressionIdentifiers[impression.id]!.lowercased(),
+                sourceAppIdentifier: publisher,
+                fidelityType: impression.interaction == .click ? 1 : 0, timestamp: timestamp)
+            skan.signature = try SKANSignature.sign(message: skan.signedMessage, with: network.skanKey)
+            let json = try JSONSerialization.jsonObject(with: JSONCoding.encoder.encode(skan))
+            return ["device-identifier": device, "skadnetwork-impression": json, "interaction": interaction]
+        }
+    }
+
+    /// When every postback the scenario can cause has had its chance: the last expected arrival, and the
+    /// end of the lifetime of a conversion posted at the last event, plus the tolerance.
+    static func deadline(_ plan: ScenarioPlan, base: Milliseconds) -> Milliseconds {
+        let lastAt = plan.scenario.events.map(\.at).max() ?? 0
+        var end = plan.real(lastAt + plan.kind.conversionLifetime)
+        for expected in plan.scenario.expected.postbacks {
+            end = max(end, plan.real(expected.preparedAt) + delayRange(expected, plan: plan).upperBound)
+        }
+        return base + end + 1_500
+    }
+
+    /// The scaled delay range of an expected postback, real ms.
+    static func delayRange(_ expected: ExpectedPostback, plan: ScenarioPlan) -> ClosedRange<Milliseconds> {
+        let range = PostbackDelay.range(
+            sequenceIndex: expected.window, development: plan.isDevelopment(conversion: expected.conversion))
+        let policy = TimePolicy(scale: plan.scale)
+        return policy.milliseconds(range.lowerBound)...policy.milliseconds(range.upperBound)
+    }
+
+    /// A received, verified postback.
+    struct Received {
+        let receivedAt: Milliseconds
+        let postback: VerifiedPostback
+    }
+
+    /// How close matched postbacks came to the edges of their delay ranges (real ms): the largest
+    /// receipt past the upper end, the smallest margin after the lower end.
+    struct Margins: Sendable {
+        var latestPastUpper: Milliseconds = .min
+        var earliestAfterLower: Milliseconds = .max
+
+        mutating func merge(_ other: Margins) {
+            latestPastUpper = max(latestPastUpper, other.latestPastUpper)
+            earliestAfterLower = min(earliestAfterLower, other.earliestAfterLower)
+        }
+    }
+
+    /// Checks the postbacks received for the scenario's app against `expected.postbacks`; returns what
+    /// differed (empty when everything matched).
+    static func check(_ plan: ScenarioPlan, received: [Received], base: Milliseconds, margins: inout Margins) -> [String] {
+        var problems: [String] = []
+        var unmatched = plan.scenario.expected.postbacks
+        let ordered = received.sorted { $0.receivedAt < $1.receivedAt }
+        for item in ordered {
+            let payload = item.postback.payload
+            let body = item.postback.body
+            // Candidates: same network, did-win, sequence index and conversion type.
+            let candidates = unmatched.indices.filter { position in
+                let expected = unmatched[position]
+                guard let impression = plan.impressions[expected.impression],
+                    let conversion = plan.conversions[expected.conversion]
+                else { return false }
+                return plan.networks[impression.network]?.id == payload.adNetworkIdentifier.rawValue
+                    && expected.didWin == payload.didWin && expected.window == payload.postbackSequenceIndex
+                    && conversion.type == payload.conversionType
+            }
+            let describe =
+                "\(payload.adNetworkIdentifier.rawValue) did-win \(payload.didWin) window \(payload.postbackSequenceIndex) "
+                + "\(payload.conversionType.rawValue) source \(payload.sourceIdentifier) fine \(body.conversionValue.map(String.init) ?? "-") "
+                + "coarse \(body.coarseConversionValue?.rawValue ?? "-") received at +\(item.receivedAt - base) ms"
+            guard !candidates.isEmpty else {
+                let refused = (plan.scenario.expected.refusals ?? []).filter {
+                    plan.conversions[$0.conversion]?.type == payload.conversionType
+                }
+                let note = refused.isEmpty ? "" : " (the scenario expects no postback for refused \(refused.map(\.conversion)))"
+                problems.append("unexpected postback: \(describe)\(note)")
+                continue
+            }
+            // The candidate this postback fits best (fewest differences).
+            let scored = candidates.map { position in
+                (position, unmatched[position], differences(item, expected: unmatched[position], plan: plan, base: base))
+            }
+            let best = scored.min { $0.2.count < $1.2.count }!
+            for difference in best.2 {
+                problems.append(
+                    "postback for \(best.1.conversion)/\(best.1.impression) window \(best.1.window) did-win \(best.1.didWin): \(difference)"
+                )
+            }
+            let range = delayRange(best.1, plan: plan)
+            let delay = item.receivedAt - (base + plan.real(best.1.preparedAt))
+            margins.latestPastUpper = max(margins.latestPastUpper, delay - range.upperBound)
+            margins.earliestAfterLower = min(margins.earliestAfterLower, delay - range.lowerBound)
+            unmatched.remove(at: best.0)
+        }
+        for expected in unmatched {
+            let range = delayRange(expected, plan: plan)
+            problems.append(
+                "missing postback for \(expected.conversion)/\(expected.impression) window \(expected.window) did-win \(expected.didWin) "
+                    + "(due +\(plan.real(expected.preparedAt) + range.lowerBound)…+\(plan.real(expected.preparedAt) + range.upperBound) ms)"
+            )
+        }
+        return problems
+    }
+
+    static func differences(_ item: Received, expected: ExpectedPostback, plan: ScenarioPlan, base: Milliseconds) -> [String] {
+        var found: [String] = []
+        let payload = item.postback.payload
+        let body = item.postback.body
+        if body.conversionValue != expected.fine {
+            found.append(
+                "conversion-value \(body.conversionValue.map(String.init) ?? "absent"), expected \(expected.fine.map(String.init) ?? "absent")"
+            )
+        }
+        if body.coarseConversionValue != expected.coarse {
+            found.append(
+                "coarse-conversion-value \(body.coarseConversionValue?.rawValue ?? "absent"), expected \(expected.coarse?.rawValue ?? "absent")"
+            )
+        }
+        if let impression = plan.impressions[expected.impression] {
+            let source = String(impression.source ?? 5239)
+            if let digits = expected.sourceDigits, payload.sourceIdentifier.count != digits {
+                found.append(
+                    "source-identifier \(payload.sourceIdentifier) has \(payload.sourceIdentifier.count) digits, expected \(digits)"
+                )
+            }
+            let padded = String(format: "%04d", impression.source ?? 5239)
+            if !source.hasSuffix(payload.sourceIdentifier) && !padded.hasSuffix(payload.sourceIdentifier) {
+                found.append("source-identifier \(payload.sourceIdentifier) is not the end of \(source)")
+            }
+            if body.adInteractionType != impression.interaction {
+                found.append(
+                    "ad-interaction-type \(body.adInteractionType.rawValue), expected \(impression.interaction.rawValue)")
+            }
+            if let publisher = payload.publisherItemIdentifier,
+                publisher != plan.publishers[impression.publisher ?? ScenarioPlan.defaultPublisher]
+            {
+                found.append("publisher-item-identifier \(publisher) is not the impression's publisher")
+            }
+        }
+        let prepared = base + plan.real(expected.preparedAt)
+        let range = delayRange(expected, plan: plan)
+        let delay = item.receivedAt - prepared
+        if delay < range.lowerBound - 200 || delay > range.upperBound + 1_500 {
+            found.append(
+                "received \(delay) ms after preparedAt \(expected.preparedAt) (+\(prepared - base) ms real), expected "
+                    + "\(range.lowerBound)…\(range.upperBound) ms (−200/+1500 tolerance)")
+        }
+        return found
+    }
+}
