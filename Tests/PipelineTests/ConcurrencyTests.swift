@@ -24,18 +24,8 @@ struct ConcurrencyTests {
         let key = SigningKey.generate()
         let app: ItemIdentifier = 99
         let publisher: ItemIdentifier = 98
-        _ = try await http.send(
-            "PUT", "\(pipeline.ingestURL)/v1/admin/ad-networks/\(network)",
-            json: ["public-key": key.publicKey.pemRepresentation, "postback-url": "https://example.com/p"],
-            token: pipeline.adminToken)
-        _ = try await http.send(
-            "PUT", "\(pipeline.ingestURL)/v1/admin/publisher-apps/\(publisher)", json: ["AdNetworkIdentifiers": [network]],
-            token: pipeline.adminToken)
-        _ = try await http.send(
-            "PUT", "\(pipeline.ingestURL)/v1/admin/advertised-apps/\(app)", json: [:], token: pipeline.adminToken)
-        let appKey = try #require(
-            try await http.send("POST", "\(pipeline.ingestURL)/v1/admin/advertised-apps/\(app)/keys", token: pipeline.adminToken)
-                .json["app-key"] as? String)
+        let appKey = try await pipeline.registerCampaign(
+            network: network, publicKeyPEM: key.publicKey.pemRepresentation, publisher: publisher, app: app, http: http)
 
         let devices = (0..<40).map { "racer-\($0)" }
         let connection = redis.connect()

@@ -22,15 +22,8 @@ struct CrashRecoveryTests {
         let key = SigningKey.generate()
         let publisher: ItemIdentifier = 77
         let app: ItemIdentifier = 88
-        _ = try await http.send(
-            "PUT", "\(pipeline.ingestURL)/v1/admin/ad-networks/\(network)",
-            json: ["public-key": key.publicKey.pemRepresentation, "postback-url": "\(pipeline.receiverURL)/postbacks"],
-            token: pipeline.adminToken)
-        _ = try await http.send(
-            "PUT", "\(pipeline.ingestURL)/v1/admin/publisher-apps/\(publisher)", json: ["AdNetworkIdentifiers": [network]],
-            token: pipeline.adminToken)
-        _ = try await http.send(
-            "PUT", "\(pipeline.ingestURL)/v1/admin/advertised-apps/\(app)", json: [:], token: pipeline.adminToken)
+        try await pipeline.registerCampaign(
+            network: network, publicKeyPEM: key.publicKey.pemRepresentation, publisher: publisher, app: app, http: http)
 
         var identifiers = Set<String>()
         func post(_ count: Int) async throws {

@@ -74,17 +74,8 @@ struct IndependentSignerTests {
         let pipeline = try PipelineProcesses(redis: redis, timeScale: 1)
         defer { pipeline.stop() }
         #expect(try await http.waitUntilUp("\(pipeline.ingestURL)/health"), "ingest starts\n\(pipeline.logs())")
-        for (path, json) in [
-            (
-                "/v1/admin/ad-networks/\(network)",
-                ["public-key": signed.publicKey, "postback-url": "https://example.com/p"] as [String: Any]
-            ),
-            ("/v1/admin/publisher-apps/\(publisher)", ["AdNetworkIdentifiers": [network]]),
-            ("/v1/admin/advertised-apps/\(advertised)", [:]),
-        ] {
-            let reply = try await http.send("PUT", pipeline.ingestURL + path, json: json, token: pipeline.adminToken)
-            #expect(reply.status == 200, "\(path): \(String(decoding: reply.body, as: UTF8.self))")
-        }
+        try await pipeline.registerCampaign(
+            network: network, publicKeyPEM: signed.publicKey, publisher: publisher, app: advertised, http: http)
         for (n, jws) in signed.impressions.enumerated() {
             let now = Milliseconds(Date().timeIntervalSince1970 * 1000)
             let reply = try await http.send(

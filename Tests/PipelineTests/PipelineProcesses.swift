@@ -1,4 +1,5 @@
 import AttributionCrypto
+import AttributionModel
 import Foundation
 import Synchronization
 import TestSupport
@@ -130,4 +131,31 @@ final class PipelineProcesses: Sendable {
     }
 
     deinit { stop() }
+}
+
+extension PipelineProcesses {
+    /// The usual campaign set-up through the admin API: one ad network (its ES256 public key, postbacks to
+    /// the receiver), a publisher app listing it, an advertised app with default rules. Returns the
+    /// advertised app's key for conversions and updates. Any non-2xx answer fails the test.
+    @discardableResult
+    func registerCampaign(
+        network: String, publicKeyPEM: String, publisher: ItemIdentifier, app: ItemIdentifier, http: HTTPTestClient
+    ) async throws -> String {
+        for (method, path, json) in [
+            (
+                "PUT", "/v1/admin/ad-networks/\(network)",
+                ["public-key": publicKeyPEM, "postback-url": "\(receiverURL)/postbacks"] as [String: Any]
+            ),
+            ("PUT", "/v1/admin/publisher-apps/\(publisher)", ["AdNetworkIdentifiers": [network]]),
+            ("PUT", "/v1/admin/advertised-apps/\(app)", [:]),
+        ] {
+            let reply = try await http.send(method, ingestURL + path, json: json, token: adminToken)
+            guard reply.status == 200 else {
+                throw TestSupportError("\(path) answered \(reply.status): \(String(decoding: reply.body, as: UTF8.self))")
+            }
+        }
+        let issued = try await http.send("POST", "\(ingestURL)/v1/admin/advertised-apps/\(app)/keys", token: adminToken)
+        guard let key = issued.json["app-key"] as? String else { throw TestSupportError("no app key issued") }
+        return key
+    }
 }
