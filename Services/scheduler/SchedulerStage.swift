@@ -13,6 +13,8 @@ struct SchedulerStage: StreamStage {
     static let heldPostbacks = DelayedQueue(name: DelayedQueueNames.heldPostbacks, target: StreamNames.postbacks)
 
     static func planKey(_ conversionIdentifier: String) -> String { "scheduler:plan:\(conversionIdentifier)" }
+    /// What a finished plan's key holds instead of the plan.
+    static let finishedMarker = Array("finished".utf8)
 
     func conversionIdentifier(_ envelope: Envelope) -> String? {
         switch envelope.body {
@@ -56,8 +58,12 @@ struct SchedulerStage: StreamStage {
 
     func decide(_ layout: Batch, state: [RedisReply]) async -> [StageOutcome] {
         var plans: [String: PostbackPlan] = [:]
+        var finished = Set<String>()
         for (key, reply) in zip(layout.planKeys, state) {
-            if case .bulk(let bytes) = reply, let plan = try? JSONCoding.decoder.decode(PostbackPlan.self, from: Data(bytes)) {
+            guard case .bulk(let bytes) = reply else { continue }
+            if bytes == Self.finishedMarker {
+                finished.insert(key)
+            } else if let plan = try? JSONCoding.decoder.decode(PostbackPlan.self, from: Data(bytes)) {
                 plans[key] = plan
             }
         }
@@ -71,6 +77,8 @@ struct SchedulerStage: StreamStage {
                 return .failed("scheduler takes attributions, attributed updates and window timers")
             }
             let key = Self.planKey(id)
+            // Everything for a finished conversion (a late update, a redelivery) is acknowledged and ignored.
+            if finished.contains(key) { return .write([]) }
             var commands: [RedisCommand] = []
             var held: [HeldPostback] = []
             switch envelope.body {
@@ -106,13 +114,23 @@ struct SchedulerStage: StreamStage {
                 return .failed("unexpected \(envelope.type.rawValue)")
             }
             let plan = plans[key]!
-            // A finished plan stays a little while so that late duplicates find it, then expires.
-            let ttl = plan.isFinished ? policy.milliseconds(.days(1)) : policy.milliseconds(.days(37))
-            let json = (try? JSONCoding.encoder.encode(plan)).map(Array.init) ?? []
-            commands.append(
-                RedisCommand(bytes: [
-                    Array("SET".utf8), Array(key.utf8), json, Array("PX".utf8), Array(String(max(ttl, 1000)).utf8),
-                ]))
+            if plan.isFinished {
+                // A finished plan leaves only a marker, kept as long as attribution-winner may still route
+                // updates to the conversion, so late updates are ignored rather than retried.
+                finished.insert(key)
+                commands.append(
+                    RedisCommand(bytes: [
+                        Array("SET".utf8), Array(key.utf8), Self.finishedMarker, Array("PX".utf8),
+                        Array(String(policy.milliseconds(.days(66))).utf8),
+                    ]))
+            } else {
+                let json = (try? JSONCoding.encoder.encode(plan)).map(Array.init) ?? []
+                commands.append(
+                    RedisCommand(bytes: [
+                        Array("SET".utf8), Array(key.utf8), json, Array("PX".utf8),
+                        Array(String(policy.milliseconds(.days(37))).utf8),
+                    ]))
+            }
             for postback in held {
                 let message = Envelope(time: postback.dueAt, body: .postbackDue(postback.order))
                 commands += Self.heldPostbacks.schedule(

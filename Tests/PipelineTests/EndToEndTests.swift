@@ -113,6 +113,27 @@ struct EndToEndTests {
         try await Task.sleep(for: .seconds(1))  // nothing more should come
         #expect(pipeline.receivedPostbacks().count == 4)
 
+        // An update after the last window reaches a finished plan: acknowledged and ignored, never
+        // retried or dead-lettered.
+        let late = try await http.send(
+            "POST", "\(pipeline.ingestURL)/v1/conversion-value-updates",
+            json: [
+                "device-identifier": device, "advertised-item-identifier": Self.advertisedApp, "time": Self.now(),
+                "fineConversionValue": 1,
+            ], token: appKey)
+        #expect(late.status == 202)
+        let connection = redis.connect()
+        let lateHandled = try await eventually(timeout: .seconds(10)) {
+            let routed = try await streamRecords(StreamNames.attributions, on: connection).filter {
+                $0.message?.contains("update.attributed") == true
+            }
+            let pending = try await connection.send(RedisCommand("XPENDING", StreamNames.attributions, "scheduler"))
+            return routed.count == 2 && pending.elements.first?.int == 0
+        }
+        #expect(lateHandled, "the late update was routed and acknowledged\n\(pipeline.logs())")
+        #expect(try await streamLength("scheduler:dead", on: connection) == 0)
+        #expect(pipeline.receivedPostbacks().count == 4)
+
         // Every body verifies against the JWKS ingest publishes, with the dispatcher's key id.
         let jwks = try await http.send("GET", "\(pipeline.ingestURL)/.well-known/jwks.json")
         let keys = try JSONDecoder().decode(JWKSet.self, from: jwks.body)
