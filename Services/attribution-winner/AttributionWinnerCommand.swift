@@ -7,9 +7,18 @@ import ServiceRuntime
 struct AttributionWinnerCommand {
     static func main() async throws {
         let service = try PipelineService.bootstrap(name: "attribution-winner")
-        let stage = AttributionWinnerStage(policy: service.policy)
+        let settle = try service.environment.int(.conversionSettleMilliseconds, default: 2_000, range: 0...3_600_000)
+        func stage(_ input: AttributionWinnerStage.Input) -> AttributionWinnerStage {
+            AttributionWinnerStage(
+                policy: service.policy, input: input, settleMilliseconds: Milliseconds(settle),
+                clock: { WallClock.nowMilliseconds() })
+        }
         try await service.run(
             defaultPort: 9090,
-            services: [try service.worker(stage, stream: StreamNames.verified, group: "attribution-winner")])
+            services: [
+                try service.worker(stage(.verified), stream: StreamNames.verified, group: "attribution-winner"),
+                try service.worker(stage(.settled), stream: StreamNames.conversionsSettled, group: "attribution-winner"),
+                try service.timerLoop(AttributionWinnerStage.settling),
+            ])
     }
 }

@@ -6,8 +6,27 @@ import RedisStreams
 /// One batch: WATCH and GET the state of every device it touches, apply the messages in order with
 /// the model's pure rules, then write the states, the `attributions` output and the ack at once.
 /// A replica racing on the same device makes EXEC fail, and the batch is redone from fresh state.
+///
+/// Conversions settle first: read from `verified`, a conversion waits `settleMilliseconds` (wall clock)
+/// in a delayed queue, and is attributed when it comes back through `winner:settled`. Impressions the
+/// network reported a little after the conversion (another ingest replica, a client's batch) are in
+/// the pool by then; updates that arrive meanwhile wait as pending updates, as they would anyway.
 struct AttributionWinnerStage: StreamStage {
+    /// Which stream this instance reads.
+    enum Input: Sendable {
+        /// `verified`: impressions and updates are applied; conversions are put to settle.
+        case verified
+        /// `winner:settled`: conversions whose settle time has passed are attributed.
+        case settled
+    }
+
     let policy: TimePolicy
+    let input: Input
+    /// Wall-clock milliseconds a conversion waits before it is attributed; 0 attributes at once.
+    let settleMilliseconds: Milliseconds
+    let clock: @Sendable () -> Milliseconds
+
+    static let settling = DelayedQueue(name: DelayedQueueNames.settlingConversions, target: StreamNames.conversionsSettled)
 
     /// Per device and advertised app. Device identifiers stay in these keys: nothing downstream sees them.
     static func stateKey(device: String, app: ItemIdentifier) -> String { "winner:device:\(app):\(device)" }
@@ -77,7 +96,11 @@ struct AttributionWinnerStage: StreamStage {
             var writes: [RedisCommand] = []
             switch envelope.body {
             case .impressionVerified(let impression):
-                device.record(impression)
+                if device.record(impression) { Counter(label: "winner_late_impressions_total").increment() }
+            case .conversionVerified(let conversion) where input == .verified && settleMilliseconds > 0:
+                device.settle(conversion.report, conversionIdentifier: envelope.id)
+                writes += Self.settling.schedule(
+                    id: envelope.id, dueAtMilliseconds: clock() + settleMilliseconds, message: envelope.encoded())
             case .conversionVerified(let conversion):
                 let report = conversion.report
                 let capsKey = Self.reengagementsKey(device: report.deviceIdentifier)
@@ -107,6 +130,8 @@ struct AttributionWinnerStage: StreamStage {
                     }
                     Counter(label: "winner_conversions_total", dimensions: [("outcome", "attributed")]).increment()
                 case .failure(let refusal):
+                    // Updates that waited on this conversion go to the one before it.
+                    outputs += device.routePending().map { Envelope(time: $0.time, body: .updateAttributed($0)) }
                     Counter(label: "winner_conversions_total", dimensions: [("outcome", refusal.rawValue)]).increment()
                 }
             case .updateVerified(let report):

@@ -92,6 +92,42 @@ struct EnvelopeAndStateTests {
         #expect(second == .failure(.noEligibleImpression))
     }
 
+    /// An update for a conversion that is still settling waits for it rather than going to an older
+    /// conversion; if the settling conversion is refused, the update goes to the older one after all.
+    @Test(arguments: [true, false]) func updateWaitsForASettlingConversion(attributed: Bool) throws {
+        var state = DeviceAttributionState()
+        state.record(F.impression("install-click", at: 1_000))
+        func conversion(_ type: ConversionType, at time: Milliseconds) -> VerifiedConversion {
+            VerifiedConversion(
+                report: ConversionReport(
+                    deviceIdentifier: "d", advertisedItemIdentifier: F.app, conversionType: type, time: time, receivedAt: time),
+                app: .init(itemIdentifier: F.app))
+        }
+        _ = try state.attribute(conversion(.download, at: 2_000), conversionIdentifier: "install", policy: .realTime).get()
+        if attributed { state.record(F.impression("second-click", at: 3_000)) }
+        state.settle(conversion(.redownload, at: 4_000).report, conversionIdentifier: "again")
+        let update = ValueUpdateReport(
+            deviceIdentifier: "d", advertisedItemIdentifier: F.app, update: .init(fineConversionValue: 9), time: 5_000,
+            receivedAt: 5_000)
+        #expect(state.receive(update) == nil)
+        let result = state.attribute(conversion(.redownload, at: 4_000), conversionIdentifier: "again", policy: .realTime)
+        #expect(state.settling.isEmpty)
+        if attributed {
+            #expect(try result.get().updates.map(\.conversionIdentifier) == ["again"])
+        } else {
+            #expect(result == .failure(.noEligibleImpression))
+            #expect(state.routePending().map(\.conversionIdentifier) == ["install"])
+        }
+        #expect(state.pendingUpdates.isEmpty)
+    }
+
+    /// States written before `settling` existed still decode (a reset state would lose impressions).
+    @Test func stateWithoutSettlingDecodes() throws {
+        let json = #"{"impressions":[],"conversions":[],"pendingUpdates":[],"installedAt":5}"#
+        let state = try JSONCoding.decoder.decode(DeviceAttributionState.self, from: Data(json.utf8))
+        #expect(state.installedAt == 5 && state.settling.isEmpty)
+    }
+
     @Test func keepsAtMost15ViewsPerPublisher() {
         var state = DeviceAttributionState()
         for n in 0..<20 { state.record(F.impression("v\(n)", type: .view, at: Milliseconds(n) * 10_000)) }

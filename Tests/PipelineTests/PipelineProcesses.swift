@@ -47,7 +47,9 @@ final class PipelineProcesses: Sendable {
         postbackFile = directory.appendingPathComponent("postbacks.jsonl")
         var environment = [
             "REDIS_URL": redis.url, "TIME_SCALE": String(timeScale), "LOG_LEVEL": "debug", "CLAIM_IDLE_MS": "1000",
-            "HTTP_HOST": "127.0.0.1", "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
+            // Conversions settle 250 ms (wall clock) so that a scenario's impressions posted just after one count.
+            "CONVERSION_SETTLE_MS": "250", "HTTP_HOST": "127.0.0.1",
+            "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
         ]
         environment.merge(extraEnvironment) { $1 }
         self.environment = environment

@@ -6,6 +6,8 @@ public enum StreamNames {
     public static let verified = "verified"
     /// verifier's refusals, with reason codes
     public static let rejected = "rejected"
+    /// attribution-winner's own conversions once their settle time passed, released by its delayed queue
+    public static let conversionsSettled = "winner:settled"
     /// attribution-winner → scheduler
     public static let attributions = "attributions"
     /// the scheduler's own window timers, released by its delayed queue
@@ -18,6 +20,8 @@ public enum StreamNames {
 
 /// The delayed queues: a sorted set of due times plus a hash of messages, moved atomically into a stream.
 public enum DelayedQueueNames {
+    /// conversions waiting out the settle time, released into `winner:settled`
+    public static let settlingConversions = "winner:settling"
     /// held postbacks, released into `postbacks` when their random delay ends
     public static let heldPostbacks = "scheduler:held"
     /// window ends, released into `scheduler:timers`

@@ -21,18 +21,46 @@ public struct DeviceAttributionState: Sendable, Codable, Hashable {
     public var pendingUpdates: [ValueUpdateReport] = []
     /// The first install (download or redownload, attributed or organic): re-engagement needs one.
     public var installedAt: Milliseconds?
+    /// Conversions reported but not yet attributed (they wait out the settle time). An update that one
+    /// of them would take waits with them instead of going to an older conversion.
+    public var settling: [ConversionRecord] = []
 
     public init() {}
+
+    enum CodingKeys: String, CodingKey { case impressions, conversions, pendingUpdates, installedAt, settling }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        impressions = try container.decode([VerifiedImpression].self, forKey: .impressions)
+        conversions = try container.decode([ConversionRecord].self, forKey: .conversions)
+        pendingUpdates = try container.decode([ValueUpdateReport].self, forKey: .pendingUpdates)
+        installedAt = try container.decodeIfPresent(Milliseconds.self, forKey: .installedAt)
+        // Absent in states written before conversions settled.
+        settling = try container.decodeIfPresent([ConversionRecord].self, forKey: .settling) ?? []
+    }
+
+    /// Notes a conversion that will be attributed once its settle time has passed.
+    public mutating func settle(_ report: ConversionReport, conversionIdentifier: String) {
+        guard !settling.contains(where: { $0.conversionIdentifier == conversionIdentifier }) else { return }
+        settling.append(
+            ConversionRecord(
+                conversionIdentifier: conversionIdentifier, conversionType: report.conversionType, time: report.time,
+                conversionTag: report.conversionTag))
+    }
 
     /// At most 15 view impressions per publisher app are kept (the oldest are dropped).
     public static let viewsKeptPerPublisher = 15
 
-    public mutating func record(_ impression: VerifiedImpression) {
+    /// Adds an impression to the pool. Returns true when it is late: a conversion after its interaction
+    /// was already attributed without it (it reached attribution-winner after that conversion settled).
+    @discardableResult
+    public mutating func record(_ impression: VerifiedImpression) -> Bool {
         // A redelivered impression is the same impression: keep one copy.
         guard !impressions.contains(where: { $0.payload.impressionIdentifier == impression.payload.impressionIdentifier })
-        else { return }
+        else { return false }
+        let late = conversions.contains { $0.time >= impression.interaction.time }
         impressions.append(impression)
-        guard impression.interaction.type == .view else { return }
+        guard impression.interaction.type == .view else { return late }
         let publisher = impression.payload.publisherItemIdentifier
         let views = impressions.enumerated()
             .filter { $0.element.interaction.type == .view && $0.element.payload.publisherItemIdentifier == publisher }
@@ -41,6 +69,7 @@ public struct DeviceAttributionState: Sendable, Codable, Hashable {
             let dropped = Set(views.prefix(views.count - Self.viewsKeptPerPublisher).map(\.offset))
             impressions = impressions.enumerated().filter { !dropped.contains($0.offset) }.map(\.element)
         }
+        return late
     }
 
     /// What attributing a conversion produced.
@@ -59,6 +88,7 @@ public struct DeviceAttributionState: Sendable, Codable, Hashable {
         policy: TimePolicy
     ) -> Result<Outcome, ConversionEligibility.Refusal> {
         let report = conversion.report
+        settling.removeAll { $0.conversionIdentifier == conversionIdentifier }
         if report.conversionType != .reengagement { installedAt = min(installedAt ?? report.time, report.time) }
         if let refusal = ConversionEligibility.precheck(report, state: self, app: conversion.app, policy: policy) {
             return .failure(refusal)
@@ -74,10 +104,8 @@ public struct DeviceAttributionState: Sendable, Codable, Hashable {
         {
             return .failure(refusal)
         }
-        // Without the overlapping-conversions opt-in, a re-engagement locks the open postbacks of the
-        // conversions before it.
         let superseded =
-            report.conversionType == .reengagement && conversion.app.eligibleForOverlappingConversions != true
+            Self.supersedes(app: conversion.app)
             ? conversions.filter { $0.time <= report.time }.map(\.conversionIdentifier) : []
         let record = ConversionRecord(
             conversionIdentifier: conversionIdentifier, conversionType: report.conversionType, time: report.time,
@@ -90,13 +118,26 @@ public struct DeviceAttributionState: Sendable, Codable, Hashable {
             conversionTag: report.conversionTag)
         // The winning impression has done its work: it cannot win a second conversion.
         impressions.removeAll { $0.payload.impressionIdentifier == result.winner.payload.impressionIdentifier }
+        return .success(Outcome(attribution: attribution, updates: routePending(), superseded: superseded))
+    }
+
+    /// Routes the pending updates that now have a conversion. `attribute` does it for an attributed
+    /// conversion; after a refusal the caller does, for updates that waited on the refused one.
+    public mutating func routePending() -> [AttributedUpdate] {
         var resolved: [AttributedUpdate] = []
         var stillPending: [ValueUpdateReport] = []
         for update in pendingUpdates {
             if let routed = route(update) { resolved.append(routed) } else { stillPending.append(update) }
         }
         pendingUpdates = stillPending
-        return .success(Outcome(attribution: attribution, updates: resolved, superseded: superseded))
+        return resolved
+    }
+
+    /// Whether a new conversion (of any type) locks the open postbacks of the conversions before it:
+    /// yes, unless the app opted in to overlapping conversions (spec section 3, "a new conversion locks
+    /// and schedules the active postbacks of the previous one").
+    public static func supersedes(app: AdvertisedAppConfiguration) -> Bool {
+        app.eligibleForOverlappingConversions != true
     }
 
     /// Routes an update: by conversion tag when it has one, else to the most recent conversion whose type
@@ -108,11 +149,13 @@ public struct DeviceAttributionState: Sendable, Codable, Hashable {
     }
 
     func route(_ update: ValueUpdateReport) -> AttributedUpdate? {
-        let candidates = conversions.filter { conversion in
+        func takes(_ conversion: ConversionRecord) -> Bool {
             conversion.time <= update.time && update.update.applies(to: conversion.conversionType)
                 && (update.update.conversionTag == nil || conversion.conversionTag == update.update.conversionTag)
         }
-        guard let target = candidates.max(by: { $0.time < $1.time }) else { return nil }
+        guard let target = conversions.filter(takes).max(by: { $0.time < $1.time }) else { return nil }
+        // A settling conversion this update would take instead: wait for its attribution.
+        if settling.contains(where: { takes($0) && $0.time >= target.time }) { return nil }
         return AttributedUpdate(conversionIdentifier: target.conversionIdentifier, update: update.update, time: update.time)
     }
 }

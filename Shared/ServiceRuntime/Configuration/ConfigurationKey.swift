@@ -57,7 +57,7 @@ extension ConfigurationKey {
         "CROWD_TIER_THRESHOLDS", "3 integers", default: "10,100,1000", services: ["scheduler"],
         "Distinct conversions over 30 days needed for tiers 1, 2, 3.")
     public static let timerPollMilliseconds = ConfigurationKey(
-        "TIMER_POLL_MS", "milliseconds", default: "100", services: ["scheduler", "dispatcher"],
+        "TIMER_POLL_MS", "milliseconds", default: "100", services: ["attribution-winner", "scheduler", "dispatcher"],
         "How often due items are moved out of the delayed queues.")
     public static let signingKeyFile = ConfigurationKey(
         "SIGNING_KEY_FILE", "path", default: "generated at start", services: ["dispatcher"],
@@ -75,10 +75,15 @@ extension ConfigurationKey {
     public static let deliveryTimeoutMilliseconds = ConfigurationKey(
         "DELIVERY_TIMEOUT_MS", "milliseconds", default: "10000", services: ["dispatcher"],
         "Time allowed for one postback POST; a timeout is a failed attempt.")
+    public static let conversionSettleMilliseconds = ConfigurationKey(
+        "CONVERSION_SETTLE_MS", "milliseconds (wall clock, not scaled)", default: "2000", services: ["attribution-winner"],
+        "A conversion waits this long before it is attributed, so impressions reported a little after it still count. An impression reported later than that is counted in `winner_late_impressions_total`. 0 attributes at once. Keep it below the first window's scaled length."
+    )
     /// The catalog, in the order the README lists it.
     public static let all: [ConfigurationKey] = [
         redisURL, timeScale, logLevel, httpHost, httpPort, consumerName, batchSize, claimIdleMilliseconds,
-        maxAttempts, adminToken, maxBodyBytes, keyRotationGraceHours, crowdTierThresholds, timerPollMilliseconds, signingKeyFile,
+        maxAttempts, adminToken, maxBodyBytes, keyRotationGraceHours, crowdTierThresholds, timerPollMilliseconds,
+        conversionSettleMilliseconds, signingKeyFile,
         signingKeyID, developmentSigningKeyFile, developmentSigningKeyID, deliveryTimeoutMilliseconds,
     ]
 

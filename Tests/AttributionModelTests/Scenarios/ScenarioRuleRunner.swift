@@ -9,7 +9,8 @@ import TestSupport
 ///
 /// Choices (documented in `docs/attribution-rules.md`):
 /// - Events are delivered in `at` order (ties: file order), or in `arrival` order when given; the rules
-///   use the events' own times either way.
+///   use the events' own times either way. With `arrival` all events arrive within one conversion settle
+///   time, so conversions are attributed after every event has arrived (in arrival order).
 /// - Window-end timers fire in time order, interleaved with events; a timer due at exactly an event's
 ///   time fires after that event (timers fire only when strictly earlier than the next event).
 /// - Scenario impression names map to ids that sort like the names: the name's UTF-8 bytes (at most
@@ -83,8 +84,22 @@ struct ScenarioRuleRunner {
     }
 
     mutating func execute() -> Run {
+        // With `arrival`, every event reaches attribution-winner within one conversion settle time: the
+        // conversions are attributed once all of them have arrived, in arrival order.
+        var settling: [ScenarioEvent] = []
         for index in Self.deliveryOrder(scenario) {
             let event = scenario.events[index]
+            if scenario.arrival != nil, let conversion = event.conversion {
+                let device = event.device ?? "device"
+                devices[device, default: DeviceAttributionState()].settle(
+                    report(conversion, device: device, time: Self.base + event.at), conversionIdentifier: conversion.id)
+                settling.append(event)
+                continue
+            }
+            fireTimers(before: Self.base + event.at)
+            deliver(event)
+        }
+        for event in settling {
             fireTimers(before: Self.base + event.at)
             deliver(event)
         }
@@ -127,10 +142,7 @@ struct ScenarioRuleRunner {
                         eligibleForReengagement: impression.eligibleForReengagement),
                     interaction: interaction, kind: impression.kind ?? .adAttributionKit))
         } else if let conversion = event.conversion {
-            let report = ConversionReport(
-                deviceIdentifier: device, advertisedItemIdentifier: Self.advertisedApp, conversionType: conversion.type,
-                time: time, countryCode: conversion.country ?? "US", receivedAt: time,
-                conversionTag: conversion.type == .reengagement ? Self.tag(of: conversion.id) : nil)
+            let report = report(conversion, device: device, time: time)
             let app = (scenario.app ?? IngestRequests.AdvertisedApp()).configuration(itemIdentifier: Self.advertisedApp)
             switch state.attribute(
                 VerifiedConversion(report: report, app: app), conversionIdentifier: conversion.id,
@@ -138,6 +150,7 @@ struct ScenarioRuleRunner {
             {
             case .failure(let refusal):
                 run.refusals[conversion.id] = refusal
+                for update in state.routePending() { apply(update) }
             case .success(let outcome):
                 if conversion.type == .reengagement { reengagements[device, default: []].append(time) }
                 schedule(outcome.attribution)
@@ -159,6 +172,13 @@ struct ScenarioRuleRunner {
                 time: time, receivedAt: time)
             if let routed = state.receive(report) { apply(routed) }
         }
+    }
+
+    private func report(_ conversion: ScenarioConversion, device: String, time: Milliseconds) -> ConversionReport {
+        ConversionReport(
+            deviceIdentifier: device, advertisedItemIdentifier: Self.advertisedApp, conversionType: conversion.type,
+            time: time, countryCode: conversion.country ?? "US", receivedAt: time,
+            conversionTag: conversion.type == .reengagement ? Self.tag(of: conversion.id) : nil)
     }
 
     private mutating func schedule(_ attribution: Attribution) {
