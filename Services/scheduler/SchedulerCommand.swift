@@ -15,7 +15,9 @@ struct SchedulerCommand {
                 key: ConfigurationKey.crowdTierThresholds.name, problem: "must be three ascending integers, got \(thresholdsText)"
             )
         }
-        let stage = SchedulerStage(policy: service.policy, thresholds: thresholds)
+        let grace = try service.environment.int(.windowCloseGraceMilliseconds, default: 10_000, range: 0...3_600_000)
+        let stage = SchedulerStage(
+            policy: service.policy, thresholds: thresholds, windowCloseGraceMilliseconds: Milliseconds(grace))
         try await service.run(
             defaultPort: 9090,
             services: [

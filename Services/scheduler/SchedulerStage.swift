@@ -8,6 +8,8 @@ import RedisStreams
 struct SchedulerStage: StreamStage {
     let policy: TimePolicy
     let thresholds: CrowdTierThresholds
+    /// Wall-clock ms a window's timer waits past its end for updates still on their way.
+    let windowCloseGraceMilliseconds: Milliseconds
 
     static let windowTimers = DelayedQueue(name: DelayedQueueNames.windowTimers, target: StreamNames.schedulerTimers)
     static let heldPostbacks = DelayedQueue(name: DelayedQueueNames.heldPostbacks, target: StreamNames.postbacks)
@@ -92,9 +94,12 @@ struct SchedulerStage: StreamStage {
                 let plan = PostbackPlan(attribution: attribution, crowd: crowd)
                 plans[key] = plan
                 commands += counters.recordCommands(for: attribution)
+                let grace = ConversionWindows.closeGrace(
+                    configured: windowCloseGraceMilliseconds, development: attribution.isDevelopment, policy: policy)
                 for (window, at) in plan.windowEnds(policy: policy) {
                     let timer = Envelope(time: at, body: .windowClosed(.init(conversionIdentifier: id, window: window, time: at)))
-                    commands += Self.windowTimers.schedule(id: "\(id):\(window)", dueAtMilliseconds: at, message: timer.encoded())
+                    commands += Self.windowTimers.schedule(
+                        id: "\(id):\(window)", dueAtMilliseconds: at + grace, message: timer.encoded())
                 }
             case .updateAttributed(let update):
                 // Attributions and updates travel one stream in order, but replicas may take neighbours

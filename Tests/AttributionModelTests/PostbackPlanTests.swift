@@ -1,4 +1,5 @@
 import AttributionModel
+import Foundation
 import Testing
 
 @Suite("Postback plan: windows, updates and locks")
@@ -57,6 +58,82 @@ struct PostbackPlanTests {
         let third = plan.closeWindow(2, policy: .realTime, using: &generator)
         #expect(third.map(\.order.payload.postbackSequenceIndex) == [2])
         #expect(plan.isFinished)
+    }
+
+    /// Updates may reach the scheduler out of order (replicas, retries, a timer released a little late):
+    /// each window still carries exactly the values stamped before its end or lock.
+    struct OrderCase: Sendable, CustomTestStringConvertible {
+        let name: String
+        /// (fine, coarse, lock, hours after the conversion), in processing order; a nil fine closes that window.
+        let steps: [(fine: Int?, coarse: CoarseConversionValue?, lock: Bool, hours: Int64)]
+        /// Per window: the fine (window 0) or coarse (later) value sent, or "none" for no postback.
+        let expected: [String]
+        var testDescription: String { name }
+    }
+
+    static let orderCases: [OrderCase] = [
+        OrderCase(
+            name: "a window-1 update processed before window 0 closes does not leak into window 0",
+            steps: [
+                (10, .low, false, 1), (30, .high, false, 80), (nil, nil, false, 0), (nil, nil, false, 1), (nil, nil, false, 2),
+            ],
+            expected: ["10", "high", "high"]),
+        OrderCase(
+            name: "an older update processed after a newer one does not overwrite it",
+            steps: [
+                (20, .medium, false, 5), (10, .low, false, 1), (nil, nil, false, 0), (nil, nil, false, 1), (nil, nil, false, 2),
+            ],
+            expected: ["20", "medium", "medium"]),
+        OrderCase(
+            name: "a lock uses only values stamped before it, and drops later ones of its window that overtook it",
+            steps: [(40, .high, false, 10), (12, .low, true, 5), (nil, nil, false, 1), (nil, nil, false, 2)],
+            expected: ["12", "low", "low"]),
+        OrderCase(
+            name: "a first update in window 1 starts no window 0 postback even if processed before window 0 closes",
+            steps: [(30, .high, false, 80), (nil, nil, false, 0), (nil, nil, false, 1), (nil, nil, false, 2)],
+            expected: ["none", "high", "high"]),
+        OrderCase(
+            name: "an update without a coarse value keeps the coarse value in force",
+            steps: [
+                (10, .medium, false, 1), (11, nil, false, 2), (nil, nil, false, 0), (nil, nil, false, 1), (nil, nil, false, 2),
+            ],
+            expected: ["11", "medium", "medium"]),
+    ]
+
+    @Test(arguments: orderCases)
+    func windowsCarryTheValuesStampedBeforeTheirEnd(_ c: OrderCase) {
+        var generator = SeededGenerator(seed: 12)
+        var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
+        var held: [HeldPostback] = []
+        for step in c.steps {
+            if let fine = step.fine {
+                held += plan.apply(
+                    update(fine, step.coarse, lock: step.lock, at: step.hours * F.hour), policy: .realTime, using: &generator)
+            } else {
+                held += plan.closeWindow(Int(step.hours), policy: .realTime, using: &generator)
+            }
+        }
+        let sent = (0..<3).map { window -> String in
+            guard let order = held.first(where: { $0.order.payload.postbackSequenceIndex == window })?.order else {
+                return "none"
+            }
+            return order.conversionValue.map(String.init) ?? order.coarseConversionValue?.rawValue ?? "no value"
+        }
+        #expect(sent == c.expected)
+        #expect(plan.isFinished)
+    }
+
+    /// A plan stored before values were kept per update still decodes, with its values as of its first update.
+    @Test func planStoredInTheEarlierFormatDecodes() throws {
+        var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
+        var generator = SeededGenerator(seed: 13)
+        _ = plan.apply(update(7, .low, at: F.hour), policy: .realTime, using: &generator)
+        var json = try #require(try JSONSerialization.jsonObject(with: JSONCoding.encoder.encode(plan)) as? [String: Any])
+        json["reported"] = nil
+        json["values"] = ["fine": 9, "coarse": "high"]
+        let old = try JSONCoding.decoder.decode(PostbackPlan.self, from: JSONSerialization.data(withJSONObject: json))
+        #expect(old.values(at: F.hour) == .init(fine: 9, coarse: .high))
+        #expect(old.values(at: F.hour - 1) == nil)
     }
 
     @Test func noUpdateNoWindowsNoPostbacks() {

@@ -1,4 +1,5 @@
 import AttributionModel
+import Foundation
 import Testing
 
 @Suite("Conversion windows, delays and retries")
@@ -38,6 +39,46 @@ struct TimingRulesTests {
             let development = PostbackDelay.draw(sequenceIndex: 1, development: true, policy: .realTime, using: &generator)
             #expect((5 * 60_000...10 * 60_000).contains(development))
         }
+    }
+
+    /// Kolmogorov–Smirnov: delays drawn with the services' generator (`SystemRandomNumberGenerator`, the
+    /// kernel's CSPRNG) fit the uniform distribution over each range. Critical value at α = 10⁻⁶
+    /// (√(−ln(α/2)/2)/√n ≈ 2.69/√n), so the test fails on a real bias, practically never by chance.
+    @Test(arguments: [(0, false), (1, false), (2, false), (0, true)])
+    func delaysAreUniformOverTheirRange(_ sequenceIndex: Int, _ development: Bool) {
+        var generator = SystemRandomNumberGenerator()
+        let n = 20_000
+        let range = PostbackDelay.range(sequenceIndex: sequenceIndex, development: development)
+        let low = Double(TimePolicy.realTime.milliseconds(range.lowerBound))
+        let high = Double(TimePolicy.realTime.milliseconds(range.upperBound))
+        let draws = (0..<n).map { _ in
+            Double(
+                PostbackDelay.draw(sequenceIndex: sequenceIndex, development: development, policy: .realTime, using: &generator))
+        }.sorted()
+        #expect(draws.first! >= low && draws.last! <= high)
+        var d = 0.0
+        for (i, x) in draws.enumerated() {
+            let cdf = (x - low) / (high - low)
+            d = max(d, Double(i + 1) / Double(n) - cdf, cdf - Double(i) / Double(n))
+        }
+        let critical = (-log(1e-6 / 2) / 2).squareRoot() / Double(n).squareRoot()
+        #expect(d < critical, "KS statistic \(d) ≥ \(critical): the delays are not uniform over \(low)...\(high) ms")
+    }
+
+    @Test(
+        "window-close grace: as configured, capped at half the shortest delay",
+        arguments: [
+            (10_000, false, 1.0, 10_000),  // real time: 10 s of 24 h
+            (10_000, false, 172_800.0, 250),  // a day lasts 0.5 s: half of 24 h's 500 ms
+            (400, false, 172_800.0, 250),
+            (400, true, 60.0, 400),  // development: 5 minutes last 5 s
+            (10_000, true, 60.0, 2_500),
+            (0, false, 1.0, 0),
+        ] as [(Milliseconds, Bool, Double, Milliseconds)])
+    func windowCloseGrace(_ configured: Milliseconds, _ development: Bool, _ scale: Double, _ expected: Milliseconds) {
+        #expect(
+            ConversionWindows.closeGrace(configured: configured, development: development, policy: TimePolicy(scale: scale))
+                == expected)
     }
 
     @Test func delaysAreScaled() {

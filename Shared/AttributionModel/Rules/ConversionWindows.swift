@@ -16,6 +16,15 @@ public enum ConversionWindows {
         return (0..<count).first { offset < policy.milliseconds(end(of: $0, development: development)) }
     }
 
+    /// How long after a window's end its timer fires: updates stamped before the end but still on their
+    /// way (settling conversions, retries, replicas) get `configured` wall-clock ms to arrive. The
+    /// postback is still prepared as of the end; the grace is capped at half the shortest postback delay
+    /// so the drawn send time is never in the past when the timer fires.
+    public static func closeGrace(configured: Milliseconds, development: Bool, policy: TimePolicy) -> Milliseconds {
+        let shortestDelay = policy.milliseconds(PostbackDelay.range(sequenceIndex: 0, development: development).lowerBound)
+        return max(0, min(configured, shortestDelay / 2))
+    }
+
     /// The first update must arrive within 60 days of an install or 48 h of a re-engagement.
     public static func firstUpdateDeadline(for type: ConversionType) -> Duration {
         type == .reengagement ? .hours(48) : .days(60)

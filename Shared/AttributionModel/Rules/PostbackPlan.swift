@@ -9,21 +9,70 @@ public struct HeldPostback: Sendable, Hashable {
 public struct PostbackPlan: Sendable, Hashable, Codable {
     public var attribution: Attribution
     public var crowd: CrowdAssessment
-    /// Windows start only once the app sent an update.
+    /// Windows start only once the app sent an update: the time of the earliest update applied.
     public var firstUpdateAt: Milliseconds?
-    /// The latest values the app reported.
-    public var values: PostbackFieldGating.Values
+    /// Every value the app reported, each with its own time. A window's postback carries the latest
+    /// values stamped before its end (or its lock), whatever order the updates were processed in, so an
+    /// update for a later window that overtakes a window's timer cannot leak into that window.
+    public var reported: [ReportedValue]
     /// A window is done once locked or ended; later updates in it are ignored.
     public var windowsDone: [Bool]
+
+    /// One reported value with the update's time (`fine` and `coarse` are each optional: an update
+    /// without a coarse value keeps the coarse value in force).
+    public struct ReportedValue: Sendable, Hashable, Codable {
+        public var time: Milliseconds
+        public var fine: Int?
+        public var coarse: CoarseConversionValue?
+    }
 
     public init(attribution: Attribution, crowd: CrowdAssessment) {
         self.attribution = attribution
         self.crowd = attribution.isDevelopment ? .development : crowd
-        self.values = .init()
+        self.reported = []
         self.windowsDone = Array(repeating: false, count: ConversionWindows.count)
     }
 
+    enum CodingKeys: String, CodingKey { case attribution, crowd, firstUpdateAt, reported, values, windowsDone }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        attribution = try container.decode(Attribution.self, forKey: .attribution)
+        crowd = try container.decode(CrowdAssessment.self, forKey: .crowd)
+        firstUpdateAt = try container.decodeIfPresent(Milliseconds.self, forKey: .firstUpdateAt)
+        windowsDone = try container.decode([Bool].self, forKey: .windowsDone)
+        if let reported = try container.decodeIfPresent([ReportedValue].self, forKey: .reported) {
+            self.reported = reported
+        } else {
+            // A plan stored before values were kept per update: its latest values, as of its first update.
+            let values = try container.decodeIfPresent(PostbackFieldGating.Values.self, forKey: .values) ?? .init()
+            self.reported =
+                firstUpdateAt.map { [ReportedValue(time: $0, fine: values.fine, coarse: values.coarse)] } ?? []
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(attribution, forKey: .attribution)
+        try container.encode(crowd, forKey: .crowd)
+        try container.encodeIfPresent(firstUpdateAt, forKey: .firstUpdateAt)
+        try container.encode(reported, forKey: .reported)
+        try container.encode(windowsDone, forKey: .windowsDone)
+    }
+
     public var isFinished: Bool { windowsDone.allSatisfy { $0 } }
+
+    /// The values in force at `time`: the latest fine and the latest coarse value reported at or before
+    /// it (ties: the update processed last). Nil when no update came by then: no postback.
+    public func values(at time: Milliseconds) -> PostbackFieldGating.Values? {
+        let upTo = reported.filter { $0.time <= time }
+        guard !upTo.isEmpty else { return nil }
+        func latest<T>(_ field: KeyPath<ReportedValue, T?>) -> T? {
+            upTo.enumerated().filter { $0.element[keyPath: field] != nil }
+                .max { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }?.element[keyPath: field]
+        }
+        return .init(fine: latest(\.fine), coarse: latest(\.coarse))
+    }
 
     /// When each window ends: the scheduler sets a timer for each.
     public func windowEnds(policy: TimePolicy) -> [(window: Int, at: Milliseconds)] {
@@ -49,11 +98,19 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
                 atOffset: offset, development: attribution.isDevelopment, policy: policy),
             !windowsDone[index]
         else { return [] }
-        firstUpdateAt = firstUpdateAt ?? update.time
-        values.fine = update.update.fineConversionValue
-        if let coarse = update.update.coarseConversionValue { values.coarse = coarse }
+        firstUpdateAt = min(firstUpdateAt ?? update.time, update.time)
+        reported.append(
+            ReportedValue(
+                time: update.time, fine: update.update.fineConversionValue, coarse: update.update.coarseConversionValue))
         guard update.update.lockPostback else { return [] }
         windowsDone[index] = true
+        // The device ignores updates after a lock in the same window: drop any that overtook the lock.
+        reported.removeAll { value in
+            value.time > update.time
+                && ConversionWindows.index(
+                    atOffset: value.time - attribution.conversionTime, development: attribution.isDevelopment, policy: policy)
+                    == index
+        }
         return postbacks(for: index, preparedAt: max(update.time, attribution.conversionTime), policy: policy, using: &generator)
     }
 
@@ -69,7 +126,7 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
         for index in windowsDone.indices where !windowsDone[index] {
             guard let current, index >= current else { continue }  // earlier windows close on their own timers
             windowsDone[index] = true
-            if index == current, firstUpdateAt != nil {
+            if index == current {
                 held += postbacks(
                     for: index, preparedAt: max(time, attribution.conversionTime), policy: policy, using: &generator)
             }
@@ -83,16 +140,17 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
     ) -> [HeldPostback] {
         guard windowsDone.indices.contains(index), !windowsDone[index] else { return [] }
         windowsDone[index] = true
-        guard firstUpdateAt != nil else { return [] }
         let end = windowEnds(policy: policy)[index].at
         return postbacks(for: index, preparedAt: end, policy: policy, using: &generator)
     }
 
-    /// The winning postback for a window and, for the first window, one per non-winning network.
+    /// The winning postback for a window and, for the first window, one per non-winning network, with
+    /// the values in force at `time`; none when no update came by then (the windows had not started).
     func postbacks(
         for index: Int, preparedAt time: Milliseconds, policy: TimePolicy,
         using generator: inout some RandomNumberGenerator
     ) -> [HeldPostback] {
+        guard let values = values(at: time) else { return [] }
         let contenders = [(attribution.winner, true)] + (index == 0 ? attribution.nonWinners.map { ($0, false) } : [])
         return contenders.compactMap { impression, didWin in
             guard

@@ -79,11 +79,15 @@ extension ConfigurationKey {
         "CONVERSION_SETTLE_MS", "milliseconds (wall clock, not scaled)", default: "2000", services: ["attribution-winner"],
         "A conversion waits this long before it is attributed, so impressions reported a little after it still count. An impression reported later than that is counted in `winner_late_impressions_total`. 0 attributes at once. Keep it below the first window's scaled length."
     )
+    public static let windowCloseGraceMilliseconds = ConfigurationKey(
+        "WINDOW_CLOSE_GRACE_MS", "milliseconds (wall clock, not scaled)", default: "10000", services: ["scheduler"],
+        "A conversion window's timer fires this long after the window ends, so updates stamped before the end but still in the pipeline count (keep it above `CONVERSION_SETTLE_MS`). The postback is still prepared as of the end; capped at half the shortest postback delay."
+    )
     /// The catalog, in the order the README lists it.
     public static let all: [ConfigurationKey] = [
         redisURL, timeScale, logLevel, httpHost, httpPort, consumerName, batchSize, claimIdleMilliseconds,
         maxAttempts, adminToken, maxBodyBytes, keyRotationGraceHours, crowdTierThresholds, timerPollMilliseconds,
-        conversionSettleMilliseconds, signingKeyFile,
+        conversionSettleMilliseconds, windowCloseGraceMilliseconds, signingKeyFile,
         signingKeyID, developmentSigningKeyFile, developmentSigningKeyID, deliveryTimeoutMilliseconds,
     ]
 
