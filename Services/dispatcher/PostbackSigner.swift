@@ -42,6 +42,11 @@ struct PostbackSigner: Sendable {
     /// The exact HTTP body for an order: the payload signed as a compact JWS, the value fields beside it.
     func body(for order: PostbackOrder) throws -> String {
         let key = order.isDevelopment ? development : production
+        if order.impressionKind == .skAdNetwork {
+            // A SKAdNetwork impression gets a SKAdNetwork 4.0 postback: DER signature over its fields.
+            let postback = try SKANPostbackSigner.signed(SKANPostback(order: order), with: key.privateKey)
+            return String(decoding: try JSONCoding.encoder.encode(postback), as: UTF8.self)
+        }
         let payload = try JSONCoding.encoder.encode(order.payload)
         let jws = try CompactJWS.sign(payload: payload, keyID: key.id, with: key.privateKey)
         return String(decoding: try JSONCoding.encoder.encode(PostbackBody(order: order, jwsString: jws)), as: UTF8.self)

@@ -51,6 +51,19 @@ struct VerifyPostbackCommandTests {
         #expect(postback.sourceIdentifier == "5239")
     }
 
+    /// The pipeline signs SKAdNetwork 4.0 postbacks with one of its published keys, which names no kid:
+    /// a key set verifies them by trying each key, and `verifyAny` shows them through the common fields.
+    @Test func skanBodyVerifiesWithTheKeySetThatHoldsItsKey() throws {
+        let keySet = JWKSet(keys: [
+            JWK(publicKey: aakKey.publicKey, keyID: Self.keyID), JWK(publicKey: skanKey.publicKey, keyID: "pipeline/1"),
+        ])
+        let verified = try PostbackBodyVerifier.verify(body: skanBody(), key: .keySet(keySet))
+        #expect(verified.kind == .skAdNetwork)
+        let common = try PostbackVerifier.verifyAny(body: skanBody(), keys: keySet)
+        #expect(common.kind == .skAdNetwork && common.keyID == "pipeline/1")
+        #expect(common.payload.sourceIdentifier == "5239" && common.body.jwsString.isEmpty)
+    }
+
     @Test func applesKeysVerifyApplesExample() throws {
         let verified = try PostbackBodyVerifier.verify(body: SKANAppleExample.version3Winning.body, key: .appleSKAdNetwork)
         #expect(verified.kind == .skAdNetwork)
@@ -59,9 +72,10 @@ struct VerifyPostbackCommandTests {
     @Test func keyKindMustFitTheBody() throws {
         let keySet = JWKSet(keys: [JWK(publicKey: aakKey.publicKey, keyID: Self.keyID)])
         let p192 = try SKANP192SigningKey().publicKey
+        // A key set verifies a SKAdNetwork body with whichever of its keys signed it; none did here.
         #expect(
-            SKANFixture.error { _ = try PostbackBodyVerifier.verify(body: skanBody(), key: .keySet(keySet)) }?.code == .invalidKey
-        )
+            SKANFixture.error { _ = try PostbackBodyVerifier.verify(body: skanBody(), key: .keySet(keySet)) }?.code
+                == .invalidSignature)
         #expect(
             SKANFixture.error { _ = try PostbackBodyVerifier.verify(body: aakBody(), key: .appleSKAdNetwork) }?.code
                 == .invalidKey)
@@ -162,7 +176,7 @@ struct VerifyPostbackCommandTests {
             ),
             ("bad key text", ["--public-key", "not-a-key"], try skanBody(), "invalid-key"),
             ("missing key file", ["--public-key", "@/nonexistent/key.pem"], try skanBody(), "unreadable-input"),
-            ("SKAN with a JWKS", ["--jwks-url", "http://127.0.0.1:9/jwks.json"], try skanBody(), "invalid-key"),
+            ("SKAN with an unreachable JWKS", ["--jwks-url", "http://127.0.0.1:9/jwks.json"], try skanBody(), "key-unavailable"),
         ]
         for (name, arguments, body, code) in cases {
             let run = try Self.attribution(arguments, stdin: body)

@@ -515,6 +515,11 @@ final class ScenarioPipelineRunner: Sendable {
             if !source.hasSuffix(payload.sourceIdentifier) && !padded.hasSuffix(payload.sourceIdentifier) {
                 found.append("source-identifier \(payload.sourceIdentifier) is not the end of \(source)")
             }
+            // A SKAdNetwork impression gets a SKAdNetwork 4.0 postback, an AdAttributionKit one a JWS.
+            let kind: PostbackBodyKind = impression.kind == .skAdNetwork ? .skAdNetwork : .adAttributionKit
+            if item.postback.kind != kind {
+                found.append("a \(item.postback.kind.rawValue) postback, expected \(kind.rawValue)")
+            }
             if body.adInteractionType != impression.interaction {
                 found.append(
                     "ad-interaction-type \(body.adInteractionType.rawValue), expected \(impression.interaction.rawValue)")

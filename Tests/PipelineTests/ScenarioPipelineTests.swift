@@ -148,7 +148,7 @@ struct ScenarioPipelineTests {
             }
             do {
                 let body = try JSONSerialization.data(withJSONObject: bodyObject)
-                let verified = try PostbackVerifier.verify(body: body, keys: keys)
+                let verified = try PostbackVerifier.verifyAny(body: body, keys: keys)
                 byApp[verified.payload.advertisedItemIdentifier, default: []].append(
                     .init(receivedAt: receivedAt, postback: verified))
             } catch {

@@ -14,7 +14,7 @@ public enum PostbackVerificationKey: Sendable {
     /// One public key: an AdAttributionKit postback verifies with it whatever `kid` it names; a
     /// SKAdNetwork postback verifies with it if its curve is the version's.
     case publicKey(SKANPublicKey)
-    /// A published key set: AdAttributionKit postbacks only, key chosen by `kid`.
+    /// A published key set: AdAttributionKit postbacks by `kid`; SKAdNetwork ones by trying each key.
     case keySet(JWKSet)
     /// Apple's published SKAdNetwork keys: P-192 for 1.0 and 2.0, P-256 for 2.1 and later.
     case appleSKAdNetwork
@@ -76,8 +76,10 @@ public enum PostbackBodyVerifier {
             case .appleSKAdNetwork:
                 // An unknown version gets P-256 here and is refused by the verifier with its reason.
                 publicKey = postback.resolvedVersion.map(SKANPublicKey.apple(for:)) ?? .appleP256
-            case .keySet:
-                throw JWSError(.invalidKey, "SKAdNetwork postbacks name no kid: verify them with a public key")
+            case .keySet(let set):
+                // SKAdNetwork postbacks name no kid: the pipeline's are signed by one of its published keys.
+                _ = try PostbackVerifier.verifyAny(body: body, keys: set)
+                return .skAdNetwork(postback)
             }
             try SKANPostbackVerifier.verify(postback, publicKey: publicKey)
             return .skAdNetwork(postback)

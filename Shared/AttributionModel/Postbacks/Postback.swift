@@ -58,10 +58,14 @@ public struct PostbackOrder: Sendable, Codable, Hashable {
     public var countryCode: String?
     /// Signed with the development key id when the winning impression was a development one.
     public var isDevelopment: Bool
+    /// The kind of the impression this postback credits: a SKAdNetwork impression gets a SKAdNetwork 4.0
+    /// postback, an AdAttributionKit one (or nil, in orders held before this field existed) a JWS one.
+    public var impressionKind: ImpressionKind?
 
     public init(
         payload: PostbackPayload, adInteractionType: InteractionType, conversionValue: Int?,
-        coarseConversionValue: CoarseConversionValue?, countryCode: String?, isDevelopment: Bool
+        coarseConversionValue: CoarseConversionValue?, countryCode: String?, isDevelopment: Bool,
+        impressionKind: ImpressionKind = .adAttributionKit
     ) {
         self.payload = payload
         self.adInteractionType = adInteractionType
@@ -69,6 +73,7 @@ public struct PostbackOrder: Sendable, Codable, Hashable {
         self.coarseConversionValue = coarseConversionValue
         self.countryCode = countryCode
         self.isDevelopment = isDevelopment
+        self.impressionKind = impressionKind
     }
 
     enum CodingKeys: String, CodingKey {
@@ -78,6 +83,7 @@ public struct PostbackOrder: Sendable, Codable, Hashable {
         case coarseConversionValue = "coarse-conversion-value"
         case countryCode = "country-code"
         case isDevelopment = "development"
+        case impressionKind = "impression-kind"
     }
 }
 

@@ -172,7 +172,7 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
                 payload: payload, adInteractionType: impression.interactionType,
                 conversionValue: fields.conversionValue, coarseConversionValue: fields.coarseConversionValue,
                 countryCode: fields.includesCountryCode ? attribution.countryCode : nil,
-                isDevelopment: attribution.isDevelopment)
+                isDevelopment: attribution.isDevelopment, impressionKind: impression.kind)
             let delay = PostbackDelay.draw(
                 sequenceIndex: index, development: attribution.isDevelopment, policy: policy, using: &generator)
             return HeldPostback(order: order, dueAt: time + delay)

@@ -295,6 +295,9 @@ extension ScenarioRuleRunner {
             if let type = conversionTypes[expected.conversion], order.payload.conversionType != type {
                 report("\(label): conversion-type \(order.payload.conversionType.rawValue), expected \(type.rawValue)")
             }
+            if (order.impressionKind ?? .adAttributionKit) != (impression.kind ?? .adAttributionKit) {
+                report("\(label): a postback for a \(describe(order.impressionKind?.rawValue)) impression")
+            }
             if order.adInteractionType != impression.interaction {
                 report("\(label): interaction \(order.adInteractionType.rawValue), expected \(impression.interaction.rawValue)")
             }

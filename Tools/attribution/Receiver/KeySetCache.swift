@@ -39,6 +39,18 @@ actor KeySetCache {
         return try await refresh()
     }
 
+    /// For bodies that name no kid (SKAdNetwork): the cached set, fetched if there is none yet.
+    func cachedOrFetched() async throws -> JWKSet {
+        if let current { return current }
+        return try await refresh()
+    }
+
+    /// A fresh set, unless one was fetched within the minimum interval.
+    func refetched() async throws -> JWKSet {
+        if let current, let lastFetch, ContinuousClock.now - lastFetch < Self.minimumRefetchInterval { return current }
+        return try await refresh()
+    }
+
     func refresh() async throws -> JWKSet {
         if let fetching { return try await fetching.value }
         let task = Task { [url, client] in try await Self.fetch(url: url, client: client) }

@@ -71,8 +71,11 @@ actor PostbackLog {
         }
         do {
             let line = ReceivedPostback(
-                receivedAt: receivedAt, path: path, kid: postback.keyID, duplicate: false,
-                payload: try JSONCoding.decoder.decode(JSONValue.self, from: postback.payloadData),
+                receivedAt: receivedAt, path: path, kind: postback.kind.rawValue, kid: postback.keyID, duplicate: false,
+                // SKAdNetwork bodies are signed field by field: the line shows their common payload.
+                payload: try JSONCoding.decoder.decode(
+                    JSONValue.self,
+                    from: postback.kind == .adAttributionKit ? postback.payloadData : JSONCoding.encoder.encode(postback.payload)),
                 body: try JSONCoding.decoder.decode(JSONValue.self, from: body))
             // FileHandle writes go straight to write(2): the line is visible to a tail at once.
             try handle.write(contentsOf: JSONCoding.encoder.encode(line) + Data("\n".utf8))

@@ -5,18 +5,20 @@ struct ReceivedPostback: Codable, Sendable {
     var receivedAt: Milliseconds
     /// The request path: `/postbacks` or the advertiser copy path.
     var path: String
-    /// The header kid of the key that verified it.
+    /// `adattributionkit` (a JWS) or `skadnetwork` (a 4.0 body with `attribution-signature`).
+    var kind: String?
+    /// The kid of the key that verified it (for a SKAdNetwork body: the published key that did).
     var kid: String
     /// Always false in the file (only first copies are written); kept so a line is self-describing.
     var duplicate: Bool
-    /// The signed payload, field for field.
+    /// The signed payload, field for field (SKAdNetwork: its fields under the AdAttributionKit names).
     var payload: JSONValue
     /// The HTTP body, including the unsigned value fields.
     var body: JSONValue
 
     enum CodingKeys: String, CodingKey {
         case receivedAt = "received-at"
-        case path, kid, duplicate, payload, body
+        case path, kind, kid, duplicate, payload, body
     }
 }
 

@@ -58,10 +58,18 @@ enum ReceiverRouter {
         return JSONResponse.make(Acknowledgement(postbackIdentifier: postback.payload.postbackIdentifier, duplicate: !isNew))
     }
 
-    /// Looks the kid up first so an unknown kid triggers one key set refetch before verification.
+    /// Looks the kid up first so an unknown kid triggers one key set refetch before verification. A
+    /// SKAdNetwork body names no kid: it is tried against the cached keys, then once against fresh ones.
     static func verify(_ body: Data, keys: KeySetCache) async throws -> VerifiedPostback {
-        let keyID = try PostbackVerifier.keyID(inBody: body)
-        return try PostbackVerifier.verify(body: body, keys: await keys.keySet(containing: keyID))
+        guard try PostbackBodyVerifier.kind(of: body) == .skAdNetwork else {
+            let keyID = try PostbackVerifier.keyID(inBody: body)
+            return try PostbackVerifier.verify(body: body, keys: await keys.keySet(containing: keyID))
+        }
+        do {
+            return try PostbackVerifier.verifyAny(body: body, keys: await keys.cachedOrFetched())
+        } catch {
+            return try PostbackVerifier.verifyAny(body: body, keys: await keys.refetched())
+        }
     }
 
     struct Acknowledgement: Codable {

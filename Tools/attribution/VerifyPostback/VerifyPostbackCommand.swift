@@ -13,7 +13,7 @@ struct VerifyPostbackCommand: AsyncParsableCommand {
             A body with jws-string is an AdAttributionKit postback: its JWS (ES256) must verify with \
             --public-key (whatever kid it names) or with the key of --jwks-url that its kid names. A body \
             with attribution-signature is a SKAdNetwork postback (versions 1.0–4.0): its signature over the \
-            version's signed fields must verify with --public-key (P-192 for 1.0 and 2.0, P-256 from 2.1; \
+            version's signed fields must verify with --public-key or one of the keys of --jwks-url (P-192 for 1.0 and 2.0, P-256 from 2.1; \
             `--public-key apple` uses Apple's published keys). On success the fields are printed as one JSON \
             object with "kind" (and "kid" for AdAttributionKit) and the exit status is 0; the value fields \
             (conversion-value, coarse-conversion-value, country-code, ad-interaction-type) are never signed. \
@@ -89,7 +89,8 @@ struct VerifyPostbackCommand: AsyncParsableCommand {
         guard let jwksURL else { throw VerifyPostbackFailure(code: "invalid-key", detail: "no key given") }
         do {
             guard try PostbackBodyVerifier.kind(of: body) == .adAttributionKit else {
-                throw JWSError(.invalidKey, "SKAdNetwork postbacks name no kid: give --public-key instead of --jwks-url")
+                // A SKAdNetwork body names no kid: each key of the set is tried.
+                return .keySet(try await Self.fetchKeySet(jwksURL, containing: nil))
             }
             let keyID = try PostbackVerifier.keyID(inBody: body)
             return .keySet(try await Self.fetchKeySet(jwksURL, containing: keyID))
@@ -100,12 +101,14 @@ struct VerifyPostbackCommand: AsyncParsableCommand {
         }
     }
 
-    private static func fetchKeySet(_ url: String, containing keyID: String) async throws -> JWKSet {
+    /// The key set at `url`; nil `keyID` (a SKAdNetwork body) takes it as fetched.
+    private static func fetchKeySet(_ url: String, containing keyID: String?) async throws -> JWKSet {
         // Logs would go to stdout by default; stdout carries only the verified fields.
         let logger = Logger(label: "attribution") { _ in SwiftLogNoOpLogHandler() }
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
         do {
-            let keys = try await KeySetCache(url: url, client: client, logger: logger).keySet(containing: keyID)
+            let cache = KeySetCache(url: url, client: client, logger: logger)
+            let keys = if let keyID { try await cache.keySet(containing: keyID) } else { try await cache.refresh() }
             try await client.shutdown()
             return keys
         } catch {
