@@ -113,7 +113,7 @@ let package = Package(
         .executableTarget(
             name: "attribution",
             dependencies: [
-                "AttributionModel", "AttributionCrypto",
+                "AttributionModel", "AttributionCrypto", "RedisStreams",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),

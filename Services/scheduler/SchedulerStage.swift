@@ -12,7 +12,9 @@ struct SchedulerStage: StreamStage {
     let windowCloseGraceMilliseconds: Milliseconds
 
     static let windowTimers = DelayedQueue(name: DelayedQueueNames.windowTimers, target: StreamNames.schedulerTimers)
-    static let heldPostbacks = DelayedQueue(name: DelayedQueueNames.heldPostbacks, target: StreamNames.postbacks)
+    /// Compact: millions of postbacks may wait here for days, each one binary sorted-set member.
+    static let heldPostbacks = DelayedQueue(
+        name: DelayedQueueNames.heldPostbacks, target: StreamNames.postbacks, layout: .compact)
 
     static func planKey(_ conversionIdentifier: String) -> String { "scheduler:plan:\(conversionIdentifier)" }
     /// What a finished plan's key holds instead of the plan.
@@ -137,9 +139,9 @@ struct SchedulerStage: StreamStage {
                     ]))
             }
             for postback in held {
-                let message = Envelope(time: postback.dueAt, body: .postbackDue(postback.order))
                 commands += Self.heldPostbacks.schedule(
-                    id: postback.order.payload.postbackIdentifier, dueAtMilliseconds: postback.dueAt, message: message.encoded())
+                    id: postback.order.payload.postbackIdentifier, dueAtMilliseconds: postback.dueAt,
+                    message: CompactHeldPostback.encode(postback.order, dueAt: postback.dueAt))
             }
             return .write(commands)
         }

@@ -130,8 +130,14 @@ extension Envelope {
         (try? Array(JSONCoding.encoder.encode(self))) ?? []
     }
 
+    /// A JSON envelope, or a held postback in its compact binary form (released from the scheduler's
+    /// held queue into `postbacks`), which becomes a `postback.due` envelope with the postback id as id.
     public static func decode(_ bytes: [UInt8]) throws -> Envelope {
-        try JSONCoding.decoder.decode(Envelope.self, from: Data(bytes))
+        if bytes.first == CompactHeldPostback.magic {
+            let (order, dueAt) = try CompactHeldPostback.decode(bytes)
+            return Envelope(id: order.payload.postbackIdentifier, time: dueAt, body: .postbackDue(order))
+        }
+        return try JSONCoding.decoder.decode(Envelope.self, from: Data(bytes))
     }
 }
 

@@ -1,47 +1,63 @@
-/// Messages held until a due time, then moved into a stream: held postbacks, delivery retries.
+/// Messages held until a due time, then moved into a stream: held postbacks, window timers, settling
+/// conversions, delivery retries.
 ///
-/// Two keys: `<name>:due` (sorted set, score = due time in ms, member = item id) and `<name>:items`
-/// (hash, item id -> message bytes). Scheduling is plain commands so a stage can put it inside the
-/// transaction that acks its input; releasing is one Lua script, so any number of pumps can run.
+/// Two layouts. `hashed`: `<name>:due` (sorted set, score = due time in ms, member = item id) plus
+/// `<name>:items` (hash, item id -> message bytes); an item can be rescheduled or cancelled by id.
+/// `compact`: `<name>:due` only, the member being the message itself: no id, no cancel, about half the
+/// memory, for the millions of held postbacks (whose messages are unique: each holds its postback id).
+/// Scheduling is plain commands so a stage can put it inside the transaction that acks its input;
+/// releasing is one Lua script, so any number of pumps can run.
 public struct DelayedQueue: Sendable {
-    /// The queue's name, prefix of its two keys.
+    public enum Layout: Sendable { case hashed, compact }
+
+    /// The queue's name, prefix of its keys.
     public let name: String
     /// The stream due items are appended to.
     public let target: String
+    public let layout: Layout
     /// The sorted set of due times.
     public var dueKey: String { "\(self.name):due" }
-    /// The hash of message bytes.
+    /// The hash of message bytes (hashed layout).
     public var itemsKey: String { "\(self.name):items" }
 
-    /// A queue over `<name>:due` and `<name>:items` that releases into `target`.
-    public init(name: String, target: String) {
+    /// A queue over its keys that releases into `target`.
+    public init(name: String, target: String, layout: Layout = .hashed) {
         self.name = name
         self.target = target
+        self.layout = layout
     }
 
-    /// ZADD and HSET for one item; scheduling an existing id again replaces its due time and message.
+    /// Hashed: ZADD and HSET for one item (scheduling an existing id again replaces its due time and
+    /// message). Compact: ZADD of the message (`id` is not stored).
     public func schedule(id: String, dueAtMilliseconds: Int64, message: [UInt8]) -> [RedisCommand] {
-        [
-            RedisCommand("ZADD", self.dueKey, String(dueAtMilliseconds), id),
-            RedisCommand("HSET", self.itemsKey, id).appending(message),
-        ]
+        switch layout {
+        case .hashed:
+            [
+                RedisCommand("ZADD", self.dueKey, String(dueAtMilliseconds), id),
+                RedisCommand("HSET", self.itemsKey, id).appending(message),
+            ]
+        case .compact:
+            [RedisCommand("ZADD", self.dueKey, String(dueAtMilliseconds)).appending(message)]
+        }
     }
 
-    /// ZREM and HDEL for one item; cancelling an unknown id does nothing.
+    /// ZREM and HDEL for one item; cancelling an unknown id does nothing. Hashed layout only.
     public func cancel(id: String) -> [RedisCommand] {
-        [RedisCommand("ZREM", self.dueKey, id), RedisCommand("HDEL", self.itemsKey, id)]
+        precondition(layout == .hashed, "a compact delayed queue cannot cancel by id")
+        return [RedisCommand("ZREM", self.dueKey, id), RedisCommand("HDEL", self.itemsKey, id)]
     }
 
     /// Atomically moves up to `limit` items due at or before `now`, earliest first; returns how many moved.
     public func releaseDue(now: Int64, limit: Int = 500, on connection: RedisConnection) async throws -> Int {
-        let arguments = ["3", self.dueKey, self.itemsKey, self.target, String(now), String(max(1, limit))]
-        let reply: RedisReply
-        do {
-            reply = try await connection.send(RedisCommand(["EVALSHA", DelayedQueueScript.sha1] + arguments))
-        } catch let error as RedisError where error.serverErrorPrefix == "NOSCRIPT" {
-            // Script cache empty (restart, SCRIPT FLUSH, failover): EVAL runs it and caches it again.
-            reply = try await connection.send(RedisCommand(["EVAL", DelayedQueueScript.source] + arguments))
-        }
+        let arguments = [String(now), String(max(1, limit))].map { Array($0.utf8) }
+        let reply =
+            switch layout {
+            case .hashed:
+                try await DelayedQueueScript.hashed.run(
+                    keys: [self.dueKey, self.itemsKey, self.target], arguments: arguments, on: connection)
+            case .compact:
+                try await DelayedQueueScript.compact.run(keys: [self.dueKey, self.target], arguments: arguments, on: connection)
+            }
         guard let moved = reply.int else {
             throw RedisError(.unexpectedReply, "delayed queue script returned \(reply)")
         }

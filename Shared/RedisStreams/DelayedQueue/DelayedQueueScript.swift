@@ -1,7 +1,8 @@
-/// The Lua script that moves due items into the target stream, atomically, so pumps can race safely.
+/// The Lua scripts that move due items into the target stream, atomically, so pumps can race safely.
 public enum DelayedQueueScript {
-    /// KEYS: due zset, items hash, target stream. ARGV: now (ms), limit. Returns the number moved.
-    public static let source = """
+    /// Hashed layout. KEYS: due zset, items hash, target stream. ARGV: now (ms), limit. Returns the number moved.
+    public static let hashed = RedisScript(
+        """
         local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
         local moved = 0
         for _, id in ipairs(ids) do
@@ -14,8 +15,16 @@ public enum DelayedQueueScript {
             redis.call('HDEL', KEYS[2], id)
         end
         return moved
-        """
+        """)
 
-    /// SHA-1 of `source` (what SCRIPT LOAD returns); a test checks it, EVAL is the fallback if it drifts.
-    public static let sha1 = "f55850d8be7834c0946dec06a1fc0547a06613be"
+    /// Compact layout: the member is the message. KEYS: due zset, target stream. ARGV: now (ms), limit.
+    public static let compact = RedisScript(
+        """
+        local items = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
+        for _, item in ipairs(items) do
+            redis.call('XADD', KEYS[2], '*', 'e', item)
+            redis.call('ZREM', KEYS[1], item)
+        end
+        return #items
+        """)
 }
