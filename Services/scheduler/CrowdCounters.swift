@@ -1,8 +1,8 @@
 import AttributionModel
 import RedisStreams
 
-/// Crowd sizes: distinct conversions over a trailing 30 days per crowd key, each a sorted set of
-/// conversion ids scored by conversion time.
+/// Crowd sizes: conversions over a trailing 30 days per crowd key, each a hash of day → count
+/// (`CrowdDayBuckets`): a few hundred bytes per crowd however many conversions it holds.
 struct CrowdCounters {
     let policy: TimePolicy
 
@@ -27,21 +27,34 @@ struct CrowdCounters {
         return [k.publisher, k.advertised, k.country, k.digits[2]!, k.digits[3]!, k.digits[4]!]
     }
 
-    var period: Milliseconds { policy.milliseconds(CrowdTierThresholds.trailingPeriod) }
-
+    /// One HGETALL per crowd key: day → conversions that day.
     func countCommands(for attribution: Attribution) -> [RedisCommand] {
-        Self.allKeys(for: attribution).map {
-            RedisCommand("ZCOUNT", $0, String(attribution.conversionTime - period), "+inf")
-        }
+        Self.allKeys(for: attribution).map { RedisCommand("HGETALL", $0) }
     }
 
-    /// Adds the conversion to each of its crowds and trims what fell out of the trailing period.
+    /// The trailing-period count in one HGETALL reply, as of the conversion's time.
+    func count(_ reply: RedisReply, at time: Milliseconds) -> Int {
+        let flat = reply.elements
+        var buckets: [Int64: Int] = [:]
+        for index in stride(from: 0, to: flat.count - 1, by: 2) {
+            if let day = flat[index].string.flatMap({ Int64($0) }), let count = flat[index + 1].string.flatMap({ Int($0) }) {
+                buckets[day] = count
+            }
+        }
+        return CrowdDayBuckets.count(buckets, at: time, policy: policy)
+    }
+
+    /// Counts the conversion on its day in each of its crowds and drops days that fell out of the
+    /// trailing period (a week of them, so a crowd idle for a few days is still trimmed).
     func recordCommands(for attribution: Attribution) -> [RedisCommand] {
-        Self.allKeys(for: attribution).flatMap { key in
+        let day = CrowdDayBuckets.day(of: attribution.conversionTime, policy: policy)
+        let stale = (CrowdDayBuckets.days...(CrowdDayBuckets.days + 6)).map { String(day - $0) }
+        let keep = policy.milliseconds(CrowdTierThresholds.trailingPeriod) * 2
+        return Self.allKeys(for: attribution).flatMap { key in
             [
-                RedisCommand("ZADD", key, String(attribution.conversionTime), attribution.conversionIdentifier),
-                RedisCommand("ZREMRANGEBYSCORE", key, "-inf", "(\(attribution.conversionTime - period)"),
-                RedisCommand("PEXPIRE", key, String(period * 2)),
+                RedisCommand("HINCRBY", key, String(day), "1"),
+                RedisCommand(["HDEL", key] + stale),
+                RedisCommand("PEXPIRE", key, String(keep)),
             ]
         }
     }

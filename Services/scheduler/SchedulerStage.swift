@@ -71,7 +71,7 @@ struct SchedulerStage: StreamStage {
                 plans[key] = plan
             }
         }
-        var crowdReplies = state.dropFirst(layout.planKeys.count).map { Int($0.int ?? 0) }[...]
+        var crowdReplies = state.dropFirst(layout.planKeys.count)[...]
         var batchCrowd: [String: Int] = [:]  // conversions earlier in this batch count toward the crowd too
         var generator = SystemRandomNumberGenerator()
         let counters = CrowdCounters(policy: policy)
@@ -88,7 +88,9 @@ struct SchedulerStage: StreamStage {
             switch envelope.body {
             case .conversionAttributed(let attribution):
                 let keys = CrowdCounters.allKeys(for: attribution)
-                let counts = zip(keys, crowdReplies.prefix(keys.count)).map { $1 + batchCrowd[$0, default: 0] }
+                let counts = zip(keys, crowdReplies.prefix(keys.count)).map {
+                    counters.count($1, at: attribution.conversionTime) + batchCrowd[$0, default: 0]
+                }
                 crowdReplies = crowdReplies.dropFirst(keys.count)
                 guard plans[key] == nil else { return .write([]) }  // already planned: a redelivery
                 for k in keys { batchCrowd[k, default: 0] += 1 }

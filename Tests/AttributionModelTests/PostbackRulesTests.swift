@@ -81,6 +81,25 @@ struct TimingRulesTests {
                 == expected)
     }
 
+    @Test(
+        "crowd counts: the conversion's day and the 29 before it",
+        arguments: [
+            ([0: 3, -29: 2], 5),  // the oldest day still counted
+            ([0: 3, -30: 5], 3),  // 30 days back: out
+            ([0: 1, 1: 7], 1),  // a later day (a conversion processed out of order) is not "trailing"
+            ([:], 0),
+        ] as [([Int64: Int], Int)])
+    func crowdDayBuckets(_ relative: [Int64: Int], _ expected: Int) {
+        for policy in [TimePolicy.realTime, TimePolicy(scale: 86_400)] {
+            let time: Milliseconds = 1_800_000_000_000
+            let today = CrowdDayBuckets.day(of: time, policy: policy)
+            let buckets = Dictionary(uniqueKeysWithValues: relative.map { (today + $0.key, $0.value) })
+            #expect(CrowdDayBuckets.count(buckets, at: time, policy: policy) == expected)
+        }
+        #expect(CrowdDayBuckets.day(of: 86_399_999, policy: .realTime) == 0)
+        #expect(CrowdDayBuckets.day(of: 86_400_000, policy: .realTime) == 1)
+    }
+
     @Test func delaysAreScaled() {
         var generator = SeededGenerator(seed: 2)
         let delay = PostbackDelay.draw(sequenceIndex: 0, development: false, policy: TimePolicy(scale: 86_400), using: &generator)

@@ -191,6 +191,60 @@ struct EndToEndTests {
         #expect(receivedAt - lockAt <= 2 * day + 1_500, "sent within 48 h (plus processing)")
     }
 
+    /// The scheduler's crowd counters decide tiers: with tier 1 at 3 conversions, the first two
+    /// conversions of a crowd are tier 0 (no value) and the next two tier 1 (coarse value).
+    @Test func crowdCountsDecideTheTier() async throws {
+        let redis = try await RedisServer.start()
+        defer { redis.stop() }
+        let pipeline = try PipelineProcesses(
+            redis: redis, timeScale: 172_800, extraEnvironment: ["CROWD_TIER_THRESHOLDS": "3,1000000,1000000"])
+        defer { pipeline.stop() }
+        #expect(try await http.waitUntilUp("\(pipeline.ingestURL)/health"), "ingest starts\n\(pipeline.logs())")
+        #expect(try await http.waitUntilUp("\(pipeline.receiverURL)/health"), "receiver starts\n\(pipeline.logs())")
+        let network = Network(id: "crowd.adattributionkit")
+        let appKey = try await pipeline.registerCampaign(
+            network: network.id, publicKeyPEM: network.key.publicKey.pemRepresentation, publisher: Self.publisherApp,
+            app: Self.advertisedApp, http: http)
+        for device in (1...4).map({ "crowd-device-\($0)" }) {
+            let t0 = Self.now()
+            let click = try await http.send(
+                "POST", "\(pipeline.ingestURL)/v1/impressions",
+                json: [
+                    "device-identifier": device,
+                    "impression": try impression(network, id: UUID().uuidString, source: 5239, at: t0 - 3_000),
+                    "interaction": ["type": "click", "loaded-at": t0 - 3_000, "time": t0 - 2_000],
+                ])
+            #expect(click.status == 202)
+            try await Task.sleep(for: .milliseconds(100))
+            for (path, json) in [
+                ("conversions", ["conversion-type": "download", "time": t0, "country-code": "US"] as [String: Any]),
+                (
+                    "conversion-value-updates",
+                    ["time": t0 + 10, "fineConversionValue": 42, "coarseConversionValue": "high", "lockPostback": true]
+                ),
+            ] {
+                let reply = try await http.send(
+                    "POST", "\(pipeline.ingestURL)/v1/\(path)",
+                    json: json.merging(["device-identifier": device, "advertised-item-identifier": Self.advertisedApp]) { a, _ in
+                        a
+                    },
+                    token: appKey)
+                #expect(reply.status == 202)
+            }
+        }
+        let arrived = try await eventually(timeout: .seconds(20), every: .milliseconds(200)) {
+            pipeline.receivedPostbacks().filter { ($0["payload"] as? [String: Any])?["postback-sequence-index"] as? Int == 0 }
+                .count >= 4
+        }
+        #expect(arrived, "four first postbacks\n\(pipeline.logs())")
+        let firsts = pipeline.receivedPostbacks().filter {
+            ($0["payload"] as? [String: Any])?["postback-sequence-index"] as? Int == 0
+        }.compactMap { $0["body"] as? [String: Any] }
+        let coarse = firsts.map { $0["coarse-conversion-value"] as? String ?? "none" }.sorted()
+        #expect(coarse == ["high", "high", "none", "none"], "\(firsts)")
+        #expect(firsts.allSatisfy { $0["conversion-value"] == nil })
+    }
+
     @Test func invalidInputIsRefusedWithProblemJSONAndNeverReachesThePipeline() async throws {
         let redis = try await RedisServer.start()
         defer { redis.stop() }

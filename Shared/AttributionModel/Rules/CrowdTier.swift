@@ -100,3 +100,23 @@ public enum SourceIdentifierTruncation {
         return String(repeating: "0", count: max(0, digits - kept.count)) + kept
     }
 }
+
+/// Crowd counters keep one count per (scaled) day per crowd key, so their memory is bounded by the
+/// number of crowds, not of conversions: "the trailing 30 days" is the conversion's day and the 29
+/// whole days before it. Conversions reach the scheduler once each (a redelivery finds its plan and
+/// is skipped), so counting them counts distinct conversions.
+public enum CrowdDayBuckets {
+    public static func day(of time: Milliseconds, policy: TimePolicy) -> Int64 {
+        let length = max(1, policy.milliseconds(.days(1)))
+        return time >= 0 ? time / length : (time - length + 1) / length
+    }
+
+    /// How many days the trailing period spans.
+    public static var days: Int64 { CrowdTierThresholds.trailingPeriod.components.seconds / 86_400 }
+
+    /// Conversions counted in `buckets` (day → count) within the trailing period as of `time`.
+    public static func count(_ buckets: [Int64: Int], at time: Milliseconds, policy: TimePolicy) -> Int {
+        let today = day(of: time, policy: policy)
+        return buckets.filter { $0.key > today - days && $0.key <= today }.values.reduce(0, +)
+    }
+}
