@@ -146,12 +146,23 @@ struct PostbackPlanTests {
         #expect(plan.isFinished)
     }
 
-    @Test func firstUpdateAfterTheDeadlineIsIgnored() {
+    /// First-update deadlines at their boundary: 48 h after a re-engagement (the end included), and for
+    /// an install 60 days, which the 35-day windows make moot (a first update on day 35 finds none open).
+    @Test(
+        "first-update deadlines",
+        arguments: [
+            (ConversionType.reengagement, 48 * Fixture.hour, true),
+            (.reengagement, 48 * Fixture.hour + 1, false),
+            (.download, 35 * Fixture.day - 1, true),
+            (.download, 35 * Fixture.day, false),
+            (.redownload, 34 * Fixture.day, true),
+        ] as [(ConversionType, Milliseconds, Bool)])
+    func firstUpdateDeadline(_ type: ConversionType, _ at: Milliseconds, _ accepted: Bool) {
         var generator = SeededGenerator(seed: 12)
-        var plan = PostbackPlan(attribution: F.attribution(type: .reengagement), crowd: tier3)
-        let r6 = plan.apply(update(5, lock: true, at: 48 * F.hour + 1), policy: .realTime, using: &generator)
-        #expect(r6.isEmpty)
-        #expect(plan.firstUpdateAt == nil)
+        var plan = PostbackPlan(attribution: F.attribution(type: type), crowd: tier3)
+        let held = plan.apply(update(5, .low, lock: true, at: at), policy: .realTime, using: &generator)
+        #expect(held.isEmpty == !accepted)
+        #expect((plan.firstUpdateAt != nil) == accepted)
     }
 
     @Test func updatesForOtherConversionTypesAreIgnored() {
