@@ -1,0 +1,475 @@
+#!/usr/bin/env python3
+"""Mutation check: every attribution rule's scenarios must fail when the rule is removed.
+
+For each entry of MUTATIONS below (a rule id from docs/attribution-rules.md, one or more text edits
+that remove or break the rule, and the scenario files that must then fail), on a private clone of
+this repository at its HEAD:
+
+    apply the edits -> swift build (test product only) -> swift test --skip-build --filter ScenarioRuleTests
+    -> collect the scenario files whose `scenario(_:)` case recorded an issue -> restore the files
+
+and report per entry:
+
+    PASS        every expected scenario failed
+    WEAK        it built, but an expected scenario still passed (the scenario does not pin the rule)
+    STALE       an edit's old text is not in its file exactly once (the code moved), or a file,
+                scenario or rule id no longer exists
+    BUILD-FAIL  the mutated code does not compile (fix the edit)
+    CRASH       the test process died or timed out (no per-scenario result)
+    SKIP        the rule is not a pure rule; the note says what checks it instead
+    MISSING     a rule id in docs/attribution-rules.md has no entry here
+
+The caller's tree is never touched: the clone lives in --workdir (default
+$TMPDIR/attribution-mutation) and is reset to the caller's HEAD on every run, keeping its .build so
+rebuilds are incremental. Exit status 0 only when every entry is PASS or SKIP.
+
+    python3 scripts/mutation-check.py                 # whole table
+    python3 scripts/mutation-check.py --only tier-0   # one rule (repeatable)
+    python3 scripts/mutation-check.py --list          # the table, no build
+"""
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+RULES = "Shared/AttributionModel/Rules/"
+WINNER = RULES + "WinnerSelection.swift"
+STATE = RULES + "DeviceAttributionState.swift"
+ELIGIBILITY = RULES + "ConversionEligibility.swift"
+WINDOWS = RULES + "ConversionWindows.swift"
+PLAN = RULES + "PostbackPlan.swift"
+GATING = RULES + "PostbackFieldGating.swift"
+DELAY = RULES + "PostbackDelay.swift"
+UPDATE = "Shared/AttributionModel/Events/PostbackUpdate.swift"
+
+
+def M(rule, what, expect, *edits):
+    """One mutation: `edits` are (file, old, new); `expect` the scenario files that must fail."""
+    return {"rule": rule, "what": what, "expect": expect, "edits": edits}
+
+
+def SKIP(rule, note):
+    return {"rule": rule, "skip": note}
+
+
+# Old texts are matched with any run of whitespace standing for any other (so re-wrapping by
+# swift-format does not make an entry stale) and must occur exactly once in their file. Keep them
+# small and distinctive. Two entries with the same edits share one build and test run.
+#
+# PostbackPlan is about to be reworked (per-window values): its anchors are deliberately tiny and
+# a STALE there just means "re-anchor after the rework".
+MUTATIONS = [
+    # Winner selection (WinnerSelection, DeviceAttributionState)
+    M("click-beats-view", "drop the click-over-view comparison", ["winner-click-beats-view.json"],
+      (WINNER, "if a.interaction.type != b.interaction.type { return a.interaction.type == .click }", "")),
+    M("most-recent-wins", "drop the recency comparison (ties fall to the impression id)",
+      ["winner-most-recent-click.json", "winner-most-recent-view.json"],
+      (WINNER, "if a.interaction.time != b.interaction.time { return a.interaction.time > b.interaction.time }", "")),
+    M("most-recent-wins", "the oldest interaction wins",
+      ["winner-most-recent-click.json", "winner-most-recent-view.json"],
+      (WINNER, "return a.interaction.time > b.interaction.time", "return a.interaction.time < b.interaction.time")),
+    M("production-beats-development", "drop the production-over-development comparison",
+      ["winner-production-beats-development.json"],
+      (WINNER, "if a.payload.isDevelopment != b.payload.isDevelopment { return !a.payload.isDevelopment }", "")),
+    # Returning false leaves equal-time impressions in pool order; the scenario lists the loser first.
+    M("tie-impression-id", "drop the impression-id tie-break", ["winner-tie-impression-id.json"],
+      (WINNER, "return a.payload.impressionIdentifier < b.payload.impressionIdentifier", "return false")),
+    M("six-considered", "consider every eligible impression, not the 6 most recent", ["winner-six-considered.json"],
+      (WINNER, ".prefix(consideredImpressions)", "")),
+    M("fifteen-views-kept", "drop the 15-views cap", ["winner-fifteen-views-per-publisher.json"],
+      (STATE, "if views.count > Self.viewsKeptPerPublisher {", "if false {")),
+    M("fifteen-views-kept", "the cap counts every publisher's views", ["winner-fifteen-views-other-publisher.json"],
+      (STATE, "$0.element.interaction.type == .view && $0.element.payload.publisherItemIdentifier == publisher",
+       "$0.element.interaction.type == .view")),
+    M("fifteen-views-kept", "the cap drops the newest views", ["winner-fifteen-views-per-publisher.json"],
+      (STATE, ".sorted { $0.element.interaction.time < $1.element.interaction.time }",
+       ".sorted { $0.element.interaction.time > $1.element.interaction.time }")),
+    # The 5-cap cannot bind while at most 6 impressions are considered (1 winner + 5 others): it is
+    # implied by six-considered. Break the one-per-network part instead.
+    M("nonwinners-one-per-network", "every other-network impression is a non-winner (not one per network)",
+      ["winner-non-winners-distinct-networks.json"],
+      (WINNER, "if seen.insert(impression.payload.adNetworkIdentifier).inserted {",
+       "if impression.payload.adNetworkIdentifier != winner.payload.adNetworkIdentifier {")),
+    M("nonwinners-one-per-network", "non-winners in recency order, not ranking order",
+      ["winner-non-winners-distinct-networks.json"],
+      (WINNER, "for impression in ranked.dropFirst() where", "for impression in considered.filter({ $0 != winner }) where")),
+    M("winner-network-no-nonwinner", "the winner's network may get a non-winner", ["winner-network-no-non-winner.json"],
+      (WINNER, "var seen: Set<AdNetworkIdentifier> = [winner.payload.adNetworkIdentifier]",
+       "var seen: Set<AdNetworkIdentifier> = []")),
+    M("one-pool-skan", "SKAdNetwork impressions left out of the pool",
+      ["winner-skan-click-beats-aak-view.json", "winner-skan-view-most-recent.json"],
+      (WINNER, "guard impression.payload.advertisedItemIdentifier == app.itemIdentifier,",
+       "guard impression.kind == .adAttributionKit, impression.payload.advertisedItemIdentifier == app.itemIdentifier,")),
+    M("one-pool-skan", "AdAttributionKit impressions rank before SKAdNetwork ones",
+      ["winner-skan-click-beats-aak-view.json", "winner-skan-view-most-recent.json"],
+      (WINNER, "if a.payload.isDevelopment != b.payload.isDevelopment { return !a.payload.isDevelopment }",
+       "if a.payload.isDevelopment != b.payload.isDevelopment { return !a.payload.isDevelopment }\n"
+       "        if a.kind != b.kind { return a.kind == .adAttributionKit }")),
+    M("winner-consumed", "the winning impression stays in the pool", ["winner-impression-used-once.json"],
+      (STATE, "impressions.removeAll { $0.payload.impressionIdentifier == result.winner.payload.impressionIdentifier }", "")),
+    SKIP("conversion-settles",
+         "pipeline mechanism (attribution-winner's settle delay); the rule runner models it by delivering "
+         "conversions after the burst. Checked by ScenarioPipelineTests: CONVERSION_SETTLE_MS=0 makes "
+         "winner-impression-reported-after-conversion.json fail (verified by hand)."),
+    SKIP("per-device-pool",
+         "not a pure rule: the pool is keyed by attribution-winner's stateKey(device:app:) and the rule runner "
+         "keys its states by device the same way, so nothing in AttributionModel can be removed. Dropping the "
+         "device from stateKey should make winner-per-device-pool.json fail in ScenarioPipelineTests (not verified)."),
+
+    # Attribution windows (WinnerSelection.window)
+    M("window-view-default", "window end exclusive", ["windows-view-default-inside.json"],
+      (WINNER, "time - impression.interaction.time <= policy.milliseconds(window)",
+       "time - impression.interaction.time < policy.milliseconds(window)")),
+    M("window-view-default", "views get the 30-day click default", ["windows-view-default-outside.json"],
+      (WINNER, "?? AttributionWindowsConfiguration.defaultViewDays", "?? AttributionWindowsConfiguration.defaultClickDays")),
+    M("window-view-default", "windows one day too long", ["windows-view-default-outside.json"],
+      (WINNER, "return .days(Int64(days))", "return .days(Int64(days) + 1)")),
+    M("window-click-default", "window end exclusive", ["windows-click-default-inside.json"],
+      (WINNER, "time - impression.interaction.time <= policy.milliseconds(window)",
+       "time - impression.interaction.time < policy.milliseconds(window)")),
+    M("window-click-default", "windows one day too long", ["windows-click-default-outside.json"],
+      (WINNER, "return .days(Int64(days))", "return .days(Int64(days) + 1)")),
+    M("window-global", "global click days ignored", ["windows-global-click-shorter.json"],
+      (WINNER, "?? configuration?.global?.click ??", "??")),
+    M("window-global", "global view days ignored", ["windows-global-view-inside.json"],
+      (WINNER, "?? configuration?.global?.view ??", "??")),
+    # Ignoring global keeps a 3-day view outside (the default is 1 day): only a longer window shows it.
+    M("window-global", "windows one day too long", ["windows-global-view-outside.json"],
+      (WINNER, "return .days(Int64(days))", "return .days(Int64(days) + 1)")),
+    M("window-precedence", "global click days beat the network's", ["windows-network-beats-global.json"],
+      (WINNER, "perNetwork?.click ?? configuration?.global?.click", "configuration?.global?.click ?? perNetwork?.click")),
+    M("window-precedence", "global view days beat the network's", ["windows-network-view-beats-global.json"],
+      (WINNER, "perNetwork?.view ?? configuration?.global?.view", "configuration?.global?.view ?? perNetwork?.view")),
+    M("ignore-interaction-type", "ignoreInteractionType ignored", ["windows-ignore-view.json", "windows-ignore-click.json"],
+      (WINNER, "if perNetwork?.ignoreInteractionType == type { return nil }", "")),
+
+    # Conversions (ConversionEligibility, DeviceAttributionState.attribute)
+    M("download-vs-redownload", "a redownload's postbacks say download", ["conversion-redownload.json"],
+      (STATE, "conversionType: report.conversionType, conversionTime: report.time",
+       "conversionType: report.conversionType == .redownload ? .download : report.conversionType, "
+       "conversionTime: report.time")),
+    M("download-vs-redownload", "a redownload is selected like a re-engagement (eligible clicks only)",
+      ["conversion-redownload.json"],
+      (WINNER, "if conversionType == .reengagement {", "if conversionType != .download {")),
+    M("reengagement-needs-install", "no install check", ["reengagement-needs-install.json"],
+      (ELIGIBILITY, "guard let installed = state.installedAt, installed <= report.time else { return .notInstalled }", "")),
+    M("reengagement-needs-install", "only attributed installs count", ["reengagement-after-organic-redownload.json"],
+      (ELIGIBILITY, "guard let installed = state.installedAt, installed <= report.time else",
+       "guard state.conversions.contains(where: { $0.conversionType != .reengagement && $0.time <= report.time }) else")),
+    M("reengagement-needs-install", "only a download counts as an install", ["reengagement-after-organic-redownload.json"],
+      (STATE, "if report.conversionType != .reengagement { installedAt", "if report.conversionType == .download { installedAt")),
+    M("reengagement-eligible-clicks", "re-engagement ignores eligible-for-re-engagement",
+      ["reengagement-eligible-clicks-only.json"],
+      (WINNER, ", impression.payload.eligibleForReengagement == true else {", " else {")),
+    M("reengagement-eligible-clicks", "re-engagement takes eligible views too", ["reengagement-eligible-clicks-only.json"],
+      (WINNER, "guard impression.interaction.type == .click, impression", "guard impression")),
+    M("reengagement-no-nonwinners", "re-engagements get non-winners", ["reengagement-no-non-winners.json"],
+      (WINNER, "guard conversionType != .reengagement else { return Result(winner: winner, nonWinners: []) }", "")),
+    M("reengagement-app-cap", "no app cap", ["reengagement-app-cap.json"],
+      (ELIGIBILITY, "if forApp.count >= appCap.count { return .appReengagementCap }", "")),
+    M("reengagement-app-cap", "a re-engagement exactly 30 days old still counts", ["reengagement-app-cap-boundary.json"],
+      (ELIGIBILITY, "$0.time > appSince", "$0.time >= appSince")),
+    M("reengagement-device-cap", "no device cap", ["reengagement-device-cap.json"],
+      (ELIGIBILITY, "return .deviceReengagementCap", "return nil")),
+    M("development-no-caps", "development winners are capped too", ["reengagement-development-no-caps.json"],
+      (ELIGIBILITY, ", !winnerIsDevelopment else", " else")),
+    M("cooldown-install", "skip the cooldown check", ["cooldown-install.json", "cooldown-install-blocks-reengagement.json"],
+      (ELIGIBILITY, "if let hours, hours > 0, report.time < last.time + policy.milliseconds(.hours(Int64(hours))) "
+       "{ return .cooldown }", "")),
+    M("cooldown-install", "no install cooldown", ["cooldown-install.json", "cooldown-install-blocks-reengagement.json"],
+      (ELIGIBILITY, ": app.attributionCooldown?.installCooldownHours", ": nil")),
+    M("cooldown-install", "cooldown end refused", ["cooldown-install-boundary.json"],
+      (ELIGIBILITY, "report.time < last.time + policy.milliseconds(", "report.time <= last.time + policy.milliseconds(")),
+    M("cooldown-install", "the cooldown follows the new conversion's type, not the last one's",
+      ["cooldown-install-blocks-reengagement.json"],
+      (ELIGIBILITY, "last.conversionType == .reengagement", "report.conversionType == .reengagement")),
+    # No entry for cooldown-zero.json: dropping `hours > 0` is an equivalent mutant (a conversion
+    # after the last one is never before `last.time + 0`), so only a bug like "0 = the maximum" shows.
+    M("cooldown-organic-none", "the install cooldown counts from an organic install too", ["cooldown-organic-install.json"],
+      (ELIGIBILITY, "if let last = state.conversions.max(by: { $0.time < $1.time }) {",
+       "if let last = state.conversions.max(by: { $0.time < $1.time }) ?? state.installedAt.flatMap({ "
+       "$0 < report.time ? ConversionRecord(conversionIdentifier: \"organic\", conversionType: .download, time: $0) "
+       ": nil }) {")),
+    M("cooldown-reengagement", "skip the cooldown check", ["cooldown-reengagement.json"],
+      (ELIGIBILITY, "if let hours, hours > 0, report.time < last.time + policy.milliseconds(.hours(Int64(hours))) "
+       "{ return .cooldown }", "")),
+    M("cooldown-reengagement", "no re-engagement cooldown", ["cooldown-reengagement.json"],
+      (ELIGIBILITY, "? app.attributionCooldown?.reengagementCooldownHours", "? nil")),
+    M("cooldown-reengagement", "cooldown end refused", ["cooldown-reengagement-boundary.json"],
+      (ELIGIBILITY, "report.time < last.time + policy.milliseconds(", "report.time <= last.time + policy.milliseconds(")),
+
+    # Value updates and conversion windows (DeviceAttributionState.receive, PostbackPlan)
+    M("conversion-tag-routes", "ignore conversion tags", ["reengagement-conversion-tag.json"],
+      (STATE, "&& (update.update.conversionTag == nil || conversion.conversionTag == update.update.conversionTag)", "")),
+    M("update-conversion-types", "routing ignores conversionTypes",
+      ["updates-conversion-types-install.json", "updates-conversion-types-reengagement.json"],
+      (STATE, "conversion.time <= update.time && update.update.applies(to: conversion.conversionType)",
+       "conversion.time <= update.time")),
+    M("update-conversion-types", "absent conversionTypes means installs only", ["updates-conversion-types-absent.json"],
+      (UPDATE, "conversionTypes.map { $0.contains(type.updateKind) } ?? true",
+       "conversionTypes.map { $0.contains(type.updateKind) } ?? (type != .reengagement)")),
+    M("update-before-conversion", "an update with no conversion yet is dropped", ["updates-before-conversion-shuffled.json"],
+      (STATE, "pendingUpdates.append(update)", "")),
+    M("overlapping-opt-in", "the opt-in is ignored (always supersede)", ["overlap-opt-in-keeps-windows.json"],
+      (STATE, "app.eligibleForOverlappingConversions != true", "true")),
+    M("supersede-without-opt-in", "skip superseding",
+      ["overlap-supersede-without-opt-in.json", "overlap-supersede-later-window.json", "overlap-redownload-supersedes.json"],
+      (STATE, "app.eligibleForOverlappingConversions != true", "false")),
+    M("supersede-without-opt-in", "only a re-engagement supersedes", ["overlap-redownload-supersedes.json"],
+      (STATE, "Self.supersedes(app: conversion.app)", "report.conversionType == .reengagement && Self.supersedes(app: conversion.app)")),
+    M("supersede-without-opt-in", "superseding leaves the later windows open",
+      ["overlap-supersede-without-opt-in.json", "overlap-supersede-later-window.json"],
+      (PLAN, "index >= current", "index == current")),
+    M("windows-need-update", "a window with no update still sends", ["windows-no-update-no-postbacks.json"],
+      (PLAN, "guard !upTo.isEmpty else { return nil }", "guard !upTo.isEmpty else { return .init() }")),
+    M("three-windows", "one window only", ["windows-three-windows-end.json"],
+      (WINDOWS, "public static let count = 3", "public static let count = 1")),
+    M("three-windows", "windows end a day late (days 0-2 read as ending after day 2)", ["windows-three-windows-end.json"],
+      (WINDOWS, "[Duration.days(2), .days(7), .days(35)]", "[Duration.days(3), .days(8), .days(36)]")),
+    M("lock-freezes-window", "no per-window freeze on lock", ["windows-lock-freezes-window.json"],
+      (PLAN, "guard update.update.lockPostback else { return [] }\nwindowsDone[index] = true",
+       "guard update.update.lockPostback else { return [] }")),
+    M("lock-freezes-window", "a lock freezes every window", ["windows-lock-freezes-window.json"],
+      (PLAN, "guard update.update.lockPostback else { return [] }",
+       "guard update.update.lockPostback else { return [] }\n        windowsDone = windowsDone.map { _ in true }")),
+    M("first-update-deadline", "a re-engagement's first update gets the install's 60 days",
+      ["reengagement-first-update-deadline.json"],
+      (WINDOWS, "type == .reengagement ? .hours(48) : .days(60)", ".days(60)")),
+
+    # Postback fields and timing (PostbackFieldGating, CrowdTier, PostbackDelay)
+    M("tier-0", "tier 0 gets later postbacks", ["tier-0-first-postback-only.json"],
+      (GATING, "(tier == .zero || !didWin)", "(!didWin)")),
+    M("tier-0", "tier 0 treated as tier 1", ["tier-0-first-postback-only.json"],
+      (GATING, "let tier = crowd.tier", "let tier = max(crowd.tier, .one)")),
+    M("tier-1", "tier 1 sends the fine value", ["tier-1-coarse.json"],
+      (GATING, "case .one:\nreturn PostbackFields(\nsourceIdentifierDigits: 2, conversionValue: nil",
+       "case .one:\n            return PostbackFields(\n                sourceIdentifierDigits: 2, conversionValue: values.fine")),
+    M("tier-2", "tier 2 gets tier 1's fields", ["tier-2-fine.json"],
+      (GATING, "case .one:", "case .one, .two:")),
+    M("tier-2", "tier 3 gets tier 1's fields", ["winner-click-beats-view.json"],
+      (GATING, "case .one:", "case .one, .three:")),
+    M("tier-2", "later windows send first-window fields", ["tier-2-fine.json", "winner-click-beats-view.json"],
+      (GATING, "if sequenceIndex > 0 {", "if false {")),
+    M("development-timings", "development windows are production windows", ["development-timings.json", "development-lock.json"],
+      (WINDOWS, "if development { return .minutes(Int64(3 * (index + 1))) }", "")),
+    # The runner checks each delay against PostbackDelay.range itself, so break the draw, not the range.
+    M("development-timings", "development delays drawn from production ranges", ["development-timings.json"],
+      (DELAY, "let range = range(sequenceIndex: sequenceIndex, development: development)",
+       "let range = range(sequenceIndex: sequenceIndex, development: false)")),
+    M("development-timings", "development winners keep the crowd's tier", ["development-timings.json"],
+      (PLAN, "attribution.isDevelopment ? .development : crowd", "crowd")),
+]
+
+ISSUE = re.compile(r'recorded an issue with \d+ arguments? \w+ → "([^"]+\.json)"')
+DETAIL = re.compile(r"^↳ (\S+\.json) \[[^\]]*\]: (.*)$")
+SCENARIO_SUMMARY = re.compile(r"Test scenario\(_:\) with (\d+) test cases? (?:passed|failed)(?:.* with (\d+) issues?)?")
+RUN_END = re.compile(r"Test run with \d+ tests?.* (passed|failed)")
+DOC_RULE = re.compile(r"^- `([a-z0-9-]+)`:", re.M)
+
+
+def anchor(old):
+    """A regex for `old` where any whitespace run matches any whitespace run."""
+    return re.compile(r"\s+".join(re.escape(part) for part in old.split()))
+
+
+def sh(args, cwd, log, timeout):
+    """Runs a command with its output in the file `log`. Returns (exit code or None on timeout, output).
+
+    A file, not a pipe: on a loaded machine the test process lost lines written to a pipe (its writes
+    are non-blocking), which made scenarios that had failed look as if they passed."""
+    with open(log, "wb") as out:
+        try:
+            code = subprocess.run(args, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, timeout=timeout).returncode
+        except subprocess.TimeoutExpired:
+            code = None
+    return code, Path(log).read_text(errors="replace")
+
+
+def prepare(source, workdir):
+    """Clones or refreshes the private copy at the caller's HEAD; keeps .build between runs."""
+    repo = workdir / "repo"
+    if repo.resolve() == source.resolve():
+        sys.exit("mutation-check: --workdir must not be the repository itself")
+    workdir.mkdir(parents=True, exist_ok=True)
+    if not (repo / ".git").exists():
+        subprocess.run(["git", "clone", "--quiet", "--no-checkout", str(source), str(repo)], check=True)
+    subprocess.run(["git", "fetch", "--quiet", str(source), "HEAD"], cwd=repo, check=True)
+    # reset + clean (not -x): leftovers of an interrupted run go, the ignored .build stays.
+    subprocess.run(["git", "reset", "--quiet", "--hard", "FETCH_HEAD"], cwd=repo, check=True)
+    subprocess.run(["git", "clean", "-fdq"], cwd=repo, check=True)
+    # Package.resolved is ignored by git: reuse the caller's pins so the clone resolves the same
+    # versions from SwiftPM's cache (read only; nothing is written to the caller's tree).
+    if (source / "Package.resolved").exists():
+        shutil.copyfile(source / "Package.resolved", repo / "Package.resolved")
+    head = subprocess.run(["git", "log", "-1", "--format=%h %s"], cwd=repo, check=True, stdout=subprocess.PIPE,
+                          text=True).stdout.strip()
+    return repo, head
+
+
+def test_product(repo):
+    """`swift build --product <name>PackageTests` builds only what the test bundle links (no service
+    executables); on Linux every test target shares that one bundle."""
+    name = re.search(r'Package\(\s*name:\s*"([^"]+)"', (repo / "Package.swift").read_text())
+    return name.group(1) + "PackageTests"
+
+
+class Runner:
+    def __init__(self, repo, logs, timeout):
+        self.repo, self.logs, self.timeout = repo, logs, timeout
+        self.product = test_product(repo)
+        self.cache = {}  # edits -> result, so identical mutations listed under several rules run once
+
+    def build_and_test(self, label):
+        """Returns (status, failed scenarios -> first message, detail)."""
+        code, text = sh(["swift", "build", "--product", self.product], self.repo, self.logs / f"{label}.build.log",
+                        timeout=self.timeout)
+        if code != 0:
+            errors = [line for line in text.splitlines() if "error:" in line]
+            return "BUILD-FAIL", {}, (errors[0] if errors else f"swift build exited {code}").strip()[-160:]
+        for attempt in (1, 2):  # a second try only when the output came back incomplete
+            result = self.test(label, attempt)
+            if not result[2].startswith("incomplete"):
+                break
+        return result
+
+    def test(self, label, attempt):
+        code, text = sh(["swift", "test", "--skip-build", "--filter", "ScenarioRuleTests"], self.repo,
+                        self.logs / f"{label}.test{attempt}.log", timeout=self.timeout)
+        failed, issues = {}, 0
+        for line in text.splitlines():
+            if m := ISSUE.search(line):
+                failed.setdefault(m.group(1), "")
+                issues += 1
+            elif (m := DETAIL.match(line)) and not failed.get(m.group(1)):
+                failed[m.group(1)] = m.group(2)
+        end, summary = RUN_END.search(text), SCENARIO_SUMMARY.search(text)
+        if not end or not summary:
+            return "CRASH", failed, "test process timed out" if code is None else f"test process died (exit {code})"
+        # Every issue the summary counts must have been read, and every scenario file must have run.
+        cases, counted = int(summary.group(1)), int(summary.group(2) or 0)
+        files = len(list((self.repo / "Scenarios").glob("*.json")))
+        if issues != counted or cases != files:
+            return "CRASH", failed, f"incomplete output: {issues}/{counted} issues, {cases}/{files} scenarios"
+        return "RAN", failed, end.group(1)
+
+    def mutate(self, index, entry):
+        """Applies the entry's edits, builds, tests, restores. Returns (status, detail)."""
+        scenarios = self.repo / "Scenarios"
+        missing = [name for name in entry["expect"] if not (scenarios / name).exists()]
+        if missing:
+            return "STALE", "scenario gone: " + ", ".join(missing)
+        originals, mutated = {}, {}
+        for file, old, new in entry["edits"]:
+            path = self.repo / file
+            if not path.exists():
+                return "STALE", f"{file} is gone"
+            text = mutated.get(file, path.read_text())
+            originals.setdefault(file, path.read_text())
+            hits = list(anchor(old).finditer(text))
+            if len(hits) != 1:
+                where = "not found" if not hits else f"found {len(hits)} times"
+                return "STALE", f"old text {where} in {Path(file).name}: {old.splitlines()[0][:60]}"
+            mutated[file] = text[: hits[0].start()] + new + text[hits[0].end():]
+        key = tuple(entry["edits"])
+        if key not in self.cache:
+            try:
+                for file, text in mutated.items():
+                    (self.repo / file).write_text(text)
+                self.cache[key] = self.build_and_test(f"{index:02d}-{entry['rule']}")
+            finally:
+                for file, text in originals.items():
+                    (self.repo / file).write_text(text)
+        status, failed, detail = self.cache[key]
+        if status != "RAN":
+            return status, detail
+        survivors = [name for name in entry["expect"] if name not in failed]
+        others = len(set(failed) - set(entry["expect"]))
+        if survivors:
+            return "WEAK", "still passing: " + ", ".join(survivors) + (f" ({others} others failed)" if others else "")
+        return "PASS", f"{len(entry['expect'])}/{len(entry['expect'])} expected failed, {others} others"
+
+
+def main():
+    here = Path(__file__).resolve().parent.parent
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", action="append", metavar="RULE", help="run only this rule id (repeatable)")
+    parser.add_argument("--list", action="store_true", help="print the mutation table and exit")
+    parser.add_argument("--workdir", type=Path,
+                        default=Path(os.environ.get("TMPDIR") or tempfile.gettempdir()) / "attribution-mutation",
+                        help="private clone and build cache (default: $TMPDIR/attribution-mutation)")
+    parser.add_argument("--source", type=Path, default=here, help="repository to clone (default: this one)")
+    parser.add_argument("--timeout", type=int, default=1800, help="seconds per build or test run")
+    args = parser.parse_args()
+
+    doc_rules = DOC_RULE.findall((args.source / "docs/attribution-rules.md").read_text())
+    entries = MUTATIONS
+    if args.only:
+        unknown = set(args.only) - {e["rule"] for e in MUTATIONS}
+        if unknown:
+            sys.exit(f"mutation-check: no entry for {', '.join(sorted(unknown))}; rules: {', '.join(doc_rules)}")
+        entries = [e for e in MUTATIONS if e["rule"] in args.only]
+
+    if args.list:
+        for e in entries:
+            if "skip" in e:
+                print(f"{e['rule']:30} SKIP  {e['skip']}")
+            else:
+                files = ", ".join(sorted({Path(f).name for f, _, _ in e["edits"]}))
+                print(f"{e['rule']:30} {e['what']}  [{files}]  -> {', '.join(e['expect'])}")
+        return 0
+
+    started = time.monotonic()
+    repo, head = prepare(args.source.resolve(), args.workdir.resolve())
+    logs = args.workdir.resolve() / "logs"
+    shutil.rmtree(logs, ignore_errors=True)
+    logs.mkdir()
+    print(f"mutation-check: clone {repo} at {head}", flush=True)
+    runner = Runner(repo, logs, args.timeout)
+
+    # The unmutated tree must pass, or every result below would mean nothing.
+    t = time.monotonic()
+    print("baseline: building (the first build in a fresh workdir takes minutes) ...", flush=True)
+    status, failed, detail = runner.build_and_test("00-baseline")
+    if status != "RAN" or failed or detail != "passed":
+        print(f"baseline: {status} {detail} {', '.join(sorted(failed))}; logs in {logs}")
+        return 2
+    print(f"baseline: every scenario passes ({time.monotonic() - t:.0f}s)", flush=True)
+
+    rows = []
+    doc_text = (repo / "docs/attribution-rules.md").read_text()
+    clone_rules = set(DOC_RULE.findall(doc_text))
+    for index, e in enumerate(entries, 1):
+        t = time.monotonic()
+        prefix = f"[{index:2d}/{len(entries)}] {e['rule']}: {e.get('what', 'skipped')}"
+        print(prefix + " ...", flush=True)
+        if e["rule"] not in clone_rules:
+            status, detail = "STALE", "rule id not in docs/attribution-rules.md"
+        elif "skip" in e:
+            status, detail = "SKIP", e["skip"]
+        else:
+            status, detail = runner.mutate(index, e)
+        print(f"        {status} {detail} ({time.monotonic() - t:.0f}s)", flush=True)
+        rows.append((e["rule"], e.get("what", "-"), status, detail))
+    if not args.only:
+        for rule in sorted(clone_rules - {e["rule"] for e in MUTATIONS}):
+            rows.append((rule, "-", "MISSING", "no entry in scripts/mutation-check.py"))
+
+    table = ["| rule | mutation | result | detail |", "|---|---|---|---|"]
+    table += [f"| `{r}` | {w} | {s} | {d.replace('|', '/')} |" for r, w, s, d in rows]
+    counts = {s: sum(1 for row in rows if row[2] == s) for s in dict.fromkeys(row[2] for row in rows)}
+    elapsed = time.monotonic() - started
+    summary = ", ".join(f"{n} {s}" for s, n in counts.items())
+    footer = f"{len(rows)} entries: {summary}. Commit {head.split()[0]}, {elapsed / 60:.1f} min."
+    print("\n" + "\n".join(table) + "\n\n" + footer)
+    (args.workdir.resolve() / "last-summary.md").write_text("\n".join(table) + "\n\n" + footer + "\n")
+    return 0 if all(s in ("PASS", "SKIP") for _, _, s, _ in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
