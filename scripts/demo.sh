@@ -51,6 +51,8 @@ ADMIN_TOKEN=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 export REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0" TIME_SCALE LOG_LEVEL=${LOG_LEVEL:-info} CLAIM_IDLE_MS=2000
 # A day lasts a second here: conversions settle 250 ms (6 scaled hours) instead of the default 2 s.
 export CONVERSION_SETTLE_MS=${CONVERSION_SETTLE_MS:-250} WINDOW_CLOSE_GRACE_MS=${WINDOW_CLOSE_GRACE_MS:-400}
+# The demo's receiver is http on 127.0.0.1: allow-listed (real postback URLs must be https and public).
+export POSTBACK_URL_ALLOWLIST=127.0.0.1
 # Demo crowds are small: low tier thresholds so that postbacks show values (defaults: 10,100,1000).
 export CROWD_TIER_THRESHOLDS=${CROWD_TIER_THRESHOLDS:-1,5,20}
 

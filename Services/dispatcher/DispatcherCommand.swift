@@ -22,9 +22,14 @@ struct DispatcherCommand {
         configuration.timeout = .init(connect: .milliseconds(Int64(timeout)), read: .milliseconds(Int64(timeout)))
         configuration.connectionPool = .init(idleTimeout: .seconds(60))
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let perHost = try service.environment.int(.deliveryConcurrencyPerHost, default: 16, range: 1...1_000)
         let stage = DispatcherStage(
             policy: service.policy, signer: signer,
-            delivery: PostbackDelivery(client: client, timeout: .milliseconds(Int64(timeout))))
+            delivery: PostbackDelivery(
+                client: client, timeout: .milliseconds(Int64(timeout)),
+                destinations: DestinationResolver(
+                    policy: DestinationPolicy(allowList: service.environment.string(.postbackURLAllowList))),
+                limiter: HostLimiter(limit: perHost)))
         do {
             try await service.run(
                 defaultPort: 9090,

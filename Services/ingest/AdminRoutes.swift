@@ -12,6 +12,9 @@ struct AdminRoutes {
     let redis: RedisConnection
     let adminToken: String
     let keyRotationGrace: Milliseconds
+    /// Checked without DNS here (syntax, https, IP literals); the dispatcher checks resolved addresses
+    /// before every POST, since a name's answers can change after registration.
+    let destinations: DestinationPolicy
 
     func add(to router: Router<BasicRequestContext>, catalog: RouteCatalog) {
         let prefix = "/v1/admin"
@@ -52,6 +55,14 @@ struct AdminRoutes {
             if let problem = configuration.validationProblems().first {
                 throw ProblemDetails.badRequest("value-out-of-range", problem.description)
             }
+            if let endpoint = configuration.attributionCopyEndpoint {
+                guard let report = CopyEndpoint.reportURL(for: endpoint) else {
+                    throw ProblemDetails.badRequest(
+                        "invalid-copy-endpoint",
+                        "AttributionCopyEndpoint must be an https URL with a domain, e.g. https://example.com")
+                }
+                try checkDestination(report, field: "AttributionCopyEndpoint")
+            }
             return try await store(configuration, in: RegistryKeys.advertisedApps, field: String(item))
         }
         catalog.on(admin, prefix: prefix, .post, "/advertised-apps/:item/keys") { _, context in
@@ -75,9 +86,7 @@ struct AdminRoutes {
         do { key = JWK(publicKey: try JWK.parsePublicKey(body.publicKey), keyID: network.rawValue) } catch {
             throw ProblemDetails.badRequest("invalid-public-key", "public-key: \(error)")
         }
-        guard let url = URL(string: body.postbackURL), url.scheme == "https" || url.scheme == "http", url.host != nil else {
-            throw ProblemDetails.badRequest("invalid-postback-url", "postback-url must be an absolute http(s) URL")
-        }
+        try checkDestination(body.postbackURL, field: "postback-url")
         if let grace = body.previousKeyGraceSeconds, !(0...2_592_000).contains(grace) {
             throw ProblemDetails.badRequest("value-out-of-range", "previous-key-grace-seconds must be within 0–2592000 (30 days)")
         }
@@ -95,6 +104,21 @@ struct AdminRoutes {
                 adNetworkIdentifier: network, publicKey: key.jsonString, postbackURL: body.postbackURL,
                 skanPublicKey: body.skanPublicKey)
         return try await store(registration, in: RegistryKeys.adNetworks, field: network.rawValue)
+    }
+
+    /// Refuses a URL postbacks may not go to (http, a private address literal, localhost) with the
+    /// policy's reason; `invalid-postback-url` keeps its historical name for a malformed URL.
+    private func checkDestination(_ url: String, field: String) throws {
+        guard let refusal = destinations.check(url: url) else { return }
+        let reason = refusal == .invalid && field == "postback-url" ? "invalid-postback-url" : refusal.rawValue
+        let detail =
+            switch refusal {
+            case .invalid: "\(field) must be an absolute https URL"
+            case .notHTTPS: "\(field) must use https"
+            case .privateAddress: "\(field) points at a loopback, private or otherwise non-public address"
+            case .unresolvable: "\(field): its host does not resolve"
+            }
+        throw ProblemDetails.badRequest(reason, detail)
     }
 
     private func recentRejections(_ key: String) async throws -> Response {

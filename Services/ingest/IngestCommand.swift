@@ -22,7 +22,7 @@ struct IngestCommand {
             IngestRoutes.add(
                 to: Router(), catalog: catalog,
                 redis: RedisConnection(configuration: RedisConfiguration(), logger: .init(label: "routes")),
-                settings: IngestSettings(adminToken: "-", maxBodyBytes: 1, keyRotationGrace: 0))
+                settings: IngestSettings(adminToken: "-", maxBodyBytes: 1, keyRotationGrace: 0, destinations: .init()))
             return print((catalog.routes + OperationsRoutes.routes).sorted().joined(separator: "\n"))
         }
         let service = try PipelineService.bootstrap(name: "ingest")
@@ -38,8 +38,10 @@ enum IngestRoutes {
     static func add(
         to router: Router<BasicRequestContext>, catalog: RouteCatalog, redis: RedisConnection, settings: IngestSettings
     ) {
-        AdminRoutes(redis: redis, adminToken: settings.adminToken, keyRotationGrace: settings.keyRotationGrace)
-            .add(to: router, catalog: catalog)
+        AdminRoutes(
+            redis: redis, adminToken: settings.adminToken, keyRotationGrace: settings.keyRotationGrace,
+            destinations: settings.destinations
+        ).add(to: router, catalog: catalog)
         EventRoutes(redis: redis, maxBodyBytes: settings.maxBodyBytes).add(to: router, catalog: catalog)
         catalog.on(router, .get, "/openapi.json") { _, _ in
             var headers = HTTPFields()
@@ -53,16 +55,20 @@ struct IngestSettings {
     let adminToken: String
     let maxBodyBytes: Int
     let keyRotationGrace: Milliseconds
+    /// Where postback URLs and copy endpoints may point.
+    let destinations: DestinationPolicy
 
-    init(adminToken: String, maxBodyBytes: Int, keyRotationGrace: Milliseconds) {
+    init(adminToken: String, maxBodyBytes: Int, keyRotationGrace: Milliseconds, destinations: DestinationPolicy) {
         self.adminToken = adminToken
         self.maxBodyBytes = maxBodyBytes
         self.keyRotationGrace = keyRotationGrace
+        self.destinations = destinations
     }
 
     init(_ environment: ServiceEnvironment) throws {
         adminToken = try environment.required(.adminToken)
         maxBodyBytes = try environment.int(.maxBodyBytes, default: 65_536, range: 1_024...16_777_216)
         keyRotationGrace = Milliseconds(try environment.int(.keyRotationGraceHours, default: 72, range: 0...8_760)) * 3_600_000
+        destinations = DestinationPolicy(allowList: environment.string(.postbackURLAllowList))
     }
 }

@@ -48,7 +48,9 @@ final class PipelineProcesses: Sendable {
         var environment = [
             "REDIS_URL": redis.url, "TIME_SCALE": String(timeScale), "LOG_LEVEL": "debug", "CLAIM_IDLE_MS": "1000",
             // Conversions settle 250 ms (wall clock) so that a scenario's impressions posted just after one count.
-            "CONVERSION_SETTLE_MS": "250", "WINDOW_CLOSE_GRACE_MS": "400", "HTTP_HOST": "127.0.0.1",
+            "CONVERSION_SETTLE_MS": "250", "WINDOW_CLOSE_GRACE_MS": "400",
+            // The receiver listens on http://127.0.0.1: exempt from the https and public-address rules.
+            "POSTBACK_URL_ALLOWLIST": "127.0.0.1", "HTTP_HOST": "127.0.0.1",
             "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
         ]
         environment.merge(extraEnvironment) { $1 }

@@ -112,31 +112,51 @@ public struct PostbackBody: Sendable, Codable, Hashable {
     }
 }
 
-/// A delivery that failed and waits in the dispatcher's retry queue: the exact bytes are resent.
+/// Where one copy of a postback goes; each destination is delivered and retried on its own.
+public enum PostbackDestination: String, Sendable, Codable, Hashable {
+    /// The ad network's registered postback URL (winning and non-winning postbacks).
+    case adNetwork = "ad-network"
+    /// The advertised app's `AttributionCopyEndpoint` (winning postbacks only).
+    case advertiserCopy = "advertiser-copy"
+}
+
+/// One delivery of a postback to one destination, as it waits in the dispatcher's retry queue or sits
+/// in the dead-letter stream: the exact bytes are resent.
 public struct DeliveryRetry: Sendable, Codable, Hashable {
     public var postbackIdentifier: String
+    /// Nil in records written before copies existed: the ad network.
+    public var destination: PostbackDestination?
     public var url: String
     public var body: String
     /// Attempts made so far (1 after the first failure).
     public var attempts: Int
     public var firstAttemptAt: Milliseconds
     public var lastError: String
+    /// The unsigned order, so a replayed dead letter can be signed again with the current key.
+    public var order: PostbackOrder?
+    /// Set when an operator replays a dead letter: a fresh series of attempts.
+    public var replayed: Bool?
 
     public init(
-        postbackIdentifier: String, url: String, body: String, attempts: Int, firstAttemptAt: Milliseconds,
-        lastError: String
+        postbackIdentifier: String, destination: PostbackDestination = .adNetwork, url: String, body: String, attempts: Int,
+        firstAttemptAt: Milliseconds, lastError: String, order: PostbackOrder? = nil
     ) {
         self.postbackIdentifier = postbackIdentifier
+        self.destination = destination
         self.url = url
         self.body = body
         self.attempts = attempts
         self.firstAttemptAt = firstAttemptAt
         self.lastError = lastError
+        self.order = order
     }
+
+    /// Unique per postback and destination: the retry queue's item id.
+    public var deliveryIdentifier: String { "\(postbackIdentifier):\((destination ?? .adNetwork).rawValue)" }
 
     enum CodingKeys: String, CodingKey {
         case postbackIdentifier = "postback-identifier"
-        case url, body, attempts
+        case destination, url, body, attempts, order, replayed
         case firstAttemptAt = "first-attempt-at"
         case lastError = "last-error"
     }

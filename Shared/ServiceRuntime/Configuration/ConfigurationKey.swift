@@ -83,12 +83,20 @@ extension ConfigurationKey {
         "WINDOW_CLOSE_GRACE_MS", "milliseconds (wall clock, not scaled)", default: "10000", services: ["scheduler"],
         "A conversion window's timer fires this long after the window ends, so updates stamped before the end but still in the pipeline count (keep it above `CONVERSION_SETTLE_MS`). The postback is still prepared as of the end; capped at half the shortest postback delay."
     )
+    public static let postbackURLAllowList = ConfigurationKey(
+        "POSTBACK_URL_ALLOWLIST", "hosts", default: "none", services: ["ingest", "dispatcher"],
+        "Comma-separated hosts (or host:port) that postback URLs and copy endpoints may use with http or a private address (tests, demos, an in-cluster receiver). Everything else must be https to public addresses."
+    )
+    public static let deliveryConcurrencyPerHost = ConfigurationKey(
+        "DELIVERY_CONCURRENCY_PER_HOST", "integer ≥ 1", default: "16", services: ["dispatcher"],
+        "Postback POSTs in flight at once per destination host, per dispatcher replica (connections are pooled and kept alive)."
+    )
     /// The catalog, in the order the README lists it.
     public static let all: [ConfigurationKey] = [
         redisURL, timeScale, logLevel, httpHost, httpPort, consumerName, batchSize, claimIdleMilliseconds,
         maxAttempts, adminToken, maxBodyBytes, keyRotationGraceHours, crowdTierThresholds, timerPollMilliseconds,
-        conversionSettleMilliseconds, windowCloseGraceMilliseconds, signingKeyFile,
-        signingKeyID, developmentSigningKeyFile, developmentSigningKeyID, deliveryTimeoutMilliseconds,
+        conversionSettleMilliseconds, windowCloseGraceMilliseconds, postbackURLAllowList, signingKeyFile,
+        signingKeyID, developmentSigningKeyFile, developmentSigningKeyID, deliveryTimeoutMilliseconds, deliveryConcurrencyPerHost,
     ]
 
     /// The README's configuration table, generated from the catalog (`ingest --configuration-table`).

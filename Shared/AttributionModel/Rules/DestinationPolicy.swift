@@ -1,0 +1,200 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Where postbacks may go: https URLs whose host resolves only to public addresses, so a registered
+/// postback URL (or an app's copy endpoint) cannot make the dispatcher reach into the operator's own
+/// network. Hosts on the allow-list (`POSTBACK_URL_ALLOWLIST`: tests, demos, an in-cluster receiver)
+/// may use http and private addresses.
+public struct DestinationPolicy: Sendable, Hashable {
+    public enum Refusal: String, Sendable, Hashable, Error {
+        /// Not an absolute URL with a host, or a scheme other than http(s).
+        case invalid = "destination-invalid"
+        case notHTTPS = "destination-not-https"
+        /// The host is, or resolves to, a loopback, private, link-local or otherwise non-public address.
+        case privateAddress = "destination-private-address"
+        case unresolvable = "destination-unresolvable"
+    }
+
+    /// Lowercased hosts, or `host:port`, exempt from the https and public-address rules.
+    public let allowedHosts: Set<String>
+
+    public init(allowedHosts: Set<String> = []) {
+        self.allowedHosts = Set(allowedHosts.map { $0.lowercased() })
+    }
+
+    /// Parses `POSTBACK_URL_ALLOWLIST`: comma-separated hosts or host:port pairs.
+    public init(allowList: String?) {
+        self.init(
+            allowedHosts: Set(
+                (allowList ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            ))
+    }
+
+    /// The parts of a destination URL the rules look at.
+    public struct Destination: Sendable, Hashable {
+        public var scheme: String
+        /// Lowercased, without IPv6 brackets.
+        public var host: String
+        public var port: Int?
+    }
+
+    /// Splits `scheme://host[:port]/...` (no user info accepted: it only ever hides the real host).
+    public static func parse(_ url: String) -> Destination? {
+        guard let schemeEnd = url.range(of: "://") else { return nil }
+        let scheme = url[..<schemeEnd.lowerBound].lowercased()
+        let rest = url[schemeEnd.upperBound...]
+        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        guard !authority.isEmpty, !authority.contains("@"), authority.allSatisfy({ !$0.isWhitespace }) else { return nil }
+        var host: Substring
+        var portText: Substring?
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { return nil }
+            host = authority[authority.index(after: authority.startIndex)..<close]
+            let after = authority[authority.index(after: close)...]
+            if !after.isEmpty {
+                guard after.hasPrefix(":") else { return nil }
+                portText = after.dropFirst()
+            }
+        } else if let colon = authority.lastIndex(of: ":") {
+            host = authority[..<colon]
+            portText = authority[authority.index(after: colon)...]
+        } else {
+            host = authority
+        }
+        var port: Int?
+        if let portText {
+            guard let value = Int(portText), (1...65_535).contains(value) else { return nil }
+            port = value
+        }
+        guard !host.isEmpty else { return nil }
+        return Destination(scheme: scheme, host: host.lowercased(), port: port)
+    }
+
+    public func isAllowListed(_ destination: Destination) -> Bool {
+        allowedHosts.contains(destination.host)
+            || destination.port.map { allowedHosts.contains("\(destination.host):\($0)") } ?? false
+    }
+
+    /// The checks that need no DNS: syntax, https, and an IP-literal host's address.
+    public func check(url: String) -> Refusal? {
+        guard let destination = Self.parse(url), ["http", "https"].contains(destination.scheme) else { return .invalid }
+        if isAllowListed(destination) { return nil }
+        guard destination.scheme == "https" else { return .notHTTPS }
+        if let address = IPAddress(destination.host), !address.isPublic { return .privateAddress }
+        if destination.host == "localhost" || destination.host.hasSuffix(".localhost") { return .privateAddress }
+        return nil
+    }
+
+    /// The check after resolving the host: every address must be public (one private answer is enough
+    /// to refuse, since the client may connect to any of them).
+    public func check(url: String, resolved addresses: [IPAddress]) -> Refusal? {
+        if let refusal = check(url: url) { return refusal }
+        guard let destination = Self.parse(url), !isAllowListed(destination) else { return nil }
+        guard !addresses.isEmpty else { return .unresolvable }
+        return addresses.allSatisfy(\.isPublic) ? nil : .privateAddress
+    }
+}
+
+/// An IPv4 or IPv6 address as bytes (4 or 16), classified by the IANA special-purpose registries.
+public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
+    public let bytes: [UInt8]
+
+    public init?(bytes: [UInt8]) {
+        guard bytes.count == 4 || bytes.count == 16 else { return nil }
+        self.bytes = bytes
+    }
+
+    /// Parses dotted-quad IPv4 or textual IPv6 (`inet_pton`, so exactly the forms the resolver prints).
+    public init?(_ text: String) {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 {
+            self.bytes = withUnsafeBytes(of: &v4) { Array($0) }
+            return
+        }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, text, &v6) == 1 {
+            self.bytes = withUnsafeBytes(of: &v6) { Array($0) }
+            return
+        }
+        return nil
+    }
+
+    public var description: String {
+        if bytes.count == 4 { return bytes.map(String.init).joined(separator: ".") }
+        return stride(from: 0, to: 16, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
+            .joined(separator: ":")
+    }
+
+    /// False for loopback, private (RFC 1918, unique local), shared (CGNAT), link-local, unspecified,
+    /// multicast, benchmarking, documentation and reserved ranges, and for IPv6 forms that embed such an
+    /// IPv4 address (mapped, NAT64).
+    public var isPublic: Bool {
+        if bytes.count == 4 { return Self.isPublicV4(bytes) }
+        let b = bytes
+        if b[0..<10].allSatisfy({ $0 == 0 }) && b[10] == 0xFF && b[11] == 0xFF { return Self.isPublicV4(Array(b[12..<16])) }
+        if b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xFF && b[3] == 0x9B && b[4..<12].allSatisfy({ $0 == 0 }) {
+            return Self.isPublicV4(Array(b[12..<16]))  // 64:ff9b::/96
+        }
+        if b[0..<15].allSatisfy({ $0 == 0 }) { return false }  // :: and ::1
+        if b[0] & 0xFE == 0xFC { return false }  // fc00::/7 unique local
+        if b[0] == 0xFE && b[1] & 0xC0 == 0x80 { return false }  // fe80::/10 link-local
+        if b[0] == 0xFE && b[1] & 0xC0 == 0xC0 { return false }  // fec0::/10 site-local (deprecated)
+        if b[0] == 0xFF { return false }  // multicast
+        if b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x0D && b[3] == 0xB8 { return false }  // 2001:db8::/32 documentation
+        if b[0] == 0x01 && b[1..<8].allSatisfy({ $0 == 0 }) { return false }  // 100::/64 discard
+        return true
+    }
+
+    static func isPublicV4(_ b: [UInt8]) -> Bool {
+        switch (b[0], b[1], b[2]) {
+        case (0, _, _), (10, _, _), (127, _, _): return false
+        case (100, 64...127, _): return false  // shared address space (CGNAT)
+        case (169, 254, _): return false
+        case (172, 16...31, _): return false
+        case (192, 0, 0), (192, 0, 2), (192, 168, _): return false
+        case (198, 18...19, _), (198, 51, 100), (203, 0, 113): return false
+        case (224...255, _, _): return false  // multicast, reserved, broadcast
+        default: return true
+        }
+    }
+}
+
+/// The advertiser's copy of winning postbacks (`AttributionCopyEndpoint`, spec section 6): sent to the
+/// endpoint's domain at a fixed well-known path. Subdomains are ignored: the copy goes to the last two
+/// labels of the host (three when the second-level label is a common public suffix such as `co.uk`);
+/// a path in the endpoint is ignored too. IP literals and ports are kept (tests, demos).
+public enum CopyEndpoint {
+    public static let path = "/.well-known/appattribution/report-attribution/"
+    static let secondLevelSuffixes: Set<String> = ["co", "com", "net", "org", "gov", "ac", "edu", "ne", "or", "go"]
+
+    /// The URL copies go to, or nil when the endpoint is not an http(s) URL with a host.
+    public static func reportURL(for endpoint: String) -> String? {
+        guard let destination = DestinationPolicy.parse(endpoint), ["http", "https"].contains(destination.scheme) else {
+            return nil
+        }
+        var host = destination.host
+        if IPAddress(host) == nil {
+            let labels = host.split(separator: ".")
+            guard labels.count >= 2, labels.allSatisfy({ !$0.isEmpty }) else { return nil }
+            let keep =
+                labels.count >= 3 && labels.last!.count == 2 && secondLevelSuffixes.contains(String(labels[labels.count - 2]))
+                ? 3 : 2
+            host = labels.suffix(keep).joined(separator: ".")
+        } else if host.contains(":") {
+            host = "[\(host)]"
+        }
+        return "\(destination.scheme)://\(host)\(destination.port.map { ":\($0)" } ?? "")\(path)"
+    }
+
+    /// Whether a winning postback of this conversion type gets a copy: re-engagement copies need the
+    /// app's `EligibleForAdAttributionKitReengagementPostbackCopies`.
+    public static func applies(to app: AdvertisedAppConfiguration, conversionType: ConversionType, didWin: Bool) -> Bool {
+        guard didWin, app.attributionCopyEndpoint != nil else { return false }
+        return conversionType != .reengagement || app.eligibleForReengagementPostbackCopies == true
+    }
+}

@@ -1,0 +1,56 @@
+import AttributionModel
+import NIOPosix
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Applies `DestinationPolicy` to a URL, resolving its host with the system resolver (getaddrinfo, on
+/// NIO's blocking-I/O pool, never the cooperative one). Used by ingest when a URL is registered and by
+/// the dispatcher before every POST, since DNS answers can change after registration.
+public struct DestinationResolver: Sendable {
+    public let policy: DestinationPolicy
+
+    public init(policy: DestinationPolicy) { self.policy = policy }
+
+    /// Nil when postbacks may go to `url`, else why not.
+    public func check(_ url: String) async -> DestinationPolicy.Refusal? {
+        if let refusal = policy.check(url: url) { return refusal }
+        guard let destination = DestinationPolicy.parse(url), !policy.isAllowListed(destination) else { return nil }
+        if IPAddress(destination.host) != nil { return nil }  // a literal: already classified
+        let addresses = (try? await NIOThreadPool.singleton.runIfActive { Self.resolve(destination.host) }) ?? []
+        return policy.check(url: url, resolved: addresses)
+    }
+
+    static func resolve(_ host: String) -> [IPAddress] {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, nil, &hints, &list) == 0, let first = list else { return [] }
+        defer { freeaddrinfo(list) }
+        var addresses: [IPAddress] = []
+        var cursor: UnsafeMutablePointer<addrinfo>? = first
+        while let info = cursor {
+            if let sockaddr = info.pointee.ai_addr {
+                switch info.pointee.ai_family {
+                case AF_INET:
+                    sockaddr.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { pointer in
+                        var address = pointer.pointee.sin_addr
+                        addresses += IPAddress(bytes: withUnsafeBytes(of: &address) { Array($0) }).map { [$0] } ?? []
+                    }
+                case AF_INET6:
+                    sockaddr.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { pointer in
+                        var address = pointer.pointee.sin6_addr
+                        addresses += IPAddress(bytes: withUnsafeBytes(of: &address) { Array($0) }).map { [$0] } ?? []
+                    }
+                default: break
+                }
+            }
+            cursor = info.pointee.ai_next
+        }
+        return addresses
+    }
+}

@@ -1,0 +1,91 @@
+import AttributionModel
+import Testing
+
+@Suite("Postback destinations: https and public addresses only, unless allow-listed")
+struct DestinationPolicyTests {
+    @Test(
+        "address classification",
+        arguments: [
+            ("8.8.8.8", true), ("1.1.1.1", true), ("100.63.255.255", true), ("100.128.0.1", true),
+            ("172.15.0.1", true), ("172.32.0.1", true), ("192.169.0.1", true), ("2606:4700::1111", true),
+            ("0.0.0.0", false), ("10.1.2.3", false), ("127.0.0.1", false), ("127.255.255.254", false),
+            ("100.64.0.1", false), ("169.254.169.254", false), ("172.16.0.1", false), ("172.31.255.255", false),
+            ("192.168.1.1", false), ("192.0.0.8", false), ("192.0.2.1", false), ("198.18.0.1", false),
+            ("198.51.100.7", false), ("203.0.113.9", false), ("224.0.0.1", false), ("255.255.255.255", false),
+            ("::", false), ("::1", false), ("fc00::1", false), ("fd12:3456::1", false), ("fe80::1", false),
+            ("ff02::1", false), ("2001:db8::1", false), ("::ffff:127.0.0.1", false), ("::ffff:8.8.8.8", true),
+            ("64:ff9b::10.0.0.1", false), ("64:ff9b::8.8.8.8", true),
+        ] as [(String, Bool)])
+    func classifies(_ text: String, _ isPublic: Bool) throws {
+        let address = try #require(IPAddress(text), "\(text) parses")
+        #expect(address.isPublic == isPublic, "\(text)")
+    }
+
+    static let policy = DestinationPolicy(allowList: "127.0.0.1, receiver:8080 ,")
+
+    @Test(
+        "URL checks before resolving",
+        arguments: [
+            ("https://postbacks.example.com/v1", nil),
+            ("https://postbacks.example.com:8443/v1?x=1", nil),
+            ("http://postbacks.example.com/v1", DestinationPolicy.Refusal.notHTTPS),
+            ("ftp://postbacks.example.com/", .invalid),
+            ("postbacks.example.com/v1", .invalid),
+            ("https:///path", .invalid),
+            ("https://user@postbacks.example.com/", .invalid),
+            ("https://postbacks.example.com:0/", .invalid),
+            ("https://postbacks.example.com:99999/", .invalid),
+            ("https://10.0.0.5/postbacks", .privateAddress),
+            ("https://[::1]:8443/postbacks", .privateAddress),
+            ("https://[fd00::5]/", .privateAddress),
+            ("https://LOCALHOST/", .privateAddress),
+            ("https://api.localhost/", .privateAddress),
+            ("http://127.0.0.1:9999/postbacks", nil),  // allow-listed host: any port, http allowed
+            ("http://receiver:8080/postbacks", nil),  // allow-listed host:port
+            ("http://receiver:8081/postbacks", .notHTTPS),
+        ] as [(String, DestinationPolicy.Refusal?)])
+    func checksURL(_ url: String, _ refusal: DestinationPolicy.Refusal?) {
+        #expect(Self.policy.check(url: url) == refusal, "\(url)")
+    }
+
+    @Test func resolvedAddressesMustAllBePublic() {
+        let url = "https://postbacks.example.com/"
+        let publicAddress = IPAddress("93.184.216.34")!
+        #expect(Self.policy.check(url: url, resolved: [publicAddress]) == nil)
+        #expect(Self.policy.check(url: url, resolved: [publicAddress, IPAddress("10.0.0.1")!]) == .privateAddress)
+        #expect(Self.policy.check(url: url, resolved: []) == .unresolvable)
+        // An allow-listed host is not resolved against the rules at all.
+        #expect(Self.policy.check(url: "http://127.0.0.1:1/", resolved: []) == nil)
+    }
+}
+
+@Suite("AttributionCopyEndpoint")
+struct CopyEndpointTests {
+    @Test(
+        "the copy URL: the domain without subdomains, at the well-known path",
+        arguments: [
+            ("https://example.com", "https://example.com/.well-known/appattribution/report-attribution/"),
+            ("https://ads.example.com", "https://example.com/.well-known/appattribution/report-attribution/"),
+            ("https://a.b.example.com/some/path", "https://example.com/.well-known/appattribution/report-attribution/"),
+            ("https://shop.example.co.uk", "https://example.co.uk/.well-known/appattribution/report-attribution/"),
+            ("https://example.com:8443", "https://example.com:8443/.well-known/appattribution/report-attribution/"),
+            ("http://127.0.0.1:9000", "http://127.0.0.1:9000/.well-known/appattribution/report-attribution/"),
+            ("https://[2606:4700::1]", "https://[2606:4700::1]/.well-known/appattribution/report-attribution/"),
+            ("example.com", nil), ("https://localhost", nil), ("ftp://example.com", nil),
+        ] as [(String, String?)])
+    func reportURL(_ endpoint: String, _ expected: String?) {
+        #expect(CopyEndpoint.reportURL(for: endpoint) == expected)
+    }
+
+    @Test func copiesOnlyWinnersAndReengagementsWithTheOptIn() {
+        var app = AdvertisedAppConfiguration(itemIdentifier: 1)
+        #expect(!CopyEndpoint.applies(to: app, conversionType: .download, didWin: true))
+        app.attributionCopyEndpoint = "https://example.com"
+        #expect(CopyEndpoint.applies(to: app, conversionType: .download, didWin: true))
+        #expect(CopyEndpoint.applies(to: app, conversionType: .redownload, didWin: true))
+        #expect(!CopyEndpoint.applies(to: app, conversionType: .download, didWin: false))
+        #expect(!CopyEndpoint.applies(to: app, conversionType: .reengagement, didWin: true))
+        app.eligibleForReengagementPostbackCopies = true
+        #expect(CopyEndpoint.applies(to: app, conversionType: .reengagement, didWin: true))
+    }
+}
