@@ -148,7 +148,7 @@ let package = Package(
         .testTarget(
             name: "PipelineTests",
             dependencies: [
-                "AttributionModel", "AttributionCrypto", "RedisStreams", "TestSupport",
+                "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime", "TestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],

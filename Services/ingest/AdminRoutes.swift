@@ -78,6 +78,7 @@ struct AdminRoutes {
         catalog.on(admin, prefix: prefix, .get, "/advertised-apps/:item/rejections") { _, context in
             try await recentRejections(RejectionLog.appKey(String(try itemIdentifier(context))))
         }
+        DeadLetterRoutes(redis: redis).add(to: admin, prefix: prefix, catalog: catalog)
     }
 
     private func putAdNetwork(_ network: AdNetworkIdentifier, _ request: Request) async throws -> Response {

@@ -486,6 +486,50 @@ enum OpenAPIDocument {
                 }
               }
             },
+            "/v1/admin/dead-letters": {
+              "get": {
+                "summary": "Postbacks that exhausted their retries or may not be sent, newest first",
+                "security": [{"adminToken": []}],
+                "parameters": [
+                  {"name": "count", "in": "query", "required": false, "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}}
+                ],
+                "responses": {
+                  "200": {
+                    "description": "dead letters and their total",
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/DeadLetters"}}}
+                  },
+                  "400": {"$ref": "#/components/responses/Problem"},
+                  "401": {"$ref": "#/components/responses/Problem"}
+                }
+              }
+            },
+            "/v1/admin/dead-letters/{id}/replay": {
+              "parameters": [
+                {"name": "id", "in": "path", "required": true, "schema": {"type": "string", "pattern": "^[0-9]+-[0-9]+$"}, "description": "dead letter (stream entry) id"}
+              ],
+              "post": {
+                "summary": "Replay one dead letter: a fresh series of attempts, signed with the current key",
+                "security": [{"adminToken": []}],
+                "responses": {
+                  "200": {"description": "replayed", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Replayed"}}}},
+                  "400": {"$ref": "#/components/responses/Problem"},
+                  "401": {"$ref": "#/components/responses/Problem"},
+                  "404": {"$ref": "#/components/responses/Problem"},
+                  "409": {"$ref": "#/components/responses/Problem"}
+                }
+              }
+            },
+            "/v1/admin/dead-letters/replay": {
+              "post": {
+                "summary": "Replay every dead letter, oldest first",
+                "security": [{"adminToken": []}],
+                "responses": {
+                  "200": {"description": "how many were replayed", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Replayed"}}}},
+                  "401": {"$ref": "#/components/responses/Problem"}
+                }
+              }
+            },
+
             "/.well-known/jwks.json": {
               "get": {
                 "summary": "The public keys postbacks are signed with",
@@ -587,6 +631,35 @@ enum OpenAPIDocument {
               }
             },
             "schemas": {
+              "DeadLetters": {
+                "type": "object",
+                "required": ["dead-letters", "total"],
+                "properties": {
+                  "total": {"type": "integer"},
+                  "dead-letters": {
+                    "type": "array",
+                    "items": {
+                      "type": "object",
+                      "required": ["id", "postback-identifier", "destination", "error", "replayable"],
+                      "properties": {
+                        "id": {"type": "string"},
+                        "postback-identifier": {"type": "string"},
+                        "destination": {"type": "string", "enum": ["ad-network", "advertiser-copy"]},
+                        "error": {"type": "string"},
+                        "url": {"type": "string"},
+                        "attempts": {"type": "integer"},
+                        "first-attempt-at": {"type": "integer", "description": "ms since 1970"},
+                        "replayable": {"type": "boolean"}
+                      }
+                    }
+                  }
+                }
+              },
+              "Replayed": {
+                "type": "object",
+                "required": ["replayed"],
+                "properties": {"replayed": {"type": "integer"}}
+              },
               "Problem": {
                 "type": "object",
                 "required": [

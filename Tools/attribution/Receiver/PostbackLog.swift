@@ -41,7 +41,7 @@ actor PostbackLog {
         var unreadable = 0
         for line in existing.split(separator: UInt8(ascii: "\n")) where !line.allSatisfy({ $0 == 0x20 }) {
             if let header = try? JSONCoding.decoder.decode(ReceivedPostbackHeader.self, from: Data(line)) {
-                seen.insert(header.payload.postbackIdentifier)
+                seen.insert(Self.key(header.path ?? "/postbacks", header.payload.postbackIdentifier))
             } else {
                 unreadable += 1
             }
@@ -65,7 +65,8 @@ actor PostbackLog {
 
     /// Writes the first copy of a postback and returns true; a duplicate is only counted.
     func record(_ postback: VerifiedPostback, path: String, body: Data, receivedAt: Milliseconds) throws -> Bool {
-        guard seen.insert(postback.payload.postbackIdentifier).inserted else {
+        let key = Self.key(path, postback.payload.postbackIdentifier)
+        guard seen.insert(key).inserted else {
             stats.duplicates += 1
             return false
         }
@@ -81,12 +82,15 @@ actor PostbackLog {
             try handle.write(contentsOf: JSONCoding.encoder.encode(line) + Data("\n".utf8))
         } catch {
             // Not written, so not seen: the sender's retry gets another chance.
-            seen.remove(postback.payload.postbackIdentifier)
+            seen.remove(key)
             throw error
         }
         stats.accepted += 1
         return true
     }
+
+    /// Deduplication is per path: the ad network's copy and the advertiser's copy are both kept.
+    static func key(_ path: String, _ postbackIdentifier: String) -> String { "\(path) \(postbackIdentifier)" }
 
     func countRejected() { stats.rejected += 1 }
 

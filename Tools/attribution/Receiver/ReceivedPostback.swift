@@ -22,7 +22,9 @@ struct ReceivedPostback: Codable, Sendable {
     }
 }
 
-/// The least a line must hold to be counted or deduplicated: summary and the dedup seed read this.
+/// The least a line must hold to be counted or deduplicated: summary and the dedup seed read this
+/// (deduplication is per path and postback id).
 struct ReceivedPostbackHeader: Decodable {
     var payload: PostbackPayload
+    var path: String?
 }

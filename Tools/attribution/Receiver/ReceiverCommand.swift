@@ -11,7 +11,10 @@ struct ReceiverCommand: AsyncParsableCommand {
         discussion: """
             Routes: POST /postbacks and POST /.well-known/appattribution/report-attribution/ (verified, \
             deduplicated on postback-identifier, first copy appended to --output; invalid ones get 400 \
-            with problem JSON), GET /health, GET /stats. Stops on SIGTERM or SIGINT.
+            with problem JSON), GET /health, GET /stats. Flaky mode for showing retries: --fail-first, \
+            --fail-share, --failure; GET/POST /control reads or changes it at run time (same keys, e.g. \
+            {"fail-share": 1}); GET /attempts lists every attempt with a valid postback and whether it was \
+            accepted. Stops on SIGTERM or SIGINT.
             """
     )
 
@@ -27,11 +30,40 @@ struct ReceiverCommand: AsyncParsableCommand {
     @Option(help: "JSONL file the accepted postbacks are appended to (created if missing).")
     var output: String
 
+    @Option(name: .customLong("fail-first"), help: "Fail the first N attempts of every postback (per path), to show retries.")
+    var failFirst = 0
+
+    @Option(name: .customLong("fail-share"), help: "Fail this share (0–1) of the other attempts at random.")
+    var failShare = 0.0
+
+    @Option(help: "How to fail: `status` (answer --failure-status) or `timeout` (hold the request --hang-seconds, then 504).")
+    var failure = "status"
+
+    @Option(name: .customLong("failure-status"), help: "Status of a deliberate failure.")
+    var failureStatus = 500
+
+    @Option(name: .customLong("hang-seconds"), help: "How long a `timeout` failure holds the request.")
+    var hangSeconds = 30.0
+
     @OptionGroup var logging: LoggingOptions
+
+    var flakySettings: FlakyMode.Settings {
+        var settings = FlakyMode.Settings()
+        settings.failFirst = failFirst
+        settings.failShare = failShare
+        settings.failure = FlakyMode.Settings.Failure(rawValue: failure) ?? .status
+        settings.failureStatus = failureStatus
+        settings.hangSeconds = hangSeconds
+        return settings
+    }
 
     func validate() throws {
         guard (0...65_535).contains(port) else { throw ValidationError("--port must be within 0–65535; not \(port)") }
         try HTTPURLValidation.check(jwksURL, flag: "--jwks-url")
+        guard FlakyMode.Settings.Failure(rawValue: failure) != nil else {
+            throw ValidationError("--failure must be status or timeout; not \(failure)")
+        }
+        if let problem = flakySettings.problem { throw ValidationError(problem) }
     }
 
     func run() async throws {
@@ -47,7 +79,7 @@ struct ReceiverCommand: AsyncParsableCommand {
         async let prefetch = try? keys.refresh()
 
         let app = Application(
-            router: ReceiverRouter.build(log: log, keys: keys, logger: logger),
+            router: ReceiverRouter.build(log: log, keys: keys, flaky: FlakyMode(settings: flakySettings), logger: logger),
             configuration: .init(address: .hostname(host, port: port), serverName: "attribution-receiver"),
             onServerRunning: { [host, output, seeded = log.seededCount] channel in
                 logger.info(

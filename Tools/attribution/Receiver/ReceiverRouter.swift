@@ -10,21 +10,40 @@ enum ReceiverRouter {
     /// Postbacks are a few hundred bytes; anything this large is not one.
     static let maximumBodySize = 64 * 1024
 
-    static func build(log: PostbackLog, keys: KeySetCache, logger: Logger) -> Router<BasicRequestContext> {
+    static func build(
+        log: PostbackLog, keys: KeySetCache, flaky: FlakyMode = FlakyMode(settings: .init()), logger: Logger
+    ) -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
         for path in postbackPaths {
             router.post(RouterPath(path)) { request, _ in
-                try await receive(request, log: log, keys: keys, logger: logger)
+                try await receive(request, log: log, keys: keys, flaky: flaky, logger: logger)
             }
         }
         router.get("/health") { _, _ in HTTPResponse.Status.ok }
         router.get("/stats") { _, _ in JSONResponse.make(await log.currentStats()) }
+        router.get("/attempts") { _, _ in JSONResponse.make(await flaky.attempts) }
+        router.get("/control") { _, _ in JSONResponse.make(await flaky.settings) }
+        router.post("/control") { request, _ in
+            var request = request
+            let body = Data(try await request.collectBody(upTo: 4_096).readableBytesView)
+            guard let settings = try? JSONDecoder().decode(FlakyMode.Settings.self, from: body) else {
+                return ProblemDetails(
+                    status: .badRequest, reason: "invalid-control",
+                    detail: "expected {\"fail-first\", \"fail-share\", \"failure\", \"failure-status\", \"hang-seconds\"}"
+                ).response
+            }
+            if let problem = settings.problem {
+                return ProblemDetails(status: .badRequest, reason: "invalid-control", detail: problem).response
+            }
+            await flaky.update(settings)
+            return JSONResponse.make(settings)
+        }
         return router
     }
 
-    static func receive(_ request: Request, log: PostbackLog, keys: KeySetCache, logger: Logger) async throws
-        -> Response
-    {
+    static func receive(
+        _ request: Request, log: PostbackLog, keys: KeySetCache, flaky: FlakyMode, logger: Logger
+    ) async throws -> Response {
         var request = request
         let body = Data(try await request.collectBody(upTo: maximumBodySize).readableBytesView)
         let path = request.uri.path
@@ -44,7 +63,19 @@ enum ReceiverRouter {
                 detail: "\(error)"
             ).response
         }
-        let isNew = try await log.record(postback, path: path, body: body, receivedAt: WallClock.now())
+        let now = WallClock.now()
+        if await flaky.shouldFail(postbackIdentifier: postback.payload.postbackIdentifier, path: path, at: now) {
+            let settings = await flaky.settings
+            if settings.failure == .timeout {
+                try? await Task.sleep(for: .milliseconds(Int64(settings.hangSeconds * 1000)))
+                return Response(status: .gatewayTimeout)
+            }
+            return ProblemDetails(
+                status: .init(code: settings.failureStatus), reason: "flaky-receiver",
+                detail: "failing on purpose (fail-first \(settings.failFirst), fail-share \(settings.failShare))"
+            ).response
+        }
+        let isNew = try await log.record(postback, path: path, body: body, receivedAt: now)
         logger.debug(
             "Accepted postback",
             metadata: [

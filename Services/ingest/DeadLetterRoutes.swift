@@ -1,0 +1,113 @@
+import AttributionModel
+import Foundation
+import Hummingbird
+import RedisStreams
+import ServiceRuntime
+
+/// Dead letters of the dispatcher (`deliveries:dead`): postbacks whose destination never answered 2xx
+/// within 9 retries in 9 days, or may not be sent to at all. An operator lists them and, once the
+/// destination is fixed, replays one or all: a replay is a fresh series of attempts, signed again with
+/// the current key (same postback-identifier, so receivers deduplicate).
+struct DeadLetterRoutes {
+    let redis: RedisConnection
+
+    func add(to admin: some RouterMethods<BasicRequestContext>, prefix: String, catalog: RouteCatalog) {
+        catalog.on(admin, prefix: prefix, .get, "/dead-letters") { request, _ in
+            let count = request.uri.queryParameters["count"].flatMap { Int(String($0)) } ?? 100
+            guard (1...1_000).contains(count) else {
+                throw ProblemDetails.badRequest("value-out-of-range", "count must be within 1–1000")
+            }
+            let entries = try await redis.send(
+                RedisCommand("XREVRANGE", StreamNames.deliveriesDead, "+", "-", "COUNT", String(count))
+            ).elements.map(Self.item)
+            let total = try await redis.send(RedisCommand("XLEN", StreamNames.deliveriesDead)).int ?? 0
+            return try Self.json(["dead-letters": entries, "total": total] as [String: Any])
+        }
+        catalog.on(admin, prefix: prefix, .post, "/dead-letters/:id/replay") { _, context in
+            let id = try context.parameters.require("id")
+            guard id.utf8.count <= 40, id.allSatisfy({ $0.isNumber || $0 == "-" }) else {
+                throw ProblemDetails.badRequest("invalid-dead-letter-id", "dead letter ids are stream ids like 1700000000000-0")
+            }
+            let found = try await redis.send(RedisCommand("XRANGE", StreamNames.deliveriesDead, id, id)).elements
+            guard let entry = found.first else {
+                throw ProblemDetails(.notFound, reason: "unknown-dead-letter", detail: "no dead letter \(id)")
+            }
+            guard try await replay([entry]) == 1 else {
+                throw ProblemDetails(
+                    .conflict, reason: "not-replayable", detail: "dead letter \(id) holds no delivery record to replay")
+            }
+            return try Self.json(["replayed": 1])
+        }
+        catalog.on(admin, prefix: prefix, .post, "/dead-letters/replay") { _, _ in
+            var replayed = 0
+            var start = "-"
+            // In pages, oldest first, so a large backlog is not one giant transaction.
+            while true {
+                let page = try await redis.send(RedisCommand("XRANGE", StreamNames.deliveriesDead, start, "+", "COUNT", "500"))
+                    .elements
+                guard let last = page.last?.elements.first?.string else { break }
+                replayed += try await replay(page)
+                start = "(" + last
+            }
+            return try Self.json(["replayed": replayed])
+        }
+    }
+
+    /// Moves each replayable entry back to `postbacks` as a fresh delivery and deletes it from the dead
+    /// letters, in one transaction; returns how many were replayable.
+    func replay(_ entries: [RedisReply]) async throws -> Int {
+        var commands: [RedisCommand] = []
+        for entry in entries {
+            guard let id = entry.elements.first?.string, var retry = Self.retry(in: entry) else { continue }
+            retry.attempts = 0
+            retry.lastError = ""
+            retry.replayed = true
+            let envelope = Envelope(time: WallClock.nowMilliseconds(), body: .deliveryRetry(retry))
+            commands += [
+                StreamCommands.add(StreamNames.postbacks, message: envelope.encoded()),
+                RedisCommand("XDEL", StreamNames.deliveriesDead, id),
+            ]
+        }
+        guard !commands.isEmpty else { return 0 }
+        _ = try await redis.pipeline([RedisCommand("MULTI")] + commands + [RedisCommand("EXEC")])
+        return commands.count / 2
+    }
+
+    static func fields(of entry: RedisReply) -> [String: String] {
+        let flat = entry.elements.dropFirst().first?.elements ?? []
+        var fields: [String: String] = [:]
+        for index in stride(from: 0, to: flat.count - 1, by: 2) {
+            if let name = flat[index].string { fields[name] = flat[index + 1].string }
+        }
+        return fields
+    }
+
+    static func retry(in entry: RedisReply) -> DeliveryRetry? {
+        fields(of: entry)["retry"].flatMap { try? JSONCoding.decoder.decode(DeliveryRetry.self, from: Data($0.utf8)) }
+    }
+
+    /// What an operator needs to see; the signed body and order stay inside.
+    static func item(_ entry: RedisReply) -> [String: Any] {
+        let fields = fields(of: entry)
+        var item: [String: Any] = [
+            "id": entry.elements.first?.string ?? "", "postback-identifier": fields["postback-identifier"] ?? "",
+            "destination": fields["destination"] ?? PostbackDestination.adNetwork.rawValue, "error": fields["error"] ?? "",
+        ]
+        if let retry = retry(in: entry) {
+            item["url"] = retry.url
+            item["attempts"] = retry.attempts
+            item["first-attempt-at"] = retry.firstAttemptAt
+            item["replayable"] = true
+        } else {
+            item["replayable"] = false
+        }
+        return item
+    }
+
+    static func json(_ object: [String: Any]) throws -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}
