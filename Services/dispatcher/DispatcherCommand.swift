@@ -13,10 +13,9 @@ struct DispatcherCommand {
         let service = try PipelineService.bootstrap(name: "dispatcher")
         let signer = try PostbackSigner.load(service.environment, logger: service.logger)
         let timeout = try service.environment.int(.deliveryTimeoutMilliseconds, default: 10_000, range: 1...300_000)
-        let publisher = service.connection()
-        _ = try await publisher.pipeline(
-            [signer.production, signer.development].map { RedisCommand("HSET", RegistryKeys.jwks, $0.id, $0.jwk.jsonString) })
-        await publisher.close()
+        let grace = try service.environment.signingKeyGrace(policy: service.policy)
+        let heartbeat = KeyHeartbeat(keys: [signer.production, signer.development], connection: service.connection(), grace: grace)
+        try await heartbeat.publish()
 
         var configuration = HTTPClient.Configuration()
         configuration.timeout = .init(connect: .milliseconds(Int64(timeout)), read: .milliseconds(Int64(timeout)))
@@ -36,6 +35,7 @@ struct DispatcherCommand {
                 services: [
                     try service.worker(stage, stream: StreamNames.postbacks, group: "dispatcher"),
                     try service.timerLoop(DispatcherStage.retries),
+                    heartbeat,
                 ])
         } catch {
             try? await client.shutdown()

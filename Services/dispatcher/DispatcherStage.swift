@@ -66,6 +66,8 @@ struct DispatcherStage: StreamStage {
             return []
         }
         var results = await deliverAll(deliveries)[...]
+        // Waits count from the failure, not from the batch's start: a slow POST must not shorten the next wait.
+        let failedAt = WallClock.nowMilliseconds()
         var generator = SystemRandomNumberGenerator()
         return work.map { item -> StageOutcome in
             switch item {
@@ -91,7 +93,7 @@ struct DispatcherStage: StreamStage {
                         commands += deadLetter(attempt, reason: error)
                         continue
                     }
-                    let due = now + delay
+                    let due = failedAt + delay
                     commands +=
                         Self.retries.schedule(
                             id: attempt.deliveryIdentifier, dueAtMilliseconds: due,

@@ -10,6 +10,8 @@ import ServiceRuntime
 struct EventRoutes {
     let redis: RedisConnection
     let maxBodyBytes: Int
+    /// How long a key no dispatcher signs with any more stays in the JWKS.
+    let signingKeyGrace: Milliseconds
     var publisher: EventPublisher { EventPublisher(redis: redis) }
 
     struct Accepted: Encodable {
@@ -56,14 +58,30 @@ struct EventRoutes {
                 envelope, request, route: "updates", scope: String(report.advertisedItemIdentifier), caller: caller, body: body)
         }
         catalog.on(router, .get, "/.well-known/jwks.json") { _, _ -> Response in
-            // The dispatcher publishes its public keys; ingest only serves them.
-            let reply = try await redis.send(RedisCommand("HVALS", RegistryKeys.jwks))
-            let keys = reply.elements.compactMap { $0.string }.sorted().joined(separator: ",")
+            // The dispatchers publish their public keys and say which they still sign with; ingest
+            // serves those, and retired ones until their grace ends.
+            let replies = try await redis.pipeline([
+                RedisCommand("HGETALL", RegistryKeys.jwks), RedisCommand("HGETALL", RegistryKeys.jwksSeen),
+            ])
+            let published = Self.pairs(replies[0])
+            let seen = Self.pairs(replies[1]).compactMapValues { Milliseconds($0) }
+            let now = WallClock.nowMilliseconds()
+            let keys = published.filter { kid, _ in seen[kid].map { now - $0 <= signingKeyGrace } ?? true }
+                .values.sorted().joined(separator: ",")
             var headers = HTTPFields()
             headers[.contentType] = "application/json"
             headers[.cacheControl] = "max-age=60"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: "{\"keys\":[\(keys)]}")))
         }
+    }
+
+    static func pairs(_ reply: RedisReply) -> [String: String] {
+        let flat = reply.elements
+        var pairs: [String: String] = [:]
+        for index in stride(from: 0, to: flat.count - 1, by: 2) {
+            if let field = flat[index].string, let value = flat[index + 1].string { pairs[field] = value }
+        }
+        return pairs
     }
 
     /// Unauthenticated callers learn nothing about bodies: no key, no parsing.

@@ -22,11 +22,12 @@ struct IngestCommand {
             IngestRoutes.add(
                 to: Router(), catalog: catalog,
                 redis: RedisConnection(configuration: RedisConfiguration(), logger: .init(label: "routes")),
-                settings: IngestSettings(adminToken: "-", maxBodyBytes: 1, keyRotationGrace: 0, destinations: .init()))
+                settings: IngestSettings(
+                    adminToken: "-", maxBodyBytes: 1, keyRotationGrace: 0, destinations: .init(), signingKeyGrace: 0))
             return print((catalog.routes + OperationsRoutes.routes).sorted().joined(separator: "\n"))
         }
         let service = try PipelineService.bootstrap(name: "ingest")
-        let settings = try IngestSettings(service.environment)
+        let settings = try IngestSettings(service.environment, policy: service.policy)
         try await service.run(defaultPort: 8080, services: []) { router, redis in
             IngestRoutes.add(to: router, catalog: RouteCatalog(), redis: redis, settings: settings)
         }
@@ -42,7 +43,8 @@ enum IngestRoutes {
             redis: redis, adminToken: settings.adminToken, keyRotationGrace: settings.keyRotationGrace,
             destinations: settings.destinations
         ).add(to: router, catalog: catalog)
-        EventRoutes(redis: redis, maxBodyBytes: settings.maxBodyBytes).add(to: router, catalog: catalog)
+        EventRoutes(redis: redis, maxBodyBytes: settings.maxBodyBytes, signingKeyGrace: settings.signingKeyGrace)
+            .add(to: router, catalog: catalog)
         catalog.on(router, .get, "/openapi.json") { _, _ in
             var headers = HTTPFields()
             headers[.contentType] = "application/json"
@@ -57,18 +59,24 @@ struct IngestSettings {
     let keyRotationGrace: Milliseconds
     /// Where postback URLs and copy endpoints may point.
     let destinations: DestinationPolicy
+    let signingKeyGrace: Milliseconds
 
-    init(adminToken: String, maxBodyBytes: Int, keyRotationGrace: Milliseconds, destinations: DestinationPolicy) {
+    init(
+        adminToken: String, maxBodyBytes: Int, keyRotationGrace: Milliseconds, destinations: DestinationPolicy,
+        signingKeyGrace: Milliseconds
+    ) {
         self.adminToken = adminToken
         self.maxBodyBytes = maxBodyBytes
         self.keyRotationGrace = keyRotationGrace
         self.destinations = destinations
+        self.signingKeyGrace = signingKeyGrace
     }
 
-    init(_ environment: ServiceEnvironment) throws {
+    init(_ environment: ServiceEnvironment, policy: TimePolicy) throws {
         adminToken = try environment.required(.adminToken)
         maxBodyBytes = try environment.int(.maxBodyBytes, default: 65_536, range: 1_024...16_777_216)
         keyRotationGrace = Milliseconds(try environment.int(.keyRotationGraceHours, default: 72, range: 0...8_760)) * 3_600_000
         destinations = DestinationPolicy(allowList: environment.string(.postbackURLAllowList))
+        signingKeyGrace = try environment.signingKeyGrace(policy: policy)
     }
 }

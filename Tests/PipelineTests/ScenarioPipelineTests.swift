@@ -4,167 +4,169 @@ import Foundation
 import TestSupport
 import Testing
 
-/// Every scenario in `Scenarios/*.json` against the real pipeline (five services and the receiver as
-/// processes) under scaled time: the postbacks the receiver verified must be exactly `expected.postbacks`.
-///
-/// - One pipeline per crowd tier present (`CROWD_TIER_THRESHOLDS` forces it), at scale 172 800 (a day
-///   lasts 0.5 s); scenarios whose conversions have development winners (3-minute windows, 5–10 minute
-///   delays) run in their own pipeline at scale 60 (a minute lasts 1 s); a scenario spanning more than
-///   40 s at its scale runs at a scale 10ⁿ times larger. The pipelines run at once
-///   (`SCENARIO_PIPELINES_SEQUENTIAL=1` runs them one after another), and within a pipeline every
-///   scenario plays at once, each with its own advertised app, devices, `sNN-` ad networks and
-///   publisher apps.
-/// - Time: `base` = now + 1 s once everything is registered; an event at virtual `at` is stamped
-///   `base + at / scale` (ms, rounded; distinct times stay distinct; "1 ms before/after a boundary"
-///   becomes 150 ms, see `ScenarioPlan.realOffsets`) and posted at that moment. Device-side durations
-///   are real (a click loads 1 s before, a view lasts 3 s, shortened to 2–3 s to touch an earlier view
-///   of its network); an impression is created `createdBefore / scale` before (default 2 s). Impression
-///   ids are fresh UUIDs sorted like the scenario's ids (ties broken by id keep their order).
-/// - Order: events are posted by `at` (ties: file order) or in `arrival` order (an event posted after a
-///   later one is posted at once, keeping its own stamp). Before each conversion or update the runner
-///   waits until `verified` + `rejected` hold every event accepted so far, so attribution-winner has
-///   seen the impressions before it.
-/// - Matching: by advertised app, network, did-win, postback-sequence-index and conversion type, then
-///   the values, source digits, interaction type and the delay after `preparedAt`
-///   (−200 ms / +1.5 s tolerance); any other postback for the app fails the scenario.
-/// - Unplayable scenarios fail the test with the reason (computed by `ScenarioPlan.make`): mixing
-///   development and production winners (no single scale plays both), or two views of one network on
-///   one device less than 2 s apart in real time (a view lasts 2 s of device time, which the scale does
-///   not shorten, so the verifier would refuse the later one as `overlapping-view`). Every scenario in
-///   `Scenarios/` is written to be playable: both runners run all of them.
-@Suite("Scenarios against the real pipeline", .serialized)
-struct ScenarioPipelineTests {
-    let http = HTTPTestClient()
+extension PipelineSuites {
+    /// Every scenario in `Scenarios/*.json` against the real pipeline (five services and the receiver as
+    /// processes) under scaled time: the postbacks the receiver verified must be exactly `expected.postbacks`.
+    ///
+    /// - One pipeline per crowd tier present (`CROWD_TIER_THRESHOLDS` forces it), at scale 172 800 (a day
+    ///   lasts 0.5 s); scenarios whose conversions have development winners (3-minute windows, 5–10 minute
+    ///   delays) run in their own pipeline at scale 60 (a minute lasts 1 s); a scenario spanning more than
+    ///   40 s at its scale runs at a scale 10ⁿ times larger. The pipelines run at once
+    ///   (`SCENARIO_PIPELINES_SEQUENTIAL=1` runs them one after another), and within a pipeline every
+    ///   scenario plays at once, each with its own advertised app, devices, `sNN-` ad networks and
+    ///   publisher apps.
+    /// - Time: `base` = now + 1 s once everything is registered; an event at virtual `at` is stamped
+    ///   `base + at / scale` (ms, rounded; distinct times stay distinct; "1 ms before/after a boundary"
+    ///   becomes 150 ms, see `ScenarioPlan.realOffsets`) and posted at that moment. Device-side durations
+    ///   are real (a click loads 1 s before, a view lasts 3 s, shortened to 2–3 s to touch an earlier view
+    ///   of its network); an impression is created `createdBefore / scale` before (default 2 s). Impression
+    ///   ids are fresh UUIDs sorted like the scenario's ids (ties broken by id keep their order).
+    /// - Order: events are posted by `at` (ties: file order) or in `arrival` order (an event posted after a
+    ///   later one is posted at once, keeping its own stamp). Before each conversion or update the runner
+    ///   waits until `verified` + `rejected` hold every event accepted so far, so attribution-winner has
+    ///   seen the impressions before it.
+    /// - Matching: by advertised app, network, did-win, postback-sequence-index and conversion type, then
+    ///   the values, source digits, interaction type and the delay after `preparedAt`
+    ///   (−200 ms / +1.5 s tolerance); any other postback for the app fails the scenario.
+    /// - Unplayable scenarios fail the test with the reason (computed by `ScenarioPlan.make`): mixing
+    ///   development and production winners (no single scale plays both), or two views of one network on
+    ///   one device less than 2 s apart in real time (a view lasts 2 s of device time, which the scale does
+    ///   not shorten, so the verifier would refuse the later one as `overlapping-view`). Every scenario in
+    ///   `Scenarios/` is written to be playable: both runners run all of them.
+    @Suite("Scenarios against the real pipeline", .serialized)
+    struct ScenarioPipelineTests {
+        let http = HTTPTestClient()
 
-    @Test func everyScenarioSendsExactlyItsExpectedPostbacks() async throws {
-        let started = ContinuousClock.now
-        let files = try Scenario.all()
-        try #require(!files.isEmpty, "no scenario in Scenarios/")
-        var plans: [ScenarioPipelineKind: [ScenarioPlan]] = [:]
-        var excluded: [ExcludedScenario] = []
-        for (number, file) in files.enumerated() {
-            switch ScenarioPlan.make(name: file.name, scenario: file.scenario, number: number + 1) {
-            case .success(let plan): plans[plan.kind, default: []].append(plan)
-            case .failure(let exclusion): excluded.append(exclusion)
-            }
-        }
-        for exclusion in excluded {
-            Issue.record("\(exclusion.name) cannot be played against the pipeline: \(exclusion.reason)")
-        }
-        let kinds = plans.keys.sorted { $0.order < $1.order }
-        print(
-            "ScenarioPipelineTests: \(files.count) scenarios: "
-                + kinds.map { "\($0): \(plans[$0]!.count)" }.joined(separator: ", ")
-                + (excluded.isEmpty ? "" : ", excluded: \(excluded.count)"))
-
-        let sequential = ProcessInfo.processInfo.environment["SCENARIO_PIPELINES_SEQUENTIAL"] == "1"
-        var outcomes: [PipelineOutcome] = []
-        if sequential {
-            for kind in kinds { outcomes.append(try await run(kind, plans: plans[kind]!)) }
-        } else {
-            outcomes = try await withThrowingTaskGroup(of: PipelineOutcome.self) { group in
-                for kind in kinds {
-                    let plans = plans[kind]!
-                    group.addTask { try await run(kind, plans: plans) }
+        @Test func everyScenarioSendsExactlyItsExpectedPostbacks() async throws {
+            let started = ContinuousClock.now
+            let files = try Scenario.all()
+            try #require(!files.isEmpty, "no scenario in Scenarios/")
+            var plans: [ScenarioPipelineKind: [ScenarioPlan]] = [:]
+            var excluded: [ExcludedScenario] = []
+            for (number, file) in files.enumerated() {
+                switch ScenarioPlan.make(name: file.name, scenario: file.scenario, number: number + 1) {
+                case .success(let plan): plans[plan.kind, default: []].append(plan)
+                case .failure(let exclusion): excluded.append(exclusion)
                 }
-                return try await group.reduce(into: []) { $0.append($1) }
             }
+            for exclusion in excluded {
+                Issue.record("\(exclusion.name) cannot be played against the pipeline: \(exclusion.reason)")
+            }
+            let kinds = plans.keys.sorted { $0.order < $1.order }
+            print(
+                "ScenarioPipelineTests: \(files.count) scenarios: "
+                    + kinds.map { "\($0): \(plans[$0]!.count)" }.joined(separator: ", ")
+                    + (excluded.isEmpty ? "" : ", excluded: \(excluded.count)"))
+
+            let sequential = ProcessInfo.processInfo.environment["SCENARIO_PIPELINES_SEQUENTIAL"] == "1"
+            var outcomes: [PipelineOutcome] = []
+            if sequential {
+                for kind in kinds { outcomes.append(try await run(kind, plans: plans[kind]!)) }
+            } else {
+                outcomes = try await withThrowingTaskGroup(of: PipelineOutcome.self) { group in
+                    for kind in kinds {
+                        let plans = plans[kind]!
+                        group.addTask { try await run(kind, plans: plans) }
+                    }
+                    return try await group.reduce(into: []) { $0.append($1) }
+                }
+            }
+
+            for outcome in outcomes.sorted(by: { $0.kind.order < $1.kind.order }) {
+                let margins =
+                    outcome.margins.earliestAfterLower == .max
+                    ? "no postbacks matched"
+                    : "postbacks arrived at least \(outcome.margins.earliestAfterLower) ms after their delay range began and "
+                        + "at most \(outcome.margins.latestPastUpper) ms past its end"
+                print("ScenarioPipelineTests: \(outcome.kind) pipeline took \(outcome.elapsed); \(margins)")
+                for failure in outcome.pipelineFailures {
+                    Issue.record("\(outcome.kind) pipeline: \(failure)")
+                }
+                var missing = false
+                for (name, problems) in outcome.results.sorted(by: { $0.key < $1.key }) {
+                    print("ScenarioPipelineTests: \(problems.isEmpty ? "pass" : "FAIL") \(name) (\(outcome.kind))")
+                    guard !problems.isEmpty else { continue }
+                    missing = missing || problems.contains { $0.hasPrefix("missing") }
+                    let listed = problems.joined(separator: "\n  ")
+                    Issue.record("scenario \(name) (\(outcome.kind)):\n  \(listed)")
+                }
+                if missing { Issue.record("\(outcome.kind) pipeline logs:\n\(outcome.logs)") }
+            }
+            print("ScenarioPipelineTests: whole test took \(ContinuousClock.now - started)")
         }
 
-        for outcome in outcomes.sorted(by: { $0.kind.order < $1.kind.order }) {
-            let margins =
-                outcome.margins.earliestAfterLower == .max
-                ? "no postbacks matched"
-                : "postbacks arrived at least \(outcome.margins.earliestAfterLower) ms after their delay range began and "
-                    + "at most \(outcome.margins.latestPastUpper) ms past its end"
-            print("ScenarioPipelineTests: \(outcome.kind) pipeline took \(outcome.elapsed); \(margins)")
-            for failure in outcome.pipelineFailures {
-                Issue.record("\(outcome.kind) pipeline: \(failure)")
-            }
-            var missing = false
-            for (name, problems) in outcome.results.sorted(by: { $0.key < $1.key }) {
-                print("ScenarioPipelineTests: \(problems.isEmpty ? "pass" : "FAIL") \(name) (\(outcome.kind))")
-                guard !problems.isEmpty else { continue }
-                missing = missing || problems.contains { $0.hasPrefix("missing") }
-                let listed = problems.joined(separator: "\n  ")
-                Issue.record("scenario \(name) (\(outcome.kind)):\n  \(listed)")
-            }
-            if missing { Issue.record("\(outcome.kind) pipeline logs:\n\(outcome.logs)") }
+        struct PipelineOutcome: Sendable {
+            let kind: ScenarioPipelineKind
+            /// Scenario name → what differed (empty: passed).
+            var results: [String: [String]] = [:]
+            var pipelineFailures: [String] = []
+            var logs = ""
+            var elapsed: Duration = .zero
+            var margins = ScenarioPipelineRunner.Margins()
         }
-        print("ScenarioPipelineTests: whole test took \(ContinuousClock.now - started)")
-    }
 
-    struct PipelineOutcome: Sendable {
-        let kind: ScenarioPipelineKind
-        /// Scenario name → what differed (empty: passed).
-        var results: [String: [String]] = [:]
-        var pipelineFailures: [String] = []
-        var logs = ""
-        var elapsed: Duration = .zero
-        var margins = ScenarioPipelineRunner.Margins()
-    }
+        /// Starts one pipeline for `kind`, plays its scenarios at once, waits until every postback they can
+        /// cause has had its time, and checks what the receiver verified.
+        func run(_ kind: ScenarioPipelineKind, plans: [ScenarioPlan]) async throws -> PipelineOutcome {
+            let started = ContinuousClock.now
+            var outcome = PipelineOutcome(kind: kind)
+            let redis = try await RedisServer.start()
+            defer { redis.stop() }
+            let pipeline = try PipelineProcesses(
+                redis: redis, timeScale: kind.timeScale, extraEnvironment: ["CROWD_TIER_THRESHOLDS": kind.crowdThresholds])
+            defer { pipeline.stop() }
+            guard try await http.waitUntilUp("\(pipeline.ingestURL)/health"),
+                try await http.waitUntilUp("\(pipeline.receiverURL)/health")
+            else {
+                outcome.pipelineFailures.append("ingest or the receiver did not start\n\(pipeline.logs())")
+                return outcome
+            }
+            let runner = ScenarioPipelineRunner(pipeline: pipeline, redis: redis, kind: kind)
+            var appKeys: [String: String] = [:]
+            for plan in plans { appKeys[plan.name] = try await runner.register(plan) }
 
-    /// Starts one pipeline for `kind`, plays its scenarios at once, waits until every postback they can
-    /// cause has had its time, and checks what the receiver verified.
-    func run(_ kind: ScenarioPipelineKind, plans: [ScenarioPlan]) async throws -> PipelineOutcome {
-        let started = ContinuousClock.now
-        var outcome = PipelineOutcome(kind: kind)
-        let redis = try await RedisServer.start()
-        defer { redis.stop() }
-        let pipeline = try PipelineProcesses(
-            redis: redis, timeScale: kind.timeScale, extraEnvironment: ["CROWD_TIER_THRESHOLDS": kind.crowdThresholds])
-        defer { pipeline.stop() }
-        guard try await http.waitUntilUp("\(pipeline.ingestURL)/health"),
-            try await http.waitUntilUp("\(pipeline.receiverURL)/health")
-        else {
-            outcome.pipelineFailures.append("ingest or the receiver did not start\n\(pipeline.logs())")
+            let base = ScenarioPipelineRunner.now() + 1_000
+            let played = try await withThrowingTaskGroup(of: (String, [String]).self) { group in
+                for plan in plans {
+                    let key = appKeys[plan.name]!
+                    group.addTask { (plan.name, try await runner.play(plan, appKey: key, base: base)) }
+                }
+                return try await group.reduce(into: [String: [String]]()) { $0[$1.0] = $1.1 }
+            }
+            let deadline = plans.map { ScenarioPipelineRunner.deadline($0, base: base) }.max() ?? base
+            let wait = deadline - ScenarioPipelineRunner.now()
+            if wait > 0 { try await Task.sleep(for: .milliseconds(wait)) }
+
+            // Every body must verify against the JWKS ingest publishes.
+            let jwks = try await http.send("GET", "\(pipeline.ingestURL)/.well-known/jwks.json")
+            let keys = try JSONDecoder().decode(JWKSet.self, from: jwks.body)
+            var byApp: [ItemIdentifier: [ScenarioPipelineRunner.Received]] = [:]
+            for line in pipeline.receivedPostbacks() {
+                guard let bodyObject = line["body"], let receivedAt = (line["received-at"] as? NSNumber)?.int64Value else {
+                    outcome.pipelineFailures.append("a receiver line without body or received-at: \(line)")
+                    continue
+                }
+                do {
+                    let body = try JSONSerialization.data(withJSONObject: bodyObject)
+                    let verified = try PostbackVerifier.verifyAny(body: body, keys: keys)
+                    byApp[verified.payload.advertisedItemIdentifier, default: []].append(
+                        .init(receivedAt: receivedAt, postback: verified))
+                } catch {
+                    outcome.pipelineFailures.append("a postback does not verify against the JWKS (\(error)): \(line)")
+                }
+            }
+            let apps = Set(plans.map(\.app))
+            for app in byApp.keys where !apps.contains(app) {
+                outcome.pipelineFailures.append("\(byApp[app]!.count) postbacks for app \(app), which no scenario uses")
+            }
+            for plan in plans {
+                outcome.results[plan.name] =
+                    played[plan.name, default: []]
+                    + ScenarioPipelineRunner.check(plan, received: byApp[plan.app] ?? [], base: base, margins: &outcome.margins)
+            }
+            outcome.logs = pipeline.logs()
+            outcome.elapsed = ContinuousClock.now - started
             return outcome
         }
-        let runner = ScenarioPipelineRunner(pipeline: pipeline, redis: redis, kind: kind)
-        var appKeys: [String: String] = [:]
-        for plan in plans { appKeys[plan.name] = try await runner.register(plan) }
-
-        let base = ScenarioPipelineRunner.now() + 1_000
-        let played = try await withThrowingTaskGroup(of: (String, [String]).self) { group in
-            for plan in plans {
-                let key = appKeys[plan.name]!
-                group.addTask { (plan.name, try await runner.play(plan, appKey: key, base: base)) }
-            }
-            return try await group.reduce(into: [String: [String]]()) { $0[$1.0] = $1.1 }
-        }
-        let deadline = plans.map { ScenarioPipelineRunner.deadline($0, base: base) }.max() ?? base
-        let wait = deadline - ScenarioPipelineRunner.now()
-        if wait > 0 { try await Task.sleep(for: .milliseconds(wait)) }
-
-        // Every body must verify against the JWKS ingest publishes.
-        let jwks = try await http.send("GET", "\(pipeline.ingestURL)/.well-known/jwks.json")
-        let keys = try JSONDecoder().decode(JWKSet.self, from: jwks.body)
-        var byApp: [ItemIdentifier: [ScenarioPipelineRunner.Received]] = [:]
-        for line in pipeline.receivedPostbacks() {
-            guard let bodyObject = line["body"], let receivedAt = (line["received-at"] as? NSNumber)?.int64Value else {
-                outcome.pipelineFailures.append("a receiver line without body or received-at: \(line)")
-                continue
-            }
-            do {
-                let body = try JSONSerialization.data(withJSONObject: bodyObject)
-                let verified = try PostbackVerifier.verifyAny(body: body, keys: keys)
-                byApp[verified.payload.advertisedItemIdentifier, default: []].append(
-                    .init(receivedAt: receivedAt, postback: verified))
-            } catch {
-                outcome.pipelineFailures.append("a postback does not verify against the JWKS (\(error)): \(line)")
-            }
-        }
-        let apps = Set(plans.map(\.app))
-        for app in byApp.keys where !apps.contains(app) {
-            outcome.pipelineFailures.append("\(byApp[app]!.count) postbacks for app \(app), which no scenario uses")
-        }
-        for plan in plans {
-            outcome.results[plan.name] =
-                played[plan.name, default: []]
-                + ScenarioPipelineRunner.check(plan, received: byApp[plan.app] ?? [], base: base, margins: &outcome.margins)
-        }
-        outcome.logs = pipeline.logs()
-        outcome.elapsed = ContinuousClock.now - started
-        return outcome
     }
 }

@@ -91,12 +91,16 @@ extension ConfigurationKey {
         "DELIVERY_CONCURRENCY_PER_HOST", "integer ≥ 1", default: "16", services: ["dispatcher"],
         "Postback POSTs in flight at once per destination host, per dispatcher replica (connections are pooled and kept alive)."
     )
+    public static let signingKeyGraceHours = ConfigurationKey(
+        "SIGNING_KEY_GRACE_HOURS", "hours ≥ 217", default: "240", services: ["ingest", "dispatcher"],
+        "After a dispatcher stops signing with a key (rotation), the JWKS keeps listing it this long (scaled by TIME_SCALE), longer than the 9-day retry window so retried bytes still verify."
+    )
     /// The catalog, in the order the README lists it.
     public static let all: [ConfigurationKey] = [
         redisURL, timeScale, logLevel, httpHost, httpPort, consumerName, batchSize, claimIdleMilliseconds,
         maxAttempts, adminToken, maxBodyBytes, keyRotationGraceHours, crowdTierThresholds, timerPollMilliseconds,
         conversionSettleMilliseconds, windowCloseGraceMilliseconds, postbackURLAllowList, signingKeyFile,
-        signingKeyID, developmentSigningKeyFile, developmentSigningKeyID, deliveryTimeoutMilliseconds, deliveryConcurrencyPerHost,
+        signingKeyID, developmentSigningKeyFile, developmentSigningKeyID, deliveryTimeoutMilliseconds, deliveryConcurrencyPerHost, signingKeyGraceHours,
     ]
 
     /// The README's configuration table, generated from the catalog (`ingest --configuration-table`).

@@ -10,6 +10,9 @@ public enum RegistryKeys {
     public static let appKeys = "registry:app-keys"
     /// HASH kid → public JWK JSON: the dispatcher publishes its keys here, ingest serves them.
     public static let jwks = "registry:jwks"
+    /// HASH kid → ms when a dispatcher last said it signs with that key (every minute or sooner). A key
+    /// no dispatcher uses any more stays in the served JWKS for `SIGNING_KEY_GRACE_HOURS` after that.
+    public static let jwksSeen = "registry:jwks:seen"
 }
 
 /// Recent refusals, kept by the verifier (their owner) so an ad network or app team can ask ingest's

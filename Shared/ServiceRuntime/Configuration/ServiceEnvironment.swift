@@ -58,3 +58,12 @@ public struct ServiceEnvironment: Sendable {
         string(.consumerName) ?? "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)"
     }
 }
+
+extension ServiceEnvironment {
+    /// `SIGNING_KEY_GRACE_HOURS` as scaled milliseconds: at least the retry window (9 days) plus a day
+    /// of margin, so a retry's stored bytes always verify against the JWKS.
+    public func signingKeyGrace(policy: TimePolicy) throws -> Milliseconds {
+        let hours = try int(.signingKeyGraceHours, default: 240, range: 217...87_600)
+        return policy.milliseconds(.hours(Int64(hours)))
+    }
+}
