@@ -14,7 +14,8 @@ struct DispatcherCommand {
         let signer = try PostbackSigner.load(service.environment, logger: service.logger)
         let timeout = try service.environment.int(.deliveryTimeoutMilliseconds, default: 10_000, range: 1...300_000)
         let grace = try service.environment.signingKeyGrace(policy: service.policy)
-        let heartbeat = KeyHeartbeat(keys: [signer.production, signer.development], connection: service.connection(), grace: grace)
+        let heartbeat = KeyHeartbeat(
+            keys: [signer.production, signer.development], connection: service.connection(), grace: grace)
         try await heartbeat.publish()
 
         var configuration = HTTPClient.Configuration()

@@ -100,7 +100,8 @@ extension ConfigurationKey {
         redisURL, timeScale, logLevel, httpHost, httpPort, consumerName, batchSize, claimIdleMilliseconds,
         maxAttempts, adminToken, maxBodyBytes, keyRotationGraceHours, crowdTierThresholds, timerPollMilliseconds,
         conversionSettleMilliseconds, windowCloseGraceMilliseconds, postbackURLAllowList, signingKeyFile,
-        signingKeyID, developmentSigningKeyFile, developmentSigningKeyID, deliveryTimeoutMilliseconds, deliveryConcurrencyPerHost, signingKeyGraceHours,
+        signingKeyID, developmentSigningKeyFile, developmentSigningKeyID, deliveryTimeoutMilliseconds, deliveryConcurrencyPerHost,
+        signingKeyGraceHours,
     ]
 
     /// The README's configuration table, generated from the catalog (`ingest --configuration-table`).
