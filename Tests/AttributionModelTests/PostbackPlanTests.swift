@@ -136,6 +136,51 @@ struct PostbackPlanTests {
         #expect(old.values(at: F.hour - 1) == nil)
     }
 
+    /// Activity reaches the plan; the pinned schema turns it into updates: a value only when it
+    /// changes, never lowered, a locking rule locking the window, each window with its own totals.
+    @Test func activityBecomesUpdatesThroughThePinnedSchema() throws {
+        var generator = SeededGenerator(seed: 14)
+        let schema = ConversionValueSchema(windows: [
+            .init(
+                window: 0,
+                rules: [
+                    .init(when: .init(revenue: ["USD": 20]), fine: 60, coarse: .high, lock: true),
+                    .init(when: .init(revenue: ["USD": 5]), fine: 42, coarse: .high),
+                    .init(when: .init(sessions: 1), fine: 1, coarse: .low),
+                ]),
+            .init(window: 1, rules: [.init(when: .init(sessions: 2), fine: 2, coarse: .medium)]),
+        ])
+        var plan = PostbackPlan(attribution: F.attribution(at: F.hour), crowd: tier3, valueSchema: schema)
+        func activity(_ a: Activity, at time: Milliseconds) -> [HeldPostback] {
+            plan.record(
+                AttributedActivity(conversionIdentifier: "c-1", activity: a, time: time), policy: .realTime, using: &generator)
+        }
+        #expect(activity(Activity(sessions: 1), at: 0).isEmpty)  // before the conversion: not counted
+        #expect(plan.reported.isEmpty)
+        #expect(activity(Activity(sessions: 1), at: 2 * F.hour).isEmpty)
+        #expect(plan.values(at: 2 * F.hour) == .init(fine: 1, coarse: .low))
+        #expect(activity(Activity(revenue: ["USD": 6]), at: 3 * F.hour).isEmpty)
+        #expect(plan.values(at: 3 * F.hour) == .init(fine: 42, coarse: .high))
+        #expect(plan.reported.count == 2)
+        #expect(activity(Activity(sessions: 5), at: 4 * F.hour).isEmpty)  // same value: no update
+        #expect(plan.reported.count == 2)
+        let locked = activity(Activity(revenue: ["USD": 15]), at: 5 * F.hour)  // 21 USD: the locking rule
+        #expect(locked.map(\.order.conversionValue) == [60])
+        #expect(plan.windowsDone[0])
+        #expect(activity(Activity(revenue: ["USD": 100]), at: 6 * F.hour).isEmpty)  // locked window: counted nowhere
+        #expect(plan.activityTotals[0].revenue["USD"] == 21)
+        // Window 1 starts from zero.
+        #expect(activity(Activity(sessions: 1), at: F.hour + 3 * F.day).isEmpty)
+        #expect(plan.schemaValues[1] == nil)
+        _ = activity(Activity(sessions: 1), at: F.hour + 4 * F.day)
+        #expect(plan.schemaValues[1] == SchemaValue(fine: 2, coarse: .medium, lock: false))
+        let second = plan.closeWindow(1, policy: .realTime, using: &generator)
+        #expect(second.map(\.order.coarseConversionValue) == [.medium])
+        // The schema travels with the plan.
+        let decoded = try JSONCoding.decoder.decode(PostbackPlan.self, from: JSONCoding.encoder.encode(plan))
+        #expect(decoded == plan)
+    }
+
     @Test func noUpdateNoWindowsNoPostbacks() {
         var generator = SeededGenerator(seed: 11)
         var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)

@@ -36,6 +36,9 @@ public enum MessageType: String, Sendable, Codable, Hashable, CaseIterable {
     case windowClosed = "window.closed"
     case postbackDue = "postback.due"
     case deliveryRetry = "delivery.retry"
+    case activityReported = "activity.reported"
+    case activityVerified = "activity.verified"
+    case activityAttributed = "activity.attributed"
 }
 
 public enum MessageBody: Sendable, Hashable {
@@ -52,6 +55,9 @@ public enum MessageBody: Sendable, Hashable {
     case windowClosed(WindowClosed)
     case postbackDue(PostbackOrder)
     case deliveryRetry(DeliveryRetry)
+    case activityReported(ActivityReport)
+    case activityVerified(ActivityReport)
+    case activityAttributed(AttributedActivity)
 
     public var type: MessageType {
         switch self {
@@ -68,6 +74,9 @@ public enum MessageBody: Sendable, Hashable {
         case .windowClosed: .windowClosed
         case .postbackDue: .postbackDue
         case .deliveryRetry: .deliveryRetry
+        case .activityReported: .activityReported
+        case .activityVerified: .activityVerified
+        case .activityAttributed: .activityAttributed
         }
     }
 }
@@ -96,6 +105,9 @@ extension Envelope: Codable {
         case .windowClosed: body = .windowClosed(try c.decode(WindowClosed.self, forKey: .body))
         case .postbackDue: body = .postbackDue(try c.decode(PostbackOrder.self, forKey: .body))
         case .deliveryRetry: body = .deliveryRetry(try c.decode(DeliveryRetry.self, forKey: .body))
+        case .activityReported: body = .activityReported(try c.decode(ActivityReport.self, forKey: .body))
+        case .activityVerified: body = .activityVerified(try c.decode(ActivityReport.self, forKey: .body))
+        case .activityAttributed: body = .activityAttributed(try c.decode(AttributedActivity.self, forKey: .body))
         }
     }
 
@@ -119,6 +131,9 @@ extension Envelope: Codable {
         case .windowClosed(let b): try c.encode(b, forKey: .body)
         case .postbackDue(let b): try c.encode(b, forKey: .body)
         case .deliveryRetry(let b): try c.encode(b, forKey: .body)
+        case .activityReported(let b): try c.encode(b, forKey: .body)
+        case .activityVerified(let b): try c.encode(b, forKey: .body)
+        case .activityAttributed(let b): try c.encode(b, forKey: .body)
         }
     }
 }

@@ -24,10 +24,14 @@ public struct DeviceAttributionState: Sendable, Codable, Hashable {
     /// Conversions reported but not yet attributed (they wait out the settle time). An update that one
     /// of them would take waits with them instead of going to an older conversion.
     public var settling: [ConversionRecord] = []
+    /// Activity reports that arrived before their conversion: kept and routed when it is attributed.
+    public var pendingActivities: [ActivityReport] = []
 
     public init() {}
 
-    enum CodingKeys: String, CodingKey { case impressions, conversions, pendingUpdates, installedAt, settling }
+    enum CodingKeys: String, CodingKey {
+        case impressions, conversions, pendingUpdates, installedAt, settling, pendingActivities
+    }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -37,6 +41,7 @@ public struct DeviceAttributionState: Sendable, Codable, Hashable {
         installedAt = try container.decodeIfPresent(Milliseconds.self, forKey: .installedAt)
         // Absent in states written before conversions settled.
         settling = try container.decodeIfPresent([ConversionRecord].self, forKey: .settling) ?? []
+        pendingActivities = try container.decodeIfPresent([ActivityReport].self, forKey: .pendingActivities) ?? []
     }
 
     /// Notes a conversion that will be attributed once its settle time has passed.
@@ -131,6 +136,35 @@ public struct DeviceAttributionState: Sendable, Codable, Hashable {
         }
         pendingUpdates = stillPending
         return resolved
+    }
+
+    /// Routes activity like an update that applies to every conversion type: to the conversion its tag
+    /// names, else the most recent one at its time. Activity with nowhere to go yet is kept.
+    public mutating func receive(_ activity: ActivityReport) -> AttributedActivity? {
+        if let routed = route(activity) { return routed }
+        pendingActivities.append(activity)
+        return nil
+    }
+
+    /// The pending activity that now has a conversion (call with `routePending`).
+    public mutating func routePendingActivities() -> [AttributedActivity] {
+        var resolved: [AttributedActivity] = []
+        var stillPending: [ActivityReport] = []
+        for activity in pendingActivities {
+            if let routed = route(activity) { resolved.append(routed) } else { stillPending.append(activity) }
+        }
+        pendingActivities = stillPending
+        return resolved
+    }
+
+    func route(_ activity: ActivityReport) -> AttributedActivity? {
+        let query = ValueUpdateReport(
+            deviceIdentifier: activity.deviceIdentifier, advertisedItemIdentifier: activity.advertisedItemIdentifier,
+            update: PostbackUpdate(fineConversionValue: 0, conversionTag: activity.conversionTag), time: activity.time,
+            receivedAt: activity.receivedAt)
+        return route(query).map {
+            AttributedActivity(conversionIdentifier: $0.conversionIdentifier, activity: activity.activity, time: activity.time)
+        }
     }
 
     /// Whether a new conversion (of any type) locks the open postbacks of the conversions before it:

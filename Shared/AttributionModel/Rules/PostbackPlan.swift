@@ -17,6 +17,11 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
     public var reported: [ReportedValue]
     /// A window is done once locked or ended; later updates in it are ignored.
     public var windowsDone: [Bool]
+    /// The app's conversion-value schema in force when the conversion was attributed (pinned for the
+    /// whole lifecycle), the activity totals per window, and the last value it gave in each window.
+    public var valueSchema: ConversionValueSchema?
+    public var activityTotals: [ActivityTotals]
+    public var schemaValues: [SchemaValue?]
 
     /// One reported value with the update's time (`fine` and `coarse` are each optional: an update
     /// without a coarse value keeps the coarse value in force).
@@ -26,14 +31,19 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
         public var coarse: CoarseConversionValue?
     }
 
-    public init(attribution: Attribution, crowd: CrowdAssessment) {
+    public init(attribution: Attribution, crowd: CrowdAssessment, valueSchema: ConversionValueSchema? = nil) {
         self.attribution = attribution
         self.crowd = attribution.isDevelopment ? .development : crowd
         self.reported = []
         self.windowsDone = Array(repeating: false, count: ConversionWindows.count)
+        self.valueSchema = valueSchema
+        self.activityTotals = Array(repeating: ActivityTotals(), count: ConversionWindows.count)
+        self.schemaValues = Array(repeating: nil, count: ConversionWindows.count)
     }
 
-    enum CodingKeys: String, CodingKey { case attribution, crowd, firstUpdateAt, reported, values, windowsDone }
+    enum CodingKeys: String, CodingKey {
+        case attribution, crowd, firstUpdateAt, reported, values, windowsDone, valueSchema, activityTotals, schemaValues
+    }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -41,6 +51,13 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
         crowd = try container.decode(CrowdAssessment.self, forKey: .crowd)
         firstUpdateAt = try container.decodeIfPresent(Milliseconds.self, forKey: .firstUpdateAt)
         windowsDone = try container.decode([Bool].self, forKey: .windowsDone)
+        valueSchema = try container.decodeIfPresent(ConversionValueSchema.self, forKey: .valueSchema)
+        activityTotals =
+            try container.decodeIfPresent([ActivityTotals].self, forKey: .activityTotals)
+            ?? Array(repeating: ActivityTotals(), count: ConversionWindows.count)
+        schemaValues =
+            try container.decodeIfPresent([SchemaValue?].self, forKey: .schemaValues)
+            ?? Array(repeating: nil, count: ConversionWindows.count)
         if let reported = try container.decodeIfPresent([ReportedValue].self, forKey: .reported) {
             self.reported = reported
         } else {
@@ -58,6 +75,11 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
         try container.encodeIfPresent(firstUpdateAt, forKey: .firstUpdateAt)
         try container.encode(reported, forKey: .reported)
         try container.encode(windowsDone, forKey: .windowsDone)
+        try container.encodeIfPresent(valueSchema, forKey: .valueSchema)
+        if valueSchema != nil {
+            try container.encode(activityTotals, forKey: .activityTotals)
+            try container.encode(schemaValues, forKey: .schemaValues)
+        }
     }
 
     public var isFinished: Bool { windowsDone.allSatisfy { $0 } }
@@ -112,6 +134,28 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
                     == index
         }
         return postbacks(for: index, preparedAt: max(update.time, attribution.conversionTime), policy: policy, using: &generator)
+    }
+
+    /// Adds activity to its window's totals and evaluates the pinned schema: when the value changes
+    /// (never lowered unless the schema allows it), it is applied as the app's own update would be, a
+    /// locking rule locking the window. Activity in a finished window, or without a schema, only counts.
+    public mutating func record(
+        _ activity: AttributedActivity, policy: TimePolicy, using generator: inout some RandomNumberGenerator
+    ) -> [HeldPostback] {
+        guard let valueSchema, activity.time >= attribution.conversionTime,
+            let index = ConversionWindows.index(
+                atOffset: activity.time - attribution.conversionTime, development: attribution.isDevelopment, policy: policy),
+            !windowsDone[index]
+        else { return [] }
+        activityTotals[index].add(activity.activity)
+        let evaluation = valueSchema.evaluate(window: index, totals: activityTotals[index], previous: schemaValues[index])
+        guard evaluation.changed, let value = evaluation.value else { return [] }
+        schemaValues[index] = value
+        let update = PostbackUpdate(
+            fineConversionValue: value.fine, coarseConversionValue: value.coarse, lockPostback: value.lock)
+        return apply(
+            AttributedUpdate(conversionIdentifier: attribution.conversionIdentifier, update: update, time: activity.time),
+            policy: policy, using: &generator)
     }
 
     /// A newer conversion locked this one (re-engagement without the overlapping-conversions opt-in):
