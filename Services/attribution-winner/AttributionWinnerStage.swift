@@ -39,6 +39,7 @@ struct AttributionWinnerStage: StreamStage {
         case .impressionVerified(let i): Self.stateKey(device: i.deviceIdentifier, app: i.payload.advertisedItemIdentifier)
         case .conversionVerified(let c): Self.stateKey(device: c.report.deviceIdentifier, app: c.report.advertisedItemIdentifier)
         case .updateVerified(let u): Self.stateKey(device: u.deviceIdentifier, app: u.advertisedItemIdentifier)
+        case .activityVerified(let a): Self.stateKey(device: a.deviceIdentifier, app: a.advertisedItemIdentifier)
         default: nil
         }
     }
@@ -88,7 +89,7 @@ struct AttributionWinnerStage: StreamStage {
         var outcomes: [StageOutcome] = []
         for envelope in batch.envelopes {
             guard let envelope, let key = key(for: envelope) else {
-                outcomes.append(.failed("attribution-winner takes verified impressions, conversions and updates"))
+                outcomes.append(.failed("attribution-winner takes verified impressions, conversions, updates and activity"))
                 continue
             }
             var device = states[key] ?? DeviceAttributionState()
@@ -113,6 +114,7 @@ struct AttributionWinnerStage: StreamStage {
                     outputs.append(
                         Envelope(id: envelope.id, time: envelope.time, body: .conversionAttributed(outcome.attribution)))
                     outputs += outcome.updates.map { Envelope(time: $0.time, body: .updateAttributed($0)) }
+                    outputs += device.routePendingActivities().map { Envelope(time: $0.time, body: .activityAttributed($0)) }
                     outputs += outcome.superseded.map {
                         Envelope(
                             time: report.time,
@@ -132,11 +134,16 @@ struct AttributionWinnerStage: StreamStage {
                 case .failure(let refusal):
                     // Updates that waited on this conversion go to the one before it.
                     outputs += device.routePending().map { Envelope(time: $0.time, body: .updateAttributed($0)) }
+                    outputs += device.routePendingActivities().map { Envelope(time: $0.time, body: .activityAttributed($0)) }
                     Counter(label: "winner_conversions_total", dimensions: [("outcome", refusal.rawValue)]).increment()
                 }
             case .updateVerified(let report):
                 if let routed = device.receive(report) {
                     outputs.append(Envelope(id: envelope.id, time: envelope.time, body: .updateAttributed(routed)))
+                }
+            case .activityVerified(let report):
+                if let routed = device.receive(report) {
+                    outputs.append(Envelope(id: envelope.id, time: envelope.time, body: .activityAttributed(routed)))
                 }
             default: break
             }

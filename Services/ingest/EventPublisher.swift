@@ -89,6 +89,14 @@ struct EventPublisher: Sendable {
     }
 }
 
+extension EventPublisher {
+    /// Whether `key` is an app key of `item` (for read-only calls that publish nothing).
+    func appKeyMatches(_ key: String?, item: ItemIdentifier) async throws -> Bool {
+        guard let key, !key.isEmpty else { return false }
+        return try await redis.send(RedisCommand("HGET", RegistryKeys.appKeys, AppKeys.hash(key))).string == String(item)
+    }
+}
+
 /// Per-app keys: random 32-byte secrets shown once at issue; Redis keeps only their SHA-256.
 enum AppKeys {
     static func hash(_ key: String) -> String {

@@ -57,6 +57,24 @@ struct EventRoutes {
             return try await accept(
                 envelope, request, route: "updates", scope: String(report.advertisedItemIdentifier), caller: caller, body: body)
         }
+        catalog.on(router, .post, "/v1/activity") { request, _ in
+            try Self.requireAppKey(request)
+            let body = try await request.collectBody(limit: maxBodyBytes)
+            let input = try Request.decodeJSON(IngestRequests.ActivityReportRequest.self, from: body)
+            try EventChecks.device(input.deviceIdentifier)
+            if let problem = input.activity.validationProblems().first {
+                throw ProblemDetails.badRequest("invalid-activity", problem)
+            }
+            let report = ActivityReport(
+                deviceIdentifier: input.deviceIdentifier, advertisedItemIdentifier: input.advertisedItemIdentifier,
+                activity: input.activity, time: input.time, receivedAt: WallClock.nowMilliseconds(),
+                conversionTag: input.conversionTag)
+            let envelope = Envelope(time: report.time, body: .activityReported(report))
+            let caller = EventPublisher.Caller.app(key: request.bearerToken, item: report.advertisedItemIdentifier)
+            return try await accept(
+                envelope, request, route: "activity", scope: String(report.advertisedItemIdentifier), caller: caller, body: body)
+        }
+        SchemaRoutes(redis: redis, maxBodyBytes: maxBodyBytes, publisher: publisher).addPublic(to: router, catalog: catalog)
         catalog.on(router, .get, "/.well-known/jwks.json") { _, _ -> Response in
             // The dispatchers publish their public keys and say which they still sign with; ingest
             // serves those, and retired ones until their grace ends.

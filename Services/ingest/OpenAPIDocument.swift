@@ -529,6 +529,73 @@ enum OpenAPIDocument {
                 }
               }
             },
+            "/v1/admin/advertised-apps/{item}/conversion-value-schema": {
+              "parameters": [{"name": "item", "in": "path", "required": true, "schema": {"type": "integer", "minimum": 1}, "description": "App Store item id"}],
+              "put": {
+                "summary": "Upload a new conversion-value schema version (conversions keep the version in force when attributed)",
+                "security": [{"adminToken": []}],
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ConversionValueSchema"}}}},
+                "responses": {
+                  "201": {"description": "stored, with its version", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ConversionValueSchema"}}}},
+                  "400": {"$ref": "#/components/responses/Problem"},
+                  "401": {"$ref": "#/components/responses/Problem"},
+                  "404": {"$ref": "#/components/responses/Problem"}
+                }
+              },
+              "get": {
+                "summary": "The current conversion-value schema",
+                "security": [{"adminToken": []}],
+                "responses": {
+                  "200": {"description": "the schema", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ConversionValueSchema"}}}},
+                  "400": {"$ref": "#/components/responses/Problem"},
+                  "401": {"$ref": "#/components/responses/Problem"},
+                  "404": {"$ref": "#/components/responses/Problem"}
+                }
+              }
+            },
+            "/v1/admin/advertised-apps/{item}/conversion-value-schema/{version}": {
+              "parameters": [{"name": "item", "in": "path", "required": true, "schema": {"type": "integer", "minimum": 1}, "description": "App Store item id"}, {"name": "version", "in": "path", "required": true, "schema": {"type": "integer", "minimum": 1}}],
+              "get": {
+                "summary": "One version of the conversion-value schema",
+                "security": [{"adminToken": []}],
+                "responses": {
+                  "200": {"description": "the schema", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ConversionValueSchema"}}}},
+                  "400": {"$ref": "#/components/responses/Problem"},
+                  "401": {"$ref": "#/components/responses/Problem"},
+                  "404": {"$ref": "#/components/responses/Problem"}
+                }
+              }
+            },
+            "/v1/activity": {
+              "post": {
+                "summary": "Report a device's sessions, named events and revenue; the pinned schema turns them into value updates",
+                "security": [{"appKey": []}],
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ActivityReport"}}}},
+                "responses": {
+                  "202": {"description": "accepted", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Accepted"}}}},
+                  "400": {"$ref": "#/components/responses/Problem"},
+                  "401": {"$ref": "#/components/responses/Problem"},
+                  "403": {"$ref": "#/components/responses/Problem"},
+                  "413": {"$ref": "#/components/responses/Problem"},
+                  "415": {"$ref": "#/components/responses/Problem"},
+                  "422": {"$ref": "#/components/responses/Problem"}
+                }
+              }
+            },
+            "/v1/conversion-values/evaluate": {
+              "post": {
+                "summary": "The value an app would report next for these window totals (read-only)",
+                "security": [{"appKey": []}],
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/EvaluationRequest"}}}},
+                "responses": {
+                  "200": {"description": "the value, and whether it is an update", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Evaluation"}}}},
+                  "400": {"$ref": "#/components/responses/Problem"},
+                  "401": {"$ref": "#/components/responses/Problem"},
+                  "404": {"$ref": "#/components/responses/Problem"},
+                  "415": {"$ref": "#/components/responses/Problem"}
+                }
+              }
+            },
 
             "/.well-known/jwks.json": {
               "get": {
@@ -631,6 +698,92 @@ enum OpenAPIDocument {
               }
             },
             "schemas": {
+              "Counts": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}, "description": "event name → count"},
+              "Revenue": {"type": "object", "additionalProperties": {"type": "number", "minimum": 0}, "description": "ISO 4217 code → amount"},
+              "ConversionValueSchema": {
+                "type": "object",
+                "required": ["windows"],
+                "properties": {
+                  "version": {"type": "integer", "description": "assigned on upload"},
+                  "windows": {
+                    "type": "array",
+                    "items": {
+                      "type": "object",
+                      "required": ["window", "rules"],
+                      "properties": {
+                        "window": {"type": "integer", "minimum": 0, "maximum": 2},
+                        "allow-decrease": {"type": "boolean"},
+                        "rules": {
+                          "type": "array",
+                          "description": "most valuable first: the first rule whose condition holds gives the value",
+                          "items": {
+                            "type": "object",
+                            "required": ["when", "fine", "coarse"],
+                            "properties": {
+                              "when": {
+                                "type": "object",
+                                "properties": {
+                                  "sessions": {"type": "integer", "minimum": 0},
+                                  "events": {"$ref": "#/components/schemas/Counts"},
+                                  "revenue": {"$ref": "#/components/schemas/Revenue"}
+                                }
+                              },
+                              "fine": {"type": "integer", "minimum": 0, "maximum": 63},
+                              "coarse": {"type": "string", "enum": ["low", "medium", "high"]},
+                              "lock": {"type": "boolean"}
+                            }
+                          }
+                        }
+                      }
+                    }
+                  }
+                }
+              },
+              "ActivityReport": {
+                "type": "object",
+                "required": ["device-identifier", "advertised-item-identifier", "time"],
+                "properties": {
+                  "device-identifier": {"type": "string", "minLength": 1, "maxLength": 128},
+                  "advertised-item-identifier": {"type": "integer", "minimum": 1},
+                  "time": {"type": "integer", "description": "ms since 1970"},
+                  "sessions": {"type": "integer", "minimum": 0},
+                  "events": {"$ref": "#/components/schemas/Counts"},
+                  "revenue": {"$ref": "#/components/schemas/Revenue"},
+                  "conversion-tag": {"type": "string"}
+                }
+              },
+              "EvaluationRequest": {
+                "type": "object",
+                "required": ["advertised-item-identifier", "window"],
+                "properties": {
+                  "advertised-item-identifier": {"type": "integer", "minimum": 1},
+                  "window": {"type": "integer", "minimum": 0, "maximum": 2},
+                  "sessions": {"type": "integer", "minimum": 0},
+                  "events": {"$ref": "#/components/schemas/Counts"},
+                  "revenue": {"$ref": "#/components/schemas/Revenue"},
+                  "previous": {
+                    "type": "object",
+                    "required": ["fine", "coarse", "lock"],
+                    "properties": {
+                      "fine": {"type": "integer", "minimum": 0, "maximum": 63},
+                      "coarse": {"type": "string", "enum": ["low", "medium", "high"]},
+                      "lock": {"type": "boolean"}
+                    }
+                  },
+                  "version": {"type": "integer", "minimum": 1}
+                }
+              },
+              "Evaluation": {
+                "type": "object",
+                "required": ["version", "changed"],
+                "properties": {
+                  "version": {"type": "integer"},
+                  "changed": {"type": "boolean"},
+                  "fineConversionValue": {"type": "integer"},
+                  "coarseConversionValue": {"type": "string", "enum": ["low", "medium", "high"]},
+                  "lockPostback": {"type": "boolean"}
+                }
+              },
               "DeadLetters": {
                 "type": "object",
                 "required": ["dead-letters", "total"],

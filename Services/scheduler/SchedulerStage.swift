@@ -1,6 +1,7 @@
 import AttributionModel
 import Foundation
 import RedisStreams
+import ServiceRuntime
 
 /// One batch: WATCH and GET the plans it touches (plus crowd counts for new conversions), feed the
 /// messages to the model's `PostbackPlan`, then write the plans, schedule window timers and held
@@ -26,6 +27,7 @@ struct SchedulerStage: StreamStage {
         case .updateAttributed(let u): u.conversionIdentifier
         case .windowClosed(let w): w.conversionIdentifier
         case .conversionSuperseded(let c): c.conversionIdentifier
+        case .activityAttributed(let a): a.conversionIdentifier
         default: nil
         }
     }
@@ -54,7 +56,11 @@ struct SchedulerStage: StreamStage {
         var commands = layout.planKeys.map { RedisCommand("GET", $0) }
         for envelope in layout.envelopes {
             if case .conversionAttributed(let attribution)? = envelope?.body {
-                commands += counters.countCommands(for: attribution)
+                // The app's schema in force now is pinned to the new plan.
+                commands +=
+                    counters.countCommands(for: attribution) + [
+                        RedisCommand("HGET", RegistryKeys.currentSchemas, String(attribution.advertisedItemIdentifier))
+                    ]
             }
         }
         return StageReads(watch: layout.planKeys, commands: commands)
@@ -91,11 +97,14 @@ struct SchedulerStage: StreamStage {
                 let counts = zip(keys, crowdReplies.prefix(keys.count)).map {
                     counters.count($1, at: attribution.conversionTime) + batchCrowd[$0, default: 0]
                 }
-                crowdReplies = crowdReplies.dropFirst(keys.count)
+                let schema = crowdReplies.dropFirst(keys.count).first?.bytes.flatMap {
+                    try? JSONCoding.decoder.decode(ConversionValueSchema.self, from: Data($0))
+                }
+                crowdReplies = crowdReplies.dropFirst(keys.count + 1)
                 guard plans[key] == nil else { return .write([]) }  // already planned: a redelivery
                 for k in keys { batchCrowd[k, default: 0] += 1 }
                 let crowd = CrowdAssessment.assess(CrowdCounters.sizes(from: counts), thresholds: thresholds)
-                let plan = PostbackPlan(attribution: attribution, crowd: crowd)
+                let plan = PostbackPlan(attribution: attribution, crowd: crowd, valueSchema: schema)
                 plans[key] = plan
                 commands += counters.recordCommands(for: attribution)
                 let grace = ConversionWindows.closeGrace(
@@ -110,6 +119,11 @@ struct SchedulerStage: StreamStage {
                 // out of order: an update whose plan is not written yet fails and is retried after the claim idle time.
                 guard var plan = plans[key] else { return .failed("no postback plan yet for conversion \(id)") }
                 held = plan.apply(update, policy: policy, using: &generator)
+                plans[key] = plan
+            case .activityAttributed(let activity):
+                // Like an update: the plan may still be on its way from a neighbouring entry.
+                guard var plan = plans[key] else { return .failed("no postback plan yet for conversion \(id)") }
+                held = plan.record(activity, policy: policy, using: &generator)
                 plans[key] = plan
             case .conversionSuperseded(let superseded):
                 guard var plan = plans[key] else { return .write([]) }  // plan finished and removed

@@ -52,6 +52,7 @@ struct VerifierStage: StreamStage {
                 }
             case .conversionReported(let report): advertised.insert(report.advertisedItemIdentifier)
             case .updateReported(let report): advertised.insert(report.advertisedItemIdentifier)
+            case .activityReported(let report): advertised.insert(report.advertisedItemIdentifier)
             default: break
             }
         }
@@ -143,6 +144,11 @@ struct VerifierStage: StreamStage {
                     return reject(Self.unknownApp(report.advertisedItemIdentifier), app: report.advertisedItemIdentifier)
                 }
                 return .write(pass(.updateVerified(report)))
+            case .activityReported(let report):
+                guard registry.advertisedApps[report.advertisedItemIdentifier] != nil else {
+                    return reject(Self.unknownApp(report.advertisedItemIdentifier), app: report.advertisedItemIdentifier)
+                }
+                return .write(pass(.activityVerified(report)))
             default:
                 return .failed("verifier does not take \(envelope.type.rawValue) messages")
             }

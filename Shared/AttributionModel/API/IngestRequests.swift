@@ -1,3 +1,5 @@
+import Foundation
+
 /// Request bodies of ingest's HTTP API with their exact key spellings: ingest decodes them, the
 /// `attribution` tool (and any Swift client) encodes them.
 public enum IngestRequests {
@@ -170,6 +172,63 @@ public enum IngestRequests {
             try c.encode(advertisedItemIdentifier, forKey: .advertisedItemIdentifier)
             try c.encode(time, forKey: .time)
             try update.encode(to: encoder)
+        }
+    }
+}
+
+extension IngestRequests {
+    /// `POST /v1/activity`: what the app saw on a device since its last report.
+    public struct ActivityReportRequest: Codable, Sendable {
+        public var deviceIdentifier: String
+        public var advertisedItemIdentifier: ItemIdentifier
+        public var time: Milliseconds
+        public var sessions: Int?
+        public var events: [String: Int]?
+        public var revenue: [String: Decimal]?
+        public var conversionTag: String?
+
+        public init(
+            deviceIdentifier: String, advertisedItemIdentifier: ItemIdentifier, time: Milliseconds, sessions: Int? = nil,
+            events: [String: Int]? = nil, revenue: [String: Decimal]? = nil, conversionTag: String? = nil
+        ) {
+            self.deviceIdentifier = deviceIdentifier
+            self.advertisedItemIdentifier = advertisedItemIdentifier
+            self.time = time
+            self.sessions = sessions
+            self.events = events
+            self.revenue = revenue
+            self.conversionTag = conversionTag
+        }
+
+        public var activity: Activity { Activity(sessions: sessions, events: events, revenue: revenue) }
+
+        enum CodingKeys: String, CodingKey {
+            case deviceIdentifier = "device-identifier"
+            case advertisedItemIdentifier = "advertised-item-identifier"
+            case time, sessions, events, revenue
+            case conversionTag = "conversion-tag"
+        }
+    }
+
+    /// `POST /v1/conversion-values/evaluate`: the value the app would report next for these totals.
+    public struct EvaluationRequest: Codable, Sendable {
+        public var advertisedItemIdentifier: ItemIdentifier
+        public var window: Int
+        public var sessions: Int?
+        public var events: [String: Int]?
+        public var revenue: [String: Decimal]?
+        /// The value last reported in this window, if any (for never-lower and locks).
+        public var previous: SchemaValue?
+        /// A schema version; the current one if absent.
+        public var version: Int?
+
+        public var totals: ActivityTotals {
+            ActivityTotals(sessions: sessions ?? 0, events: events ?? [:], revenue: revenue ?? [:])
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case advertisedItemIdentifier = "advertised-item-identifier"
+            case window, sessions, events, revenue, previous, version
         }
     }
 }

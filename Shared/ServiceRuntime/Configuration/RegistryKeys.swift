@@ -6,6 +6,10 @@ public enum RegistryKeys {
     public static let publisherApps = "registry:publisher-apps"
     /// HASH item id → `AdvertisedAppConfiguration` JSON
     public static let advertisedApps = "registry:advertised-apps"
+    /// HASH item id → the app's current `ConversionValueSchema` JSON (with its version)
+    public static let currentSchemas = "registry:schemas:current"
+    /// HASH `<item id>:<version>` → every `ConversionValueSchema` an app ever had
+    public static let schemaVersions = "registry:schemas:versions"
     /// HASH SHA-256 of an app key → the advertised app's item id (keys themselves are never stored)
     public static let appKeys = "registry:app-keys"
     /// HASH kid → public JWK JSON: the dispatcher publishes its keys here, ingest serves them.

@@ -1,0 +1,116 @@
+import AttributionModel
+import Foundation
+import Hummingbird
+import RedisStreams
+import ServiceRuntime
+
+/// Conversion-value schemas: the admin API uploads a new version (the previous ones are kept, and a
+/// conversion keeps the version in force when it was attributed); SDKs report activity, or ask for
+/// the value they would report next (`evaluate`, read-only).
+struct SchemaRoutes {
+    let redis: RedisConnection
+    let maxBodyBytes: Int
+    let publisher: EventPublisher
+
+    func addAdmin(to admin: some RouterMethods<BasicRequestContext>, prefix: String, catalog: RouteCatalog) {
+        catalog.on(admin, prefix: prefix, .put, "/advertised-apps/:item/conversion-value-schema") { request, context in
+            let item = try Self.item(context)
+            guard try await redis.send(RedisCommand("HEXISTS", RegistryKeys.advertisedApps, String(item))).int == 1 else {
+                throw ProblemDetails(.notFound, reason: "unknown-advertised-app", detail: "register advertised app \(item) first")
+            }
+            let body = try await request.collectBody(limit: 262_144)
+            var schema = try Request.decodeJSON(ConversionValueSchema.self, from: body)
+            if let problem = schema.validationProblems().first {
+                throw ProblemDetails.badRequest("invalid-schema", problem)
+            }
+            // Versions count per app; the script keeps the counter, the history and the current one in step.
+            let version =
+                try await redis.send(RedisCommand("HINCRBY", RegistryKeys.schemaVersions, "\(item):latest", "1")).int ?? 1
+            schema.version = Int(version)
+            let json = try JSONCoding.encoder.encode(schema)
+            _ = try await redis.pipeline([
+                RedisCommand(bytes: [
+                    Array("HSET".utf8), Array(RegistryKeys.schemaVersions.utf8), Array("\(item):\(version)".utf8), Array(json),
+                ]),
+                RedisCommand(bytes: [
+                    Array("HSET".utf8), Array(RegistryKeys.currentSchemas.utf8), Array(String(item).utf8), Array(json),
+                ]),
+            ])
+            return Self.json(Array(json), status: .created)
+        }
+        catalog.on(admin, prefix: prefix, .get, "/advertised-apps/:item/conversion-value-schema") { _, context in
+            let item = try Self.item(context)
+            return Self.json(try await current(item), status: .ok)
+        }
+        catalog.on(admin, prefix: prefix, .get, "/advertised-apps/:item/conversion-value-schema/:version") { _, context in
+            let item = try Self.item(context)
+            guard let version = Int(try context.parameters.require("version")), version > 0 else {
+                throw ProblemDetails.badRequest("invalid-version", "schema versions are positive integers")
+            }
+            return Self.json(try await stored(item, version: version), status: .ok)
+        }
+    }
+
+    func addPublic(to router: Router<BasicRequestContext>, catalog: RouteCatalog) {
+        catalog.on(router, .post, "/v1/conversion-values/evaluate") { request, _ in
+            try EventRoutes.requireAppKey(request)
+            let input = try Request.decodeJSON(
+                IngestRequests.EvaluationRequest.self, from: try await request.collectBody(limit: maxBodyBytes))
+            guard try await publisher.appKeyMatches(request.bearerToken, item: input.advertisedItemIdentifier) else {
+                throw ProblemDetails(
+                    .unauthorized, reason: "invalid-app-key",
+                    detail: "the app key is not advertised app \(input.advertisedItemIdentifier)'s")
+            }
+            guard (0...2).contains(input.window) else {
+                throw ProblemDetails.badRequest("value-out-of-range", "window must be 0, 1 or 2")
+            }
+            if let problem = Activity(sessions: input.sessions, events: input.events, revenue: input.revenue)
+                .validationProblems().first(where: { !$0.hasPrefix("an activity report needs") })
+            {
+                throw ProblemDetails.badRequest("invalid-activity", problem)
+            }
+            let item = input.advertisedItemIdentifier
+            let json =
+                if let version = input.version { try await stored(item, version: version) } else { try await current(item) }
+            let schema = try JSONCoding.decoder.decode(ConversionValueSchema.self, from: Data(json))
+            let evaluation = schema.evaluate(window: input.window, totals: input.totals, previous: input.previous)
+            var reply: [String: Any] = ["version": schema.version ?? 0, "changed": evaluation.changed]
+            if let value = evaluation.value {
+                reply["fineConversionValue"] = value.fine
+                reply["coarseConversionValue"] = value.coarse.rawValue
+                reply["lockPostback"] = value.lock
+            }
+            let data = try JSONSerialization.data(withJSONObject: reply, options: [.sortedKeys])
+            return Self.json(Array(data), status: .ok)
+        }
+    }
+
+    func current(_ item: ItemIdentifier) async throws -> [UInt8] {
+        guard let json = try await redis.send(RedisCommand("HGET", RegistryKeys.currentSchemas, String(item))).bytes else {
+            throw ProblemDetails(.notFound, reason: "no-schema", detail: "advertised app \(item) has no conversion-value schema")
+        }
+        return json
+    }
+
+    func stored(_ item: ItemIdentifier, version: Int) async throws -> [UInt8] {
+        guard let json = try await redis.send(RedisCommand("HGET", RegistryKeys.schemaVersions, "\(item):\(version)")).bytes
+        else {
+            throw ProblemDetails(
+                .notFound, reason: "unknown-schema-version", detail: "advertised app \(item) has no schema version \(version)")
+        }
+        return json
+    }
+
+    static func item(_ context: BasicRequestContext) throws -> ItemIdentifier {
+        guard let item = ItemIdentifier(try context.parameters.require("item")), item > 0 else {
+            throw ProblemDetails.badRequest("invalid-item-identifier", "item ids are positive integers")
+        }
+        return item
+    }
+
+    static func json(_ bytes: [UInt8], status: HTTPResponse.Status) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+}
