@@ -79,7 +79,10 @@ final class PipelineProcesses: Sendable {
         throws
     {
         let process = Process()
-        process.executableURL = binaries.appendingPathComponent(executable ?? name)
+        // An absolute path runs a tool of the system (python3 through /usr/bin/env); others are ours.
+        process.executableURL =
+            executable.map { $0.hasPrefix("/") ? URL(fileURLWithPath: $0) : binaries.appendingPathComponent($0) }
+            ?? binaries.appendingPathComponent(name)
         process.arguments = arguments
         var environment = self.environment.merging(extra) { $1 }
         if let port {

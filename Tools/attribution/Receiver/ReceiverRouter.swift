@@ -11,12 +11,22 @@ enum ReceiverRouter {
     static let maximumBodySize = 64 * 1024
 
     static func build(
-        log: PostbackLog, keys: KeySetCache, flaky: FlakyMode = FlakyMode(settings: .init()), logger: Logger
+        log: PostbackLog, keys: KeySetCache, flaky: FlakyMode = FlakyMode(settings: .init()), collector: Collector? = nil,
+        logger: Logger
     ) -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
         for path in postbackPaths {
             router.post(RouterPath(path)) { request, _ in
-                try await receive(request, log: log, keys: keys, flaky: flaky, logger: logger)
+                try await receive(request, log: log, keys: keys, flaky: flaky, collector: collector, logger: logger)
+            }
+        }
+        if let collector {
+            router.get("/report") { _, _ in JSONResponse.make(await collector.document) }
+            router.get("/report.csv") { _, _ in
+                var headers = HTTPFields()
+                headers[.contentType] = "text/csv; charset=utf-8"
+                return Response(
+                    status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: await collector.report.csv())))
             }
         }
         router.get("/health") { _, _ in HTTPResponse.Status.ok }
@@ -42,7 +52,8 @@ enum ReceiverRouter {
     }
 
     static func receive(
-        _ request: Request, log: PostbackLog, keys: KeySetCache, flaky: FlakyMode, logger: Logger
+        _ request: Request, log: PostbackLog, keys: KeySetCache, flaky: FlakyMode, collector: Collector? = nil,
+        logger: Logger
     ) async throws -> Response {
         var request = request
         let body = Data(try await request.collectBody(upTo: maximumBodySize).readableBytesView)
@@ -76,6 +87,8 @@ enum ReceiverRouter {
             ).response
         }
         let isNew = try await log.record(postback, path: path, body: body, receivedAt: now)
+        // Counted once: a redelivered postback (same path and id) is acknowledged, not collected again.
+        if isNew, let collector { await collector.collect(postback) }
         logger.debug(
             "Accepted postback",
             metadata: [
