@@ -87,10 +87,13 @@ extension PipelineSuites {
                 json: ["public-key": key.publicKey.pemRepresentation, "postback-url": "\(collectorURL)/postbacks"], token: admin)
             #expect(moved.status == 200)
 
-            // The campaign: each device clicks, installs, opens the app and spends.
+            // The campaign: each device clicks and installs; then the app team uploads schema version 2
+            // (every fine value changed), and only then do the devices open the app and spend: their
+            // conversions keep version 1, in force when they were attributed.
             let spends: [Decimal] = [0, 0.5, 2, 3, 4.99, 5, 6, 12, 19.99, 20, 35, 100]
             var expected: [Int] = []
-            for (index, spend) in spends.enumerated() {
+            var installs: [(device: String, time: Milliseconds)] = []
+            for index in spends.indices {
                 let device = "schema-device-\(index)"
                 let t0 = Milliseconds(Date().timeIntervalSince1970 * 1000)
                 let payload = ImpressionPayload(
@@ -105,26 +108,48 @@ extension PipelineSuites {
                         "interaction": ["type": "click", "loaded-at": t0 - 3_000, "time": t0 - 2_000],
                     ])
                 #expect(click.status == 202)
-                try await Task.sleep(for: .milliseconds(50))
+                try await Task.sleep(for: .milliseconds(20))
+                let install = try await http.send(
+                    "POST", "\(pipeline.ingestURL)/v1/conversions",
+                    json: [
+                        "device-identifier": device, "advertised-item-identifier": Self.app, "conversion-type": "download",
+                        "time": t0, "country-code": "US",
+                    ], token: appKey)
+                #expect(install.status == 202)
+                installs.append((device, t0))
+            }
+            try await Task.sleep(for: .milliseconds(400))  // the conversions settle (250 ms) and are planned
+            var version2 = Self.schema
+            for index in version2.windows[0].rules.indices { version2.windows[0].rules[index].fine += 1 }
+            let put2 = try await http.send(
+                "PUT", "\(pipeline.ingestURL)/v1/admin/advertised-apps/\(Self.app)/conversion-value-schema",
+                json: try JSONSerialization.jsonObject(with: JSONCoding.encoder.encode(version2)), token: admin)
+            #expect(put2.status == 201 && put2.json["version"] as? Int == 2)
+            for ((device, t0), spend) in zip(installs, spends) {
                 let common: [String: Any] = ["device-identifier": device, "advertised-item-identifier": Self.app]
-                var requests: [(String, [String: Any])] = [
-                    ("conversions", ["conversion-type": "download", "time": t0, "country-code": "US"]),
-                    ("activity", ["time": t0 + 5, "sessions": 1]),
-                ]
-                // Spend in two purchases, so totals have to add up.
+                // A session, then the spend in two purchases, so totals have to add up.
+                var reports: [[String: Any]] = [["time": t0 + 5, "sessions": 1]]
                 let half = spend / 2
                 for (offset, amount) in [(10, half), (15, spend - half)] where amount > 0 {
-                    requests.append(
-                        ("activity", ["time": t0 + Milliseconds(offset), "revenue": ["USD": NSDecimalNumber(decimal: amount)]]))
+                    reports.append(["time": t0 + Milliseconds(offset), "revenue": ["USD": NSDecimalNumber(decimal: amount)]])
                 }
-                for (path, json) in requests {
+                for json in reports {
                     let reply = try await http.send(
-                        "POST", "\(pipeline.ingestURL)/v1/\(path)", json: json.merging(common) { a, _ in a }, token: appKey)
-                    #expect(reply.status == 202, "\(path): \(reply.json)")
+                        "POST", "\(pipeline.ingestURL)/v1/activity", json: json.merging(common) { a, _ in a }, token: appKey)
+                    #expect(reply.status == 202, "\(reply.json)")
                 }
                 let totals = ActivityTotals(sessions: 1, revenue: spend > 0 ? ["USD": spend] : [:])
                 expected.append(Self.schema.evaluate(window: 0, totals: totals, previous: nil).value!.fine)
             }
+            // Evaluation follows the current version unless asked for another.
+            let current = try await http.send(
+                "POST", "\(pipeline.ingestURL)/v1/conversion-values/evaluate",
+                json: ["advertised-item-identifier": Self.app, "window": 0, "revenue": ["USD": 7.5]], token: appKey)
+            #expect(current.json["fineConversionValue"] as? Int == 43 && current.json["version"] as? Int == 2)
+            let pinned = try await http.send(
+                "POST", "\(pipeline.ingestURL)/v1/conversion-values/evaluate",
+                json: ["advertised-item-identifier": Self.app, "window": 0, "revenue": ["USD": 7.5], "version": 1], token: appKey)
+            #expect(pinned.json["fineConversionValue"] as? Int == 42)
 
             // Window 0 ends 2 days (1 s) after each install; its postback follows within 24–48 h (0.5–1 s).
             let arrived = try await eventually(timeout: .seconds(20), every: .milliseconds(200)) {
