@@ -114,7 +114,7 @@ let package = Package(
         .executableTarget(
             name: "attribution",
             dependencies: [
-                "AttributionModel", "AttributionCrypto", "RedisStreams",
+                "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -24,7 +24,6 @@ struct SchedulerCommand {
                 try service.worker(stage, stream: StreamNames.attributions, group: "scheduler"),
                 try service.worker(stage, stream: StreamNames.schedulerTimers, group: "scheduler"),
                 try service.timerLoop(SchedulerStage.windowTimers),
-                try service.timerLoop(SchedulerStage.heldPostbacks),
-            ])
+            ] + SchedulerStage.heldPostbacks.map { try service.timerLoop($0) })
     }
 }

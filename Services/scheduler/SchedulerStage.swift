@@ -13,9 +13,11 @@ struct SchedulerStage: StreamStage {
     let windowCloseGraceMilliseconds: Milliseconds
 
     static let windowTimers = DelayedQueue(name: DelayedQueueNames.windowTimers, target: StreamNames.schedulerTimers)
-    /// Compact: millions of postbacks may wait here for days, each one binary sorted-set member.
-    static let heldPostbacks = DelayedQueue(
-        name: DelayedQueueNames.heldPostbacks, target: StreamNames.postbacks, layout: .compact)
+    /// Compact: millions of postbacks may wait here for days, each one binary sorted-set member. One
+    /// queue per window, so `ZCARD` tells operators how many are held for each.
+    static let heldPostbacks = (0..<ConversionWindows.count).map { window in
+        DelayedQueue(name: DelayedQueueNames.heldPostbacks(window: window), target: StreamNames.postbacks, layout: .compact)
+    }
 
     static func planKey(_ conversionIdentifier: String) -> String { "scheduler:plan:\(conversionIdentifier)" }
     /// What a finished plan's key holds instead of the plan.
@@ -155,7 +157,7 @@ struct SchedulerStage: StreamStage {
                     ]))
             }
             for postback in held {
-                commands += Self.heldPostbacks.schedule(
+                commands += Self.heldPostbacks[postback.order.payload.postbackSequenceIndex].schedule(
                     id: postback.order.payload.postbackIdentifier, dueAtMilliseconds: postback.dueAt,
                     message: CompactHeldPostback.encode(postback.order, dueAt: postback.dueAt))
             }

@@ -78,9 +78,10 @@ public struct PipelineService: Sendable {
             router: router, configuration: .init(address: .hostname(host, port: port), serverName: name),
             logger: logger)
         logger.info("starting", metadata: ["http.host": "\(host)", "http.port": "\(port)", "time.scale": "\(policy.scale)"])
+        let gauges = SnapshotGauges(connection: connection())
         let group = ServiceGroup(
             configuration: .init(
-                services: services.map { .init(service: $0) } + [.init(service: app)],
+                services: services.map { .init(service: $0) } + [.init(service: gauges), .init(service: app)],
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
         logger.info("stopped")

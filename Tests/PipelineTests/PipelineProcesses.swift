@@ -105,6 +105,15 @@ final class PipelineProcesses: Sendable {
         Foundation.kill(process.processIdentifier, signal)
     }
 
+    /// SIGTERM, then waits for the exit: how long it took and the exit status.
+    func stopGracefully(_ name: String) -> (elapsed: Duration, status: Int32)? {
+        guard let process = children.withLock({ $0.removeValue(forKey: name) }) else { return nil }
+        let started = ContinuousClock.now
+        process.terminate()
+        process.waitUntilExit()
+        return (ContinuousClock.now - started, process.terminationStatus)
+    }
+
     /// SIGKILL: the process gets no chance to finish or acknowledge anything.
     func kill(_ name: String) {
         guard let process = children.withLock({ $0.removeValue(forKey: name) }) else { return }

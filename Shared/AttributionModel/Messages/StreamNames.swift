@@ -22,8 +22,8 @@ public enum StreamNames {
 public enum DelayedQueueNames {
     /// conversions waiting out the settle time, released into `winner:settled`
     public static let settlingConversions = "winner:settling"
-    /// held postbacks, released into `postbacks` when their random delay ends
-    public static let heldPostbacks = "scheduler:held"
+    /// held postbacks of one window (0, 1, 2), released into `postbacks` when their random delay ends
+    public static func heldPostbacks(window: Int) -> String { "scheduler:held:w\(window)" }
     /// window ends, released into `scheduler:timers`
     public static let windowTimers = "scheduler:windows"
     /// failed deliveries, released into `postbacks` when their retry is due

@@ -1,0 +1,194 @@
+import AttributionCrypto
+import AttributionModel
+import Foundation
+import RedisStreams
+import ServiceRuntime
+import TestSupport
+import Testing
+
+extension PipelineSuites {
+    /// Operations as real processes: SIGTERM during a load run, scaling a stage up and down, and the
+    /// operator's views (`attribution status`, the pipeline gauges on `/metrics`).
+    @Suite("Operations: graceful stops, scaling, status", .serialized)
+    struct OperationsTests {
+        static let app: ItemIdentifier = 1_400_000_001
+        let http = HTTPTestClient()
+
+        final class Load: @unchecked Sendable {
+            let network = "ops.adattributionkit"
+            let key = SigningKey.generate()
+            var impressions = Set<String>()
+            var postbacks = Set<String>()
+        }
+
+        func start(_ scale: Double = 172_800) async throws -> (RedisServer, PipelineProcesses, Load) {
+            let redis = try await RedisServer.start(appendOnly: true)
+            let pipeline = try PipelineProcesses(redis: redis, timeScale: scale)
+            try #require(try await http.waitUntilUp("\(pipeline.ingestURL)/health"), "ingest starts\n\(pipeline.logs())")
+            try #require(try await http.waitUntilUp("\(pipeline.receiverURL)/health"), "receiver starts")
+            let load = Load()
+            _ = try await pipeline.registerCampaign(
+                network: load.network, publicKeyPEM: load.key.publicKey.pemRepresentation, publisher: 77, app: Self.app,
+                http: http)
+            return (redis, pipeline, load)
+        }
+
+        /// Impressions through ingest (verifier, attribution-winner) and due postbacks straight onto
+        /// `postbacks` (dispatcher).
+        func push(_ count: Int, _ load: Load, _ pipeline: PipelineProcesses, _ connection: RedisConnection) async throws {
+            var releases: [RedisCommand] = []
+            for index in 0..<count {
+                let now = Milliseconds(Date().timeIntervalSince1970 * 1000)
+                let id = UUID().uuidString
+                load.impressions.insert(id)
+                let payload = ImpressionPayload(
+                    impressionIdentifier: id, adNetworkIdentifier: AdNetworkIdentifier(load.network)!,
+                    advertisedItemIdentifier: Self.app,
+                    publisherItemIdentifier: 77, sourceIdentifier: index % 10_000, timestamp: now)
+                let reply = try await http.send(
+                    "POST", "\(pipeline.ingestURL)/v1/impressions",
+                    json: [
+                        "device-identifier": "ops-device-\(index % 40)",
+                        "impression": try CompactJWS.sign(
+                            payload: JSONCoding.encoder.encode(payload), keyID: load.network, with: load.key),
+                        "interaction": ["type": "click", "loaded-at": now, "time": now],
+                    ])
+                #expect(reply.status == 202)
+                let order = DeliveryTests.order(network: load.network)
+                load.postbacks.insert(order.payload.postbackIdentifier)
+                releases.append(StreamCommands.add(StreamNames.postbacks, message: CompactHeldPostback.encode(order, dueAt: now)))
+            }
+            _ = try await connection.pipeline(releases)
+        }
+
+        /// Every impression verified once, every postback received once, nothing pending anywhere.
+        func expectNothingLost(_ load: Load, _ pipeline: PipelineProcesses, _ connection: RedisConnection) async throws {
+            let done = try await eventually(timeout: .seconds(40), every: .milliseconds(200)) {
+                try await streamLength(StreamNames.verified, on: connection) >= load.impressions.count
+                    && pipeline.receivedPostbacks().count >= load.postbacks.count
+            }
+            #expect(done, "everything through\n\(pipeline.logs())")
+            try await Task.sleep(for: .milliseconds(1_500))  // a duplicate would show up by now
+            var verified: [String] = []
+            for record in try await streamRecords(StreamNames.verified, on: connection) {
+                if case .impressionVerified(let impression) = try Envelope.decode(Array(try #require(record.message).utf8)).body {
+                    verified.append(impression.payload.impressionIdentifier)
+                }
+            }
+            #expect(
+                verified.count == load.impressions.count && Set(verified) == load.impressions, "each impression verified once")
+            let received = pipeline.receivedPostbacks().compactMap {
+                ($0["payload"] as? [String: Any])?["postback-identifier"] as? String
+            }
+            #expect(received.count == load.postbacks.count && Set(received) == load.postbacks, "each postback received once")
+            for (stream, group) in [
+                (StreamNames.events, "verifier"), (StreamNames.verified, "attribution-winner"),
+                (StreamNames.postbacks, "dispatcher"),
+            ] {
+                let pending = try await connection.send(RedisCommand("XPENDING", stream, group))
+                #expect(pending.elements.first?.int == 0, "nothing pending on \(stream)")
+            }
+        }
+
+        /// SIGTERM to each worker in turn while events flow: each stops reading, finishes and
+        /// acknowledges its batch, and exits well within compose's 30 s grace period; nothing is lost.
+        @Test func sigtermStopsEachWorkerWithinTheGracePeriodAndLosesNothing() async throws {
+            let (redis, pipeline, load) = try await start()
+            defer {
+                pipeline.stop()
+                redis.stop()
+            }
+            let connection = redis.connect()
+            for worker in ["verifier", "attribution-winner", "scheduler", "dispatcher"] {
+                async let flowing: Void = push(60, load, pipeline, connection)
+                try await Task.sleep(for: .milliseconds(150))
+                let stopped = try #require(pipeline.stopGracefully(worker))
+                print("OperationsTests: \(worker) exited \(stopped.status) \(stopped.elapsed) after SIGTERM")
+                #expect(stopped.status == 0, "\(worker) exits cleanly")
+                #expect(stopped.elapsed < .seconds(10), "\(worker) exits within the grace period")
+                try await flowing
+                if worker == "dispatcher" {
+                    try pipeline.startDispatcher()
+                } else {
+                    try pipeline.start(worker, port: try freeLoopbackPort())
+                }
+            }
+            try await push(40, load, pipeline, connection)
+            try await expectNothingLost(load, pipeline, connection)
+        }
+
+        /// The verifier scaled from 1 to 3 replicas and back to 1 during a run: the consumer group
+        /// shares the work, stopped replicas finish theirs, nothing is lost or verified twice.
+        @Test func scalingAStageUpAndDownLosesAndDuplicatesNothing() async throws {
+            let (redis, pipeline, load) = try await start()
+            defer {
+                pipeline.stop()
+                redis.stop()
+            }
+            let connection = redis.connect()
+            try await push(60, load, pipeline, connection)
+            for replica in ["verifier-2", "verifier-3"] {
+                try pipeline.start(replica, executable: "verifier", port: try freeLoopbackPort())
+            }
+            try await push(120, load, pipeline, connection)
+            let consumers = try await PipelineSnapshot.read(on: connection).groups.first { $0.group == "verifier" }?.consumers
+            #expect(consumers == 3, "three verifier replicas in the group")
+            async let flowing: Void = push(80, load, pipeline, connection)
+            try await Task.sleep(for: .milliseconds(100))
+            for replica in ["verifier-2", "verifier-3"] { #expect(pipeline.stopGracefully(replica)?.status == 0) }
+            try await flowing
+            try await push(40, load, pipeline, connection)
+            try await expectNothingLost(load, pipeline, connection)
+        }
+
+        /// Where messages wait: `attribution status` (text and JSON) and the gauges on a worker's /metrics,
+        /// while the receiver refuses everything and deliveries pile up in the retry queue.
+        @Test func statusAndGaugesShowWhereMessagesWait() async throws {
+            let (redis, pipeline, load) = try await start(3_600)
+            defer {
+                pipeline.stop()
+                redis.stop()
+            }
+            let connection = redis.connect()
+            _ = try await http.send("POST", "\(pipeline.receiverURL)/control", json: ["fail-share": 1])
+            try await push(20, load, pipeline, connection)
+            let waiting = try await eventually(timeout: .seconds(15)) {
+                try await PipelineSnapshot.read(on: connection).queues.first { $0.name == DelayedQueueNames.deliveryRetries }?
+                    .count == 20
+            }
+            try #require(waiting, "deliveries wait for their retry\n\(pipeline.logs())")
+            let text = try Self.run(["status", "--redis-url", redis.url])
+            #expect(text.contains("delivery retries"), "\(text)")
+            #expect(
+                text.split(separator: "\n").contains {
+                    $0.hasPrefix("delivery retries") && $0.contains(" 20 ") && $0.contains("in ")
+                }, "\(text)")
+            #expect(text.contains("events") && text.contains("verifier"), "\(text)")
+            let json = try JSONSerialization.jsonObject(
+                with: Data(try Self.run(["status", "--redis-url", redis.url, "--json"]).utf8))
+            let groups = (json as? [String: Any])?["groups"] as? [[String: Any]] ?? []
+            #expect(
+                Set(groups.compactMap { $0["group"] as? String }).isSuperset(of: ["verifier", "attribution-winner", "dispatcher"])
+            )
+            let dispatcher = try #require(pipeline.url(of: "dispatcher"))
+            let exported = try await eventually(timeout: .seconds(15), every: .milliseconds(500)) {
+                let metrics = String(decoding: try await http.send("GET", "\(dispatcher)/metrics").body, as: UTF8.self)
+                return metrics.contains(#"pipeline_delayed_items{queue="dispatcher:retries"} 20"#)
+                    && metrics.contains(#"pipeline_group_pending{"#) && metrics.contains("dispatcher_deliveries_total{")
+            }
+            #expect(exported, "gauges on /metrics")
+        }
+
+        static func run(_ arguments: [String]) throws -> String {
+            let process = Process()
+            process.executableURL = PipelineProcesses.binaryDirectory().appendingPathComponent("attribution")
+            process.arguments = arguments
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            let data = output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return String(decoding: data, as: UTF8.self)
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import ArgumentParser
+import AttributionModel
+import Foundation
+import Logging
+import RedisStreams
+import ServiceRuntime
+
+/// `attribution status`: the operator's one-screen view of where messages wait and why.
+struct StatusCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Streams, consumer groups (lag, pending, oldest pending), delayed queues and dead letters.")
+
+    @Option(name: .customLong("redis-url"), help: "The pipeline's Redis.")
+    var redisURL = "redis://127.0.0.1:6379/0"
+
+    @Flag(help: "Print the snapshot as JSON.")
+    var json = false
+
+    func run() async throws {
+        let connection = RedisConnection(configuration: try RedisConfiguration(url: redisURL), logger: Logger(label: "status"))
+        let snapshot = try await PipelineSnapshot.read(on: connection)
+        await connection.close()
+        if json {
+            print(String(decoding: try JSONCoding.encoder.encode(snapshot), as: UTF8.self))
+        } else {
+            print(Self.render(snapshot))
+        }
+    }
+
+    static func render(_ snapshot: PipelineSnapshot) -> String {
+        func column(_ text: String, _ width: Int, right: Bool = false) -> String {
+            let pad = String(repeating: " ", count: max(0, width - text.count))
+            return right ? pad + text : text + pad
+        }
+        var lines = [
+            column("stream", 22) + column("length", 9, right: true) + "  " + column("group", 20)
+                + column("consumers", 10, right: true)
+                + column("pending", 9, right: true) + column("lag", 9, right: true) + column("oldest pending", 16, right: true)
+        ]
+        for stream in snapshot.streams {
+            let group = snapshot.groups.first { $0.stream == stream.name }
+            lines.append(
+                column(stream.name, 22) + column(String(stream.length), 9, right: true) + "  "
+                    + column(group?.group ?? "-", 20) + column(group.map { String($0.consumers) } ?? "-", 10, right: true)
+                    + column(group.map { String($0.pending) } ?? "-", 9, right: true)
+                    + column(group?.lag.map(String.init) ?? "-", 9, right: true)
+                    + column(group?.oldestPendingMilliseconds.map { duration(Int64($0)) } ?? "-", 16, right: true))
+        }
+        lines += ["", column("delayed queue", 32) + column("items", 10, right: true) + "  next due"]
+        for queue in snapshot.queues {
+            let next = queue.nextDue.map { due in
+                due <= snapshot.takenAt
+                    ? "now (\(duration(snapshot.takenAt - due)) overdue)" : "in \(duration(due - snapshot.takenAt))"
+            }
+            lines.append(column(queue.label, 32) + column(String(queue.count), 10, right: true) + "  " + (next ?? "-"))
+        }
+        lines += ["", column("dead letters", 32) + column("entries", 10, right: true)]
+        for stream in snapshot.deadLetters {
+            lines.append(column(stream.name, 32) + column(String(stream.length), 10, right: true))
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// "850 ms", "12 s", "3 min 20 s", "5 h 2 min", "2 d 4 h".
+    static func duration(_ milliseconds: Int64) -> String {
+        let seconds = milliseconds / 1000
+        switch seconds {
+        case ..<1: return "\(milliseconds) ms"
+        case ..<60: return "\(seconds) s"
+        case ..<3_600: return "\(seconds / 60) min \(seconds % 60) s"
+        case ..<86_400: return "\(seconds / 3_600) h \(seconds % 3_600 / 60) min"
+        default: return "\(seconds / 86_400) d \(seconds % 86_400 / 3_600) h"
+        }
+    }
+}
