@@ -79,6 +79,7 @@ struct AdminRoutes {
             try await recentRejections(RejectionLog.appKey(String(try itemIdentifier(context))))
         }
         DeadLetterRoutes(redis: redis).add(to: admin, prefix: prefix, catalog: catalog)
+        DeviceErasure(redis: redis).add(to: admin, prefix: prefix, catalog: catalog)
         SchemaRoutes(redis: redis, maxBodyBytes: 262_144, publisher: EventPublisher(redis: redis))
             .addAdmin(to: admin, prefix: prefix, catalog: catalog)
     }

@@ -596,6 +596,18 @@ enum OpenAPIDocument {
                 }
               }
             },
+            "/v1/admin/devices/{device}": {
+              "parameters": [{"name": "device", "in": "path", "required": true, "schema": {"type": "string", "minLength": 1, "maxLength": 128}, "description": "device identifier"}],
+              "delete": {
+                "summary": "Erase everything held about one device (pools, histories, view sets, idempotency records, unprocessed events)",
+                "security": [{"adminToken": []}],
+                "responses": {
+                  "200": {"description": "what was deleted", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Erased"}}}},
+                  "400": {"$ref": "#/components/responses/Problem"},
+                  "401": {"$ref": "#/components/responses/Problem"}
+                }
+              }
+            },
 
             "/.well-known/jwks.json": {
               "get": {
@@ -698,6 +710,15 @@ enum OpenAPIDocument {
               }
             },
             "schemas": {
+              "Erased": {
+                "type": "object",
+                "required": ["device-identifier", "deleted-keys", "deleted-entries"],
+                "properties": {
+                  "device-identifier": {"type": "string"},
+                  "deleted-keys": {"type": "integer"},
+                  "deleted-entries": {"type": "integer"}
+                }
+              },
               "Counts": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}, "description": "event name → count"},
               "Revenue": {"type": "object", "additionalProperties": {"type": "number", "minimum": 0}, "description": "ISO 4217 code → amount"},
               "ConversionValueSchema": {

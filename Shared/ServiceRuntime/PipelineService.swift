@@ -44,6 +44,8 @@ public struct PipelineService: Sendable {
         configuration.batchSize = try environment.int(.batchSize, default: 100, range: 1...10_000)
         configuration.claimIdleMilliseconds = try environment.int(.claimIdleMilliseconds, default: 30_000, range: 1...86_400_000)
         configuration.maxAttempts = try environment.int(.maxAttempts, default: 3, range: 1...1_000)
+        let retention = try environment.int(.streamRetentionHours, default: 24, range: 0...8_760)
+        configuration.retentionMilliseconds = retention == 0 ? nil : UInt64(retention) * 3_600_000
         return configuration
     }
 

@@ -179,6 +179,48 @@ extension PipelineSuites {
             #expect(exported, "gauges on /metrics")
         }
 
+        /// Erasing one device removes every key and stream entry that names it; another device's data stays.
+        @Test func erasingADeviceLeavesNothingThatNamesIt() async throws {
+            let (redis, pipeline, load) = try await start()
+            defer {
+                pipeline.stop()
+                redis.stop()
+            }
+            let connection = redis.connect()
+            try await push(80, load, pipeline, connection)  // devices ops-device-0 … 39, views and clicks
+            try #require(
+                try await eventually(timeout: .seconds(20)) {
+                    try await streamLength(StreamNames.verified, on: connection) >= load.impressions.count
+                })
+            func mentions(_ device: String) async throws -> [String] {
+                var found: [String] = []
+                let keys = try await connection.send(RedisCommand("KEYS", "*")).elements.compactMap(\.string)
+                for key in keys {
+                    if key.hasSuffix(":\(device)") { found.append(key) }
+                    let type = try await connection.send(RedisCommand("TYPE", key)).string
+                    if type == "stream" {
+                        for record in try await streamRecords(key, on: connection)
+                        where record.message?.contains("\"\(device)\"") == true {
+                            found.append("\(key) \(record.id)")
+                        }
+                    } else if type == "string", let value = try await connection.send(RedisCommand("GET", key)).string,
+                        value.contains("\"\(device)\"")
+                    {
+                        found.append(key)
+                    }
+                }
+                return found
+            }
+            #expect(!(try await mentions("ops-device-7")).isEmpty, "the device is known before")
+            let erased = try await http.send(
+                "DELETE", "\(pipeline.ingestURL)/v1/admin/devices/ops-device-7", token: pipeline.adminToken)
+            #expect(erased.status == 200 && (erased.json["deleted-keys"] as? Int ?? 0) >= 1, "\(erased.json)")
+            #expect(try await mentions("ops-device-7") == [])
+            #expect(!(try await mentions("ops-device-8")).isEmpty, "another device's data stays")
+            let anonymous = try await http.send("DELETE", "\(pipeline.ingestURL)/v1/admin/devices/ops-device-8")
+            #expect(anonymous.status == 401)
+        }
+
         static func run(_ arguments: [String]) throws -> String {
             let process = Process()
             process.executableURL = PipelineProcesses.binaryDirectory().appendingPathComponent("attribution")

@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import Synchronization
 
@@ -76,6 +77,7 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
     public func processOnce() async throws -> Int {
         try await self.ensureGroup()
         var handled = try await self.claimIfDue()
+        try await self.trimIfDue()
         // A stop requested during the claim should not start a new (blocking) read.
         if Task.isCancelled { return handled }
         let entries = try await self.groupChecked { try await self.consumer.readNew(on: self.connection) }
@@ -84,6 +86,22 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
             handled += entries.count
         }
         return handled
+    }
+
+    /// Every `trimIntervalMilliseconds`, trims what every group acknowledged and is older than the
+    /// retention: consumed events (and their device identifiers) do not stay in Redis.
+    private func trimIfDue() async throws {
+        guard let retention = self.configuration.retentionMilliseconds else { return }
+        let due = self.state.withLock { state -> Bool in
+            if let next = state.nextTrim, ContinuousClock.now < next { return false }
+            state.nextTrim = ContinuousClock.now + .milliseconds(self.configuration.trimIntervalMilliseconds)
+            return true
+        }
+        guard due else { return }
+        let now = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
+        let trimmed = try await StreamTrim.trim(
+            self.configuration.stream, retentionMilliseconds: retention, now: now, on: self.connection)
+        if trimmed > 0 { self.logger.debug("trimmed acknowledged entries", metadata: ["count": "\(trimmed)"]) }
     }
 
     private func ensureGroup() async throws {
@@ -168,4 +186,6 @@ struct StageWorkerState: Sendable {
     var claimCursor = "0-0"
     /// When the next claim step is due; nil means now.
     var nextClaim: ContinuousClock.Instant?
+    /// When the input stream is trimmed next; nil means now.
+    var nextTrim: ContinuousClock.Instant?
 }

@@ -20,6 +20,10 @@ public struct StageWorkerConfiguration: Sendable {
     public var deadLetterStream: String
     /// How many times a batch is redone after a WATCHed key changed before its entries count as failed.
     public var maxConflictRetries = 16
+    /// Acknowledged entries older than this are trimmed from the input stream (nil: never).
+    public var retentionMilliseconds: UInt64? = 86_400_000
+    /// How often the worker trims its input stream.
+    public var trimIntervalMilliseconds = 10_000
 
     /// A configuration with defaults for everything but the names.
     public init(stream: String, group: String, consumer: String) {

@@ -95,10 +95,15 @@ extension ConfigurationKey {
         "SIGNING_KEY_GRACE_HOURS", "hours ≥ 217", default: "240", services: ["ingest", "dispatcher"],
         "After a dispatcher stops signing with a key (rotation), the JWKS keeps listing it this long (scaled by TIME_SCALE), longer than the 9-day retry window so retried bytes still verify."
     )
+    public static let streamRetentionHours = ConfigurationKey(
+        "STREAM_RETENTION_HOURS", "hours", default: "24", services: workers,
+        "Entries of a worker's input stream that every group has acknowledged are trimmed once older than this (wall clock); 0 keeps them forever. Consumed events, and the device identifiers in them, do not stay in Redis."
+    )
     /// The catalog, in the order the README lists it.
     public static let all: [ConfigurationKey] = [
         redisURL, timeScale, logLevel, httpHost, httpPort, consumerName, batchSize, claimIdleMilliseconds,
-        maxAttempts, adminToken, maxBodyBytes, keyRotationGraceHours, crowdTierThresholds, timerPollMilliseconds,
+        maxAttempts, streamRetentionHours, adminToken, maxBodyBytes, keyRotationGraceHours, crowdTierThresholds,
+        timerPollMilliseconds,
         conversionSettleMilliseconds, windowCloseGraceMilliseconds, postbackURLAllowList, signingKeyFile,
         signingKeyID, developmentSigningKeyFile, developmentSigningKeyID, deliveryTimeoutMilliseconds, deliveryConcurrencyPerHost,
         signingKeyGraceHours,

@@ -1,0 +1,92 @@
+import AttributionModel
+import Foundation
+import Hummingbird
+import RedisStreams
+import ServiceRuntime
+
+/// `DELETE /v1/admin/devices/{device-identifier}`: erases everything the pipeline holds about one
+/// device: attribution-winner's pools and re-engagement history, the verifier's view sets, ingest's
+/// idempotency records, and every stream entry or settling conversion that still names it (events not
+/// yet processed are erased too: that is the point). Postbacks never named the device.
+struct DeviceErasure {
+    let redis: RedisConnection
+
+    /// Keys that embed the device identifier, as SCAN patterns (the identifier glob-escaped).
+    static func patterns(_ device: String) -> [String] {
+        let escaped = String(device.flatMap { "*?[]\\".contains($0) ? ["\\", $0] : [$0] })
+        return [
+            "winner:device:*:\(escaped)", "winner:reengagements:\(escaped)", "verifier:views:*:*:\(escaped)",
+            "ingest:idempotency:impressions:\(escaped):*",
+        ]
+    }
+
+    /// Streams whose entries may name a device: the path up to attribution-winner and its dead letters.
+    static let streams = [
+        StreamNames.events, StreamNames.verified, StreamNames.conversionsSettled, "verifier:dead", "attribution-winner:dead",
+    ]
+
+    func add(to admin: some RouterMethods<BasicRequestContext>, prefix: String, catalog: RouteCatalog) {
+        catalog.on(admin, prefix: prefix, .delete, "/devices/:device") { _, context in
+            let device = try context.parameters.require("device")
+            guard !device.isEmpty, device.utf8.count <= 128 else {
+                throw ProblemDetails.badRequest("invalid-device-identifier", "device-identifier must be 1–128 bytes")
+            }
+            let (keys, entries) = try await erase(device)
+            let data = try JSONSerialization.data(
+                withJSONObject: ["device-identifier": device, "deleted-keys": keys, "deleted-entries": entries],
+                options: [.sortedKeys])
+            var headers = HTTPFields()
+            headers[.contentType] = "application/json"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        }
+    }
+
+    func erase(_ device: String) async throws -> (keys: Int, entries: Int) {
+        var keys = 0
+        for pattern in Self.patterns(device) {
+            var cursor = "0"
+            repeat {
+                let reply = try await redis.send(RedisCommand("SCAN", cursor, "MATCH", pattern, "COUNT", "1000")).elements
+                cursor = reply.first?.string ?? "0"
+                let found = (reply.dropFirst().first?.elements ?? []).compactMap(\.string)
+                if !found.isEmpty { keys += Int(try await redis.send(RedisCommand(["UNLINK"] + found)).int ?? 0) }
+            } while cursor != "0"
+        }
+        // Messages spell the identifier as a JSON string value.
+        let needle = Array(
+            String(decoding: try JSONSerialization.data(withJSONObject: [device]), as: UTF8.self).dropFirst().dropLast().utf8)
+        var entries = 0
+        for stream in Self.streams {
+            var start = "-"
+            while true {
+                let page = try await redis.send(RedisCommand("XRANGE", stream, start, "+", "COUNT", "1000")).elements
+                guard let last = page.last?.elements.first?.string else { break }
+                let matching = page.compactMap { entry -> String? in
+                    let fields = entry.elements.dropFirst().first?.elements ?? []
+                    return fields.contains { ($0.bytes ?? []).contains(needle) } ? entry.elements.first?.string : nil
+                }
+                if !matching.isEmpty { entries += Int(try await redis.send(RedisCommand(["XDEL", stream] + matching)).int ?? 0) }
+                start = "(" + last
+            }
+        }
+        // Conversions waiting out their settle time.
+        let settling = DelayedQueueNames.settlingConversions
+        let items = try await redis.send(RedisCommand("HGETALL", "\(settling):items")).elements
+        for index in stride(from: 0, to: items.count - 1, by: 2) where (items[index + 1].bytes ?? []).contains(needle) {
+            guard let id = items[index].string else { continue }
+            _ = try await redis.pipeline([
+                RedisCommand("ZREM", "\(settling):due", id), RedisCommand("HDEL", "\(settling):items", id),
+            ])
+            entries += 1
+        }
+        return (keys, entries)
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Whether `needle` occurs in these bytes.
+    func contains(_ needle: [UInt8]) -> Bool {
+        guard !needle.isEmpty, needle.count <= count else { return needle.isEmpty }
+        return (0...(count - needle.count)).contains { start in self[start..<start + needle.count].elementsEqual(needle) }
+    }
+}

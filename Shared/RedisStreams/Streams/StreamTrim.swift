@@ -1,0 +1,67 @@
+/// Trimming what every group has acknowledged: a stream would otherwise keep every event (and the
+/// device identifiers in them) forever. An entry may go once it is older than the retention and no
+/// group still needs it: every group has read past it and none holds it pending.
+public enum StreamTrim {
+    /// A stream id as (milliseconds, sequence), for comparisons.
+    public struct EntryID: Comparable, Sendable, CustomStringConvertible {
+        public var milliseconds: UInt64
+        public var sequence: UInt64
+
+        public init(milliseconds: UInt64, sequence: UInt64) {
+            self.milliseconds = milliseconds
+            self.sequence = sequence
+        }
+
+        public init?(_ text: String) {
+            let parts = text.split(separator: "-")
+            guard parts.count == 2, let ms = UInt64(parts[0]), let seq = UInt64(parts[1]) else { return nil }
+            self.init(milliseconds: ms, sequence: seq)
+        }
+
+        public static func < (a: EntryID, b: EntryID) -> Bool { (a.milliseconds, a.sequence) < (b.milliseconds, b.sequence) }
+        public var description: String { "\(milliseconds)-\(sequence)" }
+    }
+
+    /// The MINID below which every entry may be deleted, or nil when nothing may: the smallest of each
+    /// group's last delivered id (+1, since that one was acknowledged or is pending) and oldest pending
+    /// id, and of the retention bound. A stream without groups is trimmed by retention alone.
+    public static func threshold(
+        groups: [(lastDelivered: EntryID, oldestPending: EntryID?)], now: UInt64, retentionMilliseconds: UInt64
+    ) -> EntryID? {
+        guard now > retentionMilliseconds else { return nil }
+        var bound = EntryID(milliseconds: now - retentionMilliseconds, sequence: 0)
+        for group in groups {
+            let delivered = EntryID(milliseconds: group.lastDelivered.milliseconds, sequence: group.lastDelivered.sequence &+ 1)
+            bound = min(bound, delivered)
+            if let pending = group.oldestPending { bound = min(bound, pending) }
+        }
+        return bound.milliseconds == 0 && bound.sequence == 0 ? nil : bound
+    }
+
+    /// Reads the groups of `stream` and trims it (approximately, `~`, so Redis frees whole nodes).
+    /// Returns how many entries went.
+    @discardableResult
+    public static func trim(
+        _ stream: String, retentionMilliseconds: UInt64, now: UInt64, approximate: Bool = true, on connection: RedisConnection
+    ) async throws -> Int {
+        let groups = try await connection.send(RedisCommand("XINFO", "GROUPS", stream)).elements
+        var states: [(lastDelivered: EntryID, oldestPending: EntryID?)] = []
+        for info in groups {
+            let flat = info.elements
+            var fields: [String: RedisReply] = [:]
+            for index in stride(from: 0, to: flat.count - 1, by: 2) {
+                if let name = flat[index].string { fields[name] = flat[index + 1] }
+            }
+            guard let name = fields["name"]?.string, let last = fields["last-delivered-id"]?.string.flatMap(EntryID.init) else {
+                return 0  // a group we cannot read: trim nothing rather than something needed
+            }
+            let summary = try await connection.send(RedisCommand("XPENDING", stream, name)).elements
+            let oldest = summary.count > 1 ? summary[1].string.flatMap(EntryID.init) : nil
+            states.append((last, oldest))
+        }
+        guard let bound = threshold(groups: states, now: now, retentionMilliseconds: retentionMilliseconds) else { return 0 }
+        return Int(
+            try await connection.send(RedisCommand("XTRIM", stream, "MINID", approximate ? "~" : "=", bound.description)).int ?? 0
+        )
+    }
+}

@@ -1,0 +1,53 @@
+import Foundation
+import RedisStreams
+import TestSupport
+import Testing
+
+@Suite("Trimming acknowledged stream entries")
+struct StreamTrimTests {
+    typealias ID = StreamTrim.EntryID
+
+    @Test(
+        "the MINID: retention, each group's last delivered id and oldest pending id",
+        arguments: [
+            // (last delivered, oldest pending, now, retention) → threshold
+            (ID(milliseconds: 500, sequence: 3), nil, 1_000, 100, ID(milliseconds: 500, sequence: 4)),  // all read: up to what was read
+            (
+                ID(milliseconds: 500, sequence: 3), ID(milliseconds: 200, sequence: 0), 1_000, 100,
+                ID(milliseconds: 200, sequence: 0)
+            ),
+            (ID(milliseconds: 950, sequence: 0), nil, 1_000, 100, ID(milliseconds: 900, sequence: 0)),  // younger than the retention stays
+        ] as [(ID, ID?, UInt64, UInt64, ID)])
+    func threshold(_ delivered: ID, _ pending: ID?, _ now: UInt64, _ retention: UInt64, _ expected: ID) {
+        #expect(
+            StreamTrim.threshold(groups: [(delivered, pending)], now: now, retentionMilliseconds: retention) == expected)
+    }
+
+    @Test func twoGroupsTheSlowerOneDecides() {
+        let groups: [(lastDelivered: ID, oldestPending: ID?)] = [
+            (ID(milliseconds: 900, sequence: 0), nil), (ID(milliseconds: 300, sequence: 1), nil),
+        ]
+        #expect(StreamTrim.threshold(groups: groups, now: 10_000, retentionMilliseconds: 1) == ID(milliseconds: 300, sequence: 2))
+        #expect(StreamTrim.threshold(groups: [], now: 50, retentionMilliseconds: 100) == nil)
+    }
+
+    /// Ten entries; the group read six and acknowledged all but the fifth: entries 1–4 go, the pending
+    /// fifth and everything after it stay (unread ones too).
+    @Test func trimsOnlyWhatEveryGroupAcknowledged() async throws {
+        let server = try await RedisServer.start()
+        defer { server.stop() }
+        let redis = server.connect()
+        var ids: [String] = []
+        for index in 1...10 {
+            ids.append(try #require(try await redis.send(RedisCommand("XADD", "s", "*", "e", "m\(index)")).string))
+        }
+        _ = try await redis.send(RedisCommand("XGROUP", "CREATE", "s", "g", "0"))
+        _ = try await redis.send(RedisCommand("XREADGROUP", "GROUP", "g", "c", "COUNT", "6", "STREAMS", "s", ">"))
+        _ = try await redis.send(RedisCommand(["XACK", "s", "g"] + ids[0..<4] + [ids[5]]))
+        let now = UInt64(Date().timeIntervalSince1970 * 1000) + 60_000
+        let trimmed = try await StreamTrim.trim("s", retentionMilliseconds: 1, now: now, approximate: false, on: redis)
+        #expect(trimmed == 4)
+        let left = try await streamRecords("s", on: redis).map(\.id)
+        #expect(left == Array(ids[4...]))
+    }
+}
