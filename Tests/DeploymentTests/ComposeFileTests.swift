@@ -26,6 +26,59 @@ struct ComposeFileTests {
     }
 
     static let pipelineServices = ["ingest", "verifier", "attribution-winner", "scheduler", "dispatcher"]
+    /// Services from public images, not built here.
+    static let thirdParty: Set<String> = ["redis", "prometheus", "grafana"]
+
+    /// Prometheus scrapes every pipeline service (all replicas, through DNS discovery) at the port it
+    /// listens on, and scrapes nothing else.
+    @Test func prometheusScrapesEveryServiceAtItsPort() throws {
+        let config = try #require(try Yams.load(yaml: Self.read("ops/prometheus.yml")) as? [String: Any])
+        let jobs = try #require(config["scrape_configs"] as? [[String: Any]])
+        var targets: [String: Int] = [:]
+        for job in jobs {
+            for discovery in job["dns_sd_configs"] as? [[String: Any]] ?? [] {
+                for name in discovery["names"] as? [String] ?? [] { targets[name] = discovery["port"] as? Int }
+            }
+        }
+        #expect(Set(targets.keys) == Set(Self.pipelineServices))
+        let services = try Self.services()
+        for name in Self.pipelineServices {
+            let environment = services[name]?["environment"] as? [String: Any] ?? [:]
+            // Workers inherit HTTP_PORT 9090 from the shared block; ingest sets its own.
+            let port = Int("\(environment["HTTP_PORT"] ?? "9090")") ?? 9090
+            #expect(targets[name] == port, "\(name) is scraped at \(port)")
+        }
+        let prometheus = try #require(services["prometheus"])
+        #expect((prometheus["volumes"] as? [String] ?? []).contains { $0.hasPrefix("./ops/prometheus.yml:") })
+    }
+
+    /// The Grafana dashboard is provisioned from the repository, and every metric it queries is one the
+    /// code exports.
+    @Test func grafanaDashboardIsProvisionedAndQueriesExportedMetrics() throws {
+        let grafana = try #require(try Self.services()["grafana"])
+        let volumes = grafana["volumes"] as? [String] ?? []
+        #expect(volumes.contains { $0.hasPrefix("./ops/grafana/provisioning:") })
+        #expect(volumes.contains { $0.hasPrefix("./ops/grafana/dashboards:") })
+        _ = try Self.read("ops/grafana/provisioning/datasources/prometheus.yml")
+        _ = try Self.read("ops/grafana/provisioning/dashboards/pipeline.yml")
+        let dashboard = try Self.read("ops/grafana/dashboards/pipeline.json")
+        let metrics = Set(dashboard.matches(of: /\(([a-z_]+)(\{|\[)/).map { String($0.output.1) })
+            .subtracting(["rate", "sum", "max", "histogram_quantile"])
+        #expect(!metrics.isEmpty)
+        var sources = ""
+        for directory in ["Shared", "Services"] {
+            let enumerator = FileManager.default.enumerator(
+                at: Self.root.appendingPathComponent(directory), includingPropertiesForKeys: nil)
+            while let url = enumerator?.nextObject() as? URL {
+                guard url.pathExtension == "swift" else { continue }
+                sources += (try? String(contentsOf: url, encoding: .utf8)) ?? ""
+            }
+        }
+        for metric in metrics {
+            let base = metric.replacingOccurrences(of: "_bucket", with: "")
+            #expect(sources.contains("\"\(base)\""), "the dashboard queries \(metric), which no code exports")
+        }
+    }
 
     @Test func everyPipelineServiceIsInComposeAndBuilt() throws {
         let executables = try Self.executables()
@@ -38,7 +91,7 @@ struct ComposeFileTests {
 
     @Test func everyComposeServiceRunsABuiltExecutable() throws {
         let executables = try Self.executables()
-        for (name, service) in try Self.services() where name != "redis" {
+        for (name, service) in try Self.services() where !Self.thirdParty.contains(name) {
             let command = try #require(service["command"] as? [String], "\(name) has a command list")
             let executable = try #require(command.first)
             #expect(executables.contains(executable), "\(name) runs \(executable), which Package.swift must build")
