@@ -11,12 +11,14 @@ struct StreamTrimTests {
         "the MINID: retention, each group's last delivered id and oldest pending id",
         arguments: [
             // (last delivered, oldest pending, now, retention) → threshold
-            (ID(milliseconds: 500, sequence: 3), nil, 1_000, 100, ID(milliseconds: 500, sequence: 4)),  // all read: up to what was read
+            // All acknowledged: up to what was read.
+            (ID(milliseconds: 500, sequence: 3), nil, 1_000, 100, ID(milliseconds: 500, sequence: 4)),
             (
                 ID(milliseconds: 500, sequence: 3), ID(milliseconds: 200, sequence: 0), 1_000, 100,
                 ID(milliseconds: 200, sequence: 0)
             ),
-            (ID(milliseconds: 950, sequence: 0), nil, 1_000, 100, ID(milliseconds: 900, sequence: 0)),  // younger than the retention stays
+            // Entries younger than the retention stay.
+            (ID(milliseconds: 950, sequence: 0), nil, 1_000, 100, ID(milliseconds: 900, sequence: 0)),
         ] as [(ID, ID?, UInt64, UInt64, ID)])
     func threshold(_ delivered: ID, _ pending: ID?, _ now: UInt64, _ retention: UInt64, _ expected: ID) {
         #expect(
