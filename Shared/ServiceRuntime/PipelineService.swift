@@ -74,7 +74,9 @@ public struct PipelineService: Sendable {
         let httpRedis = connection()
         let router = Router()
         router.add(middleware: ProblemMiddleware())
-        OperationsRoutes.add(to: router, redis: httpRedis, registry: registry)
+        OperationsRoutes.add(
+            to: router, redis: httpRedis, registry: registry,
+            groups: services.compactMap { ($0 as? any ConsumerGroupService)?.consumerGroup })
         try routes(router, httpRedis)
         let app = Application(
             router: router, configuration: .init(address: .hostname(host, port: port), serverName: name),

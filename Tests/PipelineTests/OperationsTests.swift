@@ -171,6 +171,12 @@ extension PipelineSuites {
                 Set(groups.compactMap { $0["group"] as? String }).isSuperset(of: ["verifier", "attribution-winner", "dispatcher"])
             )
             let dispatcher = try #require(pipeline.url(of: "dispatcher"))
+            let ready = try await http.send("GET", "\(dispatcher)/ready")
+            #expect(ready.status == 200, "ready once its consumer group exists: \(ready.json)")
+            // A group that vanished (say, its stream was deleted) makes the service not ready.
+            _ = try await connection.send(RedisCommand("XGROUP", "DESTROY", StreamNames.postbacks, "dispatcher"))
+            let unready = try await http.send("GET", "\(dispatcher)/ready")
+            #expect(unready.status == 503 && unready.json["reason"] as? String == "consumer-group-missing")
             let exported = try await eventually(timeout: .seconds(15), every: .milliseconds(500)) {
                 let metrics = String(decoding: try await http.send("GET", "\(dispatcher)/metrics").body, as: UTF8.self)
                 return metrics.contains(#"pipeline_delayed_items{queue="dispatcher:retries"} 20"#)

@@ -12,7 +12,7 @@ import Synchronization
 /// The connection must be this worker's own: WATCH state belongs to a connection, so `decide` must
 /// not run transactions on it.
 public final class StageWorker<Stage: StreamStage>: Sendable {
-    let configuration: StageWorkerConfiguration
+    public let configuration: StageWorkerConfiguration
     let stage: Stage
     let connection: RedisConnection
     let logger: Logger

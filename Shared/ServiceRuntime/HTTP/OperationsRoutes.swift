@@ -2,22 +2,38 @@ import Hummingbird
 import Prometheus
 import RedisStreams
 
-/// `/health` (liveness), `/ready` (Redis answers) and `/metrics` (Prometheus text) on every service.
+/// `/health` (liveness), `/ready` (Redis answers and the service's consumer groups exist) and `/metrics` (Prometheus text) on every service.
 public enum OperationsRoutes {
     /// What `add` registers, in the form `ingest --routes` prints.
     public static let routes = ["GET /health", "GET /ready", "GET /metrics"]
 
+    /// `groups`: the consumer groups this service reads; `/ready` answers 503 until each exists.
     public static func add(
-        to router: Router<some RequestContext>, redis: RedisConnection, registry: PrometheusCollectorRegistry
+        to router: Router<some RequestContext>, redis: RedisConnection, registry: PrometheusCollectorRegistry,
+        groups: [(stream: String, group: String)] = []
     ) {
         router.get("/health") { _, _ in Response.json(["status": "ok"]) }
         router.get("/ready") { _, _ -> Response in
+            let replies: [RedisReply]
             do {
-                _ = try await redis.send(RedisCommand("PING"))
-                return Response.json(["status": "ready"])
+                replies = try await redis.pipeline(
+                    [RedisCommand("PING")] + groups.map { RedisCommand("XINFO", "GROUPS", $0.stream) })
             } catch {
                 throw ProblemDetails(.serviceUnavailable, reason: "redis-unreachable", detail: "\(error)")
             }
+            for (reply, expected) in zip(replies.dropFirst(), groups) {
+                let names = reply.elements.compactMap { info -> String? in
+                    let flat = info.elements
+                    guard let index = flat.firstIndex(where: { $0.string == "name" }), index + 1 < flat.count else { return nil }
+                    return flat[index + 1].string
+                }
+                guard names.contains(expected.group) else {
+                    throw ProblemDetails(
+                        .serviceUnavailable, reason: "consumer-group-missing",
+                        detail: "group \(expected.group) on \(expected.stream) does not exist yet")
+                }
+            }
+            return Response.json(["status": "ready"])
         }
         router.get("/metrics") { _, _ -> Response in
             var headers = HTTPFields()

@@ -3,14 +3,21 @@ import ServiceLifecycle
 
 /// Runs a stage's consumer loop as a lifecycle service: on SIGTERM it stops reading, finishes and
 /// acknowledges the batch in hand, and returns.
-public struct StageService<Stage: StreamStage>: Service {
+public struct StageService<Stage: StreamStage>: Service, ConsumerGroupService {
     let worker: StageWorker<Stage>
+
+    public var consumerGroup: (stream: String, group: String) { (worker.configuration.stream, worker.configuration.group) }
 
     public init(worker: StageWorker<Stage>) { self.worker = worker }
 
     public func run() async throws {
         try await cancelWhenGracefulShutdown { try await worker.run() }
     }
+}
+
+/// A service that reads a stream as a consumer group: `/ready` checks the group exists.
+public protocol ConsumerGroupService {
+    var consumerGroup: (stream: String, group: String) { get }
 }
 
 /// Runs a delayed queue's timer loop as a lifecycle service.
