@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+"""The benchmark run (scripts/bench.sh calls it with the release binaries): the machine's own limits
+(openssl speed, redis-benchmark), then each stage alone on a preloaded stream, memory per held
+postback, and resident memory per service, all in one run on a private Redis. Writes report.md,
+report.json and chart.svg into the run directory.
+
+Not yet measured here (see the README): end-to-end sustained rate with ingest latency percentiles,
+Redis commands per event, and the peer delayed-job queues."""
+
+import json, os, re, shutil, signal, socket, subprocess, sys, tempfile, time, urllib.request
+
+BIN = sys.argv[1]
+OUT = sys.argv[2]
+N = int(os.environ.get("BENCH_IMPRESSIONS", "20000"))
+POSTBACKS = int(os.environ.get("BENCH_POSTBACKS", "10000"))
+HELD = int(os.environ.get("BENCH_HELD", "1000000"))
+os.makedirs(OUT, exist_ok=True)
+children = []
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def start(name, argv, env=None):
+    log = open(os.path.join(OUT, name + ".log"), "w")
+    process = subprocess.Popen(argv, env={**os.environ, **(env or {})}, stdout=log, stderr=subprocess.STDOUT)
+    children.append(process)
+    return process
+
+
+def stop_all():
+    for process in children:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+    for process in children:
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def redis(*args):
+    return subprocess.run(["redis-cli", "-p", str(REDIS_PORT), *map(str, args)], capture_output=True, text=True).stdout.strip()
+
+
+def wait_http(url, seconds=60):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=1)
+            return
+        except Exception:
+            time.sleep(0.1)
+    raise SystemExit(f"timed out waiting for {url}")
+
+
+def http(method, url, body=None, token=None):
+    request = urllib.request.Request(url, method=method, data=None if body is None else json.dumps(body).encode())
+    request.add_header("Content-Type", "application/json")
+    if token:
+        request.add_header("Authorization", "Bearer " + token)
+    with urllib.request.urlopen(request, timeout=10) as reply:
+        return json.loads(reply.read() or b"{}")
+
+
+def cpu_seconds(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mib(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def until(predicate, seconds=600, every=0.05):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(every)
+    return False
+
+
+def group_done(stream, group):
+    info = subprocess.run(["redis-cli", "-p", str(REDIS_PORT), "--json", "XINFO", "GROUPS", stream], capture_output=True, text=True).stdout
+    try:
+        for entry in json.loads(info):
+            if entry.get("name") == group:
+                return entry.get("lag") == 0 and entry.get("pending") == 0
+    except Exception:
+        pass
+    return False
+
+
+results = {"machine": {"cpus": os.cpu_count()}}
+try:
+    # Reference limits.
+    speed = subprocess.run(["openssl", "speed", "-seconds", "3", "ecdsap256"], capture_output=True, text=True).stdout
+    match = re.search(r"256 bits ecdsa \(nistp256\)\s+\S+\s+\S+\s+([\d.]+)\s+([\d.]+)", speed)
+    results["openssl"] = {"sign_per_s": float(match.group(1)), "verify_per_s": float(match.group(2))}
+    REDIS_PORT = free_port()
+    redis_dir = tempfile.mkdtemp()
+    start("redis", ["redis-server", "--port", str(REDIS_PORT), "--save", "", "--appendonly", "yes", "--appendfsync", "everysec", "--dir", redis_dir])
+    until(lambda: redis("PING") == "PONG", 10)
+    bench = {}
+    for pipeline in (1, 64):
+        output = subprocess.run(
+            ["redis-benchmark", "-p", str(REDIS_PORT), "-q", "-n", "200000", "-P", str(pipeline), "XADD", "bench", "*", "e", "v"],
+            capture_output=True, text=True).stdout
+        bench[f"xadd_per_s_pipeline_{pipeline}"] = float(re.findall(r"([\d.]+) requests per second", output)[-1])
+    redis("DEL", "bench")
+    results["redis_benchmark"] = bench
+
+    # The pipeline's registry, through ingest's admin API.
+    url = f"redis://127.0.0.1:{REDIS_PORT}/0"
+    token = "bench-admin-token"
+    keys = os.path.join(OUT, "keys")
+    for name in ("network", "pipeline", "pipeline-development"):
+        subprocess.run([f"{BIN}/attribution", "keygen", "--name", name, "--out", keys], check=True, capture_output=True)
+    receiver_port, ingest_port = free_port(), free_port()
+    common = {"REDIS_URL": url, "LOG_LEVEL": "warning", "HTTP_HOST": "127.0.0.1", "CONVERSION_SETTLE_MS": "0",
+              "POSTBACK_URL_ALLOWLIST": "127.0.0.1", "STREAM_RETENTION_HOURS": "0"}
+    start("ingest", [f"{BIN}/ingest"], {**common, "HTTP_PORT": str(ingest_port), "ADMIN_TOKEN": token})
+    ingest = f"http://127.0.0.1:{ingest_port}"
+    wait_http(ingest + "/health")
+    network = "bench.adattributionkit"
+    public_key = open(os.path.join(keys, "network.public.pem")).read()
+    http("PUT", f"{ingest}/v1/admin/ad-networks/{network}", {"public-key": public_key, "postback-url": f"http://127.0.0.1:{receiver_port}/postbacks"}, token)
+    http("PUT", f"{ingest}/v1/admin/publisher-apps/5838492", {"AdNetworkIdentifiers": [network]}, token)
+    http("PUT", f"{ingest}/v1/admin/advertised-apps/1108187390", {}, token)
+
+    def worker(name, env=None):
+        return start(name, [f"{BIN}/{name}"], {**common, "HTTP_PORT": str(free_port()), **(env or {})})
+
+    def load(kind, count, extra=()):
+        subprocess.run([f"{BIN}/attribution", "bench-load", "--redis-url", url, "--kind", kind, "--count", str(count),
+                        "--network", network, *extra], check=True, capture_output=True)
+
+    # verifier: N signed impressions (and an install per 4) waiting on `events`.
+    load("impressions", N, ["--key-file", os.path.join(keys, "network.private.pem")])
+    events = int(redis("XLEN", "events"))
+    started = time.time()
+    verifier = worker("verifier")
+    until(lambda: group_done("events", "verifier"))
+    wall = time.time() - started
+    cpu = cpu_seconds(verifier.pid)
+    results["verifier"] = {"events": events, "impressions": N, "wall_s": wall, "cpu_s": cpu,
+                           "impressions_per_cpu_s": N / cpu, "ratio_to_openssl_verify": N / cpu / results["openssl"]["verify_per_s"],
+                           "rejected": int(redis("XLEN", "rejected"))}
+
+    # attribution-winner: the verified impressions and installs.
+    installs = events - N
+    started = time.time()
+    winner = worker("attribution-winner")
+    until(lambda: group_done("verified", "attribution-winner") and group_done("winner:settled", "attribution-winner"))
+    wall = time.time() - started
+    results["attribution_winner"] = {"messages": events, "conversions": installs, "wall_s": wall, "cpu_s": cpu_seconds(winner.pid),
+                                     "messages_per_s": events / wall, "conversions_per_s": installs / wall,
+                                     "attributions": int(redis("XLEN", "attributions"))}
+
+    # scheduler: the attributed conversions become plans with window timers.
+    started = time.time()
+    scheduler = worker("scheduler", {"CROWD_TIER_THRESHOLDS": "1,1,1"})
+    until(lambda: group_done("attributions", "scheduler"))
+    wall = time.time() - started
+    results["scheduler"] = {"conversions": installs, "wall_s": wall, "cpu_s": cpu_seconds(scheduler.pid), "plans_per_s": installs / wall}
+
+    # dispatcher: due postbacks to a local receiver (keep-alive HTTP; the receiver verifies each one).
+    # The dispatcher starts first so its key is in the JWKS before the receiver fetches it; the
+    # postbacks are loaded once both are up, and the clock starts then.
+    dispatcher = worker("dispatcher", {"SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
+                                      "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(keys, "pipeline-development.private.pem")})
+    until(lambda: "attribution-pipeline/0" in urllib.request.urlopen(f"{ingest}/.well-known/jwks.json").read().decode(), 30)
+    start("receiver", [f"{BIN}/attribution", "receiver", "--port", str(receiver_port), "--jwks-url", f"{ingest}/.well-known/jwks.json",
+                       "--output", os.path.join(OUT, "postbacks.jsonl"), "--log-level", "warning"])
+    wait_http(f"http://127.0.0.1:{receiver_port}/health")
+    time.sleep(1)
+    cpu_before = cpu_seconds(dispatcher.pid)
+    started = time.time()
+    load("postbacks", POSTBACKS)
+    until(lambda: http("GET", f"http://127.0.0.1:{receiver_port}/stats").get("accepted", 0) >= POSTBACKS)
+    wall = time.time() - started
+    results["dispatcher"] = {"postbacks": POSTBACKS, "wall_s": wall, "cpu_s": cpu_seconds(dispatcher.pid) - cpu_before,
+                             "deliveries_per_s": POSTBACKS / wall, "receiver_stats": http("GET", f"http://127.0.0.1:{receiver_port}/stats")}
+
+    # Resident memory of each service after its run.
+    results["rss_mib"] = {name: rss_mib(process.pid) for name, process in
+                          [("ingest", children[1]), ("verifier", verifier), ("attribution-winner", winner), ("scheduler", scheduler), ("dispatcher", dispatcher)]}
+
+    # Held postbacks: Redis bytes each, with HELD held, and hold/release rates.
+    holding = subprocess.run([f"{BIN}/attribution", "bench-holding", "--redis-url", url, "--count", str(HELD), "--comparison-count", "100000", "--json"],
+                             capture_output=True, text=True, check=True).stdout
+    results["holding"] = json.loads(holding)
+finally:
+    stop_all()
+
+# The report.
+o, v, w, s, d, h = results["openssl"], results["verifier"], results["attribution_winner"], results["scheduler"], results["dispatcher"], results["holding"]
+rb = results["redis_benchmark"]
+lines = [
+    "# Benchmark", "",
+    f"One run on this machine ({results['machine']['cpus']} CPUs), private Redis with AOF (everysec).", "",
+    "| figure | measured | reference | ratio |", "|---|---|---|---|",
+    f"| verifier impressions per CPU-second | {v['impressions_per_cpu_s']:,.0f} | openssl ECDSA P-256 verify/s (1 core): {o['verify_per_s']:,.0f} | {v['ratio_to_openssl_verify']:.0%} |",
+    f"| attribution-winner messages/s (conversions/s) | {w['messages_per_s']:,.0f} ({w['conversions_per_s']:,.0f}) | redis-benchmark XADD/s unpipelined: {rb['xadd_per_s_pipeline_1']:,.0f} | {w['messages_per_s'] / rb['xadd_per_s_pipeline_1']:.0%} |",
+    f"| scheduler plans/s | {s['plans_per_s']:,.0f} | redis-benchmark XADD/s pipelined (64): {rb['xadd_per_s_pipeline_64']:,.0f} | {s['plans_per_s'] / rb['xadd_per_s_pipeline_64']:.1%} |",
+    f"| postbacks held/s, released/s | {h['scheduledPerSecond']:,.0f}, {h['releasedPerSecond']:,.0f} | redis-benchmark XADD/s pipelined (64): {rb['xadd_per_s_pipeline_64']:,.0f} | {h['releasedPerSecond'] / rb['xadd_per_s_pipeline_64']:.0%} (release) |",
+    f"| dispatcher deliveries/s (local receiver, verifying) | {d['deliveries_per_s']:,.0f} | openssl ECDSA P-256 sign/s (1 core): {o['sign_per_s']:,.0f} | {d['deliveries_per_s'] / o['sign_per_s']:.0%} |",
+    f"| Redis bytes per held postback ({h['held']:,} held) | {h['compactBytesPerHeld']:.1f} | target ≤ 300; JSON layout: {h['jsonLayoutBytesPerHeld']:.1f} | {h['compactBytesPerHeld'] / 300:.0%} of target |",
+    "", "Resident memory after the run (MiB): " + ", ".join(f"{k} {v:.0f}" for k, v in results["rss_mib"].items()) + ".", "",
+    "Not measured in this run yet: end-to-end sustained events/s with ingest latency percentiles, Redis commands per event, peer queues.",
+]
+open(os.path.join(OUT, "report.md"), "w").write("\n".join(lines) + "\n")
+open(os.path.join(OUT, "report.json"), "w").write(json.dumps(results, indent=2) + "\n")
+bars = [("verifier vs openssl verify", v["ratio_to_openssl_verify"]),
+        ("winner vs XADD unpipelined", w["messages_per_s"] / rb["xadd_per_s_pipeline_1"]),
+        ("release vs XADD pipelined", h["releasedPerSecond"] / rb["xadd_per_s_pipeline_64"]),
+        ("dispatcher vs openssl sign", d["deliveries_per_s"] / o["sign_per_s"]),
+        ("bytes/held vs 300 target", h["compactBytesPerHeld"] / 300)]
+width, row = 640, 34
+svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{row * len(bars) + 40}" font-family="sans-serif" font-size="13">',
+       '<text x="10" y="20" font-weight="bold">Measured / reference (same run)</text>']
+for i, (label, ratio) in enumerate(bars):
+    y = 34 + i * row
+    length = max(1, min(380, ratio * 380))
+    svg += [f'<text x="10" y="{y + 16}">{label}</text>',
+            f'<rect x="220" y="{y + 4}" width="{length:.0f}" height="18" fill="#4a7bd0"/>',
+            f'<text x="{225 + length:.0f}" y="{y + 17}">{ratio:.0%}</text>']
+svg.append("</svg>")
+open(os.path.join(OUT, "chart.svg"), "w").write("\n".join(svg) + "\n")
+print("\n".join(lines))
+print(f"\nreport: {OUT}/report.md, report.json, chart.svg")
