@@ -119,12 +119,12 @@ MUTATIONS = [
          "pipeline runner: CONVERSION_SETTLE_MS=0 makes winner-impression-reported-after-conversion.json fail "
          "in ScenarioPipelineTests (checked by hand)"),
     # The pool is keyed by attribution-winner's stateKey(device:app:); the rule runner keys its states by
-    # device the same way, so there is nothing in AttributionModel to remove. Checked by hand against
-    # the pipeline: with the device dropped from stateKey the scenario still passes there, because the
-    # pipeline runner compares postbacks only and the scenario sends no update (no update, no postback).
+    # device the same way, so there is nothing in AttributionModel to remove. The pipeline runner proves
+    # it: with the device dropped from stateKey, the tablet's install takes the phone's click and its
+    # locked update sends a postback the scenario does not expect.
     SKIP("per-device-pool",
-         "NOT proven: the pipeline runner still passes winner-per-device-pool.json with the device dropped "
-         "from stateKey(device:app:) (checked by hand): it compares postbacks only and the scenario has no update"),
+         "pipeline runner: dropping the device from stateKey(device:app:) makes winner-per-device-pool.json fail "
+         "in ScenarioPipelineTests (the tablet's locked update then sends a postback)"),
 
     # Attribution windows (WinnerSelection.window)
     M("window-view-default", "window end exclusive", ["windows-view-default-inside.json"],
@@ -171,7 +171,7 @@ MUTATIONS = [
     M("reengagement-eligible-clicks", "re-engagement ignores eligible-for-re-engagement",
       ["reengagement-eligible-clicks-only.json"],
       (WINNER, ", impression.payload.eligibleForReengagement == true else {", " else {")),
-    M("reengagement-eligible-clicks", "re-engagement takes eligible views too", ["reengagement-eligible-clicks-only.json"],
+    M("reengagement-eligible-clicks", "re-engagement takes eligible views too", ["reengagement-eligible-view-only.json"],
       (WINNER, "guard impression.interaction.type == .click, impression", "guard impression")),
     M("reengagement-no-nonwinners", "re-engagements get non-winners", ["reengagement-no-non-winners.json"],
       (WINNER, "guard conversionType != .reengagement else { return Result(winner: winner, nonWinners: []) }", "")),
