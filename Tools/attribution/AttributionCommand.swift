@@ -8,7 +8,8 @@ struct AttributionCommand: AsyncParsableCommand {
         abstract: "Keys, signed impressions, a reference postback receiver and a traffic simulator.",
         subcommands: [
             KeygenCommand.self, SignImpressionCommand.self, ReceiverCommand.self, SummaryCommand.self,
-            SimulateCommand.self, VerifyPostbackCommand.self, BenchHoldingCommand.self, CollectorCommand.self, StatusCommand.self, BenchLoadCommand.self,
+            SimulateCommand.self, VerifyPostbackCommand.self, BenchHoldingCommand.self, CollectorCommand.self, StatusCommand.self,
+            BenchLoadCommand.self,
         ]
     )
 }

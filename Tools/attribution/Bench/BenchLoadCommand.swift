@@ -48,24 +48,29 @@ struct BenchLoadCommand: AsyncParsableCommand {
                     timestamp: time - 1_000)
                 let jws = try CompactJWS.sign(payload: JSONCoding.encoder.encode(payload), keyID: network, with: key)
                 let report = ImpressionReport(
-                    deviceIdentifier: device, impression: jws, interaction: .click(at: time, loadedAt: time - 500), receivedAt: now)
+                    deviceIdentifier: device, impression: jws, interaction: .click(at: time, loadedAt: time - 500),
+                    receivedAt: now)
                 batch.append(
-                    StreamCommands.add(StreamNames.events, message: Envelope(time: time, body: .impressionReported(report)).encoded()))
+                    StreamCommands.add(
+                        StreamNames.events, message: Envelope(time: time, body: .impressionReported(report)).encoded()))
                 if installEvery > 0, index % installEvery == installEvery - 1 {
                     let install = ConversionReport(
                         deviceIdentifier: device, advertisedItemIdentifier: app, conversionType: .download, time: now,
                         countryCode: "US", receivedAt: now)
                     batch.append(
-                        StreamCommands.add(StreamNames.events, message: Envelope(time: now, body: .conversionReported(install)).encoded()))
+                        StreamCommands.add(
+                            StreamNames.events, message: Envelope(time: now, body: .conversionReported(install)).encoded()))
                 }
             case .postbacks:
                 let order = PostbackOrder(
                     payload: PostbackPayload(
                         adNetworkIdentifier: networkID, sourceIdentifier: "39", advertisedItemIdentifier: app,
                         publisherItemIdentifier: nil, conversionType: .download,
-                        marketplaceIdentifier: PostbackPayload.appStoreMarketplace, postbackIdentifier: RandomUUID.make(using: &generator),
+                        marketplaceIdentifier: PostbackPayload.appStoreMarketplace,
+                        postbackIdentifier: RandomUUID.make(using: &generator),
                         postbackSequenceIndex: 0, didWin: true),
-                    adInteractionType: .click, conversionValue: nil, coarseConversionValue: .high, countryCode: nil, isDevelopment: false)
+                    adInteractionType: .click, conversionValue: nil, coarseConversionValue: .high, countryCode: nil,
+                    isDevelopment: false)
                 batch.append(StreamCommands.add(StreamNames.postbacks, message: CompactHeldPostback.encode(order, dueAt: now)))
             }
             written += 1
