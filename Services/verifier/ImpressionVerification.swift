@@ -69,7 +69,7 @@ enum ImpressionVerification {
             var failure: JWSError?
             for key in network.acceptedKeys(at: report.receivedAt) {
                 do {
-                    try jws.verify(with: try JWK.parsePublicKey(key))
+                    try jws.verify(with: try PublicKeyCache.shared.key(key))
                     failure = nil
                     break
                 } catch {
