@@ -4,8 +4,7 @@
 postback, and resident memory per service, all in one run on a private Redis. Writes report.md,
 report.json and chart.svg into the run directory.
 
-Not yet measured here (see the README): end-to-end sustained rate with ingest latency percentiles,
-Redis commands per event, and the peer delayed-job queues."""
+Not yet measured here: the full five-service path under load, and the peer delayed-job queues."""
 
 import json, os, re, shutil, signal, socket, subprocess, sys, tempfile, time, urllib.request
 
@@ -191,6 +190,34 @@ try:
     results["dispatcher"] = {"postbacks": POSTBACKS, "wall_s": wall, "cpu_s": cpu_seconds(dispatcher.pid) - cpu_before,
                              "deliveries_per_s": POSTBACKS / wall, "receiver_stats": http("GET", f"http://127.0.0.1:{receiver_port}/stats")}
 
+    # End to end (ingest → verifier → attribution-winner, all running): ingest latency at a fixed
+    # offered rate, then a saturating offer, timed until attribution-winner has consumed everything;
+    # CPU per process and Redis commands per event over that run.
+    def load_run(rate, seconds):
+        output = subprocess.run([f"{BIN}/attribution", "load", "--ingest-url", ingest, "--rate", str(rate), "--duration", str(seconds),
+                                 "--network", network, "--key-file", os.path.join(keys, "network.private.pem")],
+                                capture_output=True, text=True, check=True).stdout
+        return json.loads(output.strip().splitlines()[-1])
+
+    results["ingest_latency"] = load_run(int(os.environ.get("BENCH_LATENCY_RATE", "500")), 10)
+    until(lambda: group_done("verified", "attribution-winner"))
+    processes = {"ingest": children[1], "verifier": verifier, "attribution-winner": winner}
+    cpu_before = {name: cpu_seconds(p.pid) for name, p in processes.items()}
+    redis_cpu_before = float(re.search(r"used_cpu_user:([\d.]+)", redis("INFO", "cpu")).group(1)) + float(re.search(r"used_cpu_sys:([\d.]+)", redis("INFO", "cpu")).group(1))
+    commands_before = int(re.search(r"total_commands_processed:(\d+)", redis("INFO", "stats")).group(1))
+    started = time.time()
+    offered = load_run(int(os.environ.get("BENCH_SATURATION_RATE", "4000")), 10)
+    until(lambda: group_done("events", "verifier") and group_done("verified", "attribution-winner"))
+    wall = time.time() - started
+    commands = int(re.search(r"total_commands_processed:(\d+)", redis("INFO", "stats")).group(1)) - commands_before
+    redis_cpu = float(re.search(r"used_cpu_user:([\d.]+)", redis("INFO", "cpu")).group(1)) + float(re.search(r"used_cpu_sys:([\d.]+)", redis("INFO", "cpu")).group(1)) - redis_cpu_before
+    results["end_to_end"] = {
+        "path": "ingest → verifier → attribution-winner (impressions)", "offered": offered, "accepted": offered["accepted"],
+        "wall_s": wall, "sustained_per_s": offered["accepted"] / wall,
+        "cpu_s": {**{name: cpu_seconds(p.pid) - cpu_before[name] for name, p in processes.items()}, "redis": redis_cpu},
+        "redis_commands_per_event": commands / max(1, offered["accepted"]),
+    }
+
     # Resident memory of each service after its run.
     results["rss_mib"] = {name: rss_mib(process.pid) for name, process in
                           [("ingest", children[1]), ("verifier", verifier), ("attribution-winner", winner), ("scheduler", scheduler), ("dispatcher", dispatcher)]}
@@ -215,8 +242,18 @@ lines = [
     f"| postbacks held/s, released/s | {h['scheduledPerSecond']:,.0f}, {h['releasedPerSecond']:,.0f} | redis-benchmark XADD/s pipelined (64): {rb['xadd_per_s_pipeline_64']:,.0f} | {h['releasedPerSecond'] / rb['xadd_per_s_pipeline_64']:.0%} (release) |",
     f"| dispatcher deliveries/s (local receiver, verifying) | {d['deliveries_per_s']:,.0f} | openssl ECDSA P-256 sign/s (1 core): {o['sign_per_s']:,.0f} | {d['deliveries_per_s'] / o['sign_per_s']:.0%} |",
     f"| Redis bytes per held postback ({h['held']:,} held) | {h['compactBytesPerHeld']:.1f} | target ≤ 300; JSON layout: {h['jsonLayoutBytesPerHeld']:.1f} | {h['compactBytesPerHeld'] / 300:.0%} of target |",
+    "",
+    f"End to end ({results['end_to_end']['path']}): **{results['end_to_end']['sustained_per_s']:,.0f} impressions/s sustained** "
+    f"({results['end_to_end']['accepted']:,} accepted at an offered {results['end_to_end']['offered']['offeredPerSecond']:,}/s, all consumed in "
+    f"{results['end_to_end']['wall_s']:.1f} s); CPU seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in results['end_to_end']['cpu_s'].items())
+    + f"; Redis commands per event: {results['end_to_end']['redis_commands_per_event']:.1f}.",
+    "",
+    f"Ingest latency at {results['ingest_latency']['offeredPerSecond']}/s offered (open loop, from each request's due time, every sample): "
+    f"p50 {results['ingest_latency']['p50Milliseconds']:.1f} ms, p99 {results['ingest_latency']['p99Milliseconds']:.1f} ms, "
+    f"p99.9 {results['ingest_latency']['p999Milliseconds']:.1f} ms, max {results['ingest_latency']['maxMilliseconds']:.1f} ms "
+    f"({results['ingest_latency']['accepted']:,} accepted, {results['ingest_latency']['failed']} failed).",
     "", "Resident memory after the run (MiB): " + ", ".join(f"{k} {v:.0f}" for k, v in results["rss_mib"].items()) + ".", "",
-    "Not measured in this run yet: end-to-end sustained events/s with ingest latency percentiles, Redis commands per event, peer queues.",
+    "Not measured in this run yet: the end-to-end path through scheduler and dispatcher under load, and the peer delayed-job queues.",
 ]
 open(os.path.join(OUT, "report.md"), "w").write("\n".join(lines) + "\n")
 open(os.path.join(OUT, "report.json"), "w").write(json.dumps(results, indent=2) + "\n")
