@@ -5,11 +5,12 @@ import ArgumentParser
 struct AttributionCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "attribution",
-        abstract: "Keys, signed impressions, a reference postback receiver and a traffic simulator.",
+        abstract:
+            "Keys, signed impressions, the reference receiver and collector, a traffic simulator, status and benchmarks.",
         subcommands: [
             KeygenCommand.self, SignImpressionCommand.self, ReceiverCommand.self, SummaryCommand.self,
             SimulateCommand.self, VerifyPostbackCommand.self, BenchHoldingCommand.self, CollectorCommand.self, StatusCommand.self,
-            BenchLoadCommand.self,
+            BenchLoadCommand.self, LoadCommand.self,
         ]
     )
 }
