@@ -4,12 +4,13 @@
 postback, and resident memory per service, all in one run on a private Redis. Writes report.md,
 report.json and chart.svg into the run directory.
 
-Not yet measured here: the full five-service path under load, and the peer delayed-job queues."""
+Hold-and-fire is compared with RQ and arq (scripts/bench_peers.py). Not yet measured here: the full
+five-service path under load."""
 
 import json, os, re, shutil, signal, socket, subprocess, sys, tempfile, time, urllib.request
 
 BIN = sys.argv[1]
-OUT = sys.argv[2]
+OUT = os.path.abspath(sys.argv[2])
 N = int(os.environ.get("BENCH_IMPRESSIONS", "20000"))
 POSTBACKS = int(os.environ.get("BENCH_POSTBACKS", "10000"))
 HELD = int(os.environ.get("BENCH_HELD", "1000000"))
@@ -190,6 +191,28 @@ try:
     results["dispatcher"] = {"postbacks": POSTBACKS, "wall_s": wall, "cpu_s": cpu_seconds(dispatcher.pid) - cpu_before,
                              "deliveries_per_s": POSTBACKS / wall, "receiver_stats": http("GET", f"http://127.0.0.1:{receiver_port}/stats")}
 
+    # Hold-and-fire, ours and the peers' (same Redis, same verifying receiver): N deliveries all due
+    # 2 s ahead; deliveries per second from that moment until the receiver has the last one.
+    held = int(os.environ.get("BENCH_HOLD_AND_FIRE", "3000"))
+    base = http("GET", f"http://127.0.0.1:{receiver_port}/stats")["accepted"]
+    loaded = json.loads(subprocess.run([f"{BIN}/attribution", "bench-load", "--redis-url", url, "--kind", "held", "--count", str(held),
+                                        "--network", network], capture_output=True, text=True, check=True).stdout)
+    due = loaded["loaded-at"] / 1000 + 2
+    until(lambda: http("GET", f"http://127.0.0.1:{receiver_port}/stats")["accepted"] >= base + held)
+    results["hold_and_fire"] = {"ours": {"deliveries": held, "seconds_after_due": time.time() - due, "per_s": held / max(0.001, time.time() - due)}}
+    venv = os.path.join(OUT, "venv")
+    try:
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True, capture_output=True)
+        subprocess.run([os.path.join(venv, "bin", "pip"), "install", "--quiet", "rq", "arq", "httpx", "cryptography"], check=True,
+                       capture_output=True, timeout=600)
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import bench_peers
+        bench_peers.run_peers(venv, OUT, url, f"http://127.0.0.1:{receiver_port}",
+                              open(os.path.join(keys, "pipeline.private.pem")).read(), "attribution-pipeline/0", network,
+                              1108187390, held, results["hold_and_fire"])
+    except Exception as error:  # no network for PyPI, a peer that failed: reported, not fatal
+        results["hold_and_fire"]["peers_error"] = str(error)
+
     # End to end (ingest → verifier → attribution-winner, all running): ingest latency at a fixed
     # offered rate, then a saturating offer, timed until attribution-winner has consumed everything;
     # CPU per process and Redis commands per event over that run.
@@ -229,6 +252,19 @@ try:
 finally:
     stop_all()
 
+def hold_and_fire_line(figures):
+    ours = figures["ours"]["per_s"]
+    text = f"Hold-and-fire ({figures['ours']['deliveries']:,} deliveries due at once, POSTed to the verifying receiver): ours {ours:,.0f}/s"
+    peers = {name: value for name, value in figures.items() if name not in ("ours", "peers_error")}
+    for name, value in peers.items():
+        text += f"; {name} {value['per_s']:,.0f}/s (ours is {ours / value['per_s']:.1f}×)"
+    if "peers_error" in figures:
+        text += f"; peers not measured: {figures['peers_error'][:200]}"
+    if peers:
+        text += f". Target: 3× the fastest peer ({ours / max(v['per_s'] for v in peers.values()):.1f}× here)."
+    return text if text.endswith(".") else text + "."
+
+
 # The report.
 o, v, w, s, d, h = results["openssl"], results["verifier"], results["attribution_winner"], results["scheduler"], results["dispatcher"], results["holding"]
 rb = results["redis_benchmark"]
@@ -252,8 +288,9 @@ lines = [
     f"p50 {results['ingest_latency']['p50Milliseconds']:.1f} ms, p99 {results['ingest_latency']['p99Milliseconds']:.1f} ms, "
     f"p99.9 {results['ingest_latency']['p999Milliseconds']:.1f} ms, max {results['ingest_latency']['maxMilliseconds']:.1f} ms "
     f"({results['ingest_latency']['accepted']:,} accepted, {results['ingest_latency']['failed']} failed).",
+    "", hold_and_fire_line(results["hold_and_fire"]),
     "", "Resident memory after the run (MiB): " + ", ".join(f"{k} {v:.0f}" for k, v in results["rss_mib"].items()) + ".", "",
-    "Not measured in this run yet: the end-to-end path through scheduler and dispatcher under load, and the peer delayed-job queues.",
+    "Not measured in this run yet: the end-to-end path through scheduler and dispatcher under load.",
 ]
 open(os.path.join(OUT, "report.md"), "w").write("\n".join(lines) + "\n")
 open(os.path.join(OUT, "report.json"), "w").write(json.dumps(results, indent=2) + "\n")

@@ -12,7 +12,8 @@ struct BenchLoadCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench-load", abstract: "Preload a stage's input stream for a benchmark (scripts/bench.py).")
 
-    enum Kind: String, ExpressibleByArgument { case impressions, postbacks }
+    /// `held`: postbacks in the scheduler's first-window held queue, all due 2 s from now.
+    enum Kind: String, ExpressibleByArgument { case impressions, postbacks, held }
 
     @Option(name: .customLong("redis-url")) var redisURL: String
     @Option var kind: Kind
@@ -61,7 +62,7 @@ struct BenchLoadCommand: AsyncParsableCommand {
                         StreamCommands.add(
                             StreamNames.events, message: Envelope(time: now, body: .conversionReported(install)).encoded()))
                 }
-            case .postbacks:
+            case .postbacks, .held:
                 let order = PostbackOrder(
                     payload: PostbackPayload(
                         adNetworkIdentifier: networkID, sourceIdentifier: "39", advertisedItemIdentifier: app,
@@ -71,13 +72,21 @@ struct BenchLoadCommand: AsyncParsableCommand {
                         postbackSequenceIndex: 0, didWin: true),
                     adInteractionType: .click, conversionValue: nil, coarseConversionValue: .high, countryCode: nil,
                     isDevelopment: false)
-                batch.append(StreamCommands.add(StreamNames.postbacks, message: CompactHeldPostback.encode(order, dueAt: now)))
+                if kind == .held {
+                    let due = now + 2_000
+                    batch += DelayedQueue(
+                        name: DelayedQueueNames.heldPostbacks(window: 0), target: StreamNames.postbacks, layout: .compact
+                    ).schedule(id: "", dueAtMilliseconds: due, message: CompactHeldPostback.encode(order, dueAt: due))
+                } else {
+                    batch.append(
+                        StreamCommands.add(StreamNames.postbacks, message: CompactHeldPostback.encode(order, dueAt: now)))
+                }
             }
             written += 1
             if batch.count >= 1_000 { try await flush() }
         }
         try await flush()
         await connection.close()
-        print("{\"written\": \(written)}")
+        print("{\"written\": \(written), \"loaded-at\": \(now)}")
     }
 }
