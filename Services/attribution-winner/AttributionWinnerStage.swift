@@ -2,6 +2,7 @@ import AttributionModel
 import Foundation
 import Metrics
 import RedisStreams
+import ServiceRuntime
 
 /// One batch: WATCH and GET the state of every device it touches, apply the messages in order with
 /// the model's pure rules, then write the states, the `attributions` output and the ack at once.
@@ -29,7 +30,7 @@ struct AttributionWinnerStage: StreamStage {
     static let settling = DelayedQueue(name: DelayedQueueNames.settlingConversions, target: StreamNames.conversionsSettled)
 
     /// Per device and advertised app. Device identifiers stay in these keys: nothing downstream sees them.
-    static func stateKey(device: String, app: ItemIdentifier) -> String { "winner:device:\(app):\(device)" }
+    static func stateKey(device: String, app: ItemIdentifier) -> String { DeviceKeys.winnerState(device: device, app: app) }
 
     /// Kept while an impression (30 days) could still lead to a conversion whose windows (35 days) run.
     var stateTTL: Milliseconds { policy.milliseconds(.days(66)) }
@@ -46,7 +47,7 @@ struct AttributionWinnerStage: StreamStage {
 
     /// A device's re-engagements across all apps (sorted set of conversion ids by time), for the
     /// per-device cap.
-    static func reengagementsKey(device: String) -> String { "winner:reengagements:\(device)" }
+    static func reengagementsKey(device: String) -> String { DeviceKeys.winnerReengagements(device: device) }
 
     /// The batch decoded once, with the device keys it touches in first-seen order.
     struct Batch: Sendable {

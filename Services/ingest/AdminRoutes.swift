@@ -33,7 +33,7 @@ struct AdminRoutes {
             try await recentRejections(RejectionLog.networkKey(try network(context).rawValue))
         }
         catalog.on(admin, prefix: prefix, .put, "/publisher-apps/:item") { request, context in
-            let item = try itemIdentifier(context)
+            let item = try Self.itemIdentifier(context)
             let body = try await request.decodeJSON(IngestRequests.PublisherApp.self, limit: 65_536)
             var networks: [AdNetworkIdentifier] = []
             for id in body.adNetworkIdentifiers {
@@ -48,7 +48,7 @@ struct AdminRoutes {
             return try await store(configuration, in: RegistryKeys.publisherApps, field: String(item))
         }
         catalog.on(admin, prefix: prefix, .put, "/advertised-apps/:item") { request, context in
-            let item = try itemIdentifier(context)
+            let item = try Self.itemIdentifier(context)
             let body = try await request.collectBody(limit: 262_144)
             let configuration = try AdvertisedAppBody.decode(body, contentType: request.headers[.contentType])
                 .configuration(itemIdentifier: item)
@@ -66,7 +66,7 @@ struct AdminRoutes {
             return try await store(configuration, in: RegistryKeys.advertisedApps, field: String(item))
         }
         catalog.on(admin, prefix: prefix, .post, "/advertised-apps/:item/keys") { _, context in
-            let item = try itemIdentifier(context)
+            let item = try Self.itemIdentifier(context)
             guard try await redis.send(RedisCommand("HEXISTS", RegistryKeys.advertisedApps, String(item))).int == 1 else {
                 throw ProblemDetails(.notFound, reason: "unknown-advertised-app", detail: "register advertised app \(item) first")
             }
@@ -76,7 +76,7 @@ struct AdminRoutes {
             return Response.json(["app-key": key, "advertised-item-identifier": String(item)], status: .created)
         }
         catalog.on(admin, prefix: prefix, .get, "/advertised-apps/:item/rejections") { _, context in
-            try await recentRejections(RejectionLog.appKey(String(try itemIdentifier(context))))
+            try await recentRejections(RejectionLog.appKey(String(try Self.itemIdentifier(context))))
         }
         DeadLetterRoutes(redis: redis).add(to: admin, prefix: prefix, catalog: catalog)
         DeviceErasure(redis: redis).add(to: admin, prefix: prefix, catalog: catalog)
@@ -139,7 +139,7 @@ struct AdminRoutes {
         return network
     }
 
-    private func itemIdentifier(_ context: BasicRequestContext) throws -> ItemIdentifier {
+    static func itemIdentifier(_ context: BasicRequestContext) throws -> ItemIdentifier {
         guard let item = ItemIdentifier(try context.parameters.require("item")), item > 0 else {
             throw ProblemDetails.badRequest("invalid-item-identifier", "item ids are positive integers")
         }
@@ -152,9 +152,14 @@ struct AdminRoutes {
         return Self.json(Array(json))
     }
 
-    static func json(_ bytes: [UInt8]) -> Response {
+    /// The admin API's JSON answers (and the schema and erasure routes').
+    static func json(_ bytes: [UInt8], status: HTTPResponse.Status = .ok) -> Response {
         var headers = HTTPFields()
         headers[.contentType] = "application/json"
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
+    static func json(object: [String: Any]) throws -> Response {
+        json(Array(try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])))
     }
 }

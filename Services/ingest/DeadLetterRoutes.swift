@@ -21,7 +21,7 @@ struct DeadLetterRoutes {
                 RedisCommand("XREVRANGE", StreamNames.deliveriesDead, "+", "-", "COUNT", String(count))
             ).elements.map(Self.item)
             let total = try await redis.send(RedisCommand("XLEN", StreamNames.deliveriesDead)).int ?? 0
-            return try Self.json(["dead-letters": entries, "total": total] as [String: Any])
+            return try AdminRoutes.json(object: ["dead-letters": entries, "total": total] as [String: Any])
         }
         catalog.on(admin, prefix: prefix, .post, "/dead-letters/:id/replay") { _, context in
             let id = try context.parameters.require("id")
@@ -36,7 +36,7 @@ struct DeadLetterRoutes {
                 throw ProblemDetails(
                     .conflict, reason: "not-replayable", detail: "dead letter \(id) holds no delivery record to replay")
             }
-            return try Self.json(["replayed": 1])
+            return try AdminRoutes.json(object: ["replayed": 1])
         }
         catalog.on(admin, prefix: prefix, .post, "/dead-letters/replay") { _, _ in
             var replayed = 0
@@ -49,7 +49,7 @@ struct DeadLetterRoutes {
                 replayed += try await replay(page)
                 start = "(" + last
             }
-            return try Self.json(["replayed": replayed])
+            return try AdminRoutes.json(object: ["replayed": replayed])
         }
     }
 
@@ -73,13 +73,9 @@ struct DeadLetterRoutes {
         return commands.count / 2
     }
 
+    /// A stream entry's fields (`[id, [name, value, …]]`).
     static func fields(of entry: RedisReply) -> [String: String] {
-        let flat = entry.elements.dropFirst().first?.elements ?? []
-        var fields: [String: String] = [:]
-        for index in stride(from: 0, to: flat.count - 1, by: 2) {
-            if let name = flat[index].string { fields[name] = flat[index + 1].string }
-        }
-        return fields
+        (entry.elements.dropFirst().first ?? .null).fieldMap.compactMapValues(\.string)
     }
 
     static func retry(in entry: RedisReply) -> DeliveryRetry? {
@@ -102,12 +98,5 @@ struct DeadLetterRoutes {
             item["replayable"] = false
         }
         return item
-    }
-
-    static func json(_ object: [String: Any]) throws -> Response {
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json"
-        let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 }

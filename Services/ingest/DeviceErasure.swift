@@ -11,15 +11,6 @@ import ServiceRuntime
 struct DeviceErasure {
     let redis: RedisConnection
 
-    /// Keys that embed the device identifier, as SCAN patterns (the identifier glob-escaped).
-    static func patterns(_ device: String) -> [String] {
-        let escaped = String(device.flatMap { "*?[]\\".contains($0) ? ["\\", $0] : [$0] })
-        return [
-            "winner:device:*:\(escaped)", "winner:reengagements:\(escaped)", "verifier:views:*:*:\(escaped)",
-            "ingest:idempotency:impressions:\(escaped):*",
-        ]
-    }
-
     /// Streams whose entries may name a device: the path up to attribution-winner and its dead letters.
     static let streams = [
         StreamNames.events, StreamNames.verified, StreamNames.conversionsSettled, "verifier:dead", "attribution-winner:dead",
@@ -32,18 +23,14 @@ struct DeviceErasure {
                 throw ProblemDetails.badRequest("invalid-device-identifier", "device-identifier must be 1–128 bytes")
             }
             let (keys, entries) = try await erase(device)
-            let data = try JSONSerialization.data(
-                withJSONObject: ["device-identifier": device, "deleted-keys": keys, "deleted-entries": entries],
-                options: [.sortedKeys])
-            var headers = HTTPFields()
-            headers[.contentType] = "application/json"
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+            return try AdminRoutes.json(
+                object: ["device-identifier": device, "deleted-keys": keys, "deleted-entries": entries])
         }
     }
 
     func erase(_ device: String) async throws -> (keys: Int, entries: Int) {
         var keys = 0
-        for pattern in Self.patterns(device) {
+        for pattern in DeviceKeys.patterns(device: device) {
             var cursor = "0"
             repeat {
                 let reply = try await redis.send(RedisCommand("SCAN", cursor, "MATCH", pattern, "COUNT", "1000")).elements

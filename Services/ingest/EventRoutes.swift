@@ -81,8 +81,8 @@ struct EventRoutes {
             let replies = try await redis.pipeline([
                 RedisCommand("HGETALL", RegistryKeys.jwks), RedisCommand("HGETALL", RegistryKeys.jwksSeen),
             ])
-            let published = Self.pairs(replies[0])
-            let seen = Self.pairs(replies[1]).compactMapValues { Milliseconds($0) }
+            let published = replies[0].fieldMap.compactMapValues(\.string)
+            let seen = replies[1].fieldMap.compactMapValues { $0.string.flatMap { Milliseconds($0) } }
             let now = WallClock.nowMilliseconds()
             let keys = published.filter { kid, _ in seen[kid].map { now - $0 <= signingKeyGrace } ?? true }
                 .values.sorted().joined(separator: ",")
@@ -91,15 +91,6 @@ struct EventRoutes {
             headers[.cacheControl] = "max-age=60"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: "{\"keys\":[\(keys)]}")))
         }
-    }
-
-    static func pairs(_ reply: RedisReply) -> [String: String] {
-        let flat = reply.elements
-        var pairs: [String: String] = [:]
-        for index in stride(from: 0, to: flat.count - 1, by: 2) {
-            if let field = flat[index].string, let value = flat[index + 1].string { pairs[field] = value }
-        }
-        return pairs
     }
 
     /// Unauthenticated callers learn nothing about bodies: no key, no parsing.

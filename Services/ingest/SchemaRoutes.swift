@@ -14,7 +14,7 @@ struct SchemaRoutes {
 
     func addAdmin(to admin: some RouterMethods<BasicRequestContext>, prefix: String, catalog: RouteCatalog) {
         catalog.on(admin, prefix: prefix, .put, "/advertised-apps/:item/conversion-value-schema") { request, context in
-            let item = try Self.item(context)
+            let item = try AdminRoutes.itemIdentifier(context)
             guard try await redis.send(RedisCommand("HEXISTS", RegistryKeys.advertisedApps, String(item))).int == 1 else {
                 throw ProblemDetails(.notFound, reason: "unknown-advertised-app", detail: "register advertised app \(item) first")
             }
@@ -36,18 +36,18 @@ struct SchemaRoutes {
                     Array("HSET".utf8), Array(RegistryKeys.currentSchemas.utf8), Array(String(item).utf8), Array(json),
                 ]),
             ])
-            return Self.json(Array(json), status: .created)
+            return AdminRoutes.json(Array(json), status: .created)
         }
         catalog.on(admin, prefix: prefix, .get, "/advertised-apps/:item/conversion-value-schema") { _, context in
-            let item = try Self.item(context)
-            return Self.json(try await current(item), status: .ok)
+            let item = try AdminRoutes.itemIdentifier(context)
+            return AdminRoutes.json(try await current(item), status: .ok)
         }
         catalog.on(admin, prefix: prefix, .get, "/advertised-apps/:item/conversion-value-schema/:version") { _, context in
-            let item = try Self.item(context)
+            let item = try AdminRoutes.itemIdentifier(context)
             guard let version = Int(try context.parameters.require("version")), version > 0 else {
                 throw ProblemDetails.badRequest("invalid-version", "schema versions are positive integers")
             }
-            return Self.json(try await stored(item, version: version), status: .ok)
+            return AdminRoutes.json(try await stored(item, version: version), status: .ok)
         }
     }
 
@@ -80,8 +80,7 @@ struct SchemaRoutes {
                 reply["coarseConversionValue"] = value.coarse.rawValue
                 reply["lockPostback"] = value.lock
             }
-            let data = try JSONSerialization.data(withJSONObject: reply, options: [.sortedKeys])
-            return Self.json(Array(data), status: .ok)
+            return try AdminRoutes.json(object: reply)
         }
     }
 
@@ -99,18 +98,5 @@ struct SchemaRoutes {
                 .notFound, reason: "unknown-schema-version", detail: "advertised app \(item) has no schema version \(version)")
         }
         return json
-    }
-
-    static func item(_ context: BasicRequestContext) throws -> ItemIdentifier {
-        guard let item = ItemIdentifier(try context.parameters.require("item")), item > 0 else {
-            throw ProblemDetails.badRequest("invalid-item-identifier", "item ids are positive integers")
-        }
-        return item
-    }
-
-    static func json(_ bytes: [UInt8], status: HTTPResponse.Status) -> Response {
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json"
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 }

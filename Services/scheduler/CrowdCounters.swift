@@ -34,12 +34,9 @@ struct CrowdCounters {
 
     /// The trailing-period count in one HGETALL reply, as of the conversion's time.
     func count(_ reply: RedisReply, at time: Milliseconds) -> Int {
-        let flat = reply.elements
         var buckets: [Int64: Int] = [:]
-        for index in stride(from: 0, to: flat.count - 1, by: 2) {
-            if let day = flat[index].string.flatMap({ Int64($0) }), let count = flat[index + 1].string.flatMap({ Int($0) }) {
-                buckets[day] = count
-            }
+        for (day, count) in reply.fieldMap {
+            if let day = Int64(day), let count = count.string.flatMap({ Int($0) }) { buckets[day] = count }
         }
         return CrowdDayBuckets.count(buckets, at: time, policy: policy)
     }

@@ -15,7 +15,7 @@ struct VerifierStage: StreamStage {
 
     /// One network's views of one advertised app on one device: a sorted set of "begin:end" by end.
     static func viewsKey(device: String, app: ItemIdentifier, network: AdNetworkIdentifier) -> String {
-        "verifier:views:\(app):\(network):\(device)"
+        DeviceKeys.verifierViews(device: device, app: app, network: network)
     }
 
     struct Plan: Sendable {

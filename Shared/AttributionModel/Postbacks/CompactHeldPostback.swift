@@ -74,7 +74,7 @@ public enum CompactHeldPostback {
         let dueAt = Milliseconds(bitPattern: try reader.varint())
         let app = ItemIdentifier(try reader.varint())
         let publisher = first & hasPublisher != 0 ? ItemIdentifier(try reader.varint()) : nil
-        let identifier = first & textIdentifier != 0 ? try reader.text() : uuidText(try reader.take(16))
+        let identifier = first & textIdentifier != 0 ? try reader.text() : RandomUUID.text(try reader.take(16))
         guard let network = AdNetworkIdentifier(try reader.text()) else {
             throw Malformed(description: "invalid ad network id")
         }
@@ -137,14 +137,6 @@ public enum CompactHeldPostback {
             }
         }
         return bytes
-    }
-
-    static func uuidText(_ bytes: ArraySlice<UInt8>) -> String {
-        let hex = bytes.map { byte in
-            let digits = String(byte, radix: 16)
-            return digits.count == 1 ? "0" + digits : digits
-        }
-        return [hex[0..<4], hex[4..<6], hex[6..<8], hex[8..<10], hex[10..<16]].map { $0.joined() }.joined(separator: "-")
     }
 
     struct Reader {

@@ -158,11 +158,7 @@ public struct DeviceAttributionState: Sendable, Codable, Hashable {
     }
 
     func route(_ activity: ActivityReport) -> AttributedActivity? {
-        let query = ValueUpdateReport(
-            deviceIdentifier: activity.deviceIdentifier, advertisedItemIdentifier: activity.advertisedItemIdentifier,
-            update: PostbackUpdate(fineConversionValue: 0, conversionTag: activity.conversionTag), time: activity.time,
-            receivedAt: activity.receivedAt)
-        return route(query).map {
+        target(at: activity.time, tag: activity.conversionTag) { _ in true }.map {
             AttributedActivity(conversionIdentifier: $0.conversionIdentifier, activity: activity.activity, time: activity.time)
         }
     }
@@ -183,13 +179,20 @@ public struct DeviceAttributionState: Sendable, Codable, Hashable {
     }
 
     func route(_ update: ValueUpdateReport) -> AttributedUpdate? {
+        target(at: update.time, tag: update.update.conversionTag, applies: update.update.applies(to:)).map {
+            AttributedUpdate(conversionIdentifier: $0.conversionIdentifier, update: update.update, time: update.time)
+        }
+    }
+
+    /// The conversion something reported at `time` belongs to: the one `tag` names, else the most recent
+    /// one whose type `applies`. Nil while none exists, or while a settling conversion would take it
+    /// instead (it waits for that attribution).
+    func target(at time: Milliseconds, tag: String?, applies: (ConversionType) -> Bool) -> ConversionRecord? {
         func takes(_ conversion: ConversionRecord) -> Bool {
-            conversion.time <= update.time && update.update.applies(to: conversion.conversionType)
-                && (update.update.conversionTag == nil || conversion.conversionTag == update.update.conversionTag)
+            conversion.time <= time && applies(conversion.conversionType) && (tag == nil || conversion.conversionTag == tag)
         }
         guard let target = conversions.filter(takes).max(by: { $0.time < $1.time }) else { return nil }
-        // A settling conversion this update would take instead: wait for its attribution.
         if settling.contains(where: { takes($0) && $0.time >= target.time }) { return nil }
-        return AttributedUpdate(conversionIdentifier: target.conversionIdentifier, update: update.update, time: update.time)
+        return target
     }
 }

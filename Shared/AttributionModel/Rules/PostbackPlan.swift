@@ -230,6 +230,11 @@ public enum RandomUUID {
         var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
         bytes[6] = (bytes[6] & 0x0F) | 0x40
         bytes[8] = (bytes[8] & 0x3F) | 0x80
+        return text(bytes[...])
+    }
+
+    /// 16 bytes as a lowercase canonical UUID (8-4-4-4-12).
+    public static func text(_ bytes: ArraySlice<UInt8>) -> String {
         let hex = bytes.map { byte in
             let digits = String(byte, radix: 16)
             return digits.count == 1 ? "0" + digits : digits

@@ -41,6 +41,17 @@ public enum RedisReply: Sendable, Equatable {
         if case .array(let elements) = self { elements } else { [] }
     }
 
+    /// A flat `[name, value, name, value, …]` array (HGETALL, XINFO, a stream entry's fields) as a
+    /// dictionary; elements whose name is not text are skipped.
+    public var fieldMap: [String: RedisReply] {
+        let flat = elements
+        var fields: [String: RedisReply] = [:]
+        for index in stride(from: 0, to: flat.count - 1, by: 2) {
+            if let name = flat[index].string { fields[name] = flat[index + 1] }
+        }
+        return fields
+    }
+
     /// True for a nil bulk string or nil array.
     public var isNull: Bool {
         if case .null = self { true } else { false }

@@ -47,11 +47,7 @@ public enum StreamTrim {
         let groups = try await connection.send(RedisCommand("XINFO", "GROUPS", stream)).elements
         var states: [(lastDelivered: EntryID, oldestPending: EntryID?)] = []
         for info in groups {
-            let flat = info.elements
-            var fields: [String: RedisReply] = [:]
-            for index in stride(from: 0, to: flat.count - 1, by: 2) {
-                if let name = flat[index].string { fields[name] = flat[index + 1] }
-            }
+            let fields = info.fieldMap
             guard let name = fields["name"]?.string, let last = fields["last-delivered-id"]?.string.flatMap(EntryID.init) else {
                 return 0  // a group we cannot read: trim nothing rather than something needed
             }

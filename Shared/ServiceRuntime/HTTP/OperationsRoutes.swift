@@ -22,11 +22,7 @@ public enum OperationsRoutes {
                 throw ProblemDetails(.serviceUnavailable, reason: "redis-unreachable", detail: "\(error)")
             }
             for (reply, expected) in zip(replies.dropFirst(), groups) {
-                let names = reply.elements.compactMap { info -> String? in
-                    let flat = info.elements
-                    guard let index = flat.firstIndex(where: { $0.string == "name" }), index + 1 < flat.count else { return nil }
-                    return flat[index + 1].string
-                }
+                let names = reply.elements.compactMap { $0.fieldMap["name"]?.string }
                 guard names.contains(expected.group) else {
                     throw ProblemDetails(
                         .serviceUnavailable, reason: "consumer-group-missing",

@@ -1,5 +1,6 @@
 import AttributionModel
 import NIOPosix
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -8,19 +9,37 @@ import NIOPosix
 #endif
 
 /// Applies `DestinationPolicy` to a URL, resolving its host with the system resolver (getaddrinfo, on
-/// NIO's blocking-I/O pool, never the cooperative one). Used by ingest when a URL is registered and by
-/// the dispatcher before every POST, since DNS answers can change after registration.
+/// NIO's blocking-I/O pool, never the cooperative one). The dispatcher checks before every POST, since
+/// DNS answers can change after registration; answers are cached briefly so a batch resolves once.
 public struct DestinationResolver: Sendable {
     public let policy: DestinationPolicy
+    /// Answers are reused for `cacheSeconds`: a batch of postbacks to one host resolves it once.
+    private let cache = AnswerCache()
+    public var cacheSeconds: Double = 30
 
     public init(policy: DestinationPolicy) { self.policy = policy }
+
+    final class AnswerCache: Sendable {
+        let answers = Mutex<[String: (addresses: [IPAddress], expires: ContinuousClock.Instant)]>([:])
+    }
 
     /// Nil when postbacks may go to `url`, else why not.
     public func check(_ url: String) async -> DestinationPolicy.Refusal? {
         if let refusal = policy.check(url: url) { return refusal }
         guard let destination = DestinationPolicy.parse(url), !policy.isAllowListed(destination) else { return nil }
         if IPAddress(destination.host) != nil { return nil }  // a literal: already classified
-        let addresses = (try? await NIOThreadPool.singleton.runIfActive { Self.resolve(destination.host) }) ?? []
+        let host = destination.host
+        let now = ContinuousClock.now
+        if let cached = cache.answers.withLock({ $0[host] }), cached.expires > now {
+            return policy.check(url: url, resolved: cached.addresses)
+        }
+        let addresses = (try? await NIOThreadPool.singleton.runIfActive { Self.resolve(host) }) ?? []
+        if !addresses.isEmpty {  // a failed lookup is tried again next time
+            cache.answers.withLock { answers in
+                if answers.count > 10_000 { answers.removeAll() }
+                answers[host] = (addresses, now + .milliseconds(Int64(cacheSeconds * 1000)))
+            }
+        }
         return policy.check(url: url, resolved: addresses)
     }
 

@@ -80,7 +80,7 @@ public struct PipelineSnapshot: Sendable, Codable {
         for (stream, group) in streams {
             guard let group else { continue }
             for info in replies.removeFirst().elements {
-                let fields = Self.fields(info)
+                let fields = info.fieldMap
                 if fields["name"]?.string == group { infos[stream] = fields }
             }
         }
@@ -104,14 +104,5 @@ public struct PipelineSnapshot: Sendable, Codable {
             snapshot.deadLetters.append(Stream(name: stream, length: Int(replies.removeFirst().int ?? 0)))
         }
         return snapshot
-    }
-
-    static func fields(_ reply: RedisReply) -> [String: RedisReply] {
-        let flat = reply.elements
-        var fields: [String: RedisReply] = [:]
-        for index in stride(from: 0, to: flat.count - 1, by: 2) {
-            if let name = flat[index].string { fields[name] = flat[index + 1] }
-        }
-        return fields
     }
 }

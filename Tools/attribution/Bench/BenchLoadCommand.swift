@@ -47,7 +47,7 @@ struct BenchLoadCommand: AsyncParsableCommand {
                     impressionIdentifier: UUID().uuidString, adNetworkIdentifier: networkID, advertisedItemIdentifier: app,
                     publisherItemIdentifier: publisher, sourceIdentifier: Int.random(in: 0...9_999, using: &generator),
                     timestamp: time - 1_000)
-                let jws = try CompactJWS.sign(payload: JSONCoding.encoder.encode(payload), keyID: network, with: key)
+                let jws = try ImpressionSigning.sign(payload, with: key)
                 let report = ImpressionReport(
                     deviceIdentifier: device, impression: jws, interaction: .click(at: time, loadedAt: time - 500),
                     receivedAt: now)

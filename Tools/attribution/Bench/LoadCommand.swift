@@ -47,7 +47,7 @@ struct LoadCommand: AsyncParsableCommand {
             let payload = ImpressionPayload(
                 impressionIdentifier: UUID().uuidString, adNetworkIdentifier: networkID, advertisedItemIdentifier: app,
                 publisherItemIdentifier: publisher, sourceIdentifier: index % 10_000, timestamp: time - 1_000)
-            let jws = try CompactJWS.sign(payload: JSONCoding.encoder.encode(payload), keyID: network, with: key)
+            let jws = try ImpressionSigning.sign(payload, with: key)
             let body: [String: Any] = [
                 "device-identifier": "load-device-\(index % 5_000)", "impression": jws,
                 "interaction": ["type": "click", "loaded-at": time - 500, "time": time],
@@ -79,7 +79,7 @@ struct LoadCommand: AsyncParsableCommand {
                         accepted = false
                     }
                     let latency = ContinuousClock.now - due
-                    return (Double(latency.components.seconds) * 1000 + Double(latency.components.attoseconds) / 1e15, accepted)
+                    return (latency.seconds * 1000, accepted)
                 }
             }
             var results: [(Double, Bool)] = []
@@ -92,7 +92,7 @@ struct LoadCommand: AsyncParsableCommand {
         func percentile(_ p: Double) -> Double {
             latencies.isEmpty ? 0 : latencies[min(latencies.count - 1, Int((p * Double(latencies.count)).rounded(.up)) - 1)]
         }
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = elapsed.seconds
         let accepted = results.filter(\.1).count
         let figures = Figures(
             offeredPerSecond: rate, seconds: seconds, sent: results.count, accepted: accepted, failed: results.count - accepted,
