@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, builds every executable (the end-to-end tests run
-# them as real processes), and runs `swift test`. Tests start their own redis-server on free ports.
+# them as real processes), runs `swift test`, then the short fault-injection run. Tests start their
+# own redis-server on free ports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -12,3 +13,10 @@ echo "==> swift build"
 swift build
 echo "==> swift test"
 PIPELINE_BIN_DIR="$(swift build --show-bin-path)" swift test "$@"
+# The short fault-injection run (issue 10): a campaign under SIGKILLs, a Redis restart, a receiver
+# outage and slow answers; its ledger must account for every event and postback. Skipped when
+# `swift test` was given a filter (a focused run).
+if [ $# -eq 0 ]; then
+    echo "==> fault-injection run (short form)"
+    bash scripts/faults.sh --short
+fi

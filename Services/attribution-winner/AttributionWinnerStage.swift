@@ -133,16 +133,25 @@ struct AttributionWinnerStage: StreamStage {
                     }
                     Counter(label: "winner_conversions_total", dimensions: [("outcome", "attributed")]).increment()
                 case .failure(let refusal):
+                    // Recorded with its reason, like the verifier's refusals: every event is accounted for.
+                    let rejection = Rejection(
+                        reason: RejectionReason(refusal), detail: "the conversion was not attributed (\(refusal.rawValue))",
+                        eventIdentifier: envelope.id)
+                    writes.append(
+                        StreamCommands.add(
+                            StreamNames.rejected, message: Envelope(time: report.time, body: .rejected(rejection)).encoded()))
                     // Updates that waited on this conversion go to the one before it.
                     outputs += device.routePending().map { Envelope(time: $0.time, body: .updateAttributed($0)) }
                     outputs += device.routePendingActivities().map { Envelope(time: $0.time, body: .activityAttributed($0)) }
                     Counter(label: "winner_conversions_total", dimensions: [("outcome", refusal.rawValue)]).increment()
                 }
-            case .updateVerified(let report):
+            case .updateVerified(var report):
+                report.eventIdentifier = envelope.id
                 if let routed = device.receive(report) {
                     outputs.append(Envelope(id: envelope.id, time: envelope.time, body: .updateAttributed(routed)))
                 }
-            case .activityVerified(let report):
+            case .activityVerified(var report):
+                report.eventIdentifier = envelope.id
                 if let routed = device.receive(report) {
                     outputs.append(Envelope(id: envelope.id, time: envelope.time, body: .activityAttributed(routed)))
                 }

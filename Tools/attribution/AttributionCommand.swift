@@ -10,7 +10,7 @@ struct AttributionCommand: AsyncParsableCommand {
         subcommands: [
             KeygenCommand.self, SignImpressionCommand.self, ReceiverCommand.self, SummaryCommand.self,
             SimulateCommand.self, VerifyPostbackCommand.self, BenchHoldingCommand.self, CollectorCommand.self, StatusCommand.self,
-            BenchLoadCommand.self, LoadCommand.self,
+            BenchLoadCommand.self, LoadCommand.self, LedgerCommand.self,
         ]
     )
 }

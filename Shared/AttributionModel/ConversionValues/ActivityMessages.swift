@@ -8,6 +8,9 @@ public struct ActivityReport: Sendable, Codable, Hashable {
     public var receivedAt: Milliseconds
     /// Routes the activity to one re-engagement conversion, as an update's tag does.
     public var conversionTag: String?
+    /// The `events` id that reported it: attribution-winner sets it when routing, so that the routed
+    /// message names its event even after waiting for its conversion (the fault run's ledger traces it).
+    public var eventIdentifier: String?
 
     public init(
         deviceIdentifier: String, advertisedItemIdentifier: ItemIdentifier, activity: Activity, time: Milliseconds,
@@ -27,6 +30,7 @@ public struct ActivityReport: Sendable, Codable, Hashable {
         case activity, time
         case receivedAt = "received-at"
         case conversionTag = "conversion-tag"
+        case eventIdentifier = "event-identifier"
     }
 }
 
@@ -36,15 +40,19 @@ public struct AttributedActivity: Sendable, Codable, Hashable {
     public var conversionIdentifier: String
     public var activity: Activity
     public var time: Milliseconds
+    /// The reported event's id, traced by operators and the fault run's ledger (no device in it).
+    public var eventIdentifier: String?
 
-    public init(conversionIdentifier: String, activity: Activity, time: Milliseconds) {
+    public init(conversionIdentifier: String, activity: Activity, time: Milliseconds, eventIdentifier: String? = nil) {
         self.conversionIdentifier = conversionIdentifier
         self.activity = activity
         self.time = time
+        self.eventIdentifier = eventIdentifier
     }
 
     enum CodingKeys: String, CodingKey {
         case conversionIdentifier = "conversion-identifier"
         case activity, time
+        case eventIdentifier = "event-identifier"
     }
 }

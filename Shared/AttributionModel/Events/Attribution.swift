@@ -106,16 +106,20 @@ public struct AttributedUpdate: Sendable, Codable, Hashable {
     public var conversionIdentifier: String
     public var update: PostbackUpdate
     public var time: Milliseconds
+    /// The reported event's id, traced by operators and the fault run's ledger (no device in it).
+    public var eventIdentifier: String?
 
-    public init(conversionIdentifier: String, update: PostbackUpdate, time: Milliseconds) {
+    public init(conversionIdentifier: String, update: PostbackUpdate, time: Milliseconds, eventIdentifier: String? = nil) {
         self.conversionIdentifier = conversionIdentifier
         self.update = update
         self.time = time
+        self.eventIdentifier = eventIdentifier
     }
 
     enum CodingKeys: String, CodingKey {
         case conversionIdentifier = "conversion-identifier"
         case update, time
+        case eventIdentifier = "event-identifier"
     }
 }
 

@@ -79,6 +79,9 @@ public struct ValueUpdateReport: Sendable, Codable, Hashable {
     public var update: PostbackUpdate
     public var time: Milliseconds
     public var receivedAt: Milliseconds
+    /// The `events` id that reported it: attribution-winner sets it when routing, so that the routed
+    /// message names its event even after waiting for its conversion (the fault run's ledger traces it).
+    public var eventIdentifier: String?
 
     public init(
         deviceIdentifier: String, advertisedItemIdentifier: ItemIdentifier, update: PostbackUpdate,
@@ -96,5 +99,6 @@ public struct ValueUpdateReport: Sendable, Codable, Hashable {
         case advertisedItemIdentifier = "advertised-item-identifier"
         case update, time
         case receivedAt = "received-at"
+        case eventIdentifier = "event-identifier"
     }
 }

@@ -82,4 +82,20 @@ public enum RejectionReason: String, Sendable, Codable, Hashable, CaseIterable {
     case clickTooLate = "click-too-late"
     case viewTooShort = "view-too-short"
     case overlappingView = "overlapping-view"
+    // attribution-winner's refusals of a verified conversion (ConversionEligibility.Refusal).
+    case noEligibleImpression = "no-eligible-impression"
+    case notInstalled = "not-installed"
+    case cooldown
+    case reengagementAppCap = "re-engagement-app-cap"
+    case reengagementDeviceCap = "re-engagement-device-cap"
+
+    public init(_ refusal: ConversionEligibility.Refusal) {
+        switch refusal {
+        case .noEligibleImpression: self = .noEligibleImpression
+        case .notInstalled: self = .notInstalled
+        case .cooldown: self = .cooldown
+        case .appReengagementCap: self = .reengagementAppCap
+        case .deviceReengagementCap: self = .reengagementDeviceCap
+        }
+    }
 }

@@ -159,7 +159,9 @@ public struct DeviceAttributionState: Sendable, Codable, Hashable {
 
     func route(_ activity: ActivityReport) -> AttributedActivity? {
         target(at: activity.time, tag: activity.conversionTag) { _ in true }.map {
-            AttributedActivity(conversionIdentifier: $0.conversionIdentifier, activity: activity.activity, time: activity.time)
+            AttributedActivity(
+                conversionIdentifier: $0.conversionIdentifier, activity: activity.activity, time: activity.time,
+                eventIdentifier: activity.eventIdentifier)
         }
     }
 
@@ -180,7 +182,9 @@ public struct DeviceAttributionState: Sendable, Codable, Hashable {
 
     func route(_ update: ValueUpdateReport) -> AttributedUpdate? {
         target(at: update.time, tag: update.update.conversionTag, applies: update.update.applies(to:)).map {
-            AttributedUpdate(conversionIdentifier: $0.conversionIdentifier, update: update.update, time: update.time)
+            AttributedUpdate(
+                conversionIdentifier: $0.conversionIdentifier, update: update.update, time: update.time,
+                eventIdentifier: update.eventIdentifier)
         }
     }
 

@@ -15,6 +15,8 @@ actor FlakyMode {
         var failure: Failure = .status
         var failureStatus: Int = 500
         var hangSeconds: Double = 30
+        /// Every answer to a valid postback (accepted or failed) waits this long first: a slow ad network.
+        var delayMilliseconds: Int = 0
 
         enum Failure: String, Codable, Sendable { case status, timeout }
 
@@ -24,6 +26,7 @@ actor FlakyMode {
             case failure
             case failureStatus = "failure-status"
             case hangSeconds = "hang-seconds"
+            case delayMilliseconds = "delay-ms"
         }
 
         init() {}
@@ -35,6 +38,7 @@ actor FlakyMode {
             failure = try c.decodeIfPresent(Failure.self, forKey: .failure) ?? .status
             failureStatus = try c.decodeIfPresent(Int.self, forKey: .failureStatus) ?? 500
             hangSeconds = try c.decodeIfPresent(Double.self, forKey: .hangSeconds) ?? 30
+            delayMilliseconds = try c.decodeIfPresent(Int.self, forKey: .delayMilliseconds) ?? 0
         }
 
         var problem: String? {
@@ -42,6 +46,7 @@ actor FlakyMode {
             if !(0...1).contains(failShare) { return "fail-share must be within 0–1" }
             if !(400...599).contains(failureStatus) { return "failure-status must be a 4xx or 5xx status" }
             if !(0...600).contains(hangSeconds) { return "hang-seconds must be within 0–600" }
+            if !(0...600_000).contains(delayMilliseconds) { return "delay-ms must be within 0–600000" }
             return nil
         }
     }

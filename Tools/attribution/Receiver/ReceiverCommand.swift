@@ -12,7 +12,7 @@ struct ReceiverCommand: AsyncParsableCommand {
             Routes: POST /postbacks and POST /.well-known/appattribution/report-attribution/ (verified, \
             deduplicated on postback-identifier, first copy appended to --output; invalid ones get 400 \
             with problem JSON), GET /health, GET /stats. Flaky mode for showing retries: --fail-first, \
-            --fail-share, --failure; GET/POST /control reads or changes it at run time (same keys, e.g. \
+            --fail-share, --failure, --delay-ms; GET/POST /control reads or changes it at run time (same keys, e.g. \
             {"fail-share": 1}); GET /attempts lists every attempt with a valid postback and whether it was \
             accepted. Stops on SIGTERM or SIGINT.
             """
@@ -45,6 +45,9 @@ struct ReceiverCommand: AsyncParsableCommand {
     @Option(name: .customLong("hang-seconds"), help: "How long a `timeout` failure holds the request.")
     var hangSeconds = 30.0
 
+    @Option(name: .customLong("delay-ms"), help: "Answer every valid postback this many milliseconds late (a slow ad network).")
+    var delayMilliseconds = 0
+
     @OptionGroup var logging: LoggingOptions
 
     var flakySettings: FlakyMode.Settings {
@@ -54,6 +57,7 @@ struct ReceiverCommand: AsyncParsableCommand {
         settings.failure = FlakyMode.Settings.Failure(rawValue: failure) ?? .status
         settings.failureStatus = failureStatus
         settings.hangSeconds = hangSeconds
+        settings.delayMilliseconds = delayMilliseconds
         return settings
     }
 

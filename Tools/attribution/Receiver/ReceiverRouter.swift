@@ -39,7 +39,8 @@ enum ReceiverRouter {
             guard let settings = try? JSONDecoder().decode(FlakyMode.Settings.self, from: body) else {
                 return ProblemDetails(
                     status: .badRequest, reason: "invalid-control",
-                    detail: "expected {\"fail-first\", \"fail-share\", \"failure\", \"failure-status\", \"hang-seconds\"}"
+                    detail:
+                        "expected {\"fail-first\", \"fail-share\", \"failure\", \"failure-status\", \"hang-seconds\", \"delay-ms\"}"
                 ).response
             }
             if let problem = settings.problem {
@@ -75,6 +76,8 @@ enum ReceiverRouter {
             ).response
         }
         let now = WallClock.now()
+        let delay = await flaky.settings.delayMilliseconds
+        if delay > 0 { try? await Task.sleep(for: .milliseconds(delay)) }
         if await flaky.shouldFail(postbackIdentifier: postback.payload.postbackIdentifier, path: path, at: now) {
             let settings = await flaky.settings
             if settings.failure == .timeout {

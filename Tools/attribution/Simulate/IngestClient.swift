@@ -5,7 +5,7 @@ import NIOCore
 import NIOHTTP1
 
 /// The ingest API as the simulator calls it: every answer other than 2xx is an error carrying the
-/// response body, which stops the run.
+/// response body, which stops the run (after `retryFor` of retries, for failures worth retrying).
 struct IngestClient: Sendable {
     struct UnexpectedResponse: Error, CustomStringConvertible {
         var method: String
@@ -26,18 +26,34 @@ struct IngestClient: Sendable {
     /// Without a trailing slash.
     let baseURL: String
     let adminToken: String
+    /// How long failures that are not the request's fault (no connection, 5xx, 429) are retried, under
+    /// one `Idempotency-Key` so that a retried event is accepted once. Zero: the first failure stops.
+    var retryFor: Duration = .zero
+    /// Where each acknowledged event is written (the fault run's ledger starts from it).
+    var acknowledgements: AcknowledgementLog?
 
     static let timeout: TimeAmount = .seconds(30)
     static let maximumResponseSize = 1 << 20
+
+    /// ingest's 202 answer to an event.
+    struct Accepted: Decodable {
+        let id: String
+        enum CodingKeys: String, CodingKey { case id = "event-identifier" }
+    }
 
     /// An admin registration (bearer: the admin token).
     func put(_ path: String, _ body: some Encodable) async throws {
         _ = try await send(.PUT, path, body, bearer: adminToken)
     }
 
-    /// An event; conversions and updates carry the advertised app's key.
-    func post(_ path: String, _ body: some Encodable, appKey: String? = nil) async throws {
-        _ = try await send(.POST, path, body, bearer: appKey)
+    /// An event; conversions and updates carry the advertised app's key. Returns ingest's event id.
+    @discardableResult
+    func post(_ path: String, _ body: some Encodable, appKey: String? = nil, device: String) async throws -> String {
+        let answer = try await send(.POST, path, body, bearer: appKey)
+        let id = try JSONCoding.decoder.decode(Accepted.self, from: Data(buffer: answer)).id
+        try await acknowledgements?.record(
+            kind: String(path.split(separator: "/").last ?? ""), eventIdentifier: id, device: device)
+        return id
     }
 
     /// Issues a key for the advertised app's conversions and updates.
@@ -51,12 +67,32 @@ struct IngestClient: Sendable {
     }
 
     private func send(_ method: HTTPMethod, _ path: String, _ body: some Encodable, bearer: String?) async throws -> ByteBuffer {
+        let bytes = ByteBuffer(bytes: try JSONCoding.encoder.encode(body))
+        let idempotencyKey = UUID().uuidString
+        let deadline = ContinuousClock.now + retryFor
+        var pause = Duration.milliseconds(100)
+        while true {
+            do {
+                return try await attempt(method, path, bytes, bearer: bearer, idempotencyKey: idempotencyKey)
+            } catch let error as UnexpectedResponse where error.status < 500 && error.status != 429 {
+                throw error
+            } catch  where ContinuousClock.now < deadline {
+                try await Task.sleep(for: pause)
+                pause = min(pause * 2, .seconds(1))
+            }
+        }
+    }
+
+    private func attempt(
+        _ method: HTTPMethod, _ path: String, _ body: ByteBuffer, bearer: String?, idempotencyKey: String
+    ) async throws -> ByteBuffer {
         let url = baseURL + path
         var request = HTTPClientRequest(url: url)
         request.method = method
         request.headers.add(name: "Content-Type", value: "application/json")
+        request.headers.add(name: "Idempotency-Key", value: idempotencyKey)
         if let bearer { request.headers.add(name: "Authorization", value: "Bearer \(bearer)") }
-        request.body = .bytes(ByteBuffer(bytes: try JSONCoding.encoder.encode(body)))
+        request.body = .bytes(body)
         let response: HTTPClientResponse
         do {
             response = try await http.execute(request, timeout: Self.timeout)
@@ -70,4 +106,24 @@ struct IngestClient: Sendable {
         }
         return answer
     }
+}
+
+/// Every event ingest acknowledged (202), one JSON line each: `{"kind", "event-identifier", "device"}`.
+actor AcknowledgementLog {
+    private let handle: FileHandle
+
+    init(path: String) throws {
+        guard FileManager.default.createFile(atPath: path, contents: nil) else {
+            throw CommandError("cannot create \(path)")
+        }
+        handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+    }
+
+    func record(kind: String, eventIdentifier: String, device: String) throws {
+        let line = try JSONSerialization.data(
+            withJSONObject: ["kind": kind, "event-identifier": eventIdentifier, "device": device], options: [.sortedKeys])
+        try handle.write(contentsOf: line + Data("\n".utf8))
+    }
+
+    func close() throws { try handle.close() }
 }

@@ -54,6 +54,15 @@ struct SimulateCommand: AsyncParsableCommand {
     @Option(help: "Requests in flight at most.")
     var concurrency = 16
 
+    @Option(
+        help:
+            "Retry requests that failed for no fault of their own (no connection, 5xx, 429) for this many seconds, with one Idempotency-Key each (0: stop at the first failure)."
+    )
+    var retrySeconds = 0.0
+
+    @Option(help: "Write every event ingest acknowledged to this file, one JSON line each (kind, event-identifier, device).")
+    var acknowledgements: String?
+
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -67,6 +76,9 @@ struct SimulateCommand: AsyncParsableCommand {
         }
         guard timeScale > 0, timeScale.isFinite else {
             throw ValidationError("--time-scale must be a positive number; not \(timeScale)")
+        }
+        guard retrySeconds >= 0, retrySeconds.isFinite else {
+            throw ValidationError("--retry-seconds must be 0 or more; not \(retrySeconds)")
         }
         guard (1...256).contains(concurrency) else {
             throw ValidationError("--concurrency must be within 1–256; not \(concurrency)")
@@ -82,11 +94,14 @@ struct SimulateCommand: AsyncParsableCommand {
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = concurrency
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let acknowledgementLog = try acknowledgements.map(AcknowledgementLog.init(path:))
+        var ingest = IngestClient(
+            http: http, baseURL: ingestURL.hasSuffix("/") ? String(ingestURL.dropLast()) : ingestURL, adminToken: adminToken)
+        ingest.retryFor = .milliseconds(Int64(retrySeconds * 1000))
+        ingest.acknowledgements = acknowledgementLog
         let simulation = Simulation(
             plan: plan,
-            ingest: IngestClient(
-                http: http, baseURL: ingestURL.hasSuffix("/") ? String(ingestURL.dropLast()) : ingestURL,
-                adminToken: adminToken),
+            ingest: ingest,
             receiverURL: receiverURL, policy: TimePolicy(scale: timeScale), concurrency: concurrency, logger: logger)
         let result: SimulationReport
         do {
@@ -96,6 +111,7 @@ struct SimulateCommand: AsyncParsableCommand {
             throw error
         }
         try await http.shutdown()
+        try await acknowledgementLog?.close()
 
         if let report {
             let encoder = JSONEncoder()

@@ -80,7 +80,8 @@ struct Simulation: Sendable {
                 "/v1/impressions",
                 IngestRequests.Impression(
                     deviceIdentifier: device.deviceIdentifier, impression: try ImpressionSigning.sign(payload, with: key),
-                    interaction: interaction))
+                    interaction: interaction),
+                device: device.deviceIdentifier)
             outcome.impressions.append(
                 VerifiedImpression(
                     deviceIdentifier: device.deviceIdentifier, payload: payload, interaction: interaction,
@@ -93,7 +94,7 @@ struct Simulation: Sendable {
             IngestRequests.Conversion(
                 deviceIdentifier: device.deviceIdentifier, advertisedItemIdentifier: SimulationPlan.advertisedItem,
                 conversionType: conversionType, time: conversionTime, countryCode: device.countryCode),
-            appKey: credentials.appKey)
+            appKey: credentials.appKey, device: device.deviceIdentifier)
         outcome.conversionTime = conversionTime
         outcome.attribution = WinnerSelection.select(
             from: outcome.impressions, conversionType: conversionType, time: conversionTime,
@@ -136,7 +137,7 @@ struct Simulation: Sendable {
             IngestRequests.ValueUpdate(
                 deviceIdentifier: device.deviceIdentifier, advertisedItemIdentifier: SimulationPlan.advertisedItem,
                 time: time, update: update),
-            appKey: appKey)
+            appKey: appKey, device: device.deviceIdentifier)
         return time
     }
 }

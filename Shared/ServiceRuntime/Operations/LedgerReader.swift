@@ -1,0 +1,116 @@
+import AttributionModel
+import Foundation
+import RedisStreams
+
+/// Reads what the ledger needs from Redis: whole streams (in pages), the device states of updates
+/// still waiting for their conversion, and what is in flight.
+public struct LedgerReader {
+    let connection: RedisConnection
+
+    public init(connection: RedisConnection) { self.connection = connection }
+
+    static let page = 1_000
+
+    public func read(acknowledged: [Ledger.Acknowledged]) async throws -> Ledger.Records {
+        var records = Ledger.Records()
+        // Updates and activity by event id: where their device state is, should they still wait.
+        var reports: [String: (device: String, app: ItemIdentifier)] = [:]
+        try await each(StreamNames.events) { envelope, _ in
+            records.reported.insert(envelope.id)
+            switch envelope.body {
+            case .updateReported(let u): reports[envelope.id] = (u.deviceIdentifier, u.advertisedItemIdentifier)
+            case .activityReported(let a): reports[envelope.id] = (a.deviceIdentifier, a.advertisedItemIdentifier)
+            default: break
+            }
+        }
+        try await each(StreamNames.verified) { envelope, _ in
+            if case .impressionVerified(let impression) = envelope.body {
+                records.verified[envelope.id] = impression.payload.impressionIdentifier
+            } else {
+                records.verified[envelope.id] = ""
+            }
+        }
+        try await each(StreamNames.rejected) { envelope, _ in
+            if case .rejected(let rejection) = envelope.body {
+                records.refused[rejection.eventIdentifier] = rejection.reason.rawValue
+            }
+        }
+        try await each(StreamNames.attributions) { envelope, _ in
+            switch envelope.body {
+            case .conversionAttributed(let attribution): records.attributions[attribution.conversionIdentifier] = attribution
+            case .updateAttributed(let u): records.routed[u.eventIdentifier ?? envelope.id] = (u.conversionIdentifier, u.time)
+            case .activityAttributed(let a): records.routed[a.eventIdentifier ?? envelope.id] = (a.conversionIdentifier, a.time)
+            default: break
+            }
+        }
+        for stream in PipelineSnapshot.deadLetterStreams where stream != StreamNames.deliveriesDead {
+            try await each(stream) { envelope, fields in
+                let cause = "\(stream): \(fields["error"]?.string ?? "no error recorded")"
+                records.deadLettered[Self.eventIdentifier(of: envelope)] = cause
+            }
+        }
+        try await each(StreamNames.postbacks) { envelope, _ in
+            if case .postbackDue(let order) = envelope.body { records.due[order.payload.postbackIdentifier] = order }
+        }
+        try await entries(StreamNames.deliveriesDead) { fields in
+            if let id = fields["postback-identifier"]?.string { records.deadDeliveries[id] = fields["error"]?.string ?? "" }
+        }
+        let unrouted = acknowledged.filter { reports[$0.eventIdentifier] != nil && records.routed[$0.eventIdentifier] == nil }
+        records.waiting = try await waiting(unrouted.compactMap { reports[$0.eventIdentifier] })
+        let snapshot = try await PipelineSnapshot.read(on: connection)
+        for group in snapshot.groups {
+            records.inFlight["\(group.stream) (\(group.group)) pending"] = group.pending
+            records.inFlight["\(group.stream) (\(group.group)) unread"] = group.lag ?? 0
+        }
+        for queue in snapshot.queues { records.inFlight[queue.label] = queue.count }
+        return records
+    }
+
+    /// The event a message on any stream stands for: routed updates name theirs in the body.
+    static func eventIdentifier(of envelope: Envelope) -> String {
+        switch envelope.body {
+        case .updateAttributed(let u): u.eventIdentifier ?? envelope.id
+        case .activityAttributed(let a): a.eventIdentifier ?? envelope.id
+        default: envelope.id
+        }
+    }
+
+    /// Event ids of updates and activity kept in these devices' states.
+    private func waiting(_ places: [(device: String, app: ItemIdentifier)]) async throws -> Set<String> {
+        var keys = Set<String>()
+        for place in places { keys.insert(DeviceKeys.winnerState(device: place.device, app: place.app)) }
+        var waiting = Set<String>()
+        for key in keys {
+            guard let bytes = try await connection.send(RedisCommand("GET", key)).bytes,
+                let state = try? JSONCoding.decoder.decode(DeviceAttributionState.self, from: Data(bytes))
+            else { continue }
+            waiting.formUnion(state.pendingUpdates.compactMap(\.eventIdentifier))
+            waiting.formUnion(state.pendingActivities.compactMap(\.eventIdentifier))
+        }
+        return waiting
+    }
+
+    /// Every envelope on `stream` (entries that do not decode are skipped), with the entry's fields.
+    private func each(_ stream: String, _ body: (Envelope, [String: RedisReply]) throws -> Void) async throws {
+        try await entries(stream) { fields in
+            guard let bytes = fields["e"]?.bytes, let envelope = try? Envelope.decode(bytes) else { return }
+            try body(envelope, fields)
+        }
+    }
+
+    /// Every entry of `stream`, oldest first, `page` at a time.
+    private func entries(_ stream: String, _ body: ([String: RedisReply]) throws -> Void) async throws {
+        var start = "-"
+        while true {
+            let reply = try await connection.send(RedisCommand("XRANGE", stream, start, "+", "COUNT", String(Self.page)))
+            let entries = reply.elements
+            for entry in entries {
+                let parts = entry.elements
+                guard parts.count == 2 else { continue }
+                try body(parts[1].fieldMap)
+            }
+            guard entries.count == Self.page, let last = entries.last?.elements.first?.string else { return }
+            start = "(" + last
+        }
+    }
+}

@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""The fault-injection run (scripts/faults.sh calls it with the built binaries): a private Redis (AOF),
+the five services and the reference receiver, a simulated campaign, and while it plays out: SIGKILL of
+each service in turn (restarted at once), SIGKILL and restart of Redis from its AOF, the receiver down
+for a scaled day, and slow responses (within and beyond the dispatcher's timeout). Once every window
+and delay has passed and the pipeline is idle, `attribution ledger` accounts for every event ingest
+acknowledged and every postback that fell due; the run fails on anything unaccounted or duplicated.
+
+  faults.py BIN OUT [--devices N] [--time-scale S]
+"""
+
+import argparse, json, os, signal, subprocess, sys, threading, time
+from harness import Processes, free_port, http, redis_cli, wait_http, wait_redis
+
+parser = argparse.ArgumentParser()
+parser.add_argument("bin")
+parser.add_argument("out")
+parser.add_argument("--devices", type=int, default=600)
+parser.add_argument("--time-scale", type=float, default=28800, help="a day lasts 86400/S seconds")
+args = parser.parse_args()
+
+BIN, OUT, SCALE = args.bin, os.path.abspath(args.out), args.time_scale
+DAY = 86400 / SCALE  # seconds of a scaled day
+os.makedirs(os.path.join(OUT, "redis"), exist_ok=True)
+processes = Processes(OUT)
+faults = []  # (seconds since start, what)
+started = time.time()
+
+
+def note(what):
+    faults.append((round(time.time() - started, 1), what))
+    print(f"  [{faults[-1][0]:6.1f} s] {what}", flush=True)
+
+
+def tool(*argv, **kwargs):
+    return subprocess.run([os.path.join(BIN, "attribution"), *map(str, argv)], capture_output=True, text=True, **kwargs)
+
+
+REDIS_PORT = free_port()
+REDIS_URL = f"redis://127.0.0.1:{REDIS_PORT}/0"
+
+
+def start_redis():
+    # AOF with the default fsync every second: a killed redis-server (not a crashed machine) loses
+    # nothing it acknowledged, since the AOF is written before replies go out.
+    processes.start("redis", ["redis-server", "--port", str(REDIS_PORT), "--bind", "127.0.0.1", "--save", "",
+                              "--appendonly", "yes", "--dir", os.path.join(OUT, "redis")])
+    wait_redis(REDIS_PORT)
+
+
+def main():
+    start_redis()
+    keys = os.path.join(OUT, "keys")
+    tool("keygen", "--name", "pipeline", "--out", keys, check=True)
+    token = os.urandom(24).hex()
+    common = {
+        "REDIS_URL": REDIS_URL, "TIME_SCALE": str(SCALE), "LOG_LEVEL": "info", "CLAIM_IDLE_MS": "2000",
+        "CONVERSION_SETTLE_MS": "250", "WINDOW_CLOSE_GRACE_MS": "400", "POSTBACK_URL_ALLOWLIST": "127.0.0.1",
+        "CROWD_TIER_THRESHOLDS": "1,5,20", "DELIVERY_TIMEOUT_MS": "1000",
+    }
+    ingest_port = free_port()
+    services = {
+        "ingest": {"HTTP_PORT": str(ingest_port), "ADMIN_TOKEN": token},
+        "verifier": {}, "attribution-winner": {}, "scheduler": {},
+        "dispatcher": {"SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem")},
+    }
+    for name, env in services.items():
+        processes.start(name, [os.path.join(BIN, name)], {"HTTP_PORT": str(free_port()), **common, **env})
+    ingest = f"http://127.0.0.1:{ingest_port}"
+    wait_http(ingest + "/health")
+    deadline = time.time() + 30
+    while '"kid"' not in json.dumps(http("GET", ingest + "/.well-known/jwks.json")) and time.time() < deadline:
+        time.sleep(0.1)
+
+    receiver_port = free_port()
+    receiver = f"http://127.0.0.1:{receiver_port}"
+    received = os.path.join(OUT, "postbacks.jsonl")
+    processes.start("receiver", [os.path.join(BIN, "attribution"), "receiver", "--port", str(receiver_port),
+                                 "--jwks-url", ingest + "/.well-known/jwks.json", "--output", received])
+    wait_http(receiver + "/health")
+
+    acks = os.path.join(OUT, "acknowledged.jsonl")
+    print(f"==> campaign: {args.devices} devices, a day lasts {DAY:g} s; {len(TIMELINE)} faults over 40 scaled days", flush=True)
+    campaign = subprocess.Popen(
+        [os.path.join(BIN, "attribution"), "simulate", "--ingest-url", ingest, "--admin-token", token,
+         "--receiver-url", receiver + "/postbacks", "--devices", str(args.devices), "--time-scale", str(SCALE),
+         "--seed", "11", "--retry-seconds", "120", "--acknowledgements", acks, "--report", os.path.join(OUT, "simulation.json")],
+        stdout=open(os.path.join(OUT, "simulate.log"), "w"), stderr=subprocess.STDOUT)
+    while not (os.path.exists(acks) and os.path.getsize(acks) > 0):
+        if campaign.poll() is not None:
+            raise SystemExit("the campaign stopped before its first event; see simulate.log")
+        time.sleep(0.05)
+
+    duplicates = inject(receiver)
+    if campaign.wait() != 0:
+        raise SystemExit("the campaign failed; see simulate.log")
+    print("==> campaign done; waiting for every window, delay and retry to pass", flush=True)
+    wait_idle(timeout=(35 + 6 + 9) * DAY + 120)
+    duplicates += receiver_stats(receiver).get("duplicates", 0)
+    dead = processes.dead()
+    flat = redis_cli(REDIS_PORT, "HGETALL", "dispatcher:stats").split("\n")
+    dispatcher = {flat[i]: int(flat[i + 1]) for i in range(0, len(flat) - 1, 2)}
+
+    print("==> ledger", flush=True)
+    ledger = tool("ledger", "--redis-url", REDIS_URL, "--acknowledgements", acks, "--received", received,
+                  "--time-scale", SCALE, "--json")
+    text = tool("ledger", "--redis-url", REDIS_URL, "--acknowledgements", acks, "--received", received,
+                "--time-scale", SCALE).stdout
+    print(text)
+    print(f"    dispatcher: {dispatcher}; redeliveries deduplicated by the receiver: {duplicates}")
+    if not ledger.stdout.strip():
+        raise SystemExit("attribution ledger failed: " + ledger.stderr)
+    report = {"devices": args.devices, "time-scale": SCALE, "faults": faults,
+              "redeliveries-deduplicated": duplicates, "dispatcher": dispatcher, "exited-on-their-own": dead,
+              "seconds": round(time.time() - started), "ledger": json.loads(ledger.stdout)}
+    write_report(report, text)
+    if dead:
+        print(f"FAILED: processes exited on their own: {dead}", file=sys.stderr)
+    return 0 if ledger.returncode == 0 and not dead else 1
+
+
+# When each fault strikes, in scaled days after the campaign's first event: installs happen in the first
+# day or so, second updates at day 4; window 0 closes at day 2 and its postbacks go out on days 3–5,
+# window 1's (day 7) on days 8–13, window 2's (day 35) on days 36–41.
+TIMELINE = [
+    (0.3, "kill", "ingest"), (0.8, "kill", "verifier"), (1.3, "kill", "attribution-winner"),
+    (2.0, "kill", "scheduler"), (3.5, "receiver-down", None), (4.0, "kill", "ingest"),
+    (4.6, "slow", 300), (5.0, "kill", "dispatcher"), (5.5, "slow", 0), (6.0, "kill", "redis"),
+    (7.2, "kill", "scheduler"), (8.5, "slow", 1500), (10.5, "slow", 0), (11.0, "kill", "dispatcher"),
+    (12.0, "receiver-down", None), (20.0, "kill", "redis"), (35.2, "kill", "scheduler"),
+    (37.0, "receiver-down", None), (38.5, "slow", 1500), (39.0, "kill", "dispatcher"), (39.5, "slow", 0),
+    (40.0, "kill", "redis"),
+]
+
+
+def inject(receiver):
+    """Plays TIMELINE. Returns the duplicates the receiver counted before each of its restarts."""
+    duplicates, origin = 0, time.time()
+    for day, action, target in TIMELINE:
+        time.sleep(max(0, origin + day * DAY - time.time()))
+        if action == "kill" and target == "redis":
+            processes.kill("redis")
+            note("SIGKILL redis-server")
+            time.sleep(0.3)
+            processes.restart("redis")
+            wait_redis(REDIS_PORT)
+            note("redis-server restarted from its AOF")
+        elif action == "kill":
+            processes.kill(target)
+            note(f"SIGKILL {target}")
+            time.sleep(0.2)
+            processes.restart(target)
+        elif action == "receiver-down":
+            duplicates += receiver_stats(receiver).get("duplicates", 0)
+            processes.kill("receiver")
+            note(f"receiver down for a scaled day ({DAY:g} s)")
+            time.sleep(DAY)
+            processes.restart("receiver")
+            wait_http(receiver + "/health")
+            note("receiver back")
+        else:
+            http("POST", receiver + "/control", {"delay-ms": target})
+            note({0: "receiver answers at once again", 300: "receiver answers 300 ms late (within the dispatcher's 1 s timeout)",
+                  1500: "receiver answers 1.5 s late (beyond the 1 s timeout: retried, then deduplicated)"}[target])
+    return duplicates
+
+
+def receiver_stats(receiver):
+    try:
+        return http("GET", receiver + "/stats")
+    except Exception:
+        return {}
+
+
+def wait_idle(timeout):
+    """Until nothing is pending, unread or delayed anywhere (three readings in a row), or the timeout."""
+    deadline, quiet = time.time() + timeout, 0
+    while time.time() < deadline:
+        status = tool("status", "--redis-url", REDIS_URL, "--json")
+        try:
+            snapshot = json.loads(status.stdout)
+            busy = sum(g["pending"] + (g.get("lag") or 0) for g in snapshot["groups"]) + sum(q["count"] for q in snapshot["queues"])
+        except (ValueError, KeyError):
+            busy = -1
+        quiet = quiet + 1 if busy == 0 else 0
+        if quiet == 3:
+            return
+        time.sleep(1)
+    print("the pipeline did not become idle in time; the ledger will show what is in flight", flush=True)
+
+
+def write_report(report, text):
+    with open(os.path.join(OUT, "report.json"), "w") as f:
+        json.dump(report, f, indent=2)
+    lines = ["# Fault-injection run", "", f"{report['devices']} devices, time scale {SCALE:g} (a day lasts {DAY:g} s), "
+             f"{len(report['faults'])} fault events, {report['seconds']} s.", "", "## Faults injected", ""]
+    lines += [f"- {at} s: {what}" for at, what in report["faults"]]
+    d = report["dispatcher"]
+    lines += ["", f"The dispatcher counted {d.get('delivered', 0)} deliveries, {d.get('failed-attempts', 0)} failed attempts "
+              f"(retried) and {d.get('dead-lettered', 0)} dead letters; the receiver deduplicated "
+              f"{report['redeliveries-deduplicated']} redeliveries.", "",
+              "## Ledger", "", "```", text.strip(), "```", ""]
+    with open(os.path.join(OUT, "report.md"), "w") as f:
+        f.write("\n".join(lines))
+
+
+if __name__ == "__main__":
+    try:
+        code = main()
+    finally:
+        processes.stop_all()
+    sys.exit(code)
