@@ -4,10 +4,13 @@
 postback, and resident memory per service, all in one run on a private Redis. Writes report.md,
 report.json and chart.svg into the run directory.
 
-Hold-and-fire is compared with RQ and arq (scripts/bench_peers.py). Not yet measured here: the full
-five-service path under load."""
+Hold-and-fire is compared with RQ and arq (scripts/bench_peers.py). The last phase restarts the five
+services with a day lasting a second and offers a campaign (impression, install, value update per
+device), so that every service works: events/s through all five, CPU per process and Redis commands
+per event, and the first-window postbacks received."""
 
-import json, os, re, shutil, signal, socket, subprocess, sys, tempfile, time, urllib.request
+import json, os, re, shutil, signal, subprocess, sys, tempfile, time, urllib.request
+from harness import free_port, http, wait_http
 
 BIN = sys.argv[1]
 OUT = os.path.abspath(sys.argv[2])
@@ -16,14 +19,6 @@ POSTBACKS = int(os.environ.get("BENCH_POSTBACKS", "10000"))
 HELD = int(os.environ.get("BENCH_HELD", "1000000"))
 os.makedirs(OUT, exist_ok=True)
 children = []
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def start(name, argv, env=None):
@@ -46,26 +41,6 @@ def stop_all():
 
 def redis(*args):
     return subprocess.run(["redis-cli", "-p", str(REDIS_PORT), *map(str, args)], capture_output=True, text=True).stdout.strip()
-
-
-def wait_http(url, seconds=60):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        try:
-            urllib.request.urlopen(url, timeout=1)
-            return
-        except Exception:
-            time.sleep(0.1)
-    raise SystemExit(f"timed out waiting for {url}")
-
-
-def http(method, url, body=None, token=None):
-    request = urllib.request.Request(url, method=method, data=None if body is None else json.dumps(body).encode())
-    request.add_header("Content-Type", "application/json")
-    if token:
-        request.add_header("Authorization", "Bearer " + token)
-    with urllib.request.urlopen(request, timeout=10) as reply:
-        return json.loads(reply.read() or b"{}")
 
 
 def cpu_seconds(pid):
@@ -241,6 +216,54 @@ try:
         "redis_commands_per_event": commands / max(1, offered["accepted"]),
     }
 
+    # All five services: restarted with a day lasting a second (windows and delays play out in the
+    # run), offered a campaign at a saturating rate. Sustained events/s counts until the scheduler has
+    # every conversion's plan; then the first-window postbacks (due 1–2 scaled days after the window's
+    # end, 2 days after the install) arrive at the receiver.
+    five = {"ingest": children[1], "verifier": verifier, "attribution-winner": winner, "scheduler": scheduler, "dispatcher": dispatcher}
+    for process in five.values():
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+    scaled = {"TIME_SCALE": "86400", "CONVERSION_SETTLE_MS": "250", "WINDOW_CLOSE_GRACE_MS": "400", "CROWD_TIER_THRESHOLDS": "1,1,1"}
+    five["ingest"] = start("ingest-e2e", [f"{BIN}/ingest"], {**common, **scaled, "HTTP_PORT": str(ingest_port), "ADMIN_TOKEN": token})
+    wait_http(ingest + "/health")
+    five["verifier"] = worker("verifier", scaled)
+    five["attribution-winner"] = worker("attribution-winner", scaled)
+    five["scheduler"] = worker("scheduler", scaled)
+    five["dispatcher"] = worker("dispatcher", {**scaled, "SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
+                                              "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(keys, "pipeline-development.private.pem")})
+    app_key = http("POST", f"{ingest}/v1/admin/advertised-apps/1108187390/keys", {}, token)["app-key"]
+    time.sleep(2)
+    received_before = http("GET", f"http://127.0.0.1:{receiver_port}/stats")["accepted"]
+    attributions_before = int(redis("XLEN", "attributions"))
+    cpu_before = {name: cpu_seconds(p.pid) for name, p in five.items()}
+    redis_cpu_before = float(re.search(r"used_cpu_user:([\d.]+)", redis("INFO", "cpu")).group(1)) + float(re.search(r"used_cpu_sys:([\d.]+)", redis("INFO", "cpu")).group(1))
+    commands_before = int(re.search(r"total_commands_processed:(\d+)", redis("INFO", "stats")).group(1))
+    started = time.time()
+    output = subprocess.run([f"{BIN}/attribution", "load", "--ingest-url", ingest, "--rate", os.environ.get("BENCH_CAMPAIGN_RATE", "3000"),
+                             "--duration", "10", "--network", network, "--key-file", os.path.join(keys, "network.private.pem"),
+                             "--app-key", app_key], capture_output=True, text=True, check=True).stdout
+    offered = json.loads(output.strip().splitlines()[-1])
+    until(lambda: all(group_done(stream, group) for stream, group in
+                      [("events", "verifier"), ("verified", "attribution-winner"), ("winner:settled", "attribution-winner"),
+                       ("attributions", "scheduler")]) and redis("ZCARD", "winner:settling:due") == "0")
+    planned_s = time.time() - started
+    messages = int(redis("XLEN", "attributions")) - attributions_before
+    installs = offered["accepted"] // 3  # every third request is an install, each with its impression
+    until(lambda: http("GET", f"http://127.0.0.1:{receiver_port}/stats")["accepted"] - received_before >= installs, 60)
+    wall = time.time() - started
+    received = http("GET", f"http://127.0.0.1:{receiver_port}/stats")["accepted"] - received_before
+    commands = int(re.search(r"total_commands_processed:(\d+)", redis("INFO", "stats")).group(1)) - commands_before
+    redis_cpu = float(re.search(r"used_cpu_user:([\d.]+)", redis("INFO", "cpu")).group(1)) + float(re.search(r"used_cpu_sys:([\d.]+)", redis("INFO", "cpu")).group(1)) - redis_cpu_before
+    results["five_services"] = {
+        "offered": offered, "accepted": offered["accepted"], "planned_s": planned_s, "sustained_per_s": offered["accepted"] / planned_s,
+        "attributions": messages, "installs": installs, "postbacks_received": received, "wall_s": wall,
+        "cpu_s": {**{name: cpu_seconds(p.pid) - cpu_before[name] for name, p in five.items()}, "redis": redis_cpu},
+        "redis_commands_per_event": commands / max(1, offered["accepted"]),
+    }
+    verifier, winner, scheduler, dispatcher = five["verifier"], five["attribution-winner"], five["scheduler"], five["dispatcher"]
+    children[1] = five["ingest"]
+
     # Resident memory of each service after its run.
     results["rss_mib"] = {name: rss_mib(process.pid) for name, process in
                           [("ingest", children[1]), ("verifier", verifier), ("attribution-winner", winner), ("scheduler", scheduler), ("dispatcher", dispatcher)]}
@@ -263,6 +286,16 @@ def hold_and_fire_line(figures):
     if peers:
         text += f". Target: 3× the fastest peer ({ours / max(v['per_s'] for v in peers.values()):.1f}× here)."
     return text if text.endswith(".") else text + "."
+
+
+def five_services_line(f):
+    return (f"All five services (a campaign: impression, install and value update per device, a day lasting a second): "
+            f"**{f['sustained_per_s']:,.0f} events/s sustained** ({f['accepted']:,} accepted at an offered {f['offered']['offeredPerSecond']:,}/s, "
+            f"every conversion planned by the scheduler after {f['planned_s']:.1f} s; {f['attributions']:,} messages on attributions); "
+            f"{f['postbacks_received']:,} postbacks signed, delivered and verified by {f['wall_s']:.1f} s (one first-window postback per install: "
+            f"{f['installs']:,}). CPU seconds: "
+            + ", ".join(f"{k} {v:.1f}" for k, v in f["cpu_s"].items())
+            + f"; Redis commands per event: {f['redis_commands_per_event']:.1f}.")
 
 
 # The report.
@@ -290,7 +323,7 @@ lines = [
     f"({results['ingest_latency']['accepted']:,} accepted, {results['ingest_latency']['failed']} failed).",
     "", hold_and_fire_line(results["hold_and_fire"]),
     "", "Resident memory after the run (MiB): " + ", ".join(f"{k} {v:.0f}" for k, v in results["rss_mib"].items()) + ".", "",
-    "Not measured in this run yet: the end-to-end path through scheduler and dispatcher under load.",
+    five_services_line(results["five_services"]),
 ]
 open(os.path.join(OUT, "report.md"), "w").write("\n".join(lines) + "\n")
 open(os.path.join(OUT, "report.json"), "w").write(json.dumps(results, indent=2) + "\n")

@@ -124,8 +124,8 @@ def main():
 # window 1's (day 7) on days 8–13, window 2's (day 35) on days 36–41.
 TIMELINE = [
     (0.3, "kill", "ingest"), (0.8, "kill", "verifier"), (1.3, "kill", "attribution-winner"),
-    (2.0, "kill", "scheduler"), (3.5, "receiver-down", None), (4.0, "kill", "ingest"),
-    (4.6, "slow", 300), (5.0, "kill", "dispatcher"), (5.5, "slow", 0), (6.0, "kill", "redis"),
+    (2.0, "kill", "scheduler"), (3.5, "receiver-down", None), (4.0, "kill", "ingest"), (4.2, "kill", "verifier"),
+    (4.4, "kill", "attribution-winner"), (4.6, "slow", 300), (5.0, "kill", "dispatcher"), (5.5, "slow", 0), (6.0, "kill", "redis"),
     (7.2, "kill", "scheduler"), (8.5, "slow", 1500), (10.5, "slow", 0), (11.0, "kill", "dispatcher"),
     (12.0, "receiver-down", None), (20.0, "kill", "redis"), (35.2, "kill", "scheduler"),
     (37.0, "receiver-down", None), (38.5, "slow", 1500), (39.0, "kill", "dispatcher"), (39.5, "slow", 0),

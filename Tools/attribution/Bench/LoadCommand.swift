@@ -8,7 +8,8 @@ import NIOCore
 /// `attribution load`: offers signed impressions to ingest at a fixed rate (open loop) and reports the
 /// answers' latency percentiles. Latency counts from when a request was due, not when it went out, so
 /// a stalled server cannot hide its queueing (no coordinated omission). Every sample is kept, so the
-/// percentiles are exact.
+/// percentiles are exact. With `--app-key` the offer is a campaign that gives all five services work:
+/// per device an impression, then its install, then a value update (a third of the requests each).
 struct LoadCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "load", abstract: "Offer impressions to ingest at a fixed rate; print latency percentiles as JSON.")
@@ -20,6 +21,8 @@ struct LoadCommand: AsyncParsableCommand {
     @Option(name: .customLong("key-file")) var keyFile: String
     @Option var app: ItemIdentifier = 1_108_187_390
     @Option var publisher: ItemIdentifier = 5_838_492
+    @Option(name: .customLong("app-key"), help: "The advertised app's key: offer impression, install, update per device.")
+    var appKey: String?
 
     struct Figures: Codable {
         var offeredPerSecond: Int
@@ -39,36 +42,52 @@ struct LoadCommand: AsyncParsableCommand {
         guard let networkID = AdNetworkIdentifier(network) else { throw ValidationError("--network is not an ad network id") }
         let total = Int(Double(rate) * duration)
         // Signed beforehand: the run measures ingest, not this tool's signing.
-        var bodies: [ByteBuffer] = []
-        bodies.reserveCapacity(total)
+        var requests: [(path: String, body: ByteBuffer)] = []
+        requests.reserveCapacity(total)
         let now = Milliseconds(Date().timeIntervalSince1970 * 1000)
+        let run = UUID().uuidString.prefix(8)
         for index in 0..<total {
             let time = now + Milliseconds(Double(index) / Double(rate) * 1000)
-            let payload = ImpressionPayload(
-                impressionIdentifier: UUID().uuidString, adNetworkIdentifier: networkID, advertisedItemIdentifier: app,
-                publisherItemIdentifier: publisher, sourceIdentifier: index % 10_000, timestamp: time - 1_000)
-            let jws = try ImpressionSigning.sign(payload, with: key)
-            let body: [String: Any] = [
-                "device-identifier": "load-device-\(index % 5_000)", "impression": jws,
-                "interaction": ["type": "click", "loaded-at": time - 500, "time": time],
-            ]
-            bodies.append(ByteBuffer(data: try JSONSerialization.data(withJSONObject: body)))
+            let step = appKey == nil ? 0 : index % 3
+            // Impressions-only runs reuse 5,000 devices; a campaign needs one fresh device per install.
+            let device = appKey == nil ? "load-device-\(index % 5_000)" : "load-\(run)-\(index / 3)"
+            switch step {
+            case 0:
+                let payload = ImpressionPayload(
+                    impressionIdentifier: UUID().uuidString, adNetworkIdentifier: networkID, advertisedItemIdentifier: app,
+                    publisherItemIdentifier: publisher, sourceIdentifier: index % 10_000, timestamp: time - 1_000)
+                let body: [String: Any] = [
+                    "device-identifier": device, "impression": try ImpressionSigning.sign(payload, with: key),
+                    "interaction": ["type": "click", "loaded-at": time - 500, "time": time],
+                ]
+                requests.append(("/v1/impressions", ByteBuffer(data: try JSONSerialization.data(withJSONObject: body))))
+            case 1:
+                let body = IngestRequests.Conversion(
+                    deviceIdentifier: device, advertisedItemIdentifier: app, conversionType: .download, time: time,
+                    countryCode: "US")
+                requests.append(("/v1/conversions", ByteBuffer(bytes: try JSONCoding.encoder.encode(body))))
+            default:
+                let body = IngestRequests.ValueUpdate(
+                    deviceIdentifier: device, advertisedItemIdentifier: app, time: time,
+                    update: PostbackUpdate(fineConversionValue: index % 64, coarseConversionValue: .medium))
+                requests.append(("/v1/conversion-value-updates", ByteBuffer(bytes: try JSONCoding.encoder.encode(body))))
+            }
         }
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool = .init(idleTimeout: .seconds(30), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        let url = "\(ingestURL)/v1/impressions"
         let start = ContinuousClock.now
         let interval = Duration.seconds(1) / rate
         let results = await withTaskGroup(of: (Double, Bool).self) { group in
             for index in 0..<total {
                 let due = start + interval * index
                 try? await Task.sleep(until: due, clock: .continuous)
-                let body = bodies[index]
+                let (path, body) = requests[index]
                 group.addTask {
-                    var request = HTTPClientRequest(url: url)
+                    var request = HTTPClientRequest(url: ingestURL + path)
                     request.method = .POST
                     request.headers.add(name: "Content-Type", value: "application/json")
+                    if path != "/v1/impressions", let appKey { request.headers.add(name: "Authorization", value: "Bearer \(appKey)") }
                     request.body = .bytes(body)
                     let accepted: Bool
                     do {
