@@ -9,7 +9,7 @@ acknowledged and every postback that fell due; the run fails on anything unaccou
   faults.py BIN OUT [--devices N] [--time-scale S]
 """
 
-import argparse, json, os, signal, subprocess, sys, threading, time
+import argparse, base64, json, os, re, signal, socket, subprocess, sys, threading, time
 from harness import Processes, free_port, http, redis_cli, wait_http, wait_redis
 
 parser = argparse.ArgumentParser()
@@ -48,6 +48,62 @@ def start_redis():
     wait_redis(REDIS_PORT)
 
 
+class ByteTap:
+    """A TCP relay between the dispatcher and the receiver that keeps every byte the dispatcher sends
+    (request lines, headers, bodies), so the privacy check reads what actually left the pipeline.
+    While the receiver is down, a connection is closed at once: the dispatcher sees a failed POST."""
+
+    def __init__(self, upstream_port, path):
+        self.upstream_port, self.out, self.lock = upstream_port, open(path, "ab"), threading.Lock()
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            client, _ = self.server.accept()
+            threading.Thread(target=self.relay, args=(client,), daemon=True).start()
+
+    def relay(self, client):
+        try:
+            upstream = socket.create_connection(("127.0.0.1", self.upstream_port), timeout=5)
+        except OSError:
+            client.close()
+            return
+        upstream.settimeout(None)
+        threading.Thread(target=self.pump, args=(upstream, client, False), daemon=True).start()
+        self.pump(client, upstream, True)
+
+    def pump(self, source, target, keep):
+        try:
+            while data := source.recv(65536):
+                if keep:
+                    with self.lock:
+                        self.out.write(data)
+                        self.out.flush()
+                target.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (source, target):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+
+def devices_in(path, acks):
+    """Acknowledged device identifiers that occur anywhere in the bytes at `path`, or inside the
+    base64url header and payload of any JWS there (an AdAttributionKit postback's signed fields)."""
+    devices = {json.loads(line)["device"] for line in open(acks)}
+    data = open(path, "rb").read()
+    for header, payload in re.findall(rb"([A-Za-z0-9_-]{8,})\.([A-Za-z0-9_-]{8,})\.[A-Za-z0-9_-]{8,}", data):
+        for segment in (header, payload):
+            data += b" " + base64.urlsafe_b64decode(segment + b"=" * (-len(segment) % 4))
+    tokens = set(re.findall(rb"[A-Za-z0-9_.-]+", data))
+    return sorted(device for device in devices if device.encode() in tokens)
+
+
 def main():
     start_redis()
     keys = os.path.join(OUT, "keys")
@@ -78,12 +134,14 @@ def main():
     processes.start("receiver", [os.path.join(BIN, "attribution"), "receiver", "--port", str(receiver_port),
                                  "--jwks-url", ingest + "/.well-known/jwks.json", "--output", received])
     wait_http(receiver + "/health")
+    sent_bytes = os.path.join(OUT, "dispatcher-bytes.bin")
+    tap = ByteTap(receiver_port, sent_bytes)
 
     acks = os.path.join(OUT, "acknowledged.jsonl")
     print(f"==> campaign: {args.devices} devices, a day lasts {DAY:g} s; {len(TIMELINE)} faults over 40 scaled days", flush=True)
     campaign = subprocess.Popen(
         [os.path.join(BIN, "attribution"), "simulate", "--ingest-url", ingest, "--admin-token", token,
-         "--receiver-url", receiver + "/postbacks", "--devices", str(args.devices), "--time-scale", str(SCALE),
+         "--receiver-url", f"http://127.0.0.1:{tap.port}/postbacks", "--devices", str(args.devices), "--time-scale", str(SCALE),
          "--seed", "11", "--retry-seconds", "120", "--acknowledgements", acks, "--report", os.path.join(OUT, "simulation.json")],
         stdout=open(os.path.join(OUT, "simulate.log"), "w"), stderr=subprocess.STDOUT)
     while not (os.path.exists(acks) and os.path.getsize(acks) > 0):
@@ -110,13 +168,17 @@ def main():
     print(f"    dispatcher: {dispatcher}; redeliveries deduplicated by the receiver: {duplicates}")
     if not ledger.stdout.strip():
         raise SystemExit("attribution ledger failed: " + ledger.stderr)
-    report = {"devices": args.devices, "time-scale": SCALE, "faults": faults,
+    leaked = devices_in(sent_bytes, acks)
+    print(f"    {os.path.getsize(sent_bytes):,} bytes sent by the dispatcher; device identifiers in them: {len(leaked)}")
+    report = {"devices": args.devices, "dispatcher-bytes": os.path.getsize(sent_bytes), "devices-in-dispatcher-bytes": leaked, "time-scale": SCALE, "faults": faults,
               "redeliveries-deduplicated": duplicates, "dispatcher": dispatcher, "exited-on-their-own": dead,
               "seconds": round(time.time() - started), "ledger": json.loads(ledger.stdout)}
     write_report(report, text)
     if dead:
         print(f"FAILED: processes exited on their own: {dead}", file=sys.stderr)
-    return 0 if ledger.returncode == 0 and not dead else 1
+    if leaked:
+        print(f"FAILED: device identifiers in what the dispatcher sent: {leaked[:5]}", file=sys.stderr)
+    return 0 if ledger.returncode == 0 and not dead and not leaked else 1
 
 
 # When each fault strikes, in scaled days after the campaign's first event: installs happen in the first
@@ -196,6 +258,8 @@ def write_report(report, text):
              f"{len(report['faults'])} fault events, {report['seconds']} s.", "", "## Faults injected", ""]
     lines += [f"- {at} s: {what}" for at, what in report["faults"]]
     d = report["dispatcher"]
+    lines += ["", f"Bytes the dispatcher sent (request lines, headers, bodies, through a relay): {report['dispatcher-bytes']:,}; "
+              f"device identifiers found in them: {len(report['devices-in-dispatcher-bytes'])}."]
     lines += ["", f"The dispatcher counted {d.get('delivered', 0)} deliveries, {d.get('failed-attempts', 0)} failed attempts "
               f"(retried) and {d.get('dead-lettered', 0)} dead letters; the receiver deduplicated "
               f"{report['redeliveries-deduplicated']} redeliveries.", "",
