@@ -9,6 +9,9 @@ struct VerifierCommand {
         let service = try PipelineService.bootstrap(name: "verifier")
         let stage = VerifierStage(policy: service.policy)
         try await service.run(
-            defaultPort: 9090, services: [try service.worker(stage, stream: StreamNames.events, group: "verifier")])
+            defaultPort: 9090,
+            services: [
+                try service.worker(stage, stream: StreamNames.events, group: "verifier", unreadOutputs: [StreamNames.rejected])
+            ])
     }
 }

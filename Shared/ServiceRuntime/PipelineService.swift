@@ -49,10 +49,15 @@ public struct PipelineService: Sendable {
         return configuration
     }
 
-    public func worker<Stage: StreamStage>(_ stage: Stage, stream: String, group: String) throws -> StageService<Stage> {
-        StageService(
+    /// A stage's worker; it also trims `unreadOutputs` (streams it writes that no group reads).
+    public func worker<Stage: StreamStage>(
+        _ stage: Stage, stream: String, group: String, unreadOutputs: [String] = []
+    ) throws -> StageService<Stage> {
+        var configuration = try workerConfiguration(stream: stream, group: group)
+        configuration.unreadOutputs = unreadOutputs
+        return StageService(
             worker: StageWorker(
-                configuration: try workerConfiguration(stream: stream, group: group), stage: stage,
+                configuration: configuration, stage: stage,
                 connection: connection(), logger: logger, observer: StageMetrics()))
     }
 

@@ -52,4 +52,17 @@ struct StreamTrimTests {
         let left = try await streamRecords("s", on: redis).map(\.id)
         #expect(left == Array(ids[4...]))
     }
+
+    /// A stream no group reads (`rejected`) is trimmed by the retention alone.
+    @Test func withoutGroupsTheRetentionDecides() async throws {
+        let server = try await RedisServer.start()
+        defer { server.stop() }
+        let redis = server.connect()
+        for index in 1...3 { _ = try await redis.send(RedisCommand("XADD", "s", "\(index)000-0", "e", "old")) }
+        let recent = UInt64(Date().timeIntervalSince1970 * 1000)
+        _ = try await redis.send(RedisCommand("XADD", "s", "\(recent)-0", "e", "recent"))
+        let trimmed = try await StreamTrim.trim("s", retentionMilliseconds: 60_000, now: recent, approximate: false, on: redis)
+        #expect(trimmed == 3)
+        #expect(try await streamRecords("s", on: redis).map(\.id) == ["\(recent)-0"])
+    }
 }

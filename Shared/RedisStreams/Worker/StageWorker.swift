@@ -99,8 +99,10 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
         }
         guard due else { return }
         let now = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
-        let trimmed = try await StreamTrim.trim(
-            self.configuration.stream, retentionMilliseconds: retention, now: now, on: self.connection)
+        var trimmed = 0
+        for stream in [self.configuration.stream] + self.configuration.unreadOutputs {
+            trimmed += try await StreamTrim.trim(stream, retentionMilliseconds: retention, now: now, on: self.connection)
+        }
         if trimmed > 0 { self.logger.debug("trimmed acknowledged entries", metadata: ["count": "\(trimmed)"]) }
     }
 

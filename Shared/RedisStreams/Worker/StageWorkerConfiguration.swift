@@ -24,6 +24,9 @@ public struct StageWorkerConfiguration: Sendable {
     public var retentionMilliseconds: UInt64? = 86_400_000
     /// How often the worker trims its input stream.
     public var trimIntervalMilliseconds = 10_000
+    /// Streams the stage writes that no group reads (the verifier's `rejected`): without a reader to
+    /// wait for, they are trimmed by the retention alone, or they would grow forever.
+    public var unreadOutputs: [String] = []
 
     /// A configuration with defaults for everything but the names.
     public init(stream: String, group: String, consumer: String) {

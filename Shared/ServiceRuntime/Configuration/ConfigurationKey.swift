@@ -97,7 +97,7 @@ extension ConfigurationKey {
     )
     public static let streamRetentionHours = ConfigurationKey(
         "STREAM_RETENTION_HOURS", "hours", default: "24", services: workers,
-        "Entries of a worker's input stream that every group has acknowledged are trimmed once older than this (wall clock); 0 keeps them forever. Consumed events, and the device identifiers in them, do not stay in Redis."
+        "Entries of a worker's input stream that every group has acknowledged are trimmed once older than this (wall clock); 0 keeps them forever. Consumed events, and the device identifiers in them, do not stay in Redis. The verifier also trims `rejected` (no group reads it) by age alone."
     )
     /// The catalog, in the order the README lists it.
     public static let all: [ConfigurationKey] = [
