@@ -103,6 +103,23 @@ struct JWSTests {
         #expect(Base64URL.decode("-_8=") == nil)
     }
 
+    /// The byte-table codec against Foundation's base64 with the RFC 7515 replacements, on every
+    /// length up to 64 with random bytes; and the inputs it must refuse.
+    @Test func base64URLMatchesFoundation() {
+        var generator = SystemRandomNumberGenerator()
+        for length in 0...64 {
+            let bytes = Data((0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) })
+            let reference = bytes.base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            #expect(Base64URL.encode(bytes) == reference)
+            #expect(Base64URL.decode(reference) == bytes)
+        }
+        for refused in ["A", "AAAAA", "ab+c", "ab/c", "ab c", "abc=", "é", "ab\u{0}c"] {
+            #expect(Base64URL.decode(refused) == nil, "\(refused)")
+        }
+        #expect(Base64URL.decode("") == Data())
+    }
+
     /// Signs an arbitrary, already encoded header, as a foreign signer with its own JSON writer would.
     static func sign(header: String, payload: Data, with key: P256.Signing.PrivateKey) throws -> String {
         let input = header + "." + Base64URL.encode(payload)
