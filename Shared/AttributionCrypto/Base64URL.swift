@@ -33,19 +33,24 @@ public enum Base64URL {
     public static func decode(_ text: some StringProtocol) -> Data? {
         let utf8 = text.utf8
         guard utf8.count % 4 != 1 else { return nil }
-        var bytes = Data(capacity: utf8.count * 3 / 4)
+        // Into an array first: appending byte by byte to Data costs a reference-count round trip each.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(utf8.count * 3 / 4)
         var group: UInt32 = 0
         var bits = 0
-        for character in utf8 {
-            let value = values[Int(character)]
-            guard value != 0xFF else { return nil }
-            group = group << 6 | UInt32(value)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                bytes.append(UInt8(truncatingIfNeeded: group >> UInt32(bits)))
+        let valid = values.withUnsafeBufferPointer { table in
+            for character in utf8 {
+                let value = table[Int(character)]
+                guard value != 0xFF else { return false }
+                group = group << 6 | UInt32(value)
+                bits += 6
+                if bits >= 8 {
+                    bits -= 8
+                    bytes.append(UInt8(truncatingIfNeeded: group >> UInt32(bits)))
+                }
             }
+            return true
         }
-        return bytes
+        return valid ? Data(bytes) : nil
     }
 }
