@@ -25,7 +25,7 @@ struct DeadLetterRoutes {
         }
         catalog.on(admin, prefix: prefix, .post, "/dead-letters/:id/replay") { _, context in
             let id = try context.parameters.require("id")
-            guard id.utf8.count <= 40, id.allSatisfy({ $0.isNumber || $0 == "-" }) else {
+            guard StreamTrim.EntryID(id) != nil else {
                 throw ProblemDetails.badRequest("invalid-dead-letter-id", "dead letter ids are stream ids like 1700000000000-0")
             }
             let found = try await redis.send(RedisCommand("XRANGE", StreamNames.deliveriesDead, id, id)).elements

@@ -5,6 +5,14 @@ import ServiceRuntime
 /// before anything reaches the pipeline. Signature and registry checks are the verifier's.
 extension IngestRequests.Impression {
     func report(receivedAt: Milliseconds) throws -> ImpressionReport {
+        let report = try shapedReport(receivedAt: receivedAt)
+        try EventChecks.time(interaction.time, field: "interaction.time")
+        if let loadedAt = interaction.loadedAt { try EventChecks.time(loadedAt, field: "interaction.loaded-at") }
+        if let begin = interaction.begin { try EventChecks.time(begin, field: "interaction.begin") }
+        return report
+    }
+
+    private func shapedReport(receivedAt: Milliseconds) throws -> ImpressionReport {
         try EventChecks.device(deviceIdentifier)
         switch interaction.type {
         case .click where interaction.loadedAt == nil:
@@ -49,6 +57,7 @@ extension IngestRequests.Conversion {
         if let countryCode, countryCode.count != 2 || !countryCode.allSatisfy({ $0.isASCII && $0.isUppercase }) {
             throw ProblemDetails.badRequest("invalid-country-code", "country-code is two upper-case letters (ISO 3166-1)")
         }
+        try EventChecks.time(time, field: "time")
         return ConversionReport(
             deviceIdentifier: deviceIdentifier, advertisedItemIdentifier: advertisedItemIdentifier,
             conversionType: conversionType, time: time, countryCode: countryCode, receivedAt: receivedAt,
@@ -62,6 +71,7 @@ extension IngestRequests.ValueUpdate {
         guard PostbackUpdate.fineRange.contains(update.fineConversionValue) else {
             throw ProblemDetails.badRequest("value-out-of-range", "fineConversionValue must be within 0–63")
         }
+        try EventChecks.time(time, field: "time")
         return ValueUpdateReport(
             deviceIdentifier: deviceIdentifier, advertisedItemIdentifier: advertisedItemIdentifier, update: update,
             time: time, receivedAt: receivedAt)
@@ -73,5 +83,10 @@ enum EventChecks {
         guard !identifier.isEmpty, identifier.utf8.count <= 128 else {
             throw ProblemDetails.badRequest("invalid-device-identifier", "device-identifier must be 1–128 bytes")
         }
+    }
+
+    /// Every reported time: see `PlausibleTime`.
+    static func time(_ time: Milliseconds, field: String) throws {
+        if let problem = PlausibleTime.problem(time, field: field) { throw ProblemDetails.badRequest("invalid-time", problem) }
     }
 }

@@ -65,6 +65,7 @@ struct EventRoutes {
             if let problem = input.activity.validationProblems().first {
                 throw ProblemDetails.badRequest("invalid-activity", problem)
             }
+            try EventChecks.time(input.time, field: "time")
             let report = ActivityReport(
                 deviceIdentifier: input.deviceIdentifier, advertisedItemIdentifier: input.advertisedItemIdentifier,
                 activity: input.activity, time: input.time, receivedAt: WallClock.nowMilliseconds(),

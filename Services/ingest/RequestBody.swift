@@ -10,12 +10,17 @@ extension Request {
         try Self.decodeJSON(type, from: try await collectBody(limit: limit))
     }
 
-    /// The body, at most `limit` bytes (413 beyond).
+    /// The body, at most `limit` bytes: 413 beyond, 408 when it does not arrive in time, 400 when it
+    /// cannot be read (a malformed chunk, an unsupported transfer coding).
     func collectBody(limit: Int) async throws -> Data {
         do {
-            return Data(try await body.collect(upTo: limit).readableBytesView)
-        } catch {
+            return Data(try await BodyDeadline.collect(body, upTo: limit).readableBytesView)
+        } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
             throw ProblemDetails(.contentTooLarge, reason: "body-too-large", detail: "bodies are limited to \(limit) bytes")
+        } catch is BodyDeadline.Expired {
+            throw ProblemDetails(.requestTimeout, reason: "body-timeout", detail: "the body did not arrive in time")
+        } catch {
+            throw ProblemDetails.badRequest("invalid-body", "the body could not be read: \(error)")
         }
     }
 

@@ -76,16 +76,18 @@ public struct PipelineService: Sendable {
     ) async throws {
         let host = environment.string(.httpHost) ?? "127.0.0.1"
         let port = try environment.int(.httpPort, default: defaultPort, range: 0...65_535)
+        let idle = try environment.int(.httpIdleTimeoutMilliseconds, default: 30_000, range: 100...3_600_000)
         let httpRedis = connection()
         let router = Router()
         router.add(middleware: ProblemMiddleware())
+        router.add(middleware: BodyDeadline.Middleware(timeout: .milliseconds(idle)))
         OperationsRoutes.add(
             to: router, redis: httpRedis, registry: registry,
             groups: services.compactMap { ($0 as? any ConsumerGroupService)?.consumerGroup })
         try routes(router, httpRedis)
         let app = Application(
-            router: router, configuration: .init(address: .hostname(host, port: port), serverName: name),
-            logger: logger)
+            router: router, server: .http1(configuration: .init(idleTimeout: .milliseconds(Int64(idle)))),
+            configuration: .init(address: .hostname(host, port: port), serverName: name), logger: logger)
         logger.info("starting", metadata: ["http.host": "\(host)", "http.port": "\(port)", "time.scale": "\(policy.scale)"])
         let gauges = SnapshotGauges(connection: connection())
         let group = ServiceGroup(

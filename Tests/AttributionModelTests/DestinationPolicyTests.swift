@@ -43,6 +43,26 @@ struct DestinationPolicyTests {
             ("http://127.0.0.1:9999/postbacks", nil),  // allow-listed host: any port, http allowed
             ("http://receiver:8080/postbacks", nil),  // allow-listed host:port
             ("http://receiver:8081/postbacks", .notHTTPS),
+            // Found by the hostile-input run: other spellings of private hosts, and hosts that may
+            // resolve differently than they read.
+            ("https://2130706433/", .invalid),
+            ("https://0x7f000001/", .invalid),
+            ("https://0177.0.0.1/", .invalid),
+            ("https://127.1/", .invalid),
+            ("https://169.254.169.254./", .privateAddress),
+            ("https://localhost./", .privateAddress),
+            ("https://[fe80::1%25eth0]/", .invalid),
+            ("https://%31%32%37.0.0.1/", .invalid),
+            ("https://exa\u{0}mple.com/", .invalid),
+            ("https://ⓛⓞⓒⓐⓛⓗⓞⓢⓣ/", .invalid),
+            ("https://-bad.example.com/", .invalid),
+            ("https://vm/", .privateAddress),
+            ("https://localhost.localdomain/", .privateAddress),
+            ("https://metadata.google.internal/", .privateAddress),
+            ("https://printer.local/", .privateAddress),
+            ("https://router.home.arpa/", .privateAddress),
+            ("https://xn--bcher-kva.example/", nil),
+            ("https://postbacks.example.com./v1", nil),
         ] as [(String, DestinationPolicy.Refusal?)])
     func checksURL(_ url: String, _ refusal: DestinationPolicy.Refusal?) {
         #expect(Self.policy.check(url: url) == refusal, "\(url)")

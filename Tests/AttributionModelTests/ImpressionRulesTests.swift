@@ -18,6 +18,11 @@ struct ImpressionRulesTests {
 
     static let cases: [Case] = [
         Case(name: "valid click", reason: nil),
+        // Differences of such times overflowed Int64 and trapped (a verifier crash from one request).
+        Case(name: "click at Int64.max loaded at -1", interaction: .click(at: .max, loadedAt: -1), reason: .invalidPayload),
+        Case(name: "view from Int64.min", interaction: .view(begin: .min, end: now), reason: .invalidPayload),
+        Case(name: "timestamp Int64.min", timestamp: .min, reason: .invalidPayload),
+        Case(name: "timestamp in 2100", timestamp: PlausibleTime.range.upperBound + 1, reason: .invalidPayload),
         Case(name: "click 15 minutes after load", interaction: .click(at: now + 900_000, loadedAt: now), reason: nil),
         Case(
             name: "click 15 minutes and 1 ms after load", interaction: .click(at: now + 900_001, loadedAt: now),

@@ -289,7 +289,8 @@ extension PipelineSuites {
                     status: 401, reason: "missing-app-key"),
                 BadRequest(
                     path: "/v1/conversions",
-                    body: #"{"device-identifier":"d","advertised-item-identifier":1,"conversion-type":"download","time":1}"#,
+                    body:
+                        #"{"device-identifier":"d","advertised-item-identifier":1,"conversion-type":"download","time":1700000000000}"#,
                     status: 401, reason: "invalid-app-key", token: "never-issued"),
                 BadRequest(
                     path: "/v1/conversion-value-updates",
@@ -307,11 +308,12 @@ extension PipelineSuites {
                     path: "/v1/admin/advertised-apps/1", body: #"{"AttributionWindows":{"global":{"install":{"view":8}}}}"#,
                     status: 400, reason: "value-out-of-range", token: pipeline.adminToken, method: "PUT"),
                 BadRequest(
-                    path: "/v1/admin/ad-networks/Upper.Case", body: #"{"public-key":"x","postback-url":"https://x"}"#,
+                    path: "/v1/admin/ad-networks/Upper.Case", body: #"{"public-key":"x","postback-url":"https://x.example"}"#,
                     status: 400,
                     reason: "invalid-ad-network-identifier", token: pipeline.adminToken, method: "PUT"),
                 BadRequest(
-                    path: "/v1/admin/ad-networks/a.net", body: #"{"public-key":"x","postback-url":"https://x"}"#, status: 400,
+                    path: "/v1/admin/ad-networks/a.net", body: #"{"public-key":"x","postback-url":"https://x.example"}"#,
+                    status: 400,
                     reason: "invalid-public-key", token: pipeline.adminToken, method: "PUT"),
                 BadRequest(path: "/v1/nowhere", body: "{}", status: 404, reason: "not-found"),
             ]

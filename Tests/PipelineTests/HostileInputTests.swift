@@ -220,6 +220,26 @@ extension PipelineSuites {
                     name: "negative item id", path: "/v1/conversions",
                     body: conversion(Self.app, "").replacingOccurrences(of: "\(Self.app)", with: "-1"), token: appKey,
                     expect: .ingest(400, "invalid-json")),
+                // Times outside 2000–2100: one such click once crashed the verifier (Int64 overflow).
+                Case(
+                    name: "click at Int64.max loaded at -1",
+                    body: Self.impressionBody(
+                        "a.b.c", interaction: #"{"type":"click","time":9223372036854775807,"loaded-at":-1}"#),
+                    expect: .ingest(400, "invalid-time")),
+                Case(
+                    name: "view from Int64.min",
+                    body: Self.impressionBody(
+                        "a.b.c", interaction: #"{"type":"view","begin":-9223372036854775808,"time":\#(t)}"#),
+                    expect: .ingest(400, "invalid-time")),
+                Case(
+                    name: "conversion at Int64.max", path: "/v1/conversions",
+                    body: conversion(Self.app, "").replacingOccurrences(
+                        of: "\"time\":\(t)", with: "\"time\":9223372036854775807"),
+                    token: appKey, expect: .ingest(400, "invalid-time")),
+                Case(
+                    name: "update in 1969", path: "/v1/conversion-value-updates",
+                    body: update(#""fineConversionValue":1"#).replacingOccurrences(of: "\"time\":\(t)", with: "\"time\":-1"),
+                    token: appKey, expect: .ingest(400, "invalid-time")),
                 Case(
                     name: "fine value 64", path: "/v1/conversion-value-updates", body: update(#""fineConversionValue":64"#),
                     token: appKey, expect: .ingest(400, "value-out-of-range")),
@@ -254,19 +274,19 @@ extension PipelineSuites {
                     expect: .ingest(401, "unauthorized")),
                 Case(
                     name: "upper-case network id", method: "PUT", path: "/v1/admin/ad-networks/Upper.Net",
-                    body: #"{"public-key":"x","postback-url":"https://x"}"#, token: admin,
+                    body: #"{"public-key":"x","postback-url":"https://x.example"}"#, token: admin,
                     expect: .ingest(400, "invalid-ad-network-identifier")),
                 Case(
                     name: "Cyrillic network id", method: "PUT", path: "/v1/admin/ad-networks/ex%D0%B0mple.net",
-                    body: #"{"public-key":"x","postback-url":"https://x"}"#, token: admin,
+                    body: #"{"public-key":"x","postback-url":"https://x.example"}"#, token: admin,
                     expect: .ingest(400, "invalid-ad-network-identifier")),
                 Case(
                     name: "garbage public key", method: "PUT", path: "/v1/admin/ad-networks/a.net",
-                    body: #"{"public-key":"x","postback-url":"https://x"}"#, token: admin,
+                    body: #"{"public-key":"x","postback-url":"https://x.example"}"#, token: admin,
                     expect: .ingest(400, "invalid-public-key")),
                 Case(
                     name: "P-384 public key", method: "PUT", path: "/v1/admin/ad-networks/a.net",
-                    body: #"{"public-key":\#(jsonString(p384)),"postback-url":"https://x"}"#, token: admin,
+                    body: #"{"public-key":\#(jsonString(p384)),"postback-url":"https://x.example"}"#, token: admin,
                     expect: .ingest(400, "invalid-public-key")),
                 Case(
                     name: "ftp postback URL", method: "PUT", path: "/v1/admin/ad-networks/a.net",
@@ -276,7 +296,7 @@ extension PipelineSuites {
                 Case(
                     name: "grace of 31 days", method: "PUT", path: "/v1/admin/ad-networks/a.net",
                     body:
-                        #"{"public-key":\#(jsonString(key.publicKey.pemRepresentation)),"postback-url":"https://x","previous-key-grace-seconds":2678400}"#,
+                        #"{"public-key":\#(jsonString(key.publicKey.pemRepresentation)),"postback-url":"https://x.example","previous-key-grace-seconds":2678400}"#,
                     token: admin, expect: .ingest(400, "value-out-of-range")),
                 Case(
                     name: "view window 8 days", method: "PUT", path: "/v1/admin/advertised-apps/1",

@@ -64,6 +64,54 @@ struct StageWorkerCrashTests {
 
 @Suite("StageWorker crash loops")
 struct StageWorkerCrashLoopTests {
+    /// Found by the hostile-input run: one event that crashed the verifier took its whole batch to the
+    /// dead letters, valid events included, because every crash counted a delivery against all of them.
+    @Test("a poison entry mid-batch stops consumer after consumer; only it is dead-lettered, every neighbour passes")
+    func poisonTakesNoNeighbourAlong() async throws {
+        let server = try await RedisServer.start()
+        let redis = server.connect()
+        let messages = numberedMessages(20)
+        _ = try await append(messages, to: "in", on: redis)
+        let poison = messages[7]
+        let stops = PoisonStage.Stops()
+        for round in 0..<8 {
+            var configuration = StageWorkerConfiguration(stream: "in", group: "copier", consumer: "c\(round)")
+            configuration.batchSize = 50
+            configuration.blockMilliseconds = 50
+            configuration.claimIdleMilliseconds = 1
+            configuration.maxAttempts = 3
+            let connection = server.connect()
+            let worker = StageWorker(
+                configuration: configuration,
+                stage: PoisonStage(inner: CopyStage(output: "out"), poison: Array(poison.utf8), stops: stops),
+                connection: connection, logger: .test("test.worker.poison"))
+            let stopsBefore = stops.value
+            let task = Task { try await worker.run() }
+            // Either the poison stops this consumer (then it is killed, like in the test above), or
+            // the work gets done: every neighbour copied and the poison dead-lettered.
+            var done = false
+            let settled = try await eventually {
+                let copied = try await streamLength("out", on: redis)
+                let dead = try await streamLength("copier:dead", on: redis)
+                done = copied == messages.count - 1 && dead == 1
+                return done || stops.value > stopsBefore
+            }
+            #expect(settled)
+            await connection.close()
+            task.cancel()
+            _ = try? await task.value
+            if done { break }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let output = try await streamRecords("out", on: redis).compactMap(\.message)
+        #expect(Set(output) == Set(messages.filter { $0 != poison }))
+        #expect(output.count == messages.count - 1)
+        let dead = try await streamRecords("copier:dead", on: redis)
+        #expect(dead.map(\.message) == [poison])
+        // The first read, then two claims: three deliveries, and the poison is set aside.
+        #expect(stops.value == 3)
+    }
+
     @Test("an entry whose consumers keep dying is dead-lettered instead of claimed again; its neighbours pass")
     func crashLoopIsDeadLettered() async throws {
         let server = try await RedisServer.start()

@@ -83,11 +83,34 @@ public struct DestinationPolicy: Sendable, Hashable {
     /// The checks that need no DNS: syntax, https, and an IP-literal host's address.
     public func check(url: String) -> Refusal? {
         guard let destination = Self.parse(url), ["http", "https"].contains(destination.scheme) else { return .invalid }
+        // One trailing dot names the same host (`localhost.`, `169.254.169.254.`).
+        let host = destination.host.hasSuffix(".") ? String(destination.host.dropLast()) : destination.host
+        guard Self.isCanonicalHost(host) else { return .invalid }
         if isAllowListed(destination) { return nil }
         guard destination.scheme == "https" else { return .notHTTPS }
-        if let address = IPAddress(destination.host), !address.isPublic { return .privateAddress }
-        if destination.host == "localhost" || destination.host.hasSuffix(".localhost") { return .privateAddress }
+        if let address = IPAddress(host) { return address.isPublic ? nil : .privateAddress }
+        // Single-label names resolve through search domains and hosts files; the suffixes are reserved
+        // for local use (RFC 6761, RFC 6762, RFC 8375, ICANN's .internal).
+        let local = ["localhost", "local", "internal", "localdomain", "home.arpa"]
+        if !host.contains(".") || local.contains(where: { host == $0 || host.hasSuffix("." + $0) }) { return .privateAddress }
         return nil
+    }
+
+    /// An IP literal in the form the resolver prints, or an ASCII DNS name of letters, digits and
+    /// hyphens. Refused: numeric hosts in other forms (`2130706433`, `0x7f000001`, `0177.0.0.1`,
+    /// `127.1`: 127.0.0.1 to many URL parsers), percent-escapes, zone ids and non-ASCII names, which
+    /// a client may resolve differently than this check reads them.
+    static func isCanonicalHost(_ host: String) -> Bool {
+        if IPAddress(host) != nil { return true }
+        let labels = host.split(separator: ".", omittingEmptySubsequences: false)
+        guard host.utf8.count <= 253, let last = labels.last else { return false }
+        for label in labels {
+            guard (1...63).contains(label.utf8.count), label.first != "-", label.last != "-",
+                label.utf8.allSatisfy({ (97...122).contains($0) || (48...57).contains($0) || $0 == 45 })
+            else { return false }
+        }
+        let isNumber = last.allSatisfy(\.isNumber) || (last.hasPrefix("0x") && last.dropFirst(2).allSatisfy(\.isHexDigit))
+        return !isNumber
     }
 
     /// The check after resolving the host: every address must be public (one private answer is enough

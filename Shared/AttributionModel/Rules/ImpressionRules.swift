@@ -28,6 +28,16 @@ public enum ImpressionRules {
         guard payload.advertisedItemIdentifier > 0 else {
             return (.invalidPayload, "advertised-item-identifier must be a positive item id")
         }
+        // Signed by the network, reported by the device: either could be absurd, and the differences
+        // below must not overflow.
+        let times =
+            [("timestamp", payload.timestamp), ("time", interaction.time)]
+            + [("loaded-at", interaction.loadedAt), ("begin", interaction.begin)].compactMap { name, time in
+                time.map { (name, $0) }
+            }
+        for (name, time) in times {
+            if let problem = PlausibleTime.problem(time, field: name) { return (.invalidPayload, problem) }
+        }
         if payload.timestamp > receivedAt + TimePolicy.realTime.milliseconds(futureTolerance) {
             return (.impressionFromFuture, "timestamp is more than 5 minutes in the future")
         }

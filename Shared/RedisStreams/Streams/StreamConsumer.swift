@@ -63,15 +63,18 @@ public struct StreamConsumer: Sendable {
     }
 
     /// One XAUTOCLAIM step from `cursor`; pending ids of deleted entries are acked (and their attempt counts removed).
+    /// With `justIDs` the entries come without their messages and Redis leaves their delivery counts
+    /// alone (take each with `claim(_:)`).
     public func claimStale(
         minIdleMilliseconds: Int,
         startingAt cursor: String,
+        justIDs: Bool = false,
         on connection: RedisConnection
     ) async throws -> StreamClaim {
         let reply = try await connection.send(
             RedisCommand(
-                "XAUTOCLAIM", self.stream, self.group, self.consumer, String(max(0, minIdleMilliseconds)), cursor,
-                "COUNT", String(self.batchSize)
+                ["XAUTOCLAIM", self.stream, self.group, self.consumer, String(max(0, minIdleMilliseconds)), cursor]
+                    + ["COUNT", String(self.batchSize)] + (justIDs ? ["JUSTID"] : [])
             )
         )
         // Redis 7: [cursor, entries, deleted ids]; Redis 6.2: [cursor, entries] with deleted entries as [id, nil].
@@ -79,7 +82,10 @@ public struct StreamConsumer: Sendable {
         guard parts.count >= 2, let nextCursor = parts[0].string else {
             throw RedisError(.unexpectedReply, "XAUTOCLAIM reply has \(parts.count) parts")
         }
-        let parsed = try StreamEntry.parse(parts[1])
+        let parsed =
+            justIDs
+            ? (entries: parts[1].elements.compactMap(\.string).map { StreamEntry(id: $0, message: []) }, deletedIDs: [String]())
+            : try StreamEntry.parse(parts[1])
         var deletedIDs = parsed.deletedIDs
         if parts.count >= 3 {
             deletedIDs += parts[2].elements.compactMap(\.string)
@@ -92,6 +98,13 @@ public struct StreamConsumer: Sendable {
             ])
         }
         return StreamClaim(nextCursor: nextCursor, entries: parsed.entries, deletedIDs: deletedIDs)
+    }
+
+    /// Takes one pending entry (whatever its idle time) with its message, counting a delivery; nil when
+    /// the entry was deleted from the stream meanwhile.
+    public func claim(_ id: String, on connection: RedisConnection) async throws -> StreamEntry? {
+        let reply = try await connection.send(RedisCommand("XCLAIM", self.stream, self.group, self.consumer, "0", id))
+        return try StreamEntry.parse(reply).entries.first
     }
 
     /// How many entries are delivered to the group but not yet acked (XPENDING summary).

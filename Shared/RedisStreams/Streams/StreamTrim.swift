@@ -12,9 +12,12 @@ public enum StreamTrim {
             self.sequence = sequence
         }
 
+        /// Exactly `<ms>-<seq>`, both fitting UInt64 (an admin route passes ids from outside).
         public init?(_ text: String) {
-            let parts = text.split(separator: "-")
-            guard parts.count == 2, let ms = UInt64(parts[0]), let seq = UInt64(parts[1]) else { return nil }
+            let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+            guard parts.count == 2, parts.allSatisfy({ !$0.isEmpty && $0.utf8.allSatisfy { (48...57).contains($0) } }),
+                let ms = UInt64(parts[0]), let seq = UInt64(parts[1])
+            else { return nil }
             self.init(milliseconds: ms, sequence: seq)
         }
 

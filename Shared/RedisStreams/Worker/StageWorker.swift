@@ -128,10 +128,12 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
             return state.claimCursor
         }
         guard let cursor else { return 0 }
+        // Ownership only: Redis leaves the delivery counts alone until each entry is taken below.
         let claim = try await self.groupChecked {
             try await self.consumer.claimStale(
                 minIdleMilliseconds: self.configuration.claimIdleMilliseconds,
                 startingAt: cursor,
+                justIDs: true,
                 on: self.connection
             )
         }
@@ -143,17 +145,29 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
         }
         guard !claim.entries.isEmpty else { return 0 }
         self.logger.info("claimed stale stream entries", metadata: ["count": "\(claim.entries.count)"])
-        let (healthy, poison) = try await self.separateCrashLoops(claim.entries)
-        try await self.deadLetter(poison)
-        if !healthy.isEmpty { try await self.process(healthy, claimed: true) }
+        let deliveries = try await self.deliveryCounts(claim.entries)
+        // One at a time: the entry that stopped the last consumer may be among them, and should it stop
+        // this one too, the delivery counted is its own, not its batch neighbours'. Past `maxAttempts`
+        // deliveries (an entry that failed cleanly is counted in `<group>:attempts`; one whose consumers
+        // die holding it never is) it is dead-lettered instead of taking down replica after replica.
+        for pending in claim.entries {
+            guard let entry = try await self.consumer.claim(pending.id, on: self.connection) else { continue }
+            let count = deliveries[entry.id] ?? 0
+            if count >= Int64(self.configuration.maxAttempts) {
+                try await self.deadLetter([
+                    Failure(
+                        entry: entry, error: "delivered \(count) times and never acknowledged: each consumer holding it stopped")
+                ])
+            } else {
+                try await self.process([entry], claimed: true)
+            }
+        }
         return claim.entries.count
     }
 
-    /// An entry that failed cleanly is counted in `<group>:attempts`; one whose consumers died while
-    /// holding it (a crash it causes, say) never is. Redis counts deliveries either way: past
-    /// `maxAttempts` deliveries the entry is dead-lettered instead of taking down replica after replica.
-    private func separateCrashLoops(_ entries: [StreamEntry]) async throws -> ([StreamEntry], [Failure]) {
-        guard let first = entries.first?.id, let last = entries.last?.id else { return (entries, []) }
+    /// Redis's delivery count of each entry (this consumer owns them now).
+    private func deliveryCounts(_ entries: [StreamEntry]) async throws -> [String: Int64] {
+        guard let first = entries.first?.id, let last = entries.last?.id else { return [:] }
         // One XPENDING over the claimed range, for this consumer (the claim made it the owner).
         let reply = try await self.connection.send(
             RedisCommand(
@@ -164,20 +178,7 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
             let fields = item.elements
             if fields.count >= 4, let id = fields[0].string, let count = fields[3].int { deliveries[id] = count }
         }
-        var healthy: [StreamEntry] = []
-        var poison: [Failure] = []
-        for entry in entries {
-            let count = deliveries[entry.id] ?? 0
-            if count > Int64(self.configuration.maxAttempts) {
-                poison.append(
-                    Failure(
-                        entry: entry,
-                        error: "delivered \(count) times and never acknowledged: each consumer holding it stopped"))
-            } else {
-                healthy.append(entry)
-            }
-        }
-        return (healthy, poison)
+        return deliveries
     }
 }
 

@@ -34,6 +34,10 @@ extension ConfigurationKey {
         "Address the HTTP server binds (ingest's API; the workers' /health and /metrics).")
     public static let httpPort = ConfigurationKey(
         "HTTP_PORT", "port", default: "8080 (ingest), 9090 (workers)", services: allServices, "HTTP port.")
+    public static let httpIdleTimeoutMilliseconds = ConfigurationKey(
+        "HTTP_IDLE_TIMEOUT_MS", "milliseconds", default: "30000", services: allServices,
+        "A connection that sends nothing for this long is closed, and a request body must arrive whole within it (408): idle or trickling clients cannot hold connections open."
+    )
     public static let consumerName = ConfigurationKey(
         "CONSUMER_NAME", "string", default: "hostname-pid", services: workers,
         "This replica's name in its consumer group; must be unique per replica.")
@@ -101,7 +105,8 @@ extension ConfigurationKey {
     )
     /// The catalog, in the order the README lists it.
     public static let all: [ConfigurationKey] = [
-        redisURL, timeScale, logLevel, httpHost, httpPort, consumerName, batchSize, claimIdleMilliseconds,
+        redisURL, timeScale, logLevel, httpHost, httpPort, httpIdleTimeoutMilliseconds, consumerName, batchSize,
+        claimIdleMilliseconds,
         maxAttempts, streamRetentionHours, adminToken, maxBodyBytes, keyRotationGraceHours, crowdTierThresholds,
         timerPollMilliseconds,
         conversionSettleMilliseconds, windowCloseGraceMilliseconds, postbackURLAllowList, signingKeyFile,
