@@ -10,7 +10,7 @@ device), so that every service works: events/s through all five, CPU per process
 per event, and the first-window postbacks received."""
 
 import json, os, re, shutil, signal, subprocess, sys, tempfile, time, urllib.request
-from harness import free_port, http, wait_http
+from harness import cpu_seconds, free_port, http, rss_mib, wait_http
 
 BIN = sys.argv[1]
 OUT = os.path.abspath(sys.argv[2])
@@ -42,17 +42,6 @@ def stop_all():
 def redis(*args):
     return subprocess.run(["redis-cli", "-p", str(REDIS_PORT), *map(str, args)], capture_output=True, text=True).stdout.strip()
 
-
-def cpu_seconds(pid):
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def rss_mib(pid):
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def until(predicate, seconds=600, every=0.05):

@@ -1,4 +1,4 @@
-"""What the Python run scripts share (scripts/bench.py, scripts/faults.py): free ports, waiting for
+"""What the Python run scripts share (scripts/bench.py, scripts/faults.py, scripts/hostile.py): free ports, waiting for
 HTTP, JSON requests, redis-cli, and the processes a run starts (each can be killed and restarted with
 the same command line, environment and log)."""
 
@@ -31,6 +31,21 @@ def http(method, url, body=None, token=None, timeout=10):
         request.add_header("Authorization", "Bearer " + token)
     with urllib.request.urlopen(request, timeout=timeout) as reply:
         return json.loads(reply.read() or b"{}")
+
+
+def cpu_seconds(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mib(pid):
+    try:
+        for line in open(f"/proc/{pid}/status"):
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
 
 
 def redis_cli(port, *args):
