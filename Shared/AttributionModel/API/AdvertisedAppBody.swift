@@ -1,11 +1,21 @@
-import AttributionModel
 import Foundation
-import ServiceRuntime
 
 /// An advertised app's configuration as app teams have it: JSON, or their Info.plist (XML property
-/// list), with the AdAttributionKit keys flat or inside `AdAttributionKitConfigurations`.
-enum AdvertisedAppBody {
-    static func decode(_ bytes: Data, contentType: String?) throws -> IngestRequests.AdvertisedApp {
+/// list), with the AdAttributionKit keys flat or inside `AdAttributionKitConfigurations`. Lives in the
+/// model rather than in ingest so the fuzzer (Fuzz/) runs the very code ingest runs.
+public enum AdvertisedAppBody {
+    /// Why a body was refused: `reason` is the problem type ingest answers 400 with, `detail` the plain words.
+    public struct Problem: Error, Sendable, Hashable {
+        public var reason: String
+        public var detail: String
+
+        public init(_ reason: String, _ detail: String) {
+            self.reason = reason
+            self.detail = detail
+        }
+    }
+
+    public static func decode(_ bytes: Data, contentType: String?) throws -> IngestRequests.AdvertisedApp {
         let isPropertyList = contentType.map { $0.contains("plist") || $0.contains("xml") } ?? false || Self.looksLikeXML(bytes)
         let root: Any
         do {
@@ -14,16 +24,16 @@ enum AdvertisedAppBody {
                 ? try PropertyListSerialization.propertyList(from: bytes, options: [], format: nil)
                 : try JSONSerialization.jsonObject(with: bytes)
         } catch {
-            throw ProblemDetails.badRequest(
+            throw Problem(
                 isPropertyList ? "invalid-property-list" : "invalid-json",
                 isPropertyList ? "the body is not an XML property list" : "the body is not valid JSON")
         }
         guard var dictionary = root as? [String: Any] else {
-            throw ProblemDetails.badRequest("invalid-json", "the configuration must be a dictionary")
+            throw Problem("invalid-json", "the configuration must be a dictionary")
         }
         if let nested = dictionary.removeValue(forKey: IngestRequests.AdvertisedApp.nestedContainer) {
             guard let nested = nested as? [String: Any] else {
-                throw ProblemDetails.badRequest("invalid-json", "AdAttributionKitConfigurations must be a dictionary")
+                throw Problem("invalid-json", "AdAttributionKitConfigurations must be a dictionary")
             }
             dictionary.merge(nested) { _, inner in inner }
         }
@@ -31,17 +41,17 @@ enum AdvertisedAppBody {
             // A whole Info.plist holds many other keys (CFBundle…): only ours are read.
             dictionary = dictionary.filter { IngestRequests.AdvertisedApp.knownKeys.contains($0.key) }
         } else if let unknown = dictionary.keys.filter({ !IngestRequests.AdvertisedApp.knownKeys.contains($0) }).sorted().first {
-            throw ProblemDetails.badRequest("unknown-key", "\(unknown) is not an AdAttributionKit configuration key")
+            throw Problem("unknown-key", "\(unknown) is not an AdAttributionKit configuration key")
         }
         do {
             let json = try JSONSerialization.data(withJSONObject: dictionary)
             return try JSONDecoder().decode(IngestRequests.AdvertisedApp.self, from: json)
         } catch let error as DecodingError {
-            throw ProblemDetails.badRequest("invalid-configuration", error.plainDescription)
+            throw Problem("invalid-configuration", error.plainDescription)
         }
     }
 
-    static func looksLikeXML(_ bytes: Data) -> Bool {
+    public static func looksLikeXML(_ bytes: Data) -> Bool {
         let start = bytes.prefix(64).drop {
             $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 || $0 == 0xEF || $0 == 0xBB || $0 == 0xBF
         }
