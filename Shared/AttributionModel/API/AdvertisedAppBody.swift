@@ -17,6 +17,12 @@ public enum AdvertisedAppBody {
 
     public static func decode(_ bytes: Data, contentType: String?) throws -> IngestRequests.AdvertisedApp {
         let isPropertyList = contentType.map { $0.contains("plist") || $0.contains("xml") } ?? false || Self.looksLikeXML(bytes)
+        // XML is the documented form. Anything else would reach CoreFoundation's binary and OpenStep
+        // parsers, and swift-corelibs-foundation segfaults bridging a binary plist that holds a set
+        // (found by Fuzz/, fuzz-plist): refused before PropertyListSerialization sees it.
+        if isPropertyList, !Self.looksLikeXML(bytes) {
+            throw Problem("invalid-property-list", "the body is not an XML property list")
+        }
         let root: Any
         do {
             root =
@@ -43,8 +49,11 @@ public enum AdvertisedAppBody {
         } else if let unknown = dictionary.keys.filter({ !IngestRequests.AdvertisedApp.knownKeys.contains($0) }).sorted().first {
             throw Problem("unknown-key", "\(unknown) is not an AdAttributionKit configuration key")
         }
+        // A property list can hold dates and data, which JSON cannot: a 400 that says so, not a 500.
+        guard let json = try? JSONSerialization.data(withJSONObject: dictionary) else {
+            throw Problem("invalid-configuration", "values must be dictionaries, strings, numbers or booleans, not dates or data")
+        }
         do {
-            let json = try JSONSerialization.data(withJSONObject: dictionary)
             return try JSONDecoder().decode(IngestRequests.AdvertisedApp.self, from: json)
         } catch let error as DecodingError {
             throw Problem("invalid-configuration", error.plainDescription)
