@@ -16,6 +16,9 @@ let package = Package(
         .executable(name: "scheduler", targets: ["scheduler"]),
         .executable(name: "dispatcher", targets: ["dispatcher"]),
         .executable(name: "attribution", targets: ["attribution"]),
+        // For the fuzzers in Fuzz/, a separate package that builds these with libFuzzer instrumentation.
+        .library(name: "AttributionModel", targets: ["AttributionModel"]),
+        .library(name: "AttributionCrypto", targets: ["AttributionCrypto"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),

@@ -50,8 +50,13 @@ struct AdminRoutes {
         catalog.on(admin, prefix: prefix, .put, "/advertised-apps/:item") { request, context in
             let item = try Self.itemIdentifier(context)
             let body = try await request.collectBody(limit: 262_144)
-            let configuration = try AdvertisedAppBody.decode(body, contentType: request.headers[.contentType])
-                .configuration(itemIdentifier: item)
+            let app: IngestRequests.AdvertisedApp
+            do {
+                app = try AdvertisedAppBody.decode(body, contentType: request.headers[.contentType])
+            } catch let problem as AdvertisedAppBody.Problem {
+                throw ProblemDetails.badRequest(problem.reason, problem.detail)
+            }
+            let configuration = app.configuration(itemIdentifier: item)
             if let problem = configuration.validationProblems().first {
                 throw ProblemDetails.badRequest("value-out-of-range", problem.description)
             }

@@ -41,6 +41,12 @@ struct ImpressionRulesTests {
         Case(
             name: "30 days and 1 ms old", timestamp: now - 30 * Fixture.day - 1, interaction: .click(at: now, loadedAt: now),
             reason: .impressionExpired),
+        // Times at the 64-bit limits are refused; they used to trap the verifier (integer overflow).
+        Case(name: "click loaded at -2^63", interaction: .click(at: now, loadedAt: .min), reason: .clickTooLate),
+        Case(name: "click at -2^63", interaction: .click(at: .min, loadedAt: now), reason: .clickTooLate),
+        Case(name: "click at 2^63-1 loaded at -1", interaction: .click(at: .max, loadedAt: -1), reason: .clickTooLate),
+        Case(name: "view from 2^63-1 to -2^63", interaction: .view(begin: .max, end: .min), reason: .viewTooShort),
+        Case(name: "timestamp -2^63", timestamp: .min, reason: .impressionExpired),
     ]
 
     @Test(arguments: cases)

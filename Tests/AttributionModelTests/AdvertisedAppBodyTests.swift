@@ -1,0 +1,69 @@
+import AttributionModel
+import Foundation
+import Testing
+
+@Suite("Advertised-app bodies")
+struct AdvertisedAppBodyTests {
+    static func infoPlist(_ inner: String) -> Data {
+        Data(
+            (#"<?xml version="1.0" encoding="UTF-8"?><plist version="1.0"><dict><key>CFBundleName</key><string>App</string>"#
+                + #"<key>AdAttributionKitConfigurations</key><dict>\#(inner)</dict></dict></plist>"#).utf8)
+    }
+
+    /// The problem `decode` refuses `bytes` with; nil (and a recorded issue) when it decodes or throws something else.
+    static func problem(_ bytes: Data, contentType: String?) -> AdvertisedAppBody.Problem? {
+        do {
+            let app = try AdvertisedAppBody.decode(bytes, contentType: contentType)
+            Issue.record("expected a refusal, decoded \(app)")
+        } catch let problem as AdvertisedAppBody.Problem {
+            return problem
+        } catch {
+            Issue.record("expected an AdvertisedAppBody.Problem, got \(error)")
+        }
+        return nil
+    }
+
+    @Test func infoPlistReadsOnlyTheAdAttributionKitKeys() throws {
+        let body = Self.infoPlist(
+            "<key>AttributionCooldown</key><dict><key>install-cooldown-hours</key><integer>24</integer></dict>")
+        let app = try AdvertisedAppBody.decode(body, contentType: "application/x-plist")
+        #expect(app.attributionCooldown?.installCooldownHours == 24)
+        // Without a content type the leading `<` picks the property-list reader.
+        #expect(try AdvertisedAppBody.decode(body, contentType: nil).attributionCooldown?.installCooldownHours == 24)
+    }
+
+    @Test func jsonNamesTheUnknownKey() {
+        let problem = Self.problem(Data(#"{"AttributionCooldown":{},"CFBundleName":"App"}"#.utf8), contentType: nil)
+        #expect(problem?.reason == "unknown-key")
+    }
+
+    /// fuzz-plist's first finding, as it found it (585 bytes) and cut down by hand (a dictionary holding a
+    /// set of one string): swift-corelibs-foundation's PropertyListSerialization segfaults bridging a
+    /// binary plist's set, which took ingest down. Only XML property lists are read now.
+    static let binaryPlistsWithASet = [
+        "YnBsaXN0MDDTAQIDBCAhXxAeQWRBdHRyaWJ1dGlvbkVsaWdpY29vbGRvYmxlRm9yQWRBbm9sZG9ibGVGb3JBZGlmaWVyXENGQnVu"
+            + "ZGxlTmFtZdUFBgcICQoPEB4fXxATQXR0cmlii4uWjW5Db29sZG93bl8QF0F0dHJpYnV0aW9uQ29weUVuZHBvaW50XxASQXR0cmli"
+            + "dXRpb25XaW5kb3dzXxAxRWxpZ2libGVGb3JBZEF0dHJpYnV0aW9uS2l0T3ZlcmxhcHBpbmdDb252ZXJzaW9uc18QNUVsaWdpYmxl"
+            + "Rm9yQWRBdHRyaWJ1dGlvbktpdFJlZW5nYWdlbWVudFBvc3RiYWNrQ29waWVzwgsMDQ5fEBZpbnN0YWxsLWNvb2xkb3duLWhvdXJz"
+            + "XxAccmUtZW5nYWdlbWVudC1jb29sZG93bi1ob3VycxAYEDBfEBNodHRwczovL2V4YW1wbGUuY29t0hESExpfEBhleGFtcGxlLmFk"
+            + "YXR0cmlidXRpb25raXRWZ2xvYmFs0RQVV2luc3RhbGzSFhcYGVVjbGlja18QFWlnbm9yZUludGVyYWN0aW9uVHlwZRAeVHZpZXfR"
+            + "FBvSFhkSHRAHEAEICV8QD2NvbS5leGFtcGxlLmFwcFNBcHAACAAPADAARQBSAF0AcwCNAKIA1gEOARMBLAFLAU0BTwFlAWoBhQGM"
+            + "AY8BlwGcAaIBugG8AcEBxAHJAcsBzQHOAc8B4QAAAAAAAAIBAAAAAAAAACIAAAAAAAAAAAAAAAAAAAHl",
+        "YnBsaXN0MDDRAQJRa8EDUWEICw0PAAAAAAAAAQEAAAAAAAAABAAAAAAAAAAAAAAAAAAAABE=",
+    ]
+
+    @Test(arguments: binaryPlistsWithASet)
+    func binaryPropertyListIsRefusedNotParsed(_ base64: String) throws {
+        let body = try #require(Data(base64Encoded: base64))
+        #expect(Self.problem(body, contentType: "application/x-plist")?.reason == "invalid-property-list")
+        // Without a plist content type it is not JSON either.
+        #expect(Self.problem(body, contentType: nil)?.reason == "invalid-json")
+    }
+
+    /// JSON has no dates or data: these used to escape as an NSError, which ingest answered with a 500.
+    @Test(arguments: ["<date>2024-01-01T00:00:00Z</date>", "<data>AAAA</data>", "<real>1e300</real>"])
+    func propertyListValueOfTheWrongTypeIsAnInvalidConfiguration(_ value: String) {
+        let body = Self.infoPlist("<key>AttributionCooldown</key><dict><key>install-cooldown-hours</key>\(value)</dict>")
+        #expect(Self.problem(body, contentType: "application/x-plist")?.reason == "invalid-configuration")
+    }
+}
