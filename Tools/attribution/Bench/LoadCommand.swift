@@ -87,7 +87,9 @@ struct LoadCommand: AsyncParsableCommand {
                     var request = HTTPClientRequest(url: ingestURL + path)
                     request.method = .POST
                     request.headers.add(name: "Content-Type", value: "application/json")
-                    if path != "/v1/impressions", let appKey { request.headers.add(name: "Authorization", value: "Bearer \(appKey)") }
+                    if path != "/v1/impressions", let appKey {
+                        request.headers.add(name: "Authorization", value: "Bearer \(appKey)")
+                    }
                     request.body = .bytes(body)
                     let accepted: Bool
                     do {
