@@ -18,10 +18,6 @@ struct ImpressionRulesTests {
 
     static let cases: [Case] = [
         Case(name: "valid click", reason: nil),
-        // Differences of such times overflowed Int64 and trapped (a verifier crash from one request).
-        Case(name: "click at Int64.max loaded at -1", interaction: .click(at: .max, loadedAt: -1), reason: .invalidPayload),
-        Case(name: "view from Int64.min", interaction: .view(begin: .min, end: now), reason: .invalidPayload),
-        Case(name: "timestamp Int64.min", timestamp: .min, reason: .invalidPayload),
         Case(name: "timestamp in 2100", timestamp: PlausibleTime.range.upperBound + 1, reason: .invalidPayload),
         Case(name: "click 15 minutes after load", interaction: .click(at: now + 900_000, loadedAt: now), reason: nil),
         Case(
@@ -42,11 +38,11 @@ struct ImpressionRulesTests {
             name: "30 days and 1 ms old", timestamp: now - 30 * Fixture.day - 1, interaction: .click(at: now, loadedAt: now),
             reason: .impressionExpired),
         // Times at the 64-bit limits are refused; they used to trap the verifier (integer overflow).
-        Case(name: "click loaded at -2^63", interaction: .click(at: now, loadedAt: .min), reason: .clickTooLate),
-        Case(name: "click at -2^63", interaction: .click(at: .min, loadedAt: now), reason: .clickTooLate),
-        Case(name: "click at 2^63-1 loaded at -1", interaction: .click(at: .max, loadedAt: -1), reason: .clickTooLate),
-        Case(name: "view from 2^63-1 to -2^63", interaction: .view(begin: .max, end: .min), reason: .viewTooShort),
-        Case(name: "timestamp -2^63", timestamp: .min, reason: .impressionExpired),
+        Case(name: "click loaded at -2^63", interaction: .click(at: now, loadedAt: .min), reason: .invalidPayload),
+        Case(name: "click at -2^63", interaction: .click(at: .min, loadedAt: now), reason: .invalidPayload),
+        Case(name: "click at 2^63-1 loaded at -1", interaction: .click(at: .max, loadedAt: -1), reason: .invalidPayload),
+        Case(name: "view from 2^63-1 to -2^63", interaction: .view(begin: .max, end: .min), reason: .invalidPayload),
+        Case(name: "timestamp -2^63", timestamp: .min, reason: .invalidPayload),
     ]
 
     @Test(arguments: cases)
