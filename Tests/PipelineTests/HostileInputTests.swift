@@ -85,6 +85,34 @@ extension PipelineSuites {
             return #"{"device-identifier":"\#(device)","impression":"\#(jws)","interaction":\#(interaction)}"#
         }
 
+        /// Found by the hostile-input run: silent connections and trickled bodies were held forever,
+        /// so a few thousand of them would have locked everyone else out.
+        @Test func idleAndTricklingClientsAreCutOff() async throws {
+            let redis = try await RedisServer.start()
+            defer { redis.stop() }
+            let pipeline = try PipelineProcesses(redis: redis, timeScale: 1, extraEnvironment: ["HTTP_IDLE_TIMEOUT_MS": "800"])
+            defer { pipeline.stop() }
+            #expect(try await http.waitUntilUp("\(pipeline.ingestURL)/health"), "ingest starts\n\(pipeline.logs())")
+            let port = try #require(URL(string: pipeline.ingestURL)?.port)
+
+            let idle = try #require(RawSocket(port: port))
+            #expect(idle.read(timeout: .seconds(5)).closed, "a silent connection is closed after the idle timeout")
+
+            // A byte every 200 ms is never idle for 800 ms; the body deadline still answers.
+            let slow = try #require(RawSocket(port: port))
+            slow.transmit(
+                "POST /v1/impressions HTTP/1.1\r\nHost: ingest\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{")
+            var answer = ""
+            for _ in 0..<25 where !answer.contains("body-timeout") {
+                slow.transmit(" ")
+                answer += slow.read(timeout: .milliseconds(200)).text
+            }
+            #expect(answer.hasPrefix("HTTP/1.1 408"), "\(answer)")
+            #expect(answer.contains("body-timeout"), "\(answer)")
+            let events = try await redis.connect().send(RedisCommand("XLEN", StreamNames.events)).int
+            #expect(events == 0)
+        }
+
         @Test func everyHostileInputIsRefusedWithItsReason() async throws {
             let redis = try await RedisServer.start()
             defer { redis.stop() }
