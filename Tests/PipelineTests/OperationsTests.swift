@@ -131,8 +131,11 @@ extension PipelineSuites {
                 try pipeline.start(replica, executable: "verifier", port: try freeLoopbackPort())
             }
             try await push(120, load, pipeline, connection)
-            let consumers = try await PipelineSnapshot.read(on: connection).groups.first { $0.group == "verifier" }?.consumers
-            #expect(consumers == 3, "three verifier replicas in the group")
+            // A replica joins the group with its first read, once its process is up (slower on a busy machine).
+            let joined = try await eventually {
+                try await PipelineSnapshot.read(on: connection).groups.first { $0.group == "verifier" }?.consumers == 3
+            }
+            #expect(joined, "three verifier replicas in the group")
             async let flowing: Void = push(80, load, pipeline, connection)
             try await Task.sleep(for: .milliseconds(100))
             for replica in ["verifier-2", "verifier-3"] { #expect(pipeline.stopGracefully(replica)?.status == 0) }
