@@ -137,9 +137,7 @@ struct AttributionWinnerStage: StreamStage {
                     let rejection = Rejection(
                         reason: RejectionReason(refusal), detail: "the conversion was not attributed (\(refusal.rawValue))",
                         eventIdentifier: envelope.id)
-                    writes.append(
-                        StreamCommands.add(
-                            StreamNames.rejected, message: Envelope(time: report.time, body: .rejected(rejection)).encoded()))
+                    writes.append(rejection.entry(at: report.time))
                     // Updates that waited on this conversion go to the one before it.
                     outputs += device.routePending().map { Envelope(time: $0.time, body: .updateAttributed($0)) }
                     outputs += device.routePendingActivities().map { Envelope(time: $0.time, body: .activityAttributed($0)) }

@@ -165,9 +165,7 @@ struct VerifierStage: StreamStage {
             reason: refusal.reason, detail: refusal.detail, eventIdentifier: event.id,
             adNetworkIdentifier: refusal.adNetworkIdentifier, impressionIdentifier: refusal.impressionIdentifier)
         Counter(label: "verifier_rejections_total", dimensions: [("reason", refusal.reason.rawValue)]).increment()
-        var commands = [
-            StreamCommands.add(StreamNames.rejected, message: Envelope(time: event.time, body: .rejected(rejection)).encoded())
-        ]
+        var commands = [rejection.entry(at: event.time)]
         let log = refusal.adNetworkIdentifier.map(RejectionLog.networkKey) ?? app.map { RejectionLog.appKey(String($0)) }
         if let log, let json = try? JSONCoding.encoder.encode(rejection) {
             commands += [

@@ -2,6 +2,7 @@ import AttributionCrypto
 import AttributionModel
 import Crypto
 import Foundation
+import TestSupport
 import Testing
 
 /// An independent implementation, Python's `cryptography`, signs and verifies SKAdNetwork messages, so
@@ -82,45 +83,13 @@ struct SKAdNetworkCrossCheckTests {
             signature = try SKANSignature.sign(message: message, with: key)
         }
         _ = try Self.python(Self.verifyScript, arguments: [spki, signature], input: message)
-        #expect(throws: PythonFailure.self) {
+        #expect(throws: TestSupportError.self) {
             _ = try Self.python(Self.verifyScript, arguments: [spki, signature], input: message + "x")
         }
     }
 
-    struct PythonFailure: Error, CustomStringConvertible {
-        var description: String
-    }
-
-    /// Runs `python3 -c script arguments...` with `input` on stdin; its stdout, or PythonFailure.
+    /// Runs `python3 -c script arguments...` with `input` on stdin; its stdout.
     static func python(_ script: String, arguments: [String], input: String) throws -> String {
-        let searchPath = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
-        let candidates = searchPath.split(separator: ":").map { "\($0)/python3" }
-        guard let python3 = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
-            Issue.record("python3 is not on PATH (\(searchPath)): the SKAdNetwork cross-check needs python3 with `cryptography`")
-            throw PythonFailure(description: "python3 missing")
-        }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python3)
-        process.arguments = ["-c", script] + arguments
-        // Stdin from a file, not a pipe: a python3 that exits at once must not SIGPIPE the test process.
-        let inputFile = FileManager.default.temporaryDirectory.appendingPathComponent("skan-\(UUID().uuidString).txt")
-        try Data(input.utf8).write(to: inputFile)
-        defer { try? FileManager.default.removeItem(at: inputFile) }
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardInput = try FileHandle(forReadingFrom: inputFile)
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        let output = stdout.fileHandleForReading.readDataToEndOfFile()
-        let errors = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        if errors.contains("No module named 'cryptography'") {
-            Issue.record("python3 (\(python3)) lacks the `cryptography` package: pip install cryptography")
-        }
-        guard process.terminationStatus == 0 else {
-            throw PythonFailure(description: "python3 exited with \(process.terminationStatus): \(errors)")
-        }
-        return String(decoding: output, as: UTF8.self)
+        String(decoding: try Python.run(script, arguments: arguments, input: input), as: UTF8.self)
     }
 }

@@ -321,21 +321,11 @@ extension PipelineSuites {
                     kids.append(header["kid"])
                 print(json.dumps(kids))
                 """
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = [
-                "python3", "-c", script, directory.appendingPathComponent("jwks.json").path,
-                directory.appendingPathComponent("bodies.json").path,
-            ]
-            let output = Pipe()
-            let errors = Pipe()
-            process.standardOutput = output
-            process.standardError = errors
-            try process.run()
-            let data = output.fileHandleForReading.readDataToEndOfFile()
-            let problem = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            guard process.terminationStatus == 0 else { throw TestSupportError("python verification failed: \(problem)") }
+            let data = try Python.run(
+                script,
+                arguments: [
+                    directory.appendingPathComponent("jwks.json").path, directory.appendingPathComponent("bodies.json").path,
+                ])
             return try JSONDecoder().decode([String].self, from: data)
         }
     }

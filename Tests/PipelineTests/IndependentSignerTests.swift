@@ -48,20 +48,7 @@ extension PipelineSuites {
 
         /// Runs the script; fails (never skips) when python3 or `cryptography` is missing.
         static func sign(network: String, advertised: ItemIdentifier, publisher: ItemIdentifier, count: Int) throws -> Signed {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["python3", "-c", script, network, String(advertised), String(publisher), String(count)]
-            let output = Pipe()
-            let errors = Pipe()
-            process.standardOutput = output
-            process.standardError = errors
-            try process.run()
-            let data = output.fileHandleForReading.readDataToEndOfFile()
-            let problem = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            guard process.terminationStatus == 0 else {
-                throw TestSupportError("python3 with `cryptography` is needed (scripts/test.sh installs it): \(problem)")
-            }
+            let data = try Python.run(script, arguments: [network, String(advertised), String(publisher), String(count)])
             return try JSONDecoder().decode(Signed.self, from: data)
         }
 

@@ -2,15 +2,15 @@
 public struct StreamClaim: Sendable, Equatable {
     /// Where the next step of the scan starts; `0-0` when the scan reached the end of the pending list.
     public var nextCursor: String
-    /// Entries now owned by the claiming consumer.
-    public var entries: [StreamEntry]
+    /// Ids of the entries now owned by the claiming consumer.
+    public var ids: [String]
     /// Pending ids whose entries were deleted from the stream; already acked and skipped.
     public var deletedIDs: [String]
 
     /// A claim result from its parts.
-    public init(nextCursor: String, entries: [StreamEntry], deletedIDs: [String]) {
+    public init(nextCursor: String, ids: [String], deletedIDs: [String]) {
         self.nextCursor = nextCursor
-        self.entries = entries
+        self.ids = ids
         self.deletedIDs = deletedIDs
     }
 

@@ -57,39 +57,26 @@ public struct StreamConsumer: Sendable {
         return try StreamEntry.parse(parts[1]).entries
     }
 
-    /// Claims up to `batchSize` entries pending longer than `minIdleMilliseconds`, scanning from the start.
-    public func claimStale(minIdleMilliseconds: Int, on connection: RedisConnection) async throws -> [StreamEntry] {
-        try await self.claimStale(minIdleMilliseconds: minIdleMilliseconds, startingAt: "0-0", on: connection).entries
-    }
-
-    /// One XAUTOCLAIM step from `cursor`; pending ids of deleted entries are acked (and their attempt counts removed).
-    /// With `justIDs` the entries come without their messages and Redis leaves their delivery counts
-    /// alone (take each with `claim(_:)`).
+    /// One XAUTOCLAIM step from `cursor`: ownership of up to `batchSize` entries pending longer than
+    /// `minIdleMilliseconds`, without their messages (`JUSTID`), so Redis does not count a delivery yet;
+    /// take each with `claim(_:)`. Pending ids of deleted entries are acked (and their attempt counts removed).
     public func claimStale(
         minIdleMilliseconds: Int,
         startingAt cursor: String,
-        justIDs: Bool = false,
         on connection: RedisConnection
     ) async throws -> StreamClaim {
         let reply = try await connection.send(
             RedisCommand(
-                ["XAUTOCLAIM", self.stream, self.group, self.consumer, String(max(0, minIdleMilliseconds)), cursor]
-                    + ["COUNT", String(self.batchSize)] + (justIDs ? ["JUSTID"] : [])
+                "XAUTOCLAIM", self.stream, self.group, self.consumer, String(max(0, minIdleMilliseconds)), cursor,
+                "COUNT", String(self.batchSize), "JUSTID"
             )
         )
-        // Redis 7: [cursor, entries, deleted ids]; Redis 6.2: [cursor, entries] with deleted entries as [id, nil].
+        // Redis 7: [cursor, ids, deleted ids].
         let parts = reply.elements
         guard parts.count >= 2, let nextCursor = parts[0].string else {
             throw RedisError(.unexpectedReply, "XAUTOCLAIM reply has \(parts.count) parts")
         }
-        let parsed =
-            justIDs
-            ? (entries: parts[1].elements.compactMap(\.string).map { StreamEntry(id: $0, message: []) }, deletedIDs: [String]())
-            : try StreamEntry.parse(parts[1])
-        var deletedIDs = parsed.deletedIDs
-        if parts.count >= 3 {
-            deletedIDs += parts[2].elements.compactMap(\.string)
-        }
+        let deletedIDs = parts.count >= 3 ? parts[2].elements.compactMap(\.string) : []
         if !deletedIDs.isEmpty {
             // Redis 7 already dropped them from the pending list; acking again is a harmless no-op there.
             _ = try await connection.pipeline([
@@ -97,7 +84,7 @@ public struct StreamConsumer: Sendable {
                 RedisCommand(["HDEL", self.attemptsKey] + deletedIDs),
             ])
         }
-        return StreamClaim(nextCursor: nextCursor, entries: parsed.entries, deletedIDs: deletedIDs)
+        return StreamClaim(nextCursor: nextCursor, ids: parts[1].elements.compactMap(\.string), deletedIDs: deletedIDs)
     }
 
     /// Takes one pending entry (whatever its idle time) with its message, counting a delivery; nil when

@@ -133,7 +133,6 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
             try await self.consumer.claimStale(
                 minIdleMilliseconds: self.configuration.claimIdleMilliseconds,
                 startingAt: cursor,
-                justIDs: true,
                 on: self.connection
             )
         }
@@ -143,15 +142,15 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
             // Keep stepping through a long pending list on later calls; rest only once it is covered.
             state.nextClaim = claim.isScanComplete ? ContinuousClock.now + .milliseconds(interval) : nil
         }
-        guard !claim.entries.isEmpty else { return 0 }
-        self.logger.info("claimed stale stream entries", metadata: ["count": "\(claim.entries.count)"])
-        let deliveries = try await self.deliveryCounts(claim.entries)
+        guard !claim.ids.isEmpty else { return 0 }
+        self.logger.info("claimed stale stream entries", metadata: ["count": "\(claim.ids.count)"])
+        let deliveries = try await self.deliveryCounts(claim.ids)
         // One at a time: the entry that stopped the last consumer may be among them, and should it stop
         // this one too, the delivery counted is its own, not its batch neighbours'. Past `maxAttempts`
         // deliveries (an entry that failed cleanly is counted in `<group>:attempts`; one whose consumers
         // die holding it never is) it is dead-lettered instead of taking down replica after replica.
-        for pending in claim.entries {
-            guard let entry = try await self.consumer.claim(pending.id, on: self.connection) else { continue }
+        for id in claim.ids {
+            guard let entry = try await self.consumer.claim(id, on: self.connection) else { continue }
             let count = deliveries[entry.id] ?? 0
             if count >= Int64(self.configuration.maxAttempts) {
                 try await self.deadLetter([
@@ -162,17 +161,17 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
                 try await self.process([entry], claimed: true)
             }
         }
-        return claim.entries.count
+        return claim.ids.count
     }
 
     /// Redis's delivery count of each entry (this consumer owns them now).
-    private func deliveryCounts(_ entries: [StreamEntry]) async throws -> [String: Int64] {
-        guard let first = entries.first?.id, let last = entries.last?.id else { return [:] }
+    private func deliveryCounts(_ ids: [String]) async throws -> [String: Int64] {
+        guard let first = ids.first, let last = ids.last else { return [:] }
         // One XPENDING over the claimed range, for this consumer (the claim made it the owner).
         let reply = try await self.connection.send(
             RedisCommand(
                 "XPENDING", self.configuration.stream, self.configuration.group, first, last,
-                String(entries.count + self.configuration.batchSize), self.configuration.consumer))
+                String(ids.count + self.configuration.batchSize), self.configuration.consumer))
         var deliveries: [String: Int64] = [:]
         for item in reply.elements {
             let fields = item.elements

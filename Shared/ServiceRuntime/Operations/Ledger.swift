@@ -65,7 +65,6 @@ public struct Ledger: Sendable {
             public var due = 0
             public var delivered = 0
             public var deadLettered = 0
-            public var stillHeld = 0
             public var unaccounted = 0
             public var deliveredNotDue = 0
             /// Window-0 winning postbacks the attributions call for, and how many fell due.
@@ -77,7 +76,6 @@ public struct Ledger: Sendable {
             enum CodingKeys: String, CodingKey {
                 case due, delivered
                 case deadLettered = "dead-lettered"
-                case stillHeld = "still-held"
                 case unaccounted
                 case deliveredNotDue = "delivered-not-due"
                 case expectedFirstWindowWinning = "expected-first-window-winning"
@@ -173,10 +171,6 @@ public struct Ledger: Sendable {
                 unaccounted.append(id)
             }
         }
-        let stillHeld = ["held postbacks", "delivery retries", "postbacks"].reduce(0) { sum, label in
-            sum + records.inFlight.filter { $0.key.hasPrefix(label) }.values.reduce(0, +)
-        }
-        postbacks.stillHeld = stillHeld
         postbacks.unaccounted = unaccounted.count
         let notDue = records.delivered.keys.filter { records.due[$0] == nil }
         postbacks.deliveredNotDue = notDue.count

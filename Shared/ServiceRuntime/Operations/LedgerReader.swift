@@ -77,11 +77,11 @@ public struct LedgerReader {
 
     /// Event ids of updates and activity kept in these devices' states.
     private func waiting(_ places: [(device: String, app: ItemIdentifier)]) async throws -> Set<String> {
-        var keys = Set<String>()
-        for place in places { keys.insert(DeviceKeys.winnerState(device: place.device, app: place.app)) }
+        let keys = Set(places.map { DeviceKeys.winnerState(device: $0.device, app: $0.app) })
+        guard !keys.isEmpty else { return [] }
         var waiting = Set<String>()
-        for key in keys {
-            guard let bytes = try await connection.send(RedisCommand("GET", key)).bytes,
+        for reply in try await connection.pipeline(keys.map { RedisCommand("GET", $0) }) {
+            guard let bytes = reply.bytes,
                 let state = try? JSONCoding.decoder.decode(DeviceAttributionState.self, from: Data(bytes))
             else { continue }
             waiting.formUnion(state.pendingUpdates.compactMap(\.eventIdentifier))
