@@ -1,5 +1,6 @@
 import AttributionModel
 import Foundation
+import Metrics
 import RedisStreams
 import ServiceRuntime
 
@@ -120,11 +121,13 @@ struct SchedulerStage: StreamStage {
                 // Attributions and updates travel one stream in order, but replicas may take neighbours
                 // out of order: an update whose plan is not written yet fails and is retried after the claim idle time.
                 guard var plan = plans[key] else { return .failed("no postback plan yet for conversion \(id)") }
+                if plan.isLate(stampedAt: update.time) { Counter(label: "scheduler_late_updates_total").increment() }
                 held = plan.apply(update, policy: policy, using: &generator)
                 plans[key] = plan
             case .activityAttributed(let activity):
                 // Like an update: the plan may still be on its way from a neighbouring entry.
                 guard var plan = plans[key] else { return .failed("no postback plan yet for conversion \(id)") }
+                if plan.isLate(stampedAt: activity.time) { Counter(label: "scheduler_late_updates_total").increment() }
                 held = plan.record(activity, policy: policy, using: &generator)
                 plans[key] = plan
             case .conversionSuperseded(let superseded):
@@ -139,7 +142,18 @@ struct SchedulerStage: StreamStage {
                 return .failed("unexpected \(envelope.type.rawValue)")
             }
             let plan = plans[key]!
-            if plan.isFinished {
+            // Every window done, but a postback still held: a late update may yet swap it, so the plan
+            // stays until the last one is released, when a timer (window `count`) wakes it.
+            let now = WallClock.nowMilliseconds()
+            let releasing = plan.isFinished ? plan.lastDueAt.flatMap { $0 > now ? $0 : nil } : nil
+            if let releasing {
+                let wake = Envelope(
+                    time: releasing,
+                    body: .windowClosed(.init(conversionIdentifier: id, window: ConversionWindows.count, time: releasing)))
+                commands += Self.windowTimers.schedule(
+                    id: "\(id):released", dueAtMilliseconds: releasing, message: wake.encoded())
+            }
+            if plan.isFinished && releasing == nil {
                 // A finished plan leaves only a marker, kept as long as attribution-winner may still route
                 // updates to the conversion, so late updates are ignored rather than retried.
                 finished.insert(key)
@@ -157,9 +171,16 @@ struct SchedulerStage: StreamStage {
                     ]))
             }
             for postback in held {
-                commands += Self.heldPostbacks[postback.order.payload.postbackSequenceIndex].schedule(
-                    id: postback.order.payload.postbackIdentifier, dueAtMilliseconds: postback.dueAt,
-                    message: CompactHeldPostback.encode(postback.order, dueAt: postback.dueAt))
+                let queue = Self.heldPostbacks[postback.order.payload.postbackSequenceIndex]
+                let message = CompactHeldPostback.encode(postback.order, dueAt: postback.dueAt)
+                if let old = postback.replacing {
+                    commands += queue.replace(
+                        CompactHeldPostback.encode(old.order, dueAt: old.dueAt), with: message,
+                        dueAtMilliseconds: postback.dueAt)
+                } else {
+                    commands += queue.schedule(
+                        id: postback.order.payload.postbackIdentifier, dueAtMilliseconds: postback.dueAt, message: message)
+                }
             }
             return .write(commands)
         }

@@ -123,6 +123,132 @@ struct PostbackPlanTests {
         #expect(plan.isFinished)
     }
 
+    /// Updates stamped before a window closed that reach the scheduler after it (a stage was down, a
+    /// claim waited): the window is prepared then, or its held postbacks re-prepared in place.
+    static let lateCases: [OrderCase] = [
+        OrderCase(
+            name: "window 0 closed with no update: a late one prepares it, and the later windows carry it",
+            steps: [(nil, nil, false, 0), (10, .low, false, 1), (nil, nil, false, 1), (nil, nil, false, 2)],
+            expected: ["10", "low", "low"]),
+        OrderCase(
+            name: "a newer late update re-prepares the held postback",
+            steps: [
+                (10, .low, false, 1), (nil, nil, false, 0), (20, .medium, false, 2), (nil, nil, false, 1), (nil, nil, false, 2),
+            ],
+            expected: ["20", "medium", "medium"]),
+        OrderCase(
+            name: "an older late update changes nothing",
+            steps: [
+                (20, .medium, false, 5), (nil, nil, false, 0), (10, .low, false, 1), (nil, nil, false, 1), (nil, nil, false, 2),
+            ],
+            expected: ["20", "medium", "medium"]),
+        OrderCase(
+            name: "a late update stamped after the window's lock is ignored",
+            steps: [
+                (12, .low, true, 5), (40, .high, false, 10), (nil, nil, false, 0), (nil, nil, false, 1), (nil, nil, false, 2),
+            ],
+            expected: ["12", "low", "low"]),
+        OrderCase(
+            name: "a late lock freezes the window as of the lock",
+            steps: [
+                (40, .high, false, 10), (nil, nil, false, 0), (12, .low, true, 5), (nil, nil, false, 1), (nil, nil, false, 2),
+            ],
+            expected: ["12", "low", "low"]),
+        OrderCase(
+            name: "windows 0 and 1 closed with no update are both prepared by a late window-0 update",
+            steps: [(nil, nil, false, 0), (nil, nil, false, 1), (10, .high, false, 1), (nil, nil, false, 2)],
+            expected: ["10", "high", "high"]),
+        OrderCase(
+            name: "a late window-1 update re-prepares window 1 and not window 0",
+            steps: [
+                (10, .low, false, 1), (nil, nil, false, 0), (nil, nil, false, 1), (30, .high, false, 80), (nil, nil, false, 2),
+            ],
+            expected: ["10", "high", "high"]),
+    ]
+
+    @Test(arguments: lateCases)
+    func lateUpdatesCountWhileTheirPostbacksAreHeld(_ c: OrderCase) throws {
+        var generator = SeededGenerator(seed: 21)
+        let other = AttributedImpression(
+            adNetworkIdentifier: F.network("two.net"), impressionIdentifier: "n", sourceIdentifier: 1234,
+            publisherItemIdentifier: 77, interactionType: .view, kind: .adAttributionKit)
+        var plan = PostbackPlan(attribution: F.attribution(nonWinners: [other]), crowd: tier3)
+        // The held queue as the scheduler keeps it: a replacement swaps a held postback, never adds one.
+        var held: [String: HeldPostback] = [:]
+        for step in c.steps {
+            let out =
+                if let fine = step.fine {
+                    plan.apply(
+                        update(fine, step.coarse, lock: step.lock, at: step.hours * F.hour), policy: .realTime,
+                        using: &generator)
+                } else {
+                    plan.closeWindow(Int(step.hours), policy: .realTime, using: &generator)
+                }
+            for postback in out {
+                let id = postback.order.payload.postbackIdentifier
+                if let old = postback.replacing {
+                    let current = try #require(held[id], "\(c.name): replaces a postback never held")
+                    #expect(current.order == old.order && current.dueAt == old.dueAt, "\(c.name): replaces another postback")
+                    #expect(old.order.payload == postback.order.payload, "\(c.name): a replacement keeps its payload")
+                } else {
+                    #expect(held[id] == nil, "\(c.name): one id held twice")
+                }
+                held[id] = HeldPostback(order: postback.order, dueAt: postback.dueAt)
+            }
+        }
+        let sent = (0..<3).map { window -> String in
+            let winning = held.values.filter { $0.order.payload.postbackSequenceIndex == window && $0.order.payload.didWin }
+            guard let order = winning.first?.order, winning.count == 1 else { return winning.isEmpty ? "none" : "several" }
+            return order.conversionValue.map(String.init) ?? order.coarseConversionValue?.rawValue ?? "no value"
+        }
+        #expect(sent == c.expected, "\(c.name)")
+        // The non-winner's one first-window postback, with the same coarse value as the winner's.
+        let losing = held.values.filter { !$0.order.payload.didWin }
+        #expect(losing.count == (c.expected[0] == "none" ? 0 : 1), "\(c.name)")
+        #expect(plan.isFinished)
+        // Each window's postbacks stay due within its delay range after the moment they were prepared as of.
+        for postback in held.values {
+            let window = postback.order.payload.postbackSequenceIndex
+            let at = try #require(plan.closed[window]?.at)
+            let range = PostbackDelay.range(sequenceIndex: window, development: false)
+            let policy = TimePolicy.realTime
+            #expect(
+                (at + policy.milliseconds(range.lowerBound)...at + policy.milliseconds(range.upperBound)).contains(postback.dueAt)
+            )
+        }
+    }
+
+    /// Windows a superseding conversion stopped from opening are not prepared by a late update.
+    @Test func windowsThatNeverOpenedStayClosedToLateUpdates() {
+        var generator = SeededGenerator(seed: 22)
+        var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
+        _ = plan.apply(update(10, .low, at: F.hour), policy: .realTime, using: &generator)
+        let superseded = plan.supersede(at: 2 * F.hour, policy: .realTime, using: &generator)
+        #expect(superseded.map(\.order.conversionValue) == [10])
+        #expect(plan.isFinished)
+        let late = plan.apply(update(20, .high, at: 90 * F.hour / 60), policy: .realTime, using: &generator)
+        #expect(late.count == 1 && late.first?.replacing?.order.conversionValue == 10 && late.first?.order.conversionValue == 20)
+        #expect(late.allSatisfy { $0.order.payload.postbackSequenceIndex == 0 })
+        #expect(plan.closed[1] == nil && plan.closed[2] == nil)
+        #expect(plan.lastDueAt == superseded.first?.dueAt)
+    }
+
+    /// What closed windows prepared survives the plan's JSON; a plan stored before has none.
+    @Test func closedWindowsRoundTrip() throws {
+        var generator = SeededGenerator(seed: 23)
+        var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
+        _ = plan.apply(update(10, .low, at: F.hour), policy: .realTime, using: &generator)
+        _ = plan.closeWindow(0, policy: .realTime, using: &generator)
+        let decoded = try JSONCoding.decoder.decode(PostbackPlan.self, from: JSONCoding.encoder.encode(plan))
+        #expect(decoded == plan)
+        #expect(decoded.closed[0]?.postbacks.count == 1)
+        var json = try #require(try JSONSerialization.jsonObject(with: JSONCoding.encoder.encode(plan)) as? [String: Any])
+        json["closed"] = nil
+        var old = try JSONCoding.decoder.decode(PostbackPlan.self, from: JSONSerialization.data(withJSONObject: json))
+        #expect(old.closed == [nil, nil, nil])
+        #expect(old.apply(update(20, .high, at: 2 * F.hour), policy: .realTime, using: &generator).isEmpty)
+    }
+
     /// A plan stored before values were kept per update still decodes, with its values as of its first update.
     @Test func planStoredInTheEarlierFormatDecodes() throws {
         var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)

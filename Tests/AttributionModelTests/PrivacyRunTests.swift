@@ -179,36 +179,71 @@ struct PrivacyRun {
 
         let ends = PrivacySpec.windowEnds(development: development)
         func window(of time: Milliseconds) -> Int { ends.firstIndex { time - conversionTime < $0 } ?? 3 }
-        var checked: Set<PostbackKey> = []
+        // Where each window's delay may count from, restated: its end, a lock in it, a superseding
+        // conversion in it. Which one applies depends on the arrival order, so the plan says (`closed`),
+        // and it must be one of these.
+        var references = ends.map { [conversionTime + $0] }
+        // The held queue as the scheduler keeps it, by postback id, with what prepared each postback;
+        // a late update re-prepares a held postback in place, a second one for a window and network is a leak.
+        var held: [String: (postback: HeldPostback, trigger: String)] = [:]
+        var keys: Set<PostbackKey> = []
         for step in steps(device: device, app: app, conversionTime: conversionTime, ends: ends, withActivity: schema != nil) {
-            let held: [HeldPostback]
-            let trigger: Trigger
+            let out: [HeldPostback]
+            let trigger: String
             switch step {
             case .update(let report):
                 guard let routed = state.receive(report) else { continue }  // filtered by conversion type: waits
-                held = plan.apply(routed, policy: .realTime, using: &generator)
-                trigger = Trigger(name: "lock", reference: report.time, window: window(of: report.time))
+                out = plan.apply(routed, policy: .realTime, using: &generator)
+                if report.update.lockPostback, window(of: report.time) < 3 {
+                    references[window(of: report.time)].append(max(report.time, conversionTime))
+                }
+                trigger = report.update.lockPostback ? "lock" : "late update"
             case .activity(let report):
                 guard let routed = state.receive(report) else { continue }
-                held = plan.record(routed, policy: .realTime, using: &generator)
-                trigger = Trigger(name: "activity lock", reference: report.time, window: window(of: report.time))
+                out = plan.record(routed, policy: .realTime, using: &generator)
+                // A locking schema rule locks as of the activity.
+                if window(of: report.time) < 3 { references[window(of: report.time)].append(report.time) }
+                trigger = "activity"
             case .supersede(let time):
-                held = plan.supersede(at: time, policy: .realTime, using: &generator)
-                trigger = Trigger(name: "supersede", reference: time, window: window(of: time))
+                out = plan.supersede(at: time, policy: .realTime, using: &generator)
+                if window(of: time) < 3 { references[window(of: time)].append(max(time, conversionTime)) }
+                trigger = "supersede"
             case .close(let index):
-                held = plan.closeWindow(index, policy: .realTime, using: &generator)
-                trigger = Trigger(name: "window end", reference: conversionTime + ends[index], window: index)
+                out = plan.closeWindow(index, policy: .realTime, using: &generator)
+                trigger = "window end"
             }
-            for postback in held {
-                // One postback per window and network: a second one would double what a receiver learns.
+            for postback in out {
+                let id = postback.order.payload.postbackIdentifier
                 let key = PostbackKey(
                     window: postback.order.payload.postbackSequenceIndex, network: postback.order.payload.adNetworkIdentifier)
-                let context = { "plan \(number) (seed \(seed)), \(trigger.name), window \(key.window), \(key.network)" }
-                if !checked.insert(key).inserted { fail("\(context()): a second postback") }
-                try check(
-                    postback, trigger: trigger, attribution: attribution, impressions: impressions, expected: expected,
-                    device: device, secret: secret, context: context)
+                let context = "plan \(number) (seed \(seed)), \(trigger), window \(key.window), \(key.network)"
+                if let replaced = postback.replacing {
+                    guard let current = held[id]?.postback, current.order == replaced.order, current.dueAt == replaced.dueAt
+                    else {
+                        fail("\(context): replaces a postback that is not held")
+                        continue
+                    }
+                    if replaced.order.payload != postback.order.payload { fail("\(context): a replacement changes its payload") }
+                    tally.replaced += 1
+                } else if !keys.insert(key).inserted || held[id] != nil {
+                    // One postback per window and network: a second one would double what a receiver learns.
+                    fail("\(context): a second postback")
+                }
+                held[id] = (HeldPostback(order: postback.order, dueAt: postback.dueAt), trigger)
             }
+        }
+        for (postback, trigger) in held.values {
+            let index = postback.order.payload.postbackSequenceIndex
+            let context = {
+                "plan \(number) (seed \(seed)), \(trigger), window \(index), \(postback.order.payload.adNetworkIdentifier)"
+            }
+            guard let reference = plan.closed[index]?.at, references[index].contains(reference) else {
+                fail("\(context()): prepared as of \(String(describing: plan.closed[index]?.at)), not a close of its window")
+                continue
+            }
+            try check(
+                postback, trigger: Trigger(name: trigger, reference: reference, window: index), attribution: attribution,
+                impressions: impressions, expected: expected, device: device, secret: secret, context: context)
         }
         if !plan.isFinished { fail("plan \(number) (seed \(seed)): not finished after every window closed") }
     }
@@ -391,6 +426,8 @@ struct PrivacyTally {
     var postbacks = [[Int]](repeating: [Int](repeating: 0, count: 4), count: 3)
     var winning = 0
     var triggers: [String: Int] = [:]
+    /// Held postbacks re-prepared in place by late updates (values or, for a late lock, due time).
+    var replaced = 0
     var bytesSearched = 0
 
     mutating func plan(_ attribution: Attribution, tier: Int) {
@@ -415,7 +452,8 @@ struct PrivacyTally {
             "privacy run: \(plans) plans (\(development) development; \(listed(conversionTypes)));"
                 + " non-winners 0…5 \(nonWinners); plan tiers 0…3 \(planTiers)",
             "privacy run: \(total) postbacks checked (\(winning) winning, \(total - winning) non-winning;"
-                + " \(listed(triggers))); \(bytesSearched) held bytes searched for device identifiers",
+                + " \(listed(triggers)); \(replaced) re-prepared by late updates); \(bytesSearched) held bytes searched"
+                + " for device identifiers",
         ]
         let windows = postbacks.enumerated().map { "privacy run: window \($0.offset) postbacks by tier 0…3 \($0.element)" }
         return (lines + windows).joined(separator: "\n")

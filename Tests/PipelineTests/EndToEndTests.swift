@@ -119,6 +119,16 @@ extension PipelineSuites {
             try await Task.sleep(for: .seconds(1))  // nothing more should come
             #expect(pipeline.receivedPostbacks().count == 4)
 
+            // Once its last postback is released, the plan (kept until then for late updates) leaves only
+            // its marker.
+            let connection = redis.connect()
+            let marked = try await eventually(timeout: .seconds(10), every: .milliseconds(100)) {
+                let keys = try await connection.send(RedisCommand("KEYS", "scheduler:plan:*")).elements.compactMap(\.string)
+                let values = try await connection.pipeline(keys.map { RedisCommand("GET", $0) }).map(\.string)
+                return values == ["finished"]
+            }
+            #expect(marked, "the finished plan becomes its marker\n\(pipeline.logs())")
+
             // An update after the last window reaches a finished plan: acknowledged and ignored, never
             // retried or dead-lettered.
             let late = try await http.send(
@@ -128,7 +138,6 @@ extension PipelineSuites {
                     "fineConversionValue": 1,
                 ], token: appKey)
             #expect(late.status == 202)
-            let connection = redis.connect()
             let lateHandled = try await eventually(timeout: .seconds(10)) {
                 let routed = try await streamRecords(StreamNames.attributions, on: connection).filter {
                     $0.message?.contains("update.attributed") == true

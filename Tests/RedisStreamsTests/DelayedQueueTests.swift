@@ -87,6 +87,26 @@ struct DelayedQueueTests {
         #expect(messages == [.bulk([0xC1, 1, 0xFF]), .bulk([0xC1, 2, 0xFF])])
     }
 
+    @Test("compact layout: a replacement swaps a held message, inside a transaction, and never follows a released one")
+    func compactReplace() async throws {
+        let compact = DelayedQueue(
+            name: "compact-\(UUID().uuidString)", target: "replaced-\(UUID().uuidString)", layout: .compact)
+        let (a, b, a2, b2): ([UInt8], [UInt8], [UInt8], [UInt8]) = ([0xC1, 1], [0xC1, 2], [0xC1, 1, 9], [0xC1, 2, 9])
+        _ = try await self.redis.pipeline(
+            compact.schedule(id: "", dueAtMilliseconds: 10, message: a)
+                + compact.schedule(id: "", dueAtMilliseconds: 50, message: b))
+        #expect(try await compact.releaseDue(now: 20, on: self.redis) == 1)  // a is on its way; b still held
+        let replies = try await self.redis.pipeline(
+            [RedisCommand("MULTI")] + compact.replace(a, with: a2, dueAtMilliseconds: 15)
+                + compact.replace(b, with: b2, dueAtMilliseconds: 40) + [RedisCommand("EXEC")])
+        #expect(replies.last?.elements == [.integer(0), .integer(1)])
+        #expect(try await compact.count(on: self.redis) == 1)
+        #expect(try await compact.nextDue(on: self.redis) == 40)
+        #expect(try await compact.releaseDue(now: 100, on: self.redis) == 1)
+        let entries = try await self.redis.send(RedisCommand("XRANGE", compact.target, "-", "+")).elements
+        #expect(entries.map { $0.elements[1].elements[1] } == [.bulk(a), .bulk(b2)])
+    }
+
     @Test("the pump releases items when the clock passes their due time")
     func pumpFollowsClock() async throws {
         let clock = ManualClock()

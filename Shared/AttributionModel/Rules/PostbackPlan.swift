@@ -2,6 +2,21 @@
 public struct HeldPostback: Sendable, Hashable {
     public var order: PostbackOrder
     public var dueAt: Milliseconds
+    /// Set when this postback re-prepares one already held, with the same id: an update that reached
+    /// the scheduler after its window closed changed its values (or, a lock, its due time).
+    public var replacing: Replaced?
+
+    /// The held postback a re-prepared one takes the place of.
+    public struct Replaced: Sendable, Hashable {
+        public var order: PostbackOrder
+        public var dueAt: Milliseconds
+    }
+
+    public init(order: PostbackOrder, dueAt: Milliseconds, replacing: Replaced? = nil) {
+        self.order = order
+        self.dueAt = dueAt
+        self.replacing = replacing
+    }
 }
 
 /// One conversion's postback lifecycle as a pure state machine: updates and window ends go in,
@@ -15,8 +30,12 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
     /// values stamped before its end (or its lock), whatever order the updates were processed in, so an
     /// update for a later window that overtakes a window's timer cannot leak into that window.
     public var reported: [ReportedValue]
-    /// A window is done once locked or ended; later updates in it are ignored.
+    /// A window is done once locked or ended (or superseded); updates stamped after that are ignored.
     public var windowsDone: [Bool]
+    /// What each done window prepared, and as of when (nil: open, or never opened). An update stamped
+    /// before that moment which reaches the scheduler later (a stage was down, a claim waited, Redis
+    /// restarted) still counts: the window's postbacks are prepared, or re-prepared, with it.
+    public var closed: [ClosedWindow?]
     /// The app's conversion-value schema in force when the conversion was attributed (pinned for the
     /// whole lifecycle), the activity totals per window, and the last value it gave in each window.
     public var valueSchema: ConversionValueSchema?
@@ -36,13 +55,15 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
         self.crowd = attribution.isDevelopment ? .development : crowd
         self.reported = []
         self.windowsDone = Array(repeating: false, count: ConversionWindows.count)
+        self.closed = Array(repeating: nil, count: ConversionWindows.count)
         self.valueSchema = valueSchema
         self.activityTotals = Array(repeating: ActivityTotals(), count: ConversionWindows.count)
         self.schemaValues = Array(repeating: nil, count: ConversionWindows.count)
     }
 
     enum CodingKeys: String, CodingKey {
-        case attribution, crowd, firstUpdateAt, reported, values, windowsDone, valueSchema, activityTotals, schemaValues
+        case attribution, crowd, firstUpdateAt, reported, values, windowsDone, closed, valueSchema, activityTotals,
+            schemaValues
     }
 
     public init(from decoder: any Decoder) throws {
@@ -51,6 +72,10 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
         crowd = try container.decode(CrowdAssessment.self, forKey: .crowd)
         firstUpdateAt = try container.decodeIfPresent(Milliseconds.self, forKey: .firstUpdateAt)
         windowsDone = try container.decode([Bool].self, forKey: .windowsDone)
+        // Plans stored before windows kept what they prepared: late updates to those windows are ignored.
+        closed =
+            try container.decodeIfPresent([ClosedWindow?].self, forKey: .closed)
+            ?? Array(repeating: nil, count: ConversionWindows.count)
         valueSchema = try container.decodeIfPresent(ConversionValueSchema.self, forKey: .valueSchema)
         activityTotals =
             try container.decodeIfPresent([ActivityTotals].self, forKey: .activityTotals)
@@ -75,6 +100,7 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
         try container.encodeIfPresent(firstUpdateAt, forKey: .firstUpdateAt)
         try container.encode(reported, forKey: .reported)
         try container.encode(windowsDone, forKey: .windowsDone)
+        if closed.contains(where: { $0 != nil }) { try container.encode(closed, forKey: .closed) }
         try container.encodeIfPresent(valueSchema, forKey: .valueSchema)
         if valueSchema != nil {
             try container.encode(activityTotals, forKey: .activityTotals)
@@ -105,6 +131,8 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
     }
 
     /// Applies a value update; a lock freezes the window and prepares its postbacks at once (still delayed).
+    /// An update stamped before a done window closed (it was late through the pipeline, not from the app)
+    /// counts as if it had come in time: see `closed`.
     public mutating func apply(
         _ update: AttributedUpdate, policy: TimePolicy, using generator: inout some RandomNumberGenerator
     ) -> [HeldPostback] {
@@ -117,35 +145,48 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
         }
         guard
             let index = ConversionWindows.index(
-                atOffset: offset, development: attribution.isDevelopment, policy: policy),
-            !windowsDone[index]
+                atOffset: offset, development: attribution.isDevelopment, policy: policy)
         else { return [] }
+        // Done windows take only updates stamped before they closed; after a lock the device ignores them.
+        if windowsDone[index] {
+            guard let done = closed[index], update.time < done.at else { return [] }
+        }
         firstUpdateAt = min(firstUpdateAt ?? update.time, update.time)
         reported.append(
             ReportedValue(
                 time: update.time, fine: update.update.fineConversionValue, coarse: update.update.coarseConversionValue))
-        guard update.update.lockPostback else { return [] }
-        windowsDone[index] = true
-        // The device ignores updates after a lock in the same window: drop any that overtook the lock.
-        reported.removeAll { value in
-            value.time > update.time
-                && ConversionWindows.index(
-                    atOffset: value.time - attribution.conversionTime, development: attribution.isDevelopment, policy: policy)
-                    == index
+        var held: [HeldPostback] = []
+        if update.update.lockPostback {
+            // The device ignores updates after a lock in the same window: drop any that overtook the lock.
+            reported.removeAll { value in
+                value.time > update.time
+                    && ConversionWindows.index(
+                        atOffset: value.time - attribution.conversionTime, development: attribution.isDevelopment,
+                        policy: policy) == index
+            }
+            let lockedAt = max(update.time, attribution.conversionTime)
+            if windowsDone[index] {
+                // A late lock: the window froze before it closed, so its postbacks count their delay from the lock.
+                closed[index]?.at = lockedAt
+                return reprepareClosedWindows(redrawing: index, policy: policy, using: &generator)
+            }
+            windowsDone[index] = true
+            held = postbacks(for: index, preparedAt: lockedAt, policy: policy, using: &generator)
         }
-        return postbacks(for: index, preparedAt: max(update.time, attribution.conversionTime), policy: policy, using: &generator)
+        return held + reprepareClosedWindows(policy: policy, using: &generator)
     }
 
     /// Adds activity to its window's totals and evaluates the pinned schema: when the value changes
     /// (never lowered unless the schema allows it), it is applied as the app's own update would be, a
-    /// locking rule locking the window. Activity in a finished window, or without a schema, only counts.
+    /// locking rule locking the window. Activity in a done window (unless stamped before it closed, see
+    /// `closed`) or without a schema is ignored.
     public mutating func record(
         _ activity: AttributedActivity, policy: TimePolicy, using generator: inout some RandomNumberGenerator
     ) -> [HeldPostback] {
         guard let valueSchema, activity.time >= attribution.conversionTime,
             let index = ConversionWindows.index(
                 atOffset: activity.time - attribution.conversionTime, development: attribution.isDevelopment, policy: policy),
-            !windowsDone[index]
+            !windowsDone[index] || (closed[index].map { activity.time < $0.at } ?? false)
         else { return [] }
         activityTotals[index].add(activity.activity)
         let evaluation = valueSchema.evaluate(window: index, totals: activityTotals[index], previous: schemaValues[index])
@@ -190,37 +231,59 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
 
     /// The winning postback for a window and, for the first window, one per non-winning network, with
     /// the values in force at `time`; none when no update came by then (the windows had not started).
-    func postbacks(
+    /// Records what it prepared in `closed`.
+    mutating func postbacks(
         for index: Int, preparedAt time: Milliseconds, policy: TimePolicy,
         using generator: inout some RandomNumberGenerator
     ) -> [HeldPostback] {
-        guard let values = values(at: time) else { return [] }
-        let contenders = [(attribution.winner, true)] + (index == 0 ? attribution.nonWinners.map { ($0, false) } : [])
-        return contenders.compactMap { impression, didWin in
-            guard
-                let fields = PostbackFieldGating.fields(
-                    sequenceIndex: index, didWin: didWin, values: values, crowd: crowd)
-            else { return nil }
-            let payload = PostbackPayload(
-                adNetworkIdentifier: impression.adNetworkIdentifier,
-                sourceIdentifier: SourceIdentifierTruncation.truncate(
-                    impression.sourceIdentifier, digits: fields.sourceIdentifierDigits),
-                advertisedItemIdentifier: attribution.advertisedItemIdentifier,
-                publisherItemIdentifier: fields.includesPublisherItemIdentifier
-                    ? impression.publisherItemIdentifier : nil,
-                conversionType: attribution.conversionType,
-                marketplaceIdentifier: fields.includesMarketplace ? PostbackPayload.appStoreMarketplace : nil,
-                postbackIdentifier: RandomUUID.make(using: &generator),
-                postbackSequenceIndex: index, didWin: didWin)
-            let order = PostbackOrder(
-                payload: payload, adInteractionType: impression.interactionType,
-                conversionValue: fields.conversionValue, coarseConversionValue: fields.coarseConversionValue,
-                countryCode: fields.includesCountryCode ? attribution.countryCode : nil,
-                isDevelopment: attribution.isDevelopment, impressionKind: impression.kind)
-            let delay = PostbackDelay.draw(
-                sequenceIndex: index, development: attribution.isDevelopment, policy: policy, using: &generator)
-            return HeldPostback(order: order, dueAt: time + delay)
+        let values = values(at: time)
+        var window = ClosedWindow(at: time, values: values, postbacks: [])
+        var held: [HeldPostback] = []
+        if let values {
+            for contender in contenders(window: index).indices {
+                guard var order = order(window: index, contender: contender, values: values, identifier: "") else {
+                    continue
+                }
+                let identifier = RandomUUID.make(using: &generator)
+                order.payload.postbackIdentifier = identifier
+                let delay = PostbackDelay.draw(
+                    sequenceIndex: index, development: attribution.isDevelopment, policy: policy, using: &generator)
+                window.postbacks.append(.init(contender: contender, identifier: identifier, dueAt: time + delay))
+                held.append(HeldPostback(order: order, dueAt: time + delay))
+            }
         }
+        closed[index] = window
+        return held
+    }
+
+    /// Who gets a postback for a window: the winner, and in the first window each non-winner.
+    func contenders(window index: Int) -> [(impression: AttributedImpression, didWin: Bool)] {
+        [(attribution.winner, true)] + (index == 0 ? attribution.nonWinners.map { ($0, false) } : [])
+    }
+
+    /// One contender's postback for a window with `values`, or nil when its tier gets none. Deterministic,
+    /// so a held postback can be rebuilt byte for byte to be replaced.
+    func order(window index: Int, contender: Int, values: PostbackFieldGating.Values, identifier: String)
+        -> PostbackOrder?
+    {
+        let (impression, didWin) = contenders(window: index)[contender]
+        guard let fields = PostbackFieldGating.fields(sequenceIndex: index, didWin: didWin, values: values, crowd: crowd)
+        else { return nil }
+        let payload = PostbackPayload(
+            adNetworkIdentifier: impression.adNetworkIdentifier,
+            sourceIdentifier: SourceIdentifierTruncation.truncate(
+                impression.sourceIdentifier, digits: fields.sourceIdentifierDigits),
+            advertisedItemIdentifier: attribution.advertisedItemIdentifier,
+            publisherItemIdentifier: fields.includesPublisherItemIdentifier ? impression.publisherItemIdentifier : nil,
+            conversionType: attribution.conversionType,
+            marketplaceIdentifier: fields.includesMarketplace ? PostbackPayload.appStoreMarketplace : nil,
+            postbackIdentifier: identifier,
+            postbackSequenceIndex: index, didWin: didWin)
+        return PostbackOrder(
+            payload: payload, adInteractionType: impression.interactionType,
+            conversionValue: fields.conversionValue, coarseConversionValue: fields.coarseConversionValue,
+            countryCode: fields.includesCountryCode ? attribution.countryCode : nil,
+            isDevelopment: attribution.isDevelopment, impressionKind: impression.kind)
     }
 }
 

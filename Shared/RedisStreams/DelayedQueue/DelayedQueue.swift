@@ -41,6 +41,17 @@ public struct DelayedQueue: Sendable {
         }
     }
 
+    /// Compact layout: swaps a held message for another due at `dueAtMilliseconds`, only while `old` is
+    /// still held (once released it is on its way, and `new` must not follow it). One script, so it can
+    /// sit inside the transaction that acknowledges the stage's input.
+    public func replace(_ old: [UInt8], with new: [UInt8], dueAtMilliseconds: Int64) -> [RedisCommand] {
+        precondition(layout == .compact, "a hashed delayed queue replaces by scheduling the same id again")
+        return [
+            RedisCommand("EVAL", DelayedQueueScript.replaceCompact, "1", self.dueKey).appending(old)
+                .appending(String(dueAtMilliseconds)).appending(new)
+        ]
+    }
+
     /// ZREM and HDEL for one item; cancelling an unknown id does nothing. Hashed layout only.
     public func cancel(id: String) -> [RedisCommand] {
         precondition(layout == .hashed, "a compact delayed queue cannot cancel by id")

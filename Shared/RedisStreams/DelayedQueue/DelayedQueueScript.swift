@@ -27,4 +27,15 @@ public enum DelayedQueueScript {
         end
         return #items
         """)
+
+    /// Compact layout, `DelayedQueue.replace`: EVAL source (short, and EVAL cannot fail with NOSCRIPT
+    /// inside a transaction). KEYS: due zset. ARGV: old member, due time (ms), new member. Returns 1 when
+    /// the old member was still held and was swapped, else 0.
+    public static let replaceCompact = """
+        if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then
+            redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
+            return 1
+        end
+        return 0
+        """
 }

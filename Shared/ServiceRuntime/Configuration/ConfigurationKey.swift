@@ -85,7 +85,7 @@ extension ConfigurationKey {
     )
     public static let windowCloseGraceMilliseconds = ConfigurationKey(
         "WINDOW_CLOSE_GRACE_MS", "milliseconds (wall clock, not scaled)", default: "10000", services: ["scheduler"],
-        "A conversion window's timer fires this long after the window ends, so updates stamped before the end but still in the pipeline count (keep it above `CONVERSION_SETTLE_MS`). The postback is still prepared as of the end; capped at half the shortest postback delay."
+        "A conversion window's timer fires this long after the window ends, so updates stamped before the end but still in the pipeline count at once (keep it above `CONVERSION_SETTLE_MS`); later ones still count while the window's postbacks are held, by swapping them. The postback is still prepared as of the end; capped at half the shortest postback delay."
     )
     public static let postbackURLAllowList = ConfigurationKey(
         "POSTBACK_URL_ALLOWLIST", "hosts", default: "none", services: ["ingest", "dispatcher"],

@@ -1,0 +1,68 @@
+/// Late updates: an update stamped before a window closed can reach the scheduler after it (a stage
+/// died holding it and the claim waited, Redis restarted, a replica stalled). A plan keeps what each
+/// closed window prepared, so such an update still counts while the window's postbacks are held.
+extension PostbackPlan {
+    /// A done window: the moment whose values its postbacks carry (its end, its lock or the superseding
+    /// conversion), those values (nil: no update by then, so none were prepared), and each postback's
+    /// contender (0 the winner, then the non-winners in order), id and due time.
+    public struct ClosedWindow: Sendable, Hashable, Codable {
+        public var at: Milliseconds
+        public var values: PostbackFieldGating.Values?
+        public var postbacks: [Prepared]
+
+        public struct Prepared: Sendable, Hashable, Codable {
+            public var contender: Int
+            public var identifier: String
+            public var dueAt: Milliseconds
+        }
+    }
+
+    /// Whether something stamped at `time` reaches a window that already closed after it: it was late
+    /// through the pipeline, and counts anyway (operators see how often in `scheduler_late_updates_total`).
+    public func isLate(stampedAt time: Milliseconds) -> Bool { closed.contains { $0.map { time < $0.at } ?? false } }
+
+    /// When the last postback this plan prepared is released: until then a late update may still change
+    /// it, so the scheduler keeps a finished plan that long.
+    public var lastDueAt: Milliseconds? { closed.compactMap { $0?.postbacks.map(\.dueAt).max() }.max() }
+
+    /// After a late update: every closed window whose values changed is prepared now if it had no
+    /// postbacks (no update had come by its close), or else re-prepared in place: the same ids and due
+    /// times (new ones for the window `redrawing`, locked late), the new values. The scheduler swaps them
+    /// only while they are still held.
+    mutating func reprepareClosedWindows(
+        redrawing relocked: Int? = nil, policy: TimePolicy, using generator: inout some RandomNumberGenerator
+    ) -> [HeldPostback] {
+        var held: [HeldPostback] = []
+        for index in closed.indices {
+            guard let window = closed[index], let values = values(at: window.at),
+                values != window.values || index == relocked
+            else { continue }
+            guard let previous = window.values, !window.postbacks.isEmpty else {
+                held += postbacks(for: index, preparedAt: window.at, policy: policy, using: &generator)
+                continue
+            }
+            var prepared: [ClosedWindow.Prepared] = []
+            for postback in window.postbacks {
+                // The contenders a tier allows do not depend on the values: both orders exist.
+                guard
+                    let old = order(
+                        window: index, contender: postback.contender, values: previous, identifier: postback.identifier),
+                    let new = order(
+                        window: index, contender: postback.contender, values: values, identifier: postback.identifier)
+                else { continue }
+                let dueAt =
+                    index == relocked
+                    ? window.at
+                        + PostbackDelay.draw(
+                            sequenceIndex: index, development: attribution.isDevelopment, policy: policy, using: &generator)
+                    : postback.dueAt
+                prepared.append(.init(contender: postback.contender, identifier: postback.identifier, dueAt: dueAt))
+                if new != old || dueAt != postback.dueAt {
+                    held.append(HeldPostback(order: new, dueAt: dueAt, replacing: .init(order: old, dueAt: postback.dueAt)))
+                }
+            }
+            closed[index] = ClosedWindow(at: window.at, values: values, postbacks: prepared)
+        }
+        return held
+    }
+}
