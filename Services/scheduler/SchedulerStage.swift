@@ -20,6 +20,12 @@ struct SchedulerStage: StreamStage {
         DelayedQueue(name: DelayedQueueNames.heldPostbacks(window: window), target: StreamNames.postbacks, layout: .compact)
     }
 
+    /// What late updates (and late supersessions) did to postbacks: `prepared` for a window that had
+    /// none, `swapped` for a held one, `too-late` for one already released (the late value never goes out).
+    static func countLate(_ change: String) {
+        Counter(label: "scheduler_late_postbacks_total", dimensions: [("change", change)]).increment()
+    }
+
     static func planKey(_ conversionIdentifier: String) -> String { "scheduler:plan:\(conversionIdentifier)" }
     /// What a finished plan's key holds instead of the plan.
     static let finishedMarker = Array("finished".utf8)
@@ -94,6 +100,7 @@ struct SchedulerStage: StreamStage {
             if finished.contains(key) { return .write([]) }
             var commands: [RedisCommand] = []
             var held: [HeldPostback] = []
+            var late = false  // stamped before a window that already closed: what it prepares is counted
             switch envelope.body {
             case .conversionAttributed(let attribution):
                 let keys = CrowdCounters.allKeys(for: attribution)
@@ -121,17 +128,18 @@ struct SchedulerStage: StreamStage {
                 // Attributions and updates travel one stream in order, but replicas may take neighbours
                 // out of order: an update whose plan is not written yet fails and is retried after the claim idle time.
                 guard var plan = plans[key] else { return .failed("no postback plan yet for conversion \(id)") }
-                if plan.isLate(stampedAt: update.time) { Counter(label: "scheduler_late_updates_total").increment() }
+                late = plan.isLate(stampedAt: update.time)
                 held = plan.apply(update, policy: policy, using: &generator)
                 plans[key] = plan
             case .activityAttributed(let activity):
                 // Like an update: the plan may still be on its way from a neighbouring entry.
                 guard var plan = plans[key] else { return .failed("no postback plan yet for conversion \(id)") }
-                if plan.isLate(stampedAt: activity.time) { Counter(label: "scheduler_late_updates_total").increment() }
+                late = plan.isLate(stampedAt: activity.time)
                 held = plan.record(activity, policy: policy, using: &generator)
                 plans[key] = plan
             case .conversionSuperseded(let superseded):
                 guard var plan = plans[key] else { return .write([]) }  // plan finished and removed
+                late = plan.isLate(stampedAt: superseded.time)
                 held = plan.supersede(at: superseded.time, policy: policy, using: &generator)
                 plans[key] = plan
             case .windowClosed(let timer):
@@ -174,10 +182,13 @@ struct SchedulerStage: StreamStage {
                 let queue = Self.heldPostbacks[postback.order.payload.postbackSequenceIndex]
                 let message = CompactHeldPostback.encode(postback.order, dueAt: postback.dueAt)
                 if let old = postback.replacing {
+                    // Past its due time the old one is released (or about to be): the swap will find nothing.
+                    Self.countLate(old.dueAt > now ? "swapped" : "too-late")
                     commands += queue.replace(
                         CompactHeldPostback.encode(old.order, dueAt: old.dueAt), with: message,
                         dueAtMilliseconds: postback.dueAt)
                 } else {
+                    if late { Self.countLate("prepared") }
                     commands += queue.schedule(
                         id: postback.order.payload.postbackIdentifier, dueAtMilliseconds: postback.dueAt, message: message)
                 }

@@ -233,6 +233,25 @@ struct PostbackPlanTests {
         #expect(plan.lastDueAt == superseded.first?.dueAt)
     }
 
+    /// A superseding conversion that reaches the plan after the window's end froze the window as of it:
+    /// values stamped after it are dropped, the delay is redrawn from it, and later updates before the
+    /// end no longer count.
+    @Test func aLateSupersessionFreezesTheWindowAsOfIt() throws {
+        var generator = SeededGenerator(seed: 24)
+        var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
+        _ = plan.apply(update(10, .low, at: F.hour), policy: .realTime, using: &generator)
+        _ = plan.apply(update(20, .medium, at: 10 * F.hour), policy: .realTime, using: &generator)
+        let closed = try #require(plan.closeWindow(0, policy: .realTime, using: &generator).first)
+        #expect(closed.order.conversionValue == 20)
+        let swapped = plan.supersede(at: 5 * F.hour, policy: .realTime, using: &generator)
+        let postback = try #require(swapped.first)
+        #expect(swapped.count == 1 && postback.replacing?.order == closed.order && postback.replacing?.dueAt == closed.dueAt)
+        #expect(postback.order.conversionValue == 10)
+        #expect((5 * F.hour + 24 * F.hour...5 * F.hour + 48 * F.hour).contains(postback.dueAt))
+        #expect(plan.closed[0]?.at == 5 * F.hour && plan.isFinished)
+        #expect(plan.apply(update(30, .high, at: 6 * F.hour), policy: .realTime, using: &generator).isEmpty)
+    }
+
     /// What closed windows prepared survives the plan's JSON; a plan stored before has none.
     @Test func closedWindowsRoundTrip() throws {
         var generator = SeededGenerator(seed: 23)

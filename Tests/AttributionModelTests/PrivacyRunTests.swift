@@ -123,11 +123,10 @@ struct PrivacyRun {
         var network: AdNetworkIdentifier
     }
 
-    /// What produced a batch of held postbacks, and the time their delay counts from.
+    /// What prepared a postback, and the moment its delay counts from (its window's close).
     struct Trigger {
         var name: String
         var reference: Milliseconds
-        var window: Int
     }
 
     /// One conversion on its own device: impressions, attribution, then updates, activity and a
@@ -230,20 +229,26 @@ struct PrivacyRun {
                     fail("\(context): a second postback")
                 }
                 held[id] = (HeldPostback(order: postback.order, dueAt: postback.dueAt), trigger)
+                // Every version is checked as it is made: a real run may release it before a late update swaps it.
+                guard let reference = plan.closed[key.window]?.at, references[key.window].contains(reference) else {
+                    fail(
+                        "\(context): prepared as of \(String(describing: plan.closed[key.window]?.at)), not a close of its window"
+                    )
+                    continue
+                }
+                try check(
+                    postback, trigger: Trigger(name: trigger, reference: reference),
+                    attribution: attribution, impressions: impressions, expected: expected, device: device, secret: secret,
+                    context: { context })
             }
         }
-        for (postback, trigger) in held.values {
-            let index = postback.order.payload.postbackSequenceIndex
-            let context = {
-                "plan \(number) (seed \(seed)), \(trigger), window \(index), \(postback.order.payload.adNetworkIdentifier)"
-            }
-            guard let reference = plan.closed[index]?.at, references[index].contains(reference) else {
-                fail("\(context()): prepared as of \(String(describing: plan.closed[index]?.at)), not a close of its window")
-                continue
-            }
-            try check(
-                postback, trigger: Trigger(name: trigger, reference: reference, window: index), attribution: attribution,
-                impressions: impressions, expected: expected, device: device, secret: secret, context: context)
+        // The delays the receivers see: each postback's last version, from the moment its window closed.
+        for (postback, _) in held.values {
+            let window = postback.order.payload.postbackSequenceIndex
+            guard let reference = plan.closed[window]?.at else { continue }
+            let range = PrivacySpec.delayRange(window: window, development: development)
+            let scaled = Double(postback.dueAt - reference - range.lowerBound) / Double(range.upperBound - range.lowerBound)
+            delays["\(development ? "development" : "production") window \(window)", default: []].append(scaled)
         }
         if !plan.isFinished { fail("plan \(number) (seed \(seed)): not finished after every window closed") }
     }
@@ -258,7 +263,6 @@ struct PrivacyRun {
         let window = payload.postbackSequenceIndex
         let development = attribution.isDevelopment
         tally.postback(window: window, tier: expected.tier, didWin: payload.didWin, trigger: trigger.name)
-        if window != trigger.window { fail("\(context()): prepared for window \(window), not \(trigger.window)") }
         if payload.didWin != (payload.adNetworkIdentifier == attribution.winner.adNetworkIdentifier) {
             fail("\(context()): did-win \(payload.didWin) for \(payload.adNetworkIdentifier)")
         }
@@ -292,8 +296,6 @@ struct PrivacyRun {
         let range = PrivacySpec.delayRange(window: window, development: development)
         let delay = postback.dueAt - trigger.reference
         if !range.contains(delay) { fail("\(context()): delay \(delay) ms outside \(range)") }
-        let scaled = Double(delay - range.lowerBound) / Double(range.upperBound - range.lowerBound)
-        delays["\(development ? "development" : "production") window \(window)", default: []].append(scaled)
 
         // (c) No device identifier in any byte held: the compact form and the JSON order.
         let compact = Data(CompactHeldPostback.encode(order, dueAt: postback.dueAt))

@@ -17,9 +17,9 @@ extension PostbackPlan {
         }
     }
 
-    /// Whether something stamped at `time` reaches a window that already closed after it: it was late
-    /// through the pipeline, and counts anyway (operators see how often in `scheduler_late_updates_total`).
-    public func isLate(stampedAt time: Milliseconds) -> Bool { closed.contains { $0.map { time < $0.at } ?? false } }
+    /// Whether something stamped at `time` reaches a window that closed at or after it: it was late
+    /// through the pipeline (what it changes is counted in `scheduler_late_postbacks_total`).
+    public func isLate(stampedAt time: Milliseconds) -> Bool { closed.contains { $0.map { time <= $0.at } ?? false } }
 
     /// When the last postback this plan prepared is released: until then a late update may still change
     /// it, so the scheduler keeps a finished plan that long.

@@ -207,14 +207,17 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
     {
         let offset = time - attribution.conversionTime
         let current = ConversionWindows.index(atOffset: offset, development: attribution.isDevelopment, policy: policy)
+        let at = max(time, attribution.conversionTime)
         var held: [HeldPostback] = []
         for index in windowsDone.indices where !windowsDone[index] {
             guard let current, index >= current else { continue }  // earlier windows close on their own timers
             windowsDone[index] = true
-            if index == current {
-                held += postbacks(
-                    for: index, preparedAt: max(time, attribution.conversionTime), policy: policy, using: &generator)
-            }
+            if index == current { held += postbacks(for: index, preparedAt: at, policy: policy, using: &generator) }
+        }
+        // Late (the window's end came first): it froze at `time`, like a late lock.
+        if let current, let done = closed[current], at < done.at {
+            closed[current]?.at = at
+            held += reprepareClosedWindows(redrawing: current, policy: policy, using: &generator)
         }
         return held
     }

@@ -30,11 +30,20 @@ actor KeySetCache {
     }
 
     /// The cached set if it holds `keyID`, else the set after one refetch. The caller's verification
-    /// reports the kid as unknown if it is still missing.
+    /// reports the kid as unknown if it is still missing. Within the refetch interval the request waits
+    /// for the next allowed fetch rather than being refused: a receiver that fetched the set just before
+    /// the dispatcher published its key must not turn the first postbacks into failed attempts.
     func keySet(containing keyID: String) async throws -> JWKSet {
-        if let current {
-            if current.key(withID: keyID) != nil { return current }
-            if let lastFetch, ContinuousClock.now - lastFetch < Self.minimumRefetchInterval { return current }
+        if let current, current.key(withID: keyID) != nil { return current }
+        if let lastFetch {
+            let wait = Self.minimumRefetchInterval - (ContinuousClock.now - lastFetch)
+            if wait > .zero {
+                try await Task.sleep(for: wait)
+                // Another request may have fetched while this one waited: that set is as fresh as allowed.
+                if let current, let fetched = self.lastFetch, ContinuousClock.now - fetched < Self.minimumRefetchInterval {
+                    return current
+                }
+            }
         }
         return try await refresh()
     }
