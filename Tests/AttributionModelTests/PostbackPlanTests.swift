@@ -100,19 +100,22 @@ struct PostbackPlanTests {
             expected: ["11", "medium", "medium"]),
     ]
 
+    /// One step of an `OrderCase`: an update, or a window's timer.
+    func run(
+        _ step: (fine: Int?, coarse: CoarseConversionValue?, lock: Bool, hours: Int64), on plan: inout PostbackPlan,
+        using generator: inout SeededGenerator
+    ) -> [HeldPostback] {
+        guard let fine = step.fine else { return plan.closeWindow(Int(step.hours), policy: .realTime, using: &generator) }
+        return plan.apply(
+            update(fine, step.coarse, lock: step.lock, at: step.hours * F.hour), policy: .realTime, using: &generator)
+    }
+
     @Test(arguments: orderCases)
     func windowsCarryTheValuesStampedBeforeTheirEnd(_ c: OrderCase) {
         var generator = SeededGenerator(seed: 12)
         var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
         var held: [HeldPostback] = []
-        for step in c.steps {
-            if let fine = step.fine {
-                held += plan.apply(
-                    update(fine, step.coarse, lock: step.lock, at: step.hours * F.hour), policy: .realTime, using: &generator)
-            } else {
-                held += plan.closeWindow(Int(step.hours), policy: .realTime, using: &generator)
-            }
-        }
+        for step in c.steps { held += run(step, on: &plan, using: &generator) }
         let sent = (0..<3).map { window -> String in
             guard let order = held.first(where: { $0.order.payload.postbackSequenceIndex == window })?.order else {
                 return "none"
@@ -176,15 +179,7 @@ struct PostbackPlanTests {
         // The held queue as the scheduler keeps it: a replacement swaps a held postback, never adds one.
         var held: [String: HeldPostback] = [:]
         for step in c.steps {
-            let out =
-                if let fine = step.fine {
-                    plan.apply(
-                        update(fine, step.coarse, lock: step.lock, at: step.hours * F.hour), policy: .realTime,
-                        using: &generator)
-                } else {
-                    plan.closeWindow(Int(step.hours), policy: .realTime, using: &generator)
-                }
-            for postback in out {
+            for postback in run(step, on: &plan, using: &generator) {
                 let id = postback.order.payload.postbackIdentifier
                 if let old = postback.replacing {
                     let current = try #require(held[id], "\(c.name): replaces a postback never held")
