@@ -10,7 +10,7 @@ device), so that every service works: events/s through all five, CPU per process
 per event, and the first-window postbacks received."""
 
 import json, os, re, shutil, signal, subprocess, sys, tempfile, time, urllib.request
-from harness import cpu_seconds, free_port, http, rss_mib, wait_http
+from harness import Processes, cpu_seconds, free_port, http, redis_cli, rss_mib, wait_http
 
 BIN = sys.argv[1]
 OUT = os.path.abspath(sys.argv[2])
@@ -18,30 +18,18 @@ N = int(os.environ.get("BENCH_IMPRESSIONS", "20000"))
 POSTBACKS = int(os.environ.get("BENCH_POSTBACKS", "10000"))
 HELD = int(os.environ.get("BENCH_HELD", "1000000"))
 os.makedirs(OUT, exist_ok=True)
-children = []
-
-
-def start(name, argv, env=None):
-    log = open(os.path.join(OUT, name + ".log"), "w")
-    process = subprocess.Popen(argv, env={**os.environ, **(env or {})}, stdout=log, stderr=subprocess.STDOUT)
-    children.append(process)
-    return process
-
-
-def stop_all():
-    for process in children:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-    for process in children:
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
+children = Processes(OUT)
 
 
 def redis(*args):
-    return subprocess.run(["redis-cli", "-p", str(REDIS_PORT), *map(str, args)], capture_output=True, text=True).stdout.strip()
+    return redis_cli(REDIS_PORT, *args)
 
+
+def redis_counters():
+    """Redis's CPU seconds (user + system) and commands processed so far."""
+    cpu, stats = redis("INFO", "cpu"), redis("INFO", "stats")
+    seconds = sum(float(re.search(rf"used_cpu_{kind}:([\d.]+)", cpu).group(1)) for kind in ("user", "sys"))
+    return seconds, int(re.search(r"total_commands_processed:(\d+)", stats).group(1))
 
 
 def until(predicate, seconds=600, every=0.05):
@@ -72,7 +60,7 @@ try:
     results["openssl"] = {"sign_per_s": float(match.group(1)), "verify_per_s": float(match.group(2))}
     REDIS_PORT = free_port()
     redis_dir = tempfile.mkdtemp()
-    start("redis", ["redis-server", "--port", str(REDIS_PORT), "--save", "", "--appendonly", "yes", "--appendfsync", "everysec", "--dir", redis_dir])
+    children.start("redis", ["redis-server", "--port", str(REDIS_PORT), "--save", "", "--appendonly", "yes", "--appendfsync", "everysec", "--dir", redis_dir])
     until(lambda: redis("PING") == "PONG", 10)
     bench = {}
     for pipeline in (1, 64):
@@ -92,7 +80,7 @@ try:
     receiver_port, ingest_port = free_port(), free_port()
     common = {"REDIS_URL": url, "LOG_LEVEL": "warning", "HTTP_HOST": "127.0.0.1", "CONVERSION_SETTLE_MS": "0",
               "POSTBACK_URL_ALLOWLIST": "127.0.0.1", "STREAM_RETENTION_HOURS": "0"}
-    start("ingest", [f"{BIN}/ingest"], {**common, "HTTP_PORT": str(ingest_port), "ADMIN_TOKEN": token})
+    children.start("ingest", [f"{BIN}/ingest"], {**common, "HTTP_PORT": str(ingest_port), "ADMIN_TOKEN": token})
     ingest = f"http://127.0.0.1:{ingest_port}"
     wait_http(ingest + "/health")
     network = "bench.adattributionkit"
@@ -102,7 +90,7 @@ try:
     http("PUT", f"{ingest}/v1/admin/advertised-apps/1108187390", {}, token)
 
     def worker(name, env=None):
-        return start(name, [f"{BIN}/{name}"], {**common, "HTTP_PORT": str(free_port()), **(env or {})})
+        return children.start(name, [f"{BIN}/{name}"], {**common, "HTTP_PORT": str(free_port()), **(env or {})})
 
     def load(kind, count, extra=()):
         subprocess.run([f"{BIN}/attribution", "bench-load", "--redis-url", url, "--kind", kind, "--count", str(count),
@@ -143,7 +131,7 @@ try:
     dispatcher = worker("dispatcher", {"SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
                                       "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(keys, "pipeline-development.private.pem")})
     until(lambda: "attribution-pipeline/0" in urllib.request.urlopen(f"{ingest}/.well-known/jwks.json").read().decode(), 30)
-    start("receiver", [f"{BIN}/attribution", "receiver", "--port", str(receiver_port), "--jwks-url", f"{ingest}/.well-known/jwks.json",
+    children.start("receiver", [f"{BIN}/attribution", "receiver", "--port", str(receiver_port), "--jwks-url", f"{ingest}/.well-known/jwks.json",
                        "--output", os.path.join(OUT, "postbacks.jsonl"), "--log-level", "warning"])
     wait_http(f"http://127.0.0.1:{receiver_port}/health")
     time.sleep(1)
@@ -188,16 +176,15 @@ try:
 
     results["ingest_latency"] = load_run(int(os.environ.get("BENCH_LATENCY_RATE", "500")), 10)
     until(lambda: group_done("verified", "attribution-winner"))
-    processes = {"ingest": children[1], "verifier": verifier, "attribution-winner": winner}
+    processes = {"ingest": children.running["ingest"], "verifier": verifier, "attribution-winner": winner}
     cpu_before = {name: cpu_seconds(p.pid) for name, p in processes.items()}
-    redis_cpu_before = float(re.search(r"used_cpu_user:([\d.]+)", redis("INFO", "cpu")).group(1)) + float(re.search(r"used_cpu_sys:([\d.]+)", redis("INFO", "cpu")).group(1))
-    commands_before = int(re.search(r"total_commands_processed:(\d+)", redis("INFO", "stats")).group(1))
+    redis_cpu_before, commands_before = redis_counters()
     started = time.time()
     offered = load_run(int(os.environ.get("BENCH_SATURATION_RATE", "4000")), 10)
     until(lambda: group_done("events", "verifier") and group_done("verified", "attribution-winner"))
     wall = time.time() - started
-    commands = int(re.search(r"total_commands_processed:(\d+)", redis("INFO", "stats")).group(1)) - commands_before
-    redis_cpu = float(re.search(r"used_cpu_user:([\d.]+)", redis("INFO", "cpu")).group(1)) + float(re.search(r"used_cpu_sys:([\d.]+)", redis("INFO", "cpu")).group(1)) - redis_cpu_before
+    redis_cpu_after, commands_after = redis_counters()
+    redis_cpu, commands = redis_cpu_after - redis_cpu_before, commands_after - commands_before
     results["end_to_end"] = {
         "path": "ingest → verifier → attribution-winner (impressions)", "offered": offered, "accepted": offered["accepted"],
         "wall_s": wall, "sustained_per_s": offered["accepted"] / wall,
@@ -209,12 +196,12 @@ try:
     # run), offered a campaign at a saturating rate. Sustained events/s counts until the scheduler has
     # every conversion's plan; then the first-window postbacks (due 1–2 scaled days after the window's
     # end, 2 days after the install) arrive at the receiver.
-    five = {"ingest": children[1], "verifier": verifier, "attribution-winner": winner, "scheduler": scheduler, "dispatcher": dispatcher}
+    five = {"ingest": children.running["ingest"], "verifier": verifier, "attribution-winner": winner, "scheduler": scheduler, "dispatcher": dispatcher}
     for process in five.values():
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=30)
     scaled = {"TIME_SCALE": "86400", "CONVERSION_SETTLE_MS": "250", "WINDOW_CLOSE_GRACE_MS": "400", "CROWD_TIER_THRESHOLDS": "1,1,1"}
-    five["ingest"] = start("ingest-e2e", [f"{BIN}/ingest"], {**common, **scaled, "HTTP_PORT": str(ingest_port), "ADMIN_TOKEN": token})
+    five["ingest"] = children.start("ingest", [f"{BIN}/ingest"], {**common, **scaled, "HTTP_PORT": str(ingest_port), "ADMIN_TOKEN": token})
     wait_http(ingest + "/health")
     five["verifier"] = worker("verifier", scaled)
     five["attribution-winner"] = worker("attribution-winner", scaled)
@@ -226,8 +213,7 @@ try:
     received_before = http("GET", f"http://127.0.0.1:{receiver_port}/stats")["accepted"]
     attributions_before = int(redis("XLEN", "attributions"))
     cpu_before = {name: cpu_seconds(p.pid) for name, p in five.items()}
-    redis_cpu_before = float(re.search(r"used_cpu_user:([\d.]+)", redis("INFO", "cpu")).group(1)) + float(re.search(r"used_cpu_sys:([\d.]+)", redis("INFO", "cpu")).group(1))
-    commands_before = int(re.search(r"total_commands_processed:(\d+)", redis("INFO", "stats")).group(1))
+    redis_cpu_before, commands_before = redis_counters()
     started = time.time()
     output = subprocess.run([f"{BIN}/attribution", "load", "--ingest-url", ingest, "--rate", os.environ.get("BENCH_CAMPAIGN_RATE", "3000"),
                              "--duration", "10", "--network", network, "--key-file", os.path.join(keys, "network.private.pem"),
@@ -242,8 +228,8 @@ try:
     until(lambda: http("GET", f"http://127.0.0.1:{receiver_port}/stats")["accepted"] - received_before >= installs, 60)
     wall = time.time() - started
     received = http("GET", f"http://127.0.0.1:{receiver_port}/stats")["accepted"] - received_before
-    commands = int(re.search(r"total_commands_processed:(\d+)", redis("INFO", "stats")).group(1)) - commands_before
-    redis_cpu = float(re.search(r"used_cpu_user:([\d.]+)", redis("INFO", "cpu")).group(1)) + float(re.search(r"used_cpu_sys:([\d.]+)", redis("INFO", "cpu")).group(1)) - redis_cpu_before
+    redis_cpu_after, commands_after = redis_counters()
+    redis_cpu, commands = redis_cpu_after - redis_cpu_before, commands_after - commands_before
     results["five_services"] = {
         "offered": offered, "accepted": offered["accepted"], "planned_s": planned_s, "sustained_per_s": offered["accepted"] / planned_s,
         "attributions": messages, "installs": installs, "postbacks_received": received, "wall_s": wall,
@@ -251,18 +237,17 @@ try:
         "redis_commands_per_event": commands / max(1, offered["accepted"]),
     }
     verifier, winner, scheduler, dispatcher = five["verifier"], five["attribution-winner"], five["scheduler"], five["dispatcher"]
-    children[1] = five["ingest"]
 
     # Resident memory of each service after its run.
     results["rss_mib"] = {name: rss_mib(process.pid) for name, process in
-                          [("ingest", children[1]), ("verifier", verifier), ("attribution-winner", winner), ("scheduler", scheduler), ("dispatcher", dispatcher)]}
+                          [("ingest", children.running["ingest"]), ("verifier", verifier), ("attribution-winner", winner), ("scheduler", scheduler), ("dispatcher", dispatcher)]}
 
     # Held postbacks: Redis bytes each, with HELD held, and hold/release rates.
     holding = subprocess.run([f"{BIN}/attribution", "bench-holding", "--redis-url", url, "--count", str(HELD), "--comparison-count", "100000", "--json"],
                              capture_output=True, text=True, check=True).stdout
     results["holding"] = json.loads(holding)
 finally:
-    stop_all()
+    children.stop_all()
 
 def hold_and_fire_line(figures):
     ours = figures["ours"]["per_s"]

@@ -153,7 +153,7 @@ struct SchedulerStage: StreamStage {
             // Every window done, but a postback still held: a late update may yet swap it, so the plan
             // stays until the last one is released, when a timer (window `count`) wakes it.
             let now = WallClock.nowMilliseconds()
-            let releasing = plan.isFinished ? plan.lastDueAt.flatMap { $0 > now ? $0 : nil } : nil
+            let releasing = plan.keptUntil(now: now)
             if let releasing {
                 let wake = Envelope(
                     time: releasing,

@@ -214,7 +214,7 @@ struct PostbackPlanTests {
     }
 
     /// Windows a superseding conversion stopped from opening are not prepared by a late update.
-    @Test func windowsThatNeverOpenedStayClosedToLateUpdates() {
+    @Test func windowsThatNeverOpenedStayClosedToLateUpdates() throws {
         var generator = SeededGenerator(seed: 22)
         var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
         _ = plan.apply(update(10, .low, at: F.hour), policy: .realTime, using: &generator)
@@ -226,6 +226,8 @@ struct PostbackPlanTests {
         #expect(late.allSatisfy { $0.order.payload.postbackSequenceIndex == 0 })
         #expect(plan.closed[1] == nil && plan.closed[2] == nil)
         #expect(plan.lastDueAt == superseded.first?.dueAt)
+        let last = try #require(plan.lastDueAt)
+        #expect(plan.keptUntil(now: last - 1) == last && plan.keptUntil(now: last) == nil)
     }
 
     /// A superseding conversion that reaches the plan after the window's end froze the window as of it:

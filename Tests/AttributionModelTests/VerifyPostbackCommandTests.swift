@@ -2,6 +2,7 @@ import AttributionCrypto
 import AttributionModel
 import Crypto
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -226,25 +227,10 @@ struct VerifyPostbackCommandTests {
     }
 
     static func attribution(_ arguments: [String], stdin: Data = Data()) throws -> Run {
-        let process = Process()
-        process.executableURL = try binary()
-        process.arguments = ["verify-postback"] + arguments
-        // Stdin from a file, not a pipe: a child that exits before reading must not SIGPIPE the test process.
-        let inputFile = try temporaryDirectory().appendingPathComponent("stdin.json")
-        try stdin.write(to: inputFile)
-        defer { try? FileManager.default.removeItem(at: inputFile.deletingLastPathComponent()) }
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardInput = try FileHandle(forReadingFrom: inputFile)
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let stdout = output.fileHandleForReading.readDataToEndOfFile()
-        let stderr = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let run = try ChildProcess.run(try binary(), arguments: ["verify-postback"] + arguments, input: stdin)
         return Run(
-            status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-            stderr: String(decoding: stderr, as: UTF8.self))
+            status: run.status, stdout: String(decoding: run.stdout, as: UTF8.self),
+            stderr: String(decoding: run.stderr, as: UTF8.self))
     }
 
     static func temporaryDirectory() throws -> URL {

@@ -12,28 +12,15 @@ public enum Python {
         else {
             throw TestSupportError("python3 is not on PATH (\(searchPath)); scripts/test.sh installs it with `cryptography`")
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python3)
-        process.arguments = ["-c", script] + arguments
-        // Stdin from a file, not a pipe: a python3 that exits at once must not SIGPIPE the test process.
-        let inputFile = FileManager.default.temporaryDirectory.appendingPathComponent("python-\(UUID().uuidString).txt")
-        try Data(input.utf8).write(to: inputFile)
-        defer { try? FileManager.default.removeItem(at: inputFile) }
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardInput = try FileHandle(forReadingFrom: inputFile)
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        let output = stdout.fileHandleForReading.readDataToEndOfFile()
-        let errors = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let run = try ChildProcess.run(
+            URL(fileURLWithPath: python3), arguments: ["-c", script] + arguments, input: Data(input.utf8))
+        let errors = String(decoding: run.stderr, as: UTF8.self)
         if errors.contains("No module named 'cryptography'") {
             throw TestSupportError("python3 (\(python3)) lacks the `cryptography` package: pip install cryptography")
         }
-        guard process.terminationStatus == 0 else {
-            throw TestSupportError("python3 exited with \(process.terminationStatus): \(errors)")
+        guard run.status == 0 else {
+            throw TestSupportError("python3 exited with \(run.status): \(errors)")
         }
-        return output
+        return run.stdout
     }
 }

@@ -25,6 +25,13 @@ extension PostbackPlan {
     /// it, so the scheduler keeps a finished plan that long.
     public var lastDueAt: Milliseconds? { closed.compactMap { $0?.postbacks.map(\.dueAt).max() }.max() }
 
+    /// For a finished plan with a postback still held after `now`: when the last one is released. The
+    /// scheduler keeps the plan until then (nil: it can leave only its marker, or is not finished).
+    public func keptUntil(now: Milliseconds) -> Milliseconds? {
+        guard isFinished, let last = lastDueAt, last > now else { return nil }
+        return last
+    }
+
     /// After a late update: every closed window whose values changed is prepared now if it had no
     /// postbacks (no update had come by its close), or else re-prepared in place: the same ids and due
     /// times (new ones for the window `redrawing`, locked late), the new values. The scheduler swaps them
