@@ -5,16 +5,17 @@ import ServiceRuntime
 /// every conversion; routes value updates to their conversion.
 @main
 struct AttributionWinnerCommand {
-    static func main() async throws {
+    static func main() async throws { try await PipelineService.exitingOnBadConfiguration(run) }
+
+    static func run() async throws {
         let service = try PipelineService.bootstrap(name: "attribution-winner")
-        let settle = try service.environment.int(.conversionSettleMilliseconds, default: 2_000, range: 0...3_600_000)
+        let settle = try service.environment.value(.conversionSettleMilliseconds)
         func stage(_ input: AttributionWinnerStage.Input) -> AttributionWinnerStage {
             AttributionWinnerStage(
                 policy: service.policy, input: input, settleMilliseconds: Milliseconds(settle),
                 clock: { WallClock.nowMilliseconds() })
         }
         try await service.run(
-            defaultPort: 9090,
             services: [
                 try service.worker(stage(.verified), stream: StreamNames.verified, group: "attribution-winner"),
                 try service.worker(stage(.settled), stream: StreamNames.conversionsSettled, group: "attribution-winner"),

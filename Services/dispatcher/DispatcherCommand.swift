@@ -9,11 +9,13 @@ import ServiceRuntime
 /// registry, where ingest serves them as the JWKS.
 @main
 struct DispatcherCommand {
-    static func main() async throws {
+    static func main() async throws { try await PipelineService.exitingOnBadConfiguration(run) }
+
+    static func run() async throws {
         let service = try PipelineService.bootstrap(name: "dispatcher")
         let signer = try PostbackSigner.load(service.environment, logger: service.logger)
-        let timeout = try service.environment.int(.deliveryTimeoutMilliseconds, default: 10_000, range: 1...300_000)
-        let grace = try service.environment.signingKeyGrace(policy: service.policy)
+        let timeout = try service.environment.value(.deliveryTimeoutMilliseconds)
+        let grace = service.policy.milliseconds(try service.environment.value(.signingKeyGraceHours))
         let heartbeat = KeyHeartbeat(
             keys: [signer.production, signer.development], connection: service.connection(), grace: grace)
         try await heartbeat.publish()
@@ -22,17 +24,16 @@ struct DispatcherCommand {
         configuration.timeout = .init(connect: .milliseconds(Int64(timeout)), read: .milliseconds(Int64(timeout)))
         configuration.connectionPool = .init(idleTimeout: .seconds(60))
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        let perHost = try service.environment.int(.deliveryConcurrencyPerHost, default: 16, range: 1...1_000)
+        let perHost = try service.environment.value(.deliveryConcurrencyPerHost)
         let stage = DispatcherStage(
             policy: service.policy, signer: signer,
             delivery: PostbackDelivery(
                 client: client, timeout: .milliseconds(Int64(timeout)),
                 destinations: DestinationResolver(
-                    policy: DestinationPolicy(allowList: service.environment.string(.postbackURLAllowList))),
+                    policy: try service.environment.value(.postbackURLAllowList)),
                 limiter: HostLimiter(limit: perHost)))
         do {
             try await service.run(
-                defaultPort: 9090,
                 services: [
                     try service.worker(stage, stream: StreamNames.postbacks, group: "dispatcher"),
                     try service.timerLoop(DispatcherStage.retries),

@@ -20,11 +20,10 @@ struct PostbackSigner: Sendable {
     static func load(_ environment: ServiceEnvironment, logger: Logger) throws -> PostbackSigner {
         PostbackSigner(
             production: try key(
-                file: environment.string(.signingKeyFile),
-                id: environment.string(.signingKeyID) ?? "attribution-pipeline/0", logger: logger),
+                file: try environment.value(.signingKeyFile), id: try environment.value(.signingKeyID), logger: logger),
             development: try key(
-                file: environment.string(.developmentSigningKeyFile),
-                id: environment.string(.developmentSigningKeyID) ?? "attribution-pipeline-development/0", logger: logger))
+                file: try environment.value(.developmentSigningKeyFile), id: try environment.value(.developmentSigningKeyID),
+                logger: logger))
     }
 
     static func key(file: String?, id: String, logger: Logger) throws -> Key {

@@ -12,7 +12,9 @@ import ServiceRuntime
 /// it serves; `ingest --openapi` its OpenAPI document.
 @main
 struct IngestCommand {
-    static func main() async throws {
+    static func main() async throws { try await PipelineService.exitingOnBadConfiguration(run) }
+
+    static func run() async throws {
         let arguments = CommandLine.arguments
         if arguments.contains("--configuration-table") { return print(ConfigurationKey.markdownTable()) }
         if arguments.contains("--openapi") { return print(OpenAPIDocument.json) }
@@ -28,7 +30,7 @@ struct IngestCommand {
         }
         let service = try PipelineService.bootstrap(name: "ingest")
         let settings = try IngestSettings(service.environment, policy: service.policy)
-        try await service.run(defaultPort: 8080, services: []) { router, redis in
+        try await service.run(services: []) { router, redis in
             IngestRoutes.add(to: router, catalog: RouteCatalog(), redis: redis, settings: settings)
         }
     }
@@ -73,10 +75,11 @@ struct IngestSettings {
     }
 
     init(_ environment: ServiceEnvironment, policy: TimePolicy) throws {
-        adminToken = try environment.required(.adminToken)
-        maxBodyBytes = try environment.int(.maxBodyBytes, default: 65_536, range: 1_024...16_777_216)
-        keyRotationGrace = Milliseconds(try environment.int(.keyRotationGraceHours, default: 72, range: 0...8_760)) * 3_600_000
-        destinations = DestinationPolicy(allowList: environment.string(.postbackURLAllowList))
-        signingKeyGrace = try environment.signingKeyGrace(policy: policy)
+        adminToken = try environment.value(.adminToken)
+        maxBodyBytes = try environment.value(.maxBodyBytes)
+        // The rotation grace runs in real time; the signing-key grace follows TIME_SCALE like the retries it covers.
+        keyRotationGrace = TimePolicy.realTime.milliseconds(try environment.value(.keyRotationGraceHours))
+        destinations = try environment.value(.postbackURLAllowList)
+        signingKeyGrace = policy.milliseconds(try environment.value(.signingKeyGraceHours))
     }
 }

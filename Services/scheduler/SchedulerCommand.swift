@@ -7,19 +7,15 @@ import ServiceRuntime
 /// replicate: moving a due item is one atomic script.
 @main
 struct SchedulerCommand {
-    static func main() async throws {
+    static func main() async throws { try await PipelineService.exitingOnBadConfiguration(run) }
+
+    static func run() async throws {
         let service = try PipelineService.bootstrap(name: "scheduler")
-        let thresholdsText = service.environment.string(.crowdTierThresholds) ?? "10,100,1000"
-        guard let thresholds = CrowdTierThresholds(parsing: thresholdsText) else {
-            throw ConfigurationError(
-                key: ConfigurationKey.crowdTierThresholds.name, problem: "must be three ascending integers, got \(thresholdsText)"
-            )
-        }
-        let grace = try service.environment.int(.windowCloseGraceMilliseconds, default: 10_000, range: 0...3_600_000)
+        let thresholds = try service.environment.value(.crowdTierThresholds)
+        let grace = try service.environment.value(.windowCloseGraceMilliseconds)
         let stage = SchedulerStage(
             policy: service.policy, thresholds: thresholds, windowCloseGraceMilliseconds: Milliseconds(grace))
         try await service.run(
-            defaultPort: 9090,
             services: [
                 try service.worker(stage, stream: StreamNames.attributions, group: "scheduler"),
                 try service.worker(stage, stream: StreamNames.schedulerTimers, group: "scheduler"),

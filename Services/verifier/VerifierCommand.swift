@@ -5,11 +5,12 @@ import ServiceRuntime
 /// `rejected` with a reason code. Scale it with more replicas in the `verifier` group.
 @main
 struct VerifierCommand {
-    static func main() async throws {
+    static func main() async throws { try await PipelineService.exitingOnBadConfiguration(run) }
+
+    static func run() async throws {
         let service = try PipelineService.bootstrap(name: "verifier")
         let stage = VerifierStage(policy: service.policy)
         try await service.run(
-            defaultPort: 9090,
             services: [
                 try service.worker(stage, stream: StreamNames.events, group: "verifier", unreadOutputs: [StreamNames.rejected])
             ])

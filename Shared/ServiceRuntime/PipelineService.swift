@@ -17,9 +17,23 @@ public struct PipelineService: Sendable {
     public let redisConfiguration: RedisConfiguration
     public let registry: PrometheusCollectorRegistry
 
+    /// Runs a command's `main`: bad configuration ends the process with its one line (`configuration
+    /// KEY: problem`) on standard error and exit status 1, where an error thrown out of `main` would
+    /// crash with a backtrace.
+    public static func exitingOnBadConfiguration(
+        isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> Void
+    ) async throws {
+        do {
+            try await body()
+        } catch let error as ConfigurationError {
+            FileHandle.standardError.write(Data("\(error)\n".utf8))
+            exit(1)
+        }
+    }
+
     /// Reads the configuration and bootstraps logging and metrics. Call once per process.
     public static func bootstrap(name: String, environment: ServiceEnvironment = ServiceEnvironment()) throws -> PipelineService {
-        let level = environment.string(.logLevel).flatMap(Logger.Level.init(rawValue:)) ?? .info
+        let level = try environment.value(.logLevel)
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
@@ -28,8 +42,8 @@ public struct PipelineService: Sendable {
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         return PipelineService(
-            name: name, environment: environment, logger: Logger(label: name), policy: try environment.timePolicy(),
-            redisConfiguration: try environment.redis(), registry: registry)
+            name: name, environment: environment, logger: Logger(label: name), policy: try environment.value(.timeScale),
+            redisConfiguration: try environment.value(.redisURL), registry: registry)
     }
 
     /// A new connection: each consumer loop and timer loop gets its own (hiredis contexts are single-threaded).
@@ -40,12 +54,13 @@ public struct PipelineService: Sendable {
     /// The standard worker configuration for a stage reading `stream` as consumer group `group`.
     public func workerConfiguration(stream: String, group: String) throws -> StageWorkerConfiguration {
         var configuration = StageWorkerConfiguration(
-            stream: stream, group: group, consumer: environment.consumerName())
-        configuration.batchSize = try environment.int(.batchSize, default: 100, range: 1...10_000)
-        configuration.claimIdleMilliseconds = try environment.int(.claimIdleMilliseconds, default: 30_000, range: 1...86_400_000)
-        configuration.maxAttempts = try environment.int(.maxAttempts, default: 3, range: 1...1_000)
-        let retention = try environment.int(.streamRetentionHours, default: 24, range: 0...8_760)
-        configuration.retentionMilliseconds = retention == 0 ? nil : UInt64(retention) * 3_600_000
+            stream: stream, group: group, consumer: try environment.value(.consumerName))
+        configuration.batchSize = try environment.value(.batchSize)
+        configuration.claimIdleMilliseconds = Int(try environment.value(.claimIdleMilliseconds))
+        configuration.maxAttempts = try environment.value(.maxAttempts)
+        // Retention runs on the wall clock (not scaled); zero keeps entries forever.
+        let retention = TimePolicy.realTime.milliseconds(try environment.value(.streamRetentionHours))
+        configuration.retentionMilliseconds = retention == 0 ? nil : UInt64(retention)
         return configuration
     }
 
@@ -62,7 +77,7 @@ public struct PipelineService: Sendable {
     }
 
     public func timerLoop(_ queue: DelayedQueue) throws -> DelayedQueueService {
-        let poll = try environment.int(.timerPollMilliseconds, default: 100, range: 1...60_000)
+        let poll = Int(try environment.value(.timerPollMilliseconds))
         return DelayedQueueService(
             pump: DelayedQueuePump(
                 queue: queue, connection: connection(), pollMilliseconds: poll, clock: { WallClock.nowMilliseconds() },
@@ -71,12 +86,12 @@ public struct PipelineService: Sendable {
 
     /// Runs the HTTP server (operations routes plus whatever `routes` adds) and `services` until a signal.
     public func run(
-        defaultPort: Int, services: [any Service],
+        services: [any Service],
         routes: @Sendable (Router<BasicRequestContext>, RedisConnection) throws -> Void = { _, _ in }
     ) async throws {
-        let host = environment.string(.httpHost) ?? "127.0.0.1"
-        let port = try environment.int(.httpPort, default: defaultPort, range: 0...65_535)
-        let idle = try environment.int(.httpIdleTimeoutMilliseconds, default: 30_000, range: 100...3_600_000)
+        let host = try environment.value(.httpHost)
+        let port = try environment.value(.httpPort).port(for: name)
+        let idle = try environment.value(.httpIdleTimeoutMilliseconds)
         let httpRedis = connection()
         let router = Router()
         router.add(middleware: ProblemMiddleware())
@@ -86,7 +101,7 @@ public struct PipelineService: Sendable {
             groups: services.compactMap { ($0 as? any ConsumerGroupService)?.consumerGroup })
         try routes(router, httpRedis)
         let app = Application(
-            router: router, server: .http1(configuration: .init(idleTimeout: .milliseconds(Int64(idle)))),
+            router: router, server: .http1(configuration: .init(idleTimeout: .milliseconds(idle))),
             configuration: .init(address: .hostname(host, port: port), serverName: name), logger: logger)
         logger.info("starting", metadata: ["http.host": "\(host)", "http.port": "\(port)", "time.scale": "\(policy.scale)"])
         let gauges = SnapshotGauges(connection: connection())

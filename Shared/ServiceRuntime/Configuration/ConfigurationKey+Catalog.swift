@@ -1,0 +1,34 @@
+import AttributionModel
+import Logging
+import RedisStreams
+
+/// Every configuration key the services read, in one catalog: the README's configuration table and the
+/// compose check are tested against it, so a key cannot be read without being documented.
+extension ConfigurationKey {
+    /// The catalog, in the order the README lists it.
+    public static let all: [ConfigurationKey] = [
+        row(.redisURL), row(.timeScale), row(.logLevel), row(.httpHost), row(.httpPort), row(.httpIdleTimeoutMilliseconds),
+        row(.consumerName), row(.batchSize), row(.claimIdleMilliseconds), row(.maxAttempts), row(.streamRetentionHours),
+        row(.adminToken), row(.maxBodyBytes), row(.keyRotationGraceHours), row(.crowdTierThresholds),
+        row(.timerPollMilliseconds), row(.conversionSettleMilliseconds), row(.windowCloseGraceMilliseconds),
+        row(.postbackURLAllowList), row(.signingKeyFile), row(.signingKeyID), row(.developmentSigningKeyFile),
+        row(.developmentSigningKeyID), row(.deliveryTimeoutMilliseconds), row(.deliveryConcurrencyPerHost),
+        row(.signingKeyGraceHours),
+    ]
+
+    static func row<Value>(_ key: Typed<Value>) -> ConfigurationKey { key.key }
+
+    /// The README's configuration table, generated from the catalog (`ingest --configuration-table`).
+    public static func markdownTable() -> String {
+        var lines = ["| variable | type | default | allowed | read by | meaning |", "|---|---|---|---|---|---|"]
+        for key in all {
+            let services = key.services == allServices ? "all" : key.services.joined(separator: ", ")
+            let cells = [
+                "`\(key.name)`", key.type, key.defaultValue.map { "`\($0)`" } ?? "required", key.allowed ?? "any",
+                services, key.summary,
+            ]
+            lines.append("| " + cells.joined(separator: " | ") + " |")
+        }
+        return lines.joined(separator: "\n")
+    }
+}

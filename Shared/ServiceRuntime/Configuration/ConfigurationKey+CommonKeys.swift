@@ -1,0 +1,145 @@
+import AttributionModel
+import Foundation
+import Logging
+import RedisStreams
+
+// The keys every service reads, and the ones every worker reads.
+
+extension ConfigurationKey {
+    static let allServices = ["ingest", "verifier", "attribution-winner", "scheduler", "dispatcher"]
+    static let workers = ["verifier", "attribution-winner", "scheduler", "dispatcher"]
+}
+
+extension ConfigurationKey.Typed where Value == RedisConfiguration {
+    public static var redisURL: Self {
+        let local = RedisConfiguration()
+        return Self(
+            "REDIS_URL", type: "URL", default: (local.url, { local }), allowed: "redis://host[:port][/db]",
+            services: ConfigurationKey.allServices, "Redis to use: `redis://host:port/db`."
+        ) { text throws(ConfigurationKey.Unreadable) in
+            do { return try RedisConfiguration(url: text) } catch { throw ConfigurationKey.Unreadable("\(error)") }
+        }
+    }
+}
+
+extension ConfigurationKey.Typed where Value == TimePolicy {
+    public static var timeScale: Self {
+        let realTime = TimePolicy.realTime
+        return Self(
+            "TIME_SCALE", type: "number", default: (ConfigurationKey.describe(realTime.scale), { realTime }), allowed: "> 0",
+            services: ConfigurationKey.allServices,
+            "Divides every lifecycle duration (windows, delays, retries, cooldowns, freshness). 86400 plays a day in a second."
+        ) { text throws(ConfigurationKey.Unreadable) in
+            guard let scale = Double(text), scale > 0, scale.isFinite else {
+                throw ConfigurationKey.Unreadable("must be a positive number, got \(text)")
+            }
+            return TimePolicy(scale: scale)
+        }
+    }
+}
+
+extension ConfigurationKey.Typed where Value == Logger.Level {
+    public static var logLevel: Self {
+        let info = Logger.Level.info
+        // An unknown level has always meant the default rather than a refusal to start: kept so.
+        return Self(
+            "LOG_LEVEL", type: "log level", default: (info.rawValue, { info }),
+            allowed: Logger.Level.allCases.map(\.rawValue).joined(separator: ", ") + "; anything else means \(info.rawValue)",
+            services: ConfigurationKey.allServices,
+            "Log level."
+        ) { text in Logger.Level(rawValue: text) ?? info }
+    }
+}
+
+extension ConfigurationKey.Typed where Value == String {
+    public static var httpHost: Self {
+        .text(
+            "HTTP_HOST", type: "address", default: "127.0.0.1", services: ConfigurationKey.allServices,
+            "Address the HTTP server binds (ingest's API; the workers' /health and /metrics).")
+    }
+
+    public static var consumerName: Self {
+        Self(
+            "CONSUMER_NAME", type: "string",
+            default: ("hostname-pid", { "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)" }),
+            services: ConfigurationKey.workers, "This replica's name in its consumer group; must be unique per replica."
+        ) { text in text }
+    }
+}
+
+extension ConfigurationKey.Typed where Value == HTTPPort {
+    public static var httpPort: Self {
+        let ports = 0...65_535
+        let unset = HTTPPort(configured: nil)
+        return Self(
+            "HTTP_PORT", type: "port", default: ("\(HTTPPort.ingest) (ingest), \(HTTPPort.worker) (workers)", { unset }),
+            allowed: ConfigurationKey.describe(ports), services: ConfigurationKey.allServices, "HTTP port."
+        ) { text throws(ConfigurationKey.Unreadable) in
+            guard let port = Int(text), ports.contains(port) else { throw .outside(ports, text) }
+            return HTTPPort(configured: port)
+        }
+    }
+}
+
+extension ConfigurationKey.Typed where Value == Milliseconds {
+    public static var httpIdleTimeoutMilliseconds: Self {
+        .milliseconds(
+            "HTTP_IDLE_TIMEOUT_MS", default: 30_000, range: 100...3_600_000, services: ConfigurationKey.allServices,
+            "A connection that sends nothing for this long is closed, and a request body must arrive whole within it (408): idle or trickling clients cannot hold connections open."
+        )
+    }
+
+    public static var claimIdleMilliseconds: Self {
+        .milliseconds(
+            "CLAIM_IDLE_MS", default: 30_000, range: 1...86_400_000, services: ConfigurationKey.workers,
+            "A message pending this long (its consumer died) is claimed by another replica.")
+    }
+
+    public static var timerPollMilliseconds: Self {
+        .milliseconds(
+            "TIMER_POLL_MS", default: 100, range: 1...60_000, services: ["attribution-winner", "scheduler", "dispatcher"],
+            "How often due items are moved out of the delayed queues.")
+    }
+}
+
+extension ConfigurationKey.Typed where Value == Int {
+    public static var batchSize: Self {
+        .integer(
+            "BATCH_SIZE", default: 100, range: 1...10_000, services: ConfigurationKey.workers, "Messages read per XREADGROUP.")
+    }
+
+    public static var maxAttempts: Self {
+        .integer(
+            "MAX_ATTEMPTS", default: 3, range: 1...1_000, services: ConfigurationKey.workers,
+            "Failed processing attempts before a message goes to the stage's dead-letter stream.")
+    }
+}
+
+extension ConfigurationKey.Typed where Value == Duration {
+    public static var streamRetentionHours: Self {
+        .hours(
+            "STREAM_RETENTION_HOURS", default: 24, range: 0...8_760, services: ConfigurationKey.workers,
+            "Entries of a worker's input stream that every group has acknowledged are trimmed once older than this (wall clock); 0 keeps them forever. Consumed events, and the device identifiers in them, do not stay in Redis. The verifier also trims `rejected` (no group reads it) by age alone."
+        )
+    }
+}
+
+/// `HTTP_PORT`: the number set, or unset, the service's own default (ingest and the workers differ, so
+/// a worker's /metrics never takes the API's port).
+public struct HTTPPort: Sendable, Hashable {
+    static let ingest = 8080
+    static let worker = 9090
+
+    let configured: Int?
+
+    public func port(for service: String) -> Int {
+        configured ?? (service == "ingest" ? Self.ingest : Self.worker)
+    }
+}
+
+extension ConfigurationKey {
+    /// A number as the table shows it: `1`, not `1.0`.
+    static func describe(_ number: Double) -> String {
+        number.rounded() == number && abs(number) < 1e15 ? String(Int64(number)) : String(number)
+    }
+}

@@ -1,0 +1,119 @@
+import AttributionModel
+
+// The keys only some services read: ingest's, the scheduler's, attribution-winner's and the dispatcher's.
+
+extension ConfigurationKey.Typed where Value == String {
+    public static var adminToken: Self {
+        .required("ADMIN_TOKEN", type: "secret", services: ["ingest"], "Bearer token the admin API requires.")
+    }
+
+    public static var signingKeyID: Self {
+        .text("SIGNING_KEY_ID", default: "attribution-pipeline/0", services: ["dispatcher"], "`kid` of production postbacks.")
+    }
+
+    public static var developmentSigningKeyID: Self {
+        .text(
+            "DEVELOPMENT_SIGNING_KEY_ID", default: "attribution-pipeline-development/0", services: ["dispatcher"],
+            "`kid` of postbacks from development impressions.")
+    }
+}
+
+extension ConfigurationKey.Typed where Value == String? {
+    public static var signingKeyFile: Self {
+        .path(
+            "SIGNING_KEY_FILE", unsetMeans: "generated at start", services: ["dispatcher"],
+            "P-256 private key (PEM) that signs postbacks. Without it a key is generated per process: fine for one replica and a demo, not for production."
+        )
+    }
+
+    public static var developmentSigningKeyFile: Self {
+        .path(
+            "DEVELOPMENT_SIGNING_KEY_FILE", unsetMeans: "generated at start", services: ["dispatcher"],
+            "Private key for postbacks of development impressions.")
+    }
+}
+
+extension ConfigurationKey.Typed where Value == Int {
+    public static var maxBodyBytes: Self {
+        .integer(
+            "MAX_BODY_BYTES", unit: "bytes", default: 65_536, range: 1_024...16_777_216, services: ["ingest"],
+            "Largest request body accepted.")
+    }
+
+    public static var deliveryConcurrencyPerHost: Self {
+        .integer(
+            "DELIVERY_CONCURRENCY_PER_HOST", default: 16, range: 1...1_000, services: ["dispatcher"],
+            "Postback POSTs in flight at once per destination host, per dispatcher replica (connections are pooled and kept alive)."
+        )
+    }
+}
+
+extension ConfigurationKey.Typed where Value == Duration {
+    /// Not scaled by `TIME_SCALE`: ingest applies it in real time.
+    public static var keyRotationGraceHours: Self {
+        .hours(
+            "KEY_ROTATION_GRACE_HOURS", default: 72, range: 0...8_760, services: ["ingest"],
+            "After an ad network registers a new key, its previous key stays valid this long (per request: previous-key-grace-seconds)."
+        )
+    }
+
+    /// At least the retry window (9 days) plus an hour, so a retry's stored bytes always verify against
+    /// the JWKS; scaled by `TIME_SCALE`.
+    public static var signingKeyGraceHours: Self {
+        .hours(
+            "SIGNING_KEY_GRACE_HOURS", default: 240, range: 217...87_600, services: ["ingest", "dispatcher"],
+            "After a dispatcher stops signing with a key (rotation), the JWKS keeps listing it this long (scaled by TIME_SCALE), longer than the 9-day retry window so retried bytes still verify."
+        )
+    }
+}
+
+extension ConfigurationKey.Typed where Value == CrowdTierThresholds {
+    public static var crowdTierThresholds: Self {
+        let standard = CrowdTierThresholds()
+        return Self(
+            "CROWD_TIER_THRESHOLDS", type: "3 integers",
+            default: ("\(standard.tier1),\(standard.tier2),\(standard.tier3)", { standard }),
+            allowed: "0 ≤ tier 1 ≤ tier 2 ≤ tier 3", services: ["scheduler"],
+            "Distinct conversions over 30 days needed for tiers 1, 2, 3."
+        ) { text throws(ConfigurationKey.Unreadable) in
+            guard let thresholds = CrowdTierThresholds(parsing: text) else {
+                throw ConfigurationKey.Unreadable("must be three ascending integers, got \(text)")
+            }
+            return thresholds
+        }
+    }
+}
+
+extension ConfigurationKey.Typed where Value == Milliseconds {
+    public static var conversionSettleMilliseconds: Self {
+        .milliseconds(
+            "CONVERSION_SETTLE_MS", note: "wall clock, not scaled", default: 2_000, range: 0...3_600_000,
+            services: ["attribution-winner"],
+            "A conversion waits this long before it is attributed, so impressions reported a little after it still count. An impression reported later than that is counted in `winner_late_impressions_total`. 0 attributes at once. Keep it below the first window's scaled length."
+        )
+    }
+
+    public static var windowCloseGraceMilliseconds: Self {
+        .milliseconds(
+            "WINDOW_CLOSE_GRACE_MS", note: "wall clock, not scaled", default: 10_000, range: 0...3_600_000,
+            services: ["scheduler"],
+            "A conversion window's timer fires this long after the window ends, so updates stamped before the end but still in the pipeline count at once (keep it above `CONVERSION_SETTLE_MS`); later ones still count while the window's postbacks are held, by swapping them. The postback is still prepared as of the end; capped at half the shortest postback delay."
+        )
+    }
+
+    public static var deliveryTimeoutMilliseconds: Self {
+        .milliseconds(
+            "DELIVERY_TIMEOUT_MS", default: 10_000, range: 1...300_000, services: ["dispatcher"],
+            "Time allowed for one postback POST; a timeout is a failed attempt.")
+    }
+}
+
+extension ConfigurationKey.Typed where Value == DestinationPolicy {
+    public static var postbackURLAllowList: Self {
+        Self(
+            "POSTBACK_URL_ALLOWLIST", type: "hosts", default: ("none", { DestinationPolicy() }),
+            allowed: "host or host:port, comma-separated", services: ["ingest", "dispatcher"],
+            "Comma-separated hosts (or host:port) that postback URLs and copy endpoints may use with http or a private address (tests, demos, an in-cluster receiver). Everything else must be https to public addresses."
+        ) { text in DestinationPolicy(allowList: text) }
+    }
+}
