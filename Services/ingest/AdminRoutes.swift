@@ -25,7 +25,7 @@ struct AdminRoutes {
         catalog.on(admin, prefix: prefix, .get, "/ad-networks/:id") { _, context in
             let id = try network(context)
             guard let json = try await redis.send(RedisCommand("HGET", RegistryKeys.adNetworks, id.rawValue)).bytes else {
-                throw ProblemDetails(.notFound, reason: "unknown-ad-network", detail: "ad network \(id) is not registered")
+                throw ProblemDetails(.notFound, reason: .unknownAdNetwork, detail: "ad network \(id) is not registered")
             }
             return Self.json(json)
         }
@@ -35,45 +35,20 @@ struct AdminRoutes {
         catalog.on(admin, prefix: prefix, .put, "/publisher-apps/:item") { request, context in
             let item = try Self.itemIdentifier(context)
             let body = try await request.decodeJSON(IngestRequests.PublisherApp.self, limit: 65_536)
-            var networks: [AdNetworkIdentifier] = []
-            for id in body.adNetworkIdentifiers {
-                guard let network = AdNetworkIdentifier(id) else {
-                    throw ProblemDetails.badRequest(
-                        "invalid-ad-network-identifier",
-                        "AdNetworkIdentifiers holds \(id), which is not a lowercase ad network id")
-                }
-                networks.append(network)
-            }
-            let configuration = PublisherAppConfiguration(itemIdentifier: item, adNetworkIdentifiers: networks)
+            let configuration = try body.configuration(itemIdentifier: item)
             return try await store(configuration, in: RegistryKeys.publisherApps, field: String(item))
         }
         catalog.on(admin, prefix: prefix, .put, "/advertised-apps/:item") { request, context in
             let item = try Self.itemIdentifier(context)
             let body = try await request.collectBody(limit: 262_144)
-            let app: IngestRequests.AdvertisedApp
-            do {
-                app = try AdvertisedAppBody.decode(body, contentType: request.headers[.contentType])
-            } catch let problem as AdvertisedAppBody.Problem {
-                throw ProblemDetails.badRequest(problem.reason, problem.detail)
-            }
-            let configuration = app.configuration(itemIdentifier: item)
-            if let problem = configuration.validationProblems().first {
-                throw ProblemDetails.badRequest("value-out-of-range", problem.description)
-            }
-            if let endpoint = configuration.attributionCopyEndpoint {
-                guard let report = CopyEndpoint.reportURL(for: endpoint) else {
-                    throw ProblemDetails.badRequest(
-                        "invalid-copy-endpoint",
-                        "AttributionCopyEndpoint must be an https URL with a domain, e.g. https://example.com")
-                }
-                try checkDestination(report, field: "AttributionCopyEndpoint")
-            }
+            let configuration = try AdvertisedAppBody.decode(body, contentType: request.headers[.contentType])
+                .configuration(itemIdentifier: item, destinations: destinations)
             return try await store(configuration, in: RegistryKeys.advertisedApps, field: String(item))
         }
         catalog.on(admin, prefix: prefix, .post, "/advertised-apps/:item/keys") { _, context in
             let item = try Self.itemIdentifier(context)
             guard try await redis.send(RedisCommand("HEXISTS", RegistryKeys.advertisedApps, String(item))).int == 1 else {
-                throw ProblemDetails(.notFound, reason: "unknown-advertised-app", detail: "register advertised app \(item) first")
+                throw ProblemDetails(.notFound, reason: .unknownAdvertisedApp, detail: "register advertised app \(item) first")
             }
             // Shown once: only its hash is stored.
             let key = AppKeys.generate()
@@ -93,15 +68,9 @@ struct AdminRoutes {
         let body = try await request.decodeJSON(IngestRequests.AdNetwork.self, limit: 16_384)
         let key: JWK
         do { key = JWK(publicKey: try JWK.parsePublicKey(body.publicKey), keyID: network.rawValue) } catch {
-            throw ProblemDetails.badRequest("invalid-public-key", "public-key: \(error)")
+            throw ProblemDetails.badRequest(.invalidPublicKey, "public-key: \(error)")
         }
-        try checkDestination(body.postbackURL, field: "postback-url")
-        if let grace = body.previousKeyGraceSeconds, !(0...2_592_000).contains(grace) {
-            throw ProblemDetails.badRequest("value-out-of-range", "previous-key-grace-seconds must be within 0–2592000 (30 days)")
-        }
-        if let skan = body.skanPublicKey, skan.isEmpty || skan.utf8.count > 4_096 {
-            throw ProblemDetails.badRequest("invalid-public-key", "skan-public-key must be base64 SPKI or PEM")
-        }
+        try body.validate(destinations: destinations)
         let existing = try await redis.send(RedisCommand("HGET", RegistryKeys.adNetworks, network.rawValue)).bytes
             .flatMap { try? JSONCoding.decoder.decode(AdNetworkRegistration.self, from: Data($0)) }
         let registration =
@@ -115,21 +84,6 @@ struct AdminRoutes {
         return try await store(registration, in: RegistryKeys.adNetworks, field: network.rawValue)
     }
 
-    /// Refuses a URL postbacks may not go to (http, a private address literal, localhost) with the
-    /// policy's reason; `invalid-postback-url` keeps its historical name for a malformed URL.
-    private func checkDestination(_ url: String, field: String) throws {
-        guard let refusal = destinations.check(url: url) else { return }
-        let reason = refusal == .invalid && field == "postback-url" ? "invalid-postback-url" : refusal.rawValue
-        let detail =
-            switch refusal {
-            case .invalid: "\(field) must be an absolute https URL"
-            case .notHTTPS: "\(field) must use https"
-            case .privateAddress: "\(field) points at a loopback, private or otherwise non-public address"
-            case .unresolvable: "\(field): its host does not resolve"
-            }
-        throw ProblemDetails.badRequest(reason, detail)
-    }
-
     private func recentRejections(_ key: String) async throws -> Response {
         let items = try await redis.send(RedisCommand("LRANGE", key, "0", String(RejectionLog.capacity - 1))).elements
         let json = "{\"rejections\":[" + items.compactMap(\.string).joined(separator: ",") + "]}"
@@ -137,18 +91,11 @@ struct AdminRoutes {
     }
 
     private func network(_ context: BasicRequestContext) throws -> AdNetworkIdentifier {
-        guard let network = AdNetworkIdentifier(try context.parameters.require("id")) else {
-            throw ProblemDetails.badRequest(
-                "invalid-ad-network-identifier", "ad network ids are lowercase letters, digits, '.', '-' and '_'")
-        }
-        return network
+        try RequestParameters.adNetwork(try context.parameters.require("id"))
     }
 
     static func itemIdentifier(_ context: BasicRequestContext) throws -> ItemIdentifier {
-        guard let item = ItemIdentifier(try context.parameters.require("item")), item > 0 else {
-            throw ProblemDetails.badRequest("invalid-item-identifier", "item ids are positive integers")
-        }
-        return item
+        try RequestParameters.itemIdentifier(try context.parameters.require("item"))
     }
 
     private func store(_ value: some Encodable, in hash: String, field: String) async throws -> Response {

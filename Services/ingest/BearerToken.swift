@@ -12,7 +12,7 @@ struct BearerTokenMiddleware<Context: RequestContext>: RouterMiddleware {
         guard let header = request.headers[.authorization], header.hasPrefix("Bearer "),
             Self.constantTimeEquals(Array(header.utf8.dropFirst(7)), token)
         else {
-            throw ProblemDetails(.unauthorized, reason: "unauthorized", detail: "admin routes need a valid bearer token")
+            throw ProblemDetails(.unauthorized, reason: .unauthorized, detail: "admin routes need a valid bearer token")
         }
         return try await next(request, context)
     }

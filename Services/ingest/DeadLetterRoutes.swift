@@ -13,10 +13,7 @@ struct DeadLetterRoutes {
 
     func add(to admin: some RouterMethods<BasicRequestContext>, prefix: String, catalog: RouteCatalog) {
         catalog.on(admin, prefix: prefix, .get, "/dead-letters") { request, _ in
-            let count = request.uri.queryParameters["count"].flatMap { Int(String($0)) } ?? 100
-            guard (1...1_000).contains(count) else {
-                throw ProblemDetails.badRequest("value-out-of-range", "count must be within 1–1000")
-            }
+            let count = try RequestParameters.deadLetterCount(request.uri.queryParameters["count"].map(String.init))
             let entries = try await redis.send(
                 RedisCommand("XREVRANGE", StreamNames.deliveriesDead, "+", "-", "COUNT", String(count))
             ).elements.map(Self.item)
@@ -26,15 +23,16 @@ struct DeadLetterRoutes {
         catalog.on(admin, prefix: prefix, .post, "/dead-letters/:id/replay") { _, context in
             let id = try context.parameters.require("id")
             guard StreamTrim.EntryID(id) != nil else {
-                throw ProblemDetails.badRequest("invalid-dead-letter-id", "dead letter ids are stream ids like 1700000000000-0")
+                throw ProblemDetails.badRequest(
+                    .invalidDeadLetterIdentifier, "dead letter ids are stream ids like 1700000000000-0")
             }
             let found = try await redis.send(RedisCommand("XRANGE", StreamNames.deliveriesDead, id, id)).elements
             guard let entry = found.first else {
-                throw ProblemDetails(.notFound, reason: "unknown-dead-letter", detail: "no dead letter \(id)")
+                throw ProblemDetails(.notFound, reason: .unknownDeadLetter, detail: "no dead letter \(id)")
             }
             guard try await replay([entry]) == 1 else {
                 throw ProblemDetails(
-                    .conflict, reason: "not-replayable", detail: "dead letter \(id) holds no delivery record to replay")
+                    .conflict, reason: .notReplayable, detail: "dead letter \(id) holds no delivery record to replay")
             }
             return try AdminRoutes.json(object: ["replayed": 1])
         }

@@ -18,10 +18,7 @@ struct DeviceErasure {
 
     func add(to admin: some RouterMethods<BasicRequestContext>, prefix: String, catalog: RouteCatalog) {
         catalog.on(admin, prefix: prefix, .delete, "/devices/:device") { _, context in
-            let device = try context.parameters.require("device")
-            guard !device.isEmpty, device.utf8.count <= 128 else {
-                throw ProblemDetails.badRequest("invalid-device-identifier", "device-identifier must be 1–128 bytes")
-            }
+            let device = try RequestParameters.deviceIdentifier(try context.parameters.require("device"))
             let (keys, entries) = try await erase(device)
             return try AdminRoutes.json(
                 object: ["device-identifier": device, "deleted-keys": keys, "deleted-entries": entries])

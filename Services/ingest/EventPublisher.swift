@@ -54,15 +54,13 @@ struct EventPublisher: Sendable {
         if case .app(let key, let item) = caller {
             guard let key, !key.isEmpty else {
                 throw ProblemDetails(
-                    .unauthorized, reason: "missing-app-key",
+                    .unauthorized, reason: .missingAppKey,
                     detail: "conversions and updates need the app's key: Authorization: Bearer <app key>")
             }
             keyHash = AppKeys.hash(key)
             expectedApp = String(item)
         }
-        if let idempotencyKey, idempotencyKey.isEmpty || idempotencyKey.utf8.count > 255 {
-            throw ProblemDetails.badRequest("invalid-idempotency-key", "Idempotency-Key must be 1–255 characters")
-        }
+        if let idempotencyKey { try RequestChecks.idempotencyKey(idempotencyKey) }
         let fingerprint = SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined()
         let reply = try await Self.script.run(
             keys: [StreamNames.events, RegistryKeys.appKeys, "ingest:idempotency:\(route):\(scope):\(idempotencyKey ?? "-")"],
@@ -76,15 +74,15 @@ struct EventPublisher: Sendable {
         case "accepted", "replayed":
             return parts.count > 1 ? parts[1] : envelope.id
         case "unauthorized":
-            throw ProblemDetails(.unauthorized, reason: "invalid-app-key", detail: "the app key is not one the admin API issued")
+            throw ProblemDetails(.unauthorized, reason: .invalidAppKey, detail: "the app key is not one the admin API issued")
         case "forbidden":
-            throw ProblemDetails(.forbidden, reason: "app-key-mismatch", detail: "this app key belongs to another advertised app")
+            throw ProblemDetails(.forbidden, reason: .appKeyMismatch, detail: "this app key belongs to another advertised app")
         case "conflict":
             throw ProblemDetails(
-                .unprocessableContent, reason: "idempotency-key-reused",
+                .unprocessableContent, reason: .idempotencyKeyReused,
                 detail: "this Idempotency-Key was used with a different body")
         default:
-            throw ProblemDetails(.internalServerError, reason: "internal-error", detail: "unexpected publish result")
+            throw ProblemDetails(.internalServerError, reason: .internalError, detail: "unexpected publish result")
         }
     }
 }

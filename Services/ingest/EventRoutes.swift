@@ -60,16 +60,8 @@ struct EventRoutes {
         catalog.on(router, .post, "/v1/activity") { request, _ in
             try Self.requireAppKey(request)
             let body = try await request.collectBody(limit: maxBodyBytes)
-            let input = try Request.decodeJSON(IngestRequests.ActivityReportRequest.self, from: body)
-            try EventChecks.device(input.deviceIdentifier)
-            if let problem = input.activity.validationProblems().first {
-                throw ProblemDetails.badRequest("invalid-activity", problem)
-            }
-            try EventChecks.time(input.time, field: "time")
-            let report = ActivityReport(
-                deviceIdentifier: input.deviceIdentifier, advertisedItemIdentifier: input.advertisedItemIdentifier,
-                activity: input.activity, time: input.time, receivedAt: WallClock.nowMilliseconds(),
-                conversionTag: input.conversionTag)
+            let report = try Request.decodeJSON(IngestRequests.ActivityReportRequest.self, from: body)
+                .report(receivedAt: WallClock.nowMilliseconds())
             let envelope = Envelope(time: report.time, body: .activityReported(report))
             let caller = EventPublisher.Caller.app(key: request.bearerToken, item: report.advertisedItemIdentifier)
             return try await accept(
@@ -98,7 +90,7 @@ struct EventRoutes {
     static func requireAppKey(_ request: Request) throws {
         guard let key = request.bearerToken, !key.isEmpty else {
             throw ProblemDetails(
-                .unauthorized, reason: "missing-app-key",
+                .unauthorized, reason: .missingAppKey,
                 detail: "conversions and updates need the app's key: Authorization: Bearer <app key>")
         }
     }

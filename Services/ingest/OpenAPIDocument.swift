@@ -1,6 +1,13 @@
-/// The OpenAPI 3.1 document of ingest's whole HTTP API, served at `/openapi.json`. A test holds it to
-/// the routes ingest really registers (`ingest --routes`).
+import AttributionModel
+
+/// The OpenAPI 3.1 document of ingest's whole HTTP API, served at `/openapi.json`. Tests hold it to the
+/// routes ingest really registers (`ingest --routes`) and to every `ProblemReason`.
 enum OpenAPIDocument {
+    /// The reasons of one channel as a JSON array, for the `enum` of a `reason` property.
+    static func reasons(in channel: ProblemReason.Channel) -> String {
+        "[" + ProblemReason.appearing(in: channel).map { "\"\($0.rawValue)\"" }.joined(separator: ", ") + "]"
+    }
+
     static let json = #"""
         {
           "openapi": "3.1.0",
@@ -858,7 +865,8 @@ enum OpenAPIDocument {
                   },
                   "reason": {
                     "type": "string",
-                    "description": "stable machine-readable code"
+                    "description": "stable machine-readable code (ProblemReason)",
+                    "enum": \#(reasons(in: .problemDetails))
                   }
                 }
               },
@@ -1229,7 +1237,9 @@ enum OpenAPIDocument {
                       "type": "object",
                       "properties": {
                         "reason": {
-                          "type": "string"
+                          "type": "string",
+                          "description": "stable machine-readable code (ProblemReason)",
+                          "enum": \#(reasons(in: .rejection))
                         },
                         "detail": {
                           "type": "string"

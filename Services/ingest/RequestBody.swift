@@ -16,11 +16,11 @@ extension Request {
         do {
             return Data(try await BodyDeadline.collect(body, upTo: limit).readableBytesView)
         } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
-            throw ProblemDetails(.contentTooLarge, reason: "body-too-large", detail: "bodies are limited to \(limit) bytes")
+            throw ProblemDetails(.contentTooLarge, reason: .bodyTooLarge, detail: "bodies are limited to \(limit) bytes")
         } catch is BodyDeadline.Expired {
-            throw ProblemDetails(.requestTimeout, reason: "body-timeout", detail: "the body did not arrive in time")
+            throw ProblemDetails(.requestTimeout, reason: .bodyTimeout, detail: "the body did not arrive in time")
         } catch {
-            throw ProblemDetails.badRequest("invalid-body", "the body could not be read: \(error)")
+            throw ProblemDetails.badRequest(.invalidBody, "the body could not be read: \(error)")
         }
     }
 
@@ -28,7 +28,7 @@ extension Request {
         do {
             return try JSONDecoder().decode(T.self, from: data)
         } catch let error as DecodingError {
-            throw ProblemDetails.badRequest("invalid-json", error.plainDescription)
+            throw ProblemDetails.badRequest(.invalidJSON, error.plainDescription)
         }
     }
 }

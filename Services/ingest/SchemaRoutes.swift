@@ -16,13 +16,11 @@ struct SchemaRoutes {
         catalog.on(admin, prefix: prefix, .put, "/advertised-apps/:item/conversion-value-schema") { request, context in
             let item = try AdminRoutes.itemIdentifier(context)
             guard try await redis.send(RedisCommand("HEXISTS", RegistryKeys.advertisedApps, String(item))).int == 1 else {
-                throw ProblemDetails(.notFound, reason: "unknown-advertised-app", detail: "register advertised app \(item) first")
+                throw ProblemDetails(.notFound, reason: .unknownAdvertisedApp, detail: "register advertised app \(item) first")
             }
             let body = try await request.collectBody(limit: 262_144)
             var schema = try Request.decodeJSON(ConversionValueSchema.self, from: body)
-            if let problem = schema.validationProblems().first {
-                throw ProblemDetails.badRequest("invalid-schema", problem)
-            }
+            try schema.validate()
             // Versions count per app; the script keeps the counter, the history and the current one in step.
             let version =
                 try await redis.send(RedisCommand("HINCRBY", RegistryKeys.schemaVersions, "\(item):latest", "1")).int ?? 1
@@ -44,9 +42,7 @@ struct SchemaRoutes {
         }
         catalog.on(admin, prefix: prefix, .get, "/advertised-apps/:item/conversion-value-schema/:version") { _, context in
             let item = try AdminRoutes.itemIdentifier(context)
-            guard let version = Int(try context.parameters.require("version")), version > 0 else {
-                throw ProblemDetails.badRequest("invalid-version", "schema versions are positive integers")
-            }
+            let version = try RequestParameters.schemaVersion(try context.parameters.require("version"))
             return AdminRoutes.json(try await stored(item, version: version), status: .ok)
         }
     }
@@ -58,17 +54,10 @@ struct SchemaRoutes {
                 IngestRequests.EvaluationRequest.self, from: try await request.collectBody(limit: maxBodyBytes))
             guard try await publisher.appKeyMatches(request.bearerToken, item: input.advertisedItemIdentifier) else {
                 throw ProblemDetails(
-                    .unauthorized, reason: "invalid-app-key",
+                    .unauthorized, reason: .invalidAppKey,
                     detail: "the app key is not advertised app \(input.advertisedItemIdentifier)'s")
             }
-            guard (0...2).contains(input.window) else {
-                throw ProblemDetails.badRequest("value-out-of-range", "window must be 0, 1 or 2")
-            }
-            if let problem = Activity(sessions: input.sessions, events: input.events, revenue: input.revenue)
-                .validationProblems().first(where: { !$0.hasPrefix("an activity report needs") })
-            {
-                throw ProblemDetails.badRequest("invalid-activity", problem)
-            }
+            try input.validate()
             let item = input.advertisedItemIdentifier
             let json =
                 if let version = input.version { try await stored(item, version: version) } else { try await current(item) }
@@ -86,7 +75,7 @@ struct SchemaRoutes {
 
     func current(_ item: ItemIdentifier) async throws -> [UInt8] {
         guard let json = try await redis.send(RedisCommand("HGET", RegistryKeys.currentSchemas, String(item))).bytes else {
-            throw ProblemDetails(.notFound, reason: "no-schema", detail: "advertised app \(item) has no conversion-value schema")
+            throw ProblemDetails(.notFound, reason: .noSchema, detail: "advertised app \(item) has no conversion-value schema")
         }
         return json
     }
@@ -95,7 +84,7 @@ struct SchemaRoutes {
         guard let json = try await redis.send(RedisCommand("HGET", RegistryKeys.schemaVersions, "\(item):\(version)")).bytes
         else {
             throw ProblemDetails(
-                .notFound, reason: "unknown-schema-version", detail: "advertised app \(item) has no schema version \(version)")
+                .notFound, reason: .unknownSchemaVersion, detail: "advertised app \(item) has no schema version \(version)")
         }
         return json
     }

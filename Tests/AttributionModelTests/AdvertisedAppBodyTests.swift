@@ -34,7 +34,7 @@ struct AdvertisedAppBodyTests {
 
     @Test func jsonNamesTheUnknownKey() {
         let problem = Self.problem(Data(#"{"AttributionCooldown":{},"CFBundleName":"App"}"#.utf8), contentType: nil)
-        #expect(problem?.reason == "unknown-key")
+        #expect(problem?.reason.rawValue == "unknown-key")
     }
 
     /// fuzz-plist's first finding, as it found it (585 bytes) and cut down by hand (a dictionary holding a
@@ -55,15 +55,15 @@ struct AdvertisedAppBodyTests {
     @Test(arguments: binaryPlistsWithASet)
     func binaryPropertyListIsRefusedNotParsed(_ base64: String) throws {
         let body = try #require(Data(base64Encoded: base64))
-        #expect(Self.problem(body, contentType: "application/x-plist")?.reason == "invalid-property-list")
+        #expect(Self.problem(body, contentType: "application/x-plist")?.reason.rawValue == "invalid-property-list")
         // Without a plist content type it is not JSON either.
-        #expect(Self.problem(body, contentType: nil)?.reason == "invalid-json")
+        #expect(Self.problem(body, contentType: nil)?.reason.rawValue == "invalid-json")
     }
 
     /// JSON has no dates or data: these used to escape as an NSError, which ingest answered with a 500.
     @Test(arguments: ["<date>2024-01-01T00:00:00Z</date>", "<data>AAAA</data>", "<real>1e300</real>"])
     func propertyListValueOfTheWrongTypeIsAnInvalidConfiguration(_ value: String) {
         let body = Self.infoPlist("<key>AttributionCooldown</key><dict><key>install-cooldown-hours</key>\(value)</dict>")
-        #expect(Self.problem(body, contentType: "application/x-plist")?.reason == "invalid-configuration")
+        #expect(Self.problem(body, contentType: "application/x-plist")?.reason.rawValue == "invalid-configuration")
     }
 }

@@ -1,7 +1,9 @@
+import AttributionModel
 import Foundation
 import Testing
 
-/// The OpenAPI document ingest serves lists exactly the routes ingest registers.
+/// The OpenAPI document ingest serves lists exactly the routes ingest registers, and exactly the
+/// reason codes of `ProblemReason`.
 @Suite("OpenAPI document ↔ ingest's routes")
 struct OpenAPIDocumentTests {
     static func binary(_ name: String) -> URL {
@@ -46,5 +48,30 @@ struct OpenAPIDocumentTests {
         for match in text.matches(of: /"\$ref": "#\/components\/(\w+)\/(\w+)"/) {
             #expect(components[String(match.output.1)]?[String(match.output.2)] != nil, "\(match.output.0) resolves")
         }
+    }
+
+    /// The `enum` of the problem schema's `reason` and of the refusal lists' `reason`: together every
+    /// `ProblemReason` and nothing else, each list exactly its channel's reasons.
+    @Test func everyReasonIsListedAndEveryListedReasonIsAProblemReason() throws {
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(try Self.run(["--openapi"]).utf8)) as? [String: Any])
+        let components = try #require(document["components"] as? [String: Any])
+        let schemas = try #require(components["schemas"] as? [String: Any])
+        func reasons(_ path: [String], in schema: String) throws -> [String] {
+            var node = try #require(schemas[schema] as? [String: Any], "\(schema) is a schema")
+            for key in path { node = try #require(node[key] as? [String: Any], "\(schema) has \(path)") }
+            return try #require(node["enum"] as? [String], "\(schema)'s reason lists its values")
+        }
+        let problem = try reasons(["properties", "reason"], in: "Problem")
+        let rejection = try reasons(["properties", "rejections", "items", "properties", "reason"], in: "Rejections")
+
+        let listed = Set(problem + rejection)
+        let cases = Set(ProblemReason.allCases.map(\.rawValue))
+        #expect(listed.subtracting(cases).isEmpty, "listed but not a ProblemReason: \(listed.subtracting(cases).sorted())")
+        #expect(
+            cases.subtracting(listed).isEmpty, "a ProblemReason the document does not list: \(cases.subtracting(listed).sorted())"
+        )
+        #expect(problem == ProblemReason.appearing(in: .problemDetails).map(\.rawValue))
+        #expect(rejection == ProblemReason.appearing(in: .rejection).map(\.rawValue))
     }
 }

@@ -4,16 +4,8 @@ import Foundation
 /// list), with the AdAttributionKit keys flat or inside `AdAttributionKitConfigurations`. Lives in the
 /// model rather than in ingest so the fuzzer (Fuzz/) runs the very code ingest runs.
 public enum AdvertisedAppBody {
-    /// Why a body was refused: `reason` is the problem type ingest answers 400 with, `detail` the plain words.
-    public struct Problem: Error, Sendable, Hashable {
-        public var reason: String
-        public var detail: String
-
-        public init(_ reason: String, _ detail: String) {
-            self.reason = reason
-            self.detail = detail
-        }
-    }
+    /// Why a body was refused: the reason ingest answers 400 with, and the plain words.
+    public typealias Problem = RequestProblem
 
     public static func decode(_ bytes: Data, contentType: String?) throws -> IngestRequests.AdvertisedApp {
         let isPropertyList = contentType.map { $0.contains("plist") || $0.contains("xml") } ?? false || Self.looksLikeXML(bytes)
@@ -21,7 +13,7 @@ public enum AdvertisedAppBody {
         // parsers, and swift-corelibs-foundation segfaults bridging a binary plist that holds a set
         // (found by Fuzz/, fuzz-plist): refused before PropertyListSerialization sees it.
         if isPropertyList, !Self.looksLikeXML(bytes) {
-            throw Problem("invalid-property-list", "the body is not an XML property list")
+            throw Problem(.invalidPropertyList, "the body is not an XML property list")
         }
         let root: Any
         do {
@@ -31,15 +23,15 @@ public enum AdvertisedAppBody {
                 : try JSONSerialization.jsonObject(with: bytes)
         } catch {
             throw Problem(
-                isPropertyList ? "invalid-property-list" : "invalid-json",
+                isPropertyList ? .invalidPropertyList : .invalidJSON,
                 isPropertyList ? "the body is not an XML property list" : "the body is not valid JSON")
         }
         guard var dictionary = root as? [String: Any] else {
-            throw Problem("invalid-json", "the configuration must be a dictionary")
+            throw Problem(.invalidJSON, "the configuration must be a dictionary")
         }
         if let nested = dictionary.removeValue(forKey: IngestRequests.AdvertisedApp.nestedContainer) {
             guard let nested = nested as? [String: Any] else {
-                throw Problem("invalid-json", "AdAttributionKitConfigurations must be a dictionary")
+                throw Problem(.invalidJSON, "AdAttributionKitConfigurations must be a dictionary")
             }
             dictionary.merge(nested) { _, inner in inner }
         }
@@ -47,16 +39,16 @@ public enum AdvertisedAppBody {
             // A whole Info.plist holds many other keys (CFBundle…): only ours are read.
             dictionary = dictionary.filter { IngestRequests.AdvertisedApp.knownKeys.contains($0.key) }
         } else if let unknown = dictionary.keys.filter({ !IngestRequests.AdvertisedApp.knownKeys.contains($0) }).sorted().first {
-            throw Problem("unknown-key", "\(unknown) is not an AdAttributionKit configuration key")
+            throw Problem(.unknownKey, "\(unknown) is not an AdAttributionKit configuration key")
         }
         // A property list can hold dates and data, which JSON cannot: a 400 that says so, not a 500.
         guard let json = try? JSONSerialization.data(withJSONObject: dictionary) else {
-            throw Problem("invalid-configuration", "values must be dictionaries, strings, numbers or booleans, not dates or data")
+            throw Problem(.invalidConfiguration, "values must be dictionaries, strings, numbers or booleans, not dates or data")
         }
         do {
             return try JSONDecoder().decode(IngestRequests.AdvertisedApp.self, from: json)
         } catch let error as DecodingError {
-            throw Problem("invalid-configuration", error.plainDescription)
+            throw Problem(.invalidConfiguration, error.plainDescription)
         }
     }
 

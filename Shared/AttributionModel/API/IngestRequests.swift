@@ -1,7 +1,8 @@
 import Foundation
 
 /// Request bodies of ingest's HTTP API with their exact key spellings: ingest decodes them, the
-/// `attribution` tool (and any Swift client) encodes them.
+/// `attribution` tool (and any Swift client) encodes them. Their checks are beside them
+/// (`IngestRequests+*Validation.swift`): ingest's routes decode, validate and answer.
 public enum IngestRequests {
     /// `PUT /v1/admin/ad-networks/{id}`. Registering a different key for a known network rotates it: the
     /// previous key stays valid for `previous-key-grace-seconds` (default: the operator's setting).
@@ -26,7 +27,7 @@ public enum IngestRequests {
         }
     }
 
-    /// `PUT /v1/admin/publisher-apps/{item}`: the app's `AdNetworkIdentifiers` (validated by ingest).
+    /// `PUT /v1/admin/publisher-apps/{item}`: the app's `AdNetworkIdentifiers` (see `validate()`).
     public struct PublisherApp: Codable, Sendable {
         public var adNetworkIdentifiers: [String]
 

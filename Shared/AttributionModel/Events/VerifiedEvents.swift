@@ -65,37 +65,6 @@ public struct Rejection: Sendable, Codable, Hashable {
     }
 }
 
-/// Stable, machine-readable reason codes (mirroring Apple's error vocabulary where it has one).
-public enum RejectionReason: String, Sendable, Codable, Hashable, CaseIterable {
-    case invalidHeader = "invalid-header"
-    case invalidPayload = "invalid-payload"
-    case invalidSignature = "invalid-signature"
-    case invalidComponents = "invalid-components"
-    case unsupportedAlgorithm = "unsupported-algorithm"
-    case keyIdentifierMismatch = "key-identifier-mismatch"
-    case unknownAdNetwork = "unknown-ad-network"
-    case unknownAdvertisedApp = "unknown-advertised-app"
-    case publisherNotListingNetwork = "publisher-not-listing-network"
-    case impressionExpired = "impression-expired"
-    case impressionFromFuture = "impression-from-future"
-    case impressionReplayed = "impression-replayed"
-    case clickTooLate = "click-too-late"
-    case viewTooShort = "view-too-short"
-    case overlappingView = "overlapping-view"
-    // attribution-winner's refusals of a verified conversion (ConversionEligibility.Refusal).
-    case noEligibleImpression = "no-eligible-impression"
-    case notInstalled = "not-installed"
-    case cooldown
-    case reengagementAppCap = "re-engagement-app-cap"
-    case reengagementDeviceCap = "re-engagement-device-cap"
-
-    public init(_ refusal: ConversionEligibility.Refusal) {
-        switch refusal {
-        case .noEligibleImpression: self = .noEligibleImpression
-        case .notInstalled: self = .notInstalled
-        case .cooldown: self = .cooldown
-        case .appReengagementCap: self = .reengagementAppCap
-        case .deviceReengagementCap: self = .reengagementDeviceCap
-        }
-    }
-}
+/// The reason a `Rejection` carries: one of the pipeline's reason codes (`ProblemReason`, the one
+/// enum ingest's problem JSON uses too). The name stays for the stages that refuse events.
+public typealias RejectionReason = ProblemReason

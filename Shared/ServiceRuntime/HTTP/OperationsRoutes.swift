@@ -19,13 +19,13 @@ public enum OperationsRoutes {
                 replies = try await redis.pipeline(
                     [RedisCommand("PING")] + groups.map { RedisCommand("XINFO", "GROUPS", $0.stream) })
             } catch {
-                throw ProblemDetails(.serviceUnavailable, reason: "redis-unreachable", detail: "\(error)")
+                throw ProblemDetails(.serviceUnavailable, reason: .redisUnreachable, detail: "\(error)")
             }
             for (reply, expected) in zip(replies.dropFirst(), groups) {
                 let names = reply.elements.compactMap { $0.fieldMap["name"]?.string }
                 guard names.contains(expected.group) else {
                     throw ProblemDetails(
-                        .serviceUnavailable, reason: "consumer-group-missing",
+                        .serviceUnavailable, reason: .consumerGroupMissing,
                         detail: "group \(expected.group) on \(expected.stream) does not exist yet")
                 }
             }

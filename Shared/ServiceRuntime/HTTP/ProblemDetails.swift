@@ -1,17 +1,19 @@
+import AttributionModel
 import Foundation
 import Hummingbird
 
-/// RFC 9457 problem JSON with a stable machine-readable `reason`: every 4xx/5xx the API returns.
+/// RFC 9457 problem JSON with a stable machine-readable `reason` (a `ProblemReason`, encoded as its
+/// string): every 4xx/5xx the API returns.
 public struct ProblemDetails: HTTPResponseError, Codable, Sendable {
     public var type: String
     public var title: String
     public var status: HTTPResponse.Status { .init(code: statusCode) }
     public var statusCode: Int
     public var detail: String
-    public var reason: String
+    public var reason: ProblemReason
 
-    public init(_ status: HTTPResponse.Status, reason: String, detail: String) {
-        self.type = "https://attribution-pipeline.dev/problems/\(reason)"
+    public init(_ status: HTTPResponse.Status, reason: ProblemReason, detail: String) {
+        self.type = "https://attribution-pipeline.dev/problems/\(reason.rawValue)"
         self.title = status.reasonPhrase
         self.statusCode = status.code
         self.detail = detail
@@ -31,8 +33,13 @@ public struct ProblemDetails: HTTPResponseError, Codable, Sendable {
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 
-    public static func badRequest(_ reason: String, _ detail: String) -> ProblemDetails {
+    public static func badRequest(_ reason: ProblemReason, _ detail: String) -> ProblemDetails {
         ProblemDetails(.badRequest, reason: reason, detail: detail)
+    }
+
+    /// A request the model's validation refused: always 400.
+    public init(_ problem: RequestProblem) {
+        self.init(.badRequest, reason: problem.reason, detail: problem.detail)
     }
 }
 
@@ -47,18 +54,23 @@ public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch let problem as ProblemDetails {
             throw problem
+        } catch let problem as RequestProblem {
+            // Route handlers validate through the model (`validate()`); its refusals are answered here.
+            throw ProblemDetails(problem)
         } catch let error as HTTPError {
-            let reason =
-                error.status == .notFound
-                ? "not-found"
-                : error.status == .methodNotAllowed
-                    ? "method-not-allowed" : error.status == .contentTooLarge ? "body-too-large" : "http-error"
+            let reason: ProblemReason =
+                switch error.status {
+                case .notFound: .notFound
+                case .methodNotAllowed: .methodNotAllowed
+                case .contentTooLarge: .bodyTooLarge
+                default: .httpError
+                }
             throw ProblemDetails(error.status, reason: reason, detail: error.body ?? error.status.reasonPhrase)
         } catch is DecodingError {
-            throw ProblemDetails.badRequest("invalid-json", "the body is not the JSON this route expects")
+            throw ProblemDetails.badRequest(.invalidJSON, "the body is not the JSON this route expects")
         } catch {
             context.logger.error("request failed", metadata: ["error": "\(error)"])
-            throw ProblemDetails(.internalServerError, reason: "internal-error", detail: "the request could not be completed")
+            throw ProblemDetails(.internalServerError, reason: .internalError, detail: "the request could not be completed")
         }
     }
 }

@@ -1,0 +1,113 @@
+// The shape checks ingest makes on the event API's bodies before anything reaches the pipeline, and
+// the reports they become. Signature and registry checks are the verifier's. The checks run in the
+// order written: the first problem found is the one answered.
+
+extension IngestRequests.Impression {
+    public func validate() throws(RequestProblem) {
+        try RequestChecks.deviceIdentifier(deviceIdentifier)
+        switch interaction.type {
+        case .click where interaction.loadedAt == nil:
+            throw RequestProblem(.invalidInteraction, "a click needs loaded-at: when the impression was loaded")
+        case .view where interaction.begin == nil:
+            throw RequestProblem(.invalidInteraction, "a view needs begin: when the ad appeared on screen")
+        default: break
+        }
+        switch (impression, skadnetworkImpression) {
+        case (let jws?, nil):
+            guard !jws.isEmpty, jws.utf8.count <= 8_192, jws.split(separator: ".", omittingEmptySubsequences: false).count == 3
+            else {
+                throw RequestProblem(.invalidComponents, "impression must be a compact JWS (three base64url parts)")
+            }
+        case (nil, let skan?):
+            do { try skan.validate() } catch { throw RequestProblem(.invalidSKAdNetworkImpression, "\(error)") }
+            // The signed fidelity says what the interaction was; the report must agree with it.
+            guard skan.interactionType == interaction.type else {
+                throw RequestProblem(
+                    .invalidInteraction,
+                    "fidelity-type \(skan.fidelityType) is a \(skan.interactionType.rawValue), not a \(interaction.type.rawValue)"
+                )
+            }
+        default:
+            throw RequestProblem(
+                .invalidComponents, "send exactly one of impression (AdAttributionKit JWS) and skadnetwork-impression")
+        }
+        try RequestChecks.time(interaction.time, field: "interaction.time")
+        if let loadedAt = interaction.loadedAt { try RequestChecks.time(loadedAt, field: "interaction.loaded-at") }
+        if let begin = interaction.begin { try RequestChecks.time(begin, field: "interaction.begin") }
+    }
+
+    public func report(receivedAt: Milliseconds) throws(RequestProblem) -> ImpressionReport {
+        try validate()
+        if let skadnetworkImpression {
+            return ImpressionReport(
+                deviceIdentifier: deviceIdentifier, skadnetworkImpression: skadnetworkImpression, interaction: interaction,
+                receivedAt: receivedAt)
+        }
+        return ImpressionReport(
+            deviceIdentifier: deviceIdentifier, impression: impression ?? "", interaction: interaction, receivedAt: receivedAt)
+    }
+}
+
+extension IngestRequests.Conversion {
+    public func validate() throws(RequestProblem) {
+        try RequestChecks.deviceIdentifier(deviceIdentifier)
+        if let countryCode, countryCode.count != 2 || !countryCode.allSatisfy({ $0.isASCII && $0.isUppercase }) {
+            throw RequestProblem(.invalidCountryCode, "country-code is two upper-case letters (ISO 3166-1)")
+        }
+        try RequestChecks.time(time, field: "time")
+    }
+
+    /// `conversionTag`: for a re-engagement, the value ingest returns as `conversion-tag` (the app's
+    /// `AdAttributionKitReengagementOpen` parameter); updates carrying it apply to this conversion alone.
+    public func report(receivedAt: Milliseconds, conversionTag: String) throws(RequestProblem) -> ConversionReport {
+        try validate()
+        return ConversionReport(
+            deviceIdentifier: deviceIdentifier, advertisedItemIdentifier: advertisedItemIdentifier,
+            conversionType: conversionType, time: time, countryCode: countryCode, receivedAt: receivedAt,
+            conversionTag: conversionType == .reengagement ? conversionTag : nil)
+    }
+}
+
+extension IngestRequests.ValueUpdate {
+    public func validate() throws(RequestProblem) {
+        try RequestChecks.deviceIdentifier(deviceIdentifier)
+        guard PostbackUpdate.fineRange.contains(update.fineConversionValue) else {
+            throw RequestProblem(.valueOutOfRange, "fineConversionValue must be within 0–63")
+        }
+        try RequestChecks.time(time, field: "time")
+    }
+
+    public func report(receivedAt: Milliseconds) throws(RequestProblem) -> ValueUpdateReport {
+        try validate()
+        return ValueUpdateReport(
+            deviceIdentifier: deviceIdentifier, advertisedItemIdentifier: advertisedItemIdentifier, update: update,
+            time: time, receivedAt: receivedAt)
+    }
+}
+
+extension IngestRequests.ActivityReportRequest {
+    public func validate() throws(RequestProblem) {
+        try RequestChecks.deviceIdentifier(deviceIdentifier)
+        if let problem = activity.validationProblems().first { throw RequestProblem(.invalidActivity, problem) }
+        try RequestChecks.time(time, field: "time")
+    }
+
+    public func report(receivedAt: Milliseconds) throws(RequestProblem) -> ActivityReport {
+        try validate()
+        return ActivityReport(
+            deviceIdentifier: deviceIdentifier, advertisedItemIdentifier: advertisedItemIdentifier, activity: activity,
+            time: time, receivedAt: receivedAt, conversionTag: conversionTag)
+    }
+}
+
+extension IngestRequests.EvaluationRequest {
+    /// The window and the totals; whether the caller holds the app's key is ingest's check, made first.
+    public func validate() throws(RequestProblem) {
+        guard (0...2).contains(window) else { throw RequestProblem(.valueOutOfRange, "window must be 0, 1 or 2") }
+        // Totals may be all zero here: an app asks what it would report before anything happened.
+        let totals = Activity(sessions: sessions, events: events, revenue: revenue)
+        if let problem = totals.validationProblems().first(where: { !$0.hasPrefix("an activity report needs") }) {
+            throw RequestProblem(.invalidActivity, problem)
+        }
+    }
+}

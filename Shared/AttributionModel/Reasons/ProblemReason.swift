@@ -1,0 +1,82 @@
+/// Every machine-readable reason a client can be given, in one type: the `reason` of ingest's problem
+/// JSON and the reason of a `Rejection` (the verifier's and attribution-winner's refusals). The raw
+/// strings are the wire format and never change; clients match on them. The OpenAPI document lists
+/// them (`channels` says where each appears) and a test holds it to `allCases`.
+///
+/// The verifier's vocabulary mirrors Apple's error names where Apple has one.
+public enum ProblemReason: String, Sendable, Codable, Hashable, CaseIterable {
+    // The verifier's refusals of an event.
+    case invalidHeader = "invalid-header"
+    case invalidPayload = "invalid-payload"
+    case invalidSignature = "invalid-signature"
+    case invalidComponents = "invalid-components"
+    case unsupportedAlgorithm = "unsupported-algorithm"
+    case keyIdentifierMismatch = "key-identifier-mismatch"
+    case unknownAdNetwork = "unknown-ad-network"
+    case unknownAdvertisedApp = "unknown-advertised-app"
+    case publisherNotListingNetwork = "publisher-not-listing-network"
+    case impressionExpired = "impression-expired"
+    case impressionFromFuture = "impression-from-future"
+    case impressionReplayed = "impression-replayed"
+    case clickTooLate = "click-too-late"
+    case viewTooShort = "view-too-short"
+    case overlappingView = "overlapping-view"
+    // attribution-winner's refusals of a verified conversion (ConversionEligibility.Refusal).
+    case noEligibleImpression = "no-eligible-impression"
+    case notInstalled = "not-installed"
+    case cooldown
+    case reengagementAppCap = "re-engagement-app-cap"
+    case reengagementDeviceCap = "re-engagement-device-cap"
+
+    // Request bodies and parameters ingest refuses with 400 (RequestProblem).
+    case invalidJSON = "invalid-json"
+    case invalidBody = "invalid-body"
+    case invalidDeviceIdentifier = "invalid-device-identifier"
+    case invalidTime = "invalid-time"
+    case invalidInteraction = "invalid-interaction"
+    case invalidSKAdNetworkImpression = "invalid-skadnetwork-impression"
+    case invalidCountryCode = "invalid-country-code"
+    case valueOutOfRange = "value-out-of-range"
+    case invalidActivity = "invalid-activity"
+    case invalidIdempotencyKey = "invalid-idempotency-key"
+    case invalidAdNetworkIdentifier = "invalid-ad-network-identifier"
+    case invalidItemIdentifier = "invalid-item-identifier"
+    case invalidPublicKey = "invalid-public-key"
+    case invalidPostbackURL = "invalid-postback-url"
+    case invalidCopyEndpoint = "invalid-copy-endpoint"
+    case invalidPropertyList = "invalid-property-list"
+    case invalidConfiguration = "invalid-configuration"
+    case unknownKey = "unknown-key"
+    case invalidSchema = "invalid-schema"
+    case invalidVersion = "invalid-version"
+    case invalidDeadLetterIdentifier = "invalid-dead-letter-id"
+    // Where postbacks and copies may not go (DestinationPolicy.Refusal).
+    case destinationInvalid = "destination-invalid"
+    case destinationNotHTTPS = "destination-not-https"
+    case destinationPrivateAddress = "destination-private-address"
+    case destinationUnresolvable = "destination-unresolvable"
+
+    // Credentials.
+    case unauthorized
+    case missingAppKey = "missing-app-key"
+    case invalidAppKey = "invalid-app-key"
+    case appKeyMismatch = "app-key-mismatch"
+
+    // What the request names does not exist, or cannot be done now.
+    case noSchema = "no-schema"
+    case unknownSchemaVersion = "unknown-schema-version"
+    case unknownDeadLetter = "unknown-dead-letter"
+    case notReplayable = "not-replayable"
+    case idempotencyKeyReused = "idempotency-key-reused"
+
+    // HTTP itself: routing, body transfer, and the server's own failures.
+    case notFound = "not-found"
+    case methodNotAllowed = "method-not-allowed"
+    case bodyTooLarge = "body-too-large"
+    case bodyTimeout = "body-timeout"
+    case httpError = "http-error"
+    case internalError = "internal-error"
+    // Every service's `/ready`.
+    case redisUnreachable = "redis-unreachable"
+    case consumerGroupMissing = "consumer-group-missing"
+}
