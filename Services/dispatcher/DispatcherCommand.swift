@@ -24,18 +24,19 @@ struct DispatcherCommand {
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         let perHost = try service.environment.int(.deliveryConcurrencyPerHost, default: 16, range: 1...1_000)
         let stage = DispatcherStage(
-            policy: service.policy, signer: signer,
+            step: DispatcherStep(policy: service.policy), signer: signer,
             delivery: PostbackDelivery(
                 client: client, timeout: .milliseconds(Int64(timeout)),
                 destinations: DestinationResolver(
                     policy: DestinationPolicy(allowList: service.environment.string(.postbackURLAllowList))),
-                limiter: HostLimiter(limit: perHost)))
+                limiter: HostLimiter(limit: perHost)),
+            clock: service.clock)
         do {
             try await service.run(
                 defaultPort: 9090,
                 services: [
-                    try service.worker(stage, stream: StreamNames.postbacks, group: "dispatcher"),
-                    try service.timerLoop(DispatcherStage.retries),
+                    try service.worker(stage, stream: StreamNames.postbacks, group: ConsumerGroups.dispatcher.name),
+                    try service.timerLoop(DelayedQueues.deliveryRetries),
                     heartbeat,
                 ])
         } catch {

@@ -17,13 +17,15 @@ struct SchedulerCommand {
         }
         let grace = try service.environment.int(.windowCloseGraceMilliseconds, default: 10_000, range: 0...3_600_000)
         let stage = SchedulerStage(
-            policy: service.policy, thresholds: thresholds, windowCloseGraceMilliseconds: Milliseconds(grace))
+            step: SchedulerStep(
+                policy: service.policy, thresholds: thresholds, windowCloseGraceMilliseconds: Milliseconds(grace)),
+            clock: service.clock)
         try await service.run(
             defaultPort: 9090,
             services: [
-                try service.worker(stage, stream: StreamNames.attributions, group: "scheduler"),
-                try service.worker(stage, stream: StreamNames.schedulerTimers, group: "scheduler"),
-                try service.timerLoop(SchedulerStage.windowTimers),
-            ] + SchedulerStage.heldPostbacks.map { try service.timerLoop($0) })
+                try service.worker(stage, stream: StreamNames.attributions, group: ConsumerGroups.scheduler.name),
+                try service.worker(stage, stream: StreamNames.schedulerTimers, group: ConsumerGroups.scheduler.name),
+                try service.timerLoop(DelayedQueues.windowTimers),
+            ] + DelayedQueues.heldPostbacks.map { try service.timerLoop($0) })
     }
 }

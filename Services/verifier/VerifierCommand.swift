@@ -7,11 +7,12 @@ import ServiceRuntime
 struct VerifierCommand {
     static func main() async throws {
         let service = try PipelineService.bootstrap(name: "verifier")
-        let stage = VerifierStage(policy: service.policy)
+        let stage = VerifierStage(step: VerifierStep(policy: service.policy))
         try await service.run(
             defaultPort: 9090,
             services: [
-                try service.worker(stage, stream: StreamNames.events, group: "verifier", unreadOutputs: [StreamNames.rejected])
+                try service.worker(
+                    stage, stream: StreamNames.events, group: ConsumerGroups.verifier.name, unreadOutputs: [StreamNames.rejected])
             ])
     }
 }

@@ -156,7 +156,7 @@ extension PipelineSuites {
             _ = try await http.send("POST", "\(pipeline.receiverURL)/control", json: ["fail-share": 1])
             try await push(20, load, pipeline, connection)
             let waiting = try await eventually(timeout: .seconds(15)) {
-                try await PipelineSnapshot.read(on: connection).queues.first { $0.name == DelayedQueueNames.deliveryRetries }?
+                try await PipelineSnapshot.read(on: connection).queues.first { $0.name == DelayedQueues.deliveryRetries.name }?
                     .count == 20
             }
             try #require(waiting, "deliveries wait for their retry\n\(pipeline.logs())")
