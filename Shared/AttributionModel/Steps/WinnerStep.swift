@@ -59,6 +59,13 @@ public struct WinnerStep: Sendable {
         public var dropThrough: Milliseconds
         public var keepFor: Milliseconds
 
+        public init(conversionIdentifier: String, time: Milliseconds, dropThrough: Milliseconds, keepFor: Milliseconds) {
+            self.conversionIdentifier = conversionIdentifier
+            self.time = time
+            self.dropThrough = dropThrough
+            self.keepFor = keepFor
+        }
+
         /// The same change to an in-memory history.
         public func apply(to history: inout [Milliseconds]) {
             history.append(time)
