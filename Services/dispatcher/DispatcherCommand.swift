@@ -15,7 +15,8 @@ struct DispatcherCommand {
         let timeout = try service.environment.int(.deliveryTimeoutMilliseconds, default: 10_000, range: 1...300_000)
         let grace = try service.environment.signingKeyGrace(policy: service.policy)
         let heartbeat = KeyHeartbeat(
-            keys: [signer.production, signer.development], connection: service.connection(), grace: grace)
+            keys: [signer.production, signer.development], connection: service.connection(), grace: grace,
+            clock: service.clock)
         try await heartbeat.publish()
 
         var configuration = HTTPClient.Configuration()

@@ -38,15 +38,14 @@ extension PipelineSuites {
 
             // The finished conversion's crowds are large (tier 3); the fresh one's are empty (tier 0).
             let day = String(CrowdDayBuckets.day(of: now, policy: .realTime))
-            for key in [
-                "scheduler:crowd:publisher:7001", "scheduler:crowd:advertised:8001", "scheduler:crowd:country:US",
-                "scheduler:crowd:source:8001:batch.adattributionkit:21",
-                "scheduler:crowd:source:8001:batch.adattributionkit:321",
-                "scheduler:crowd:source:8001:batch.adattributionkit:4321",
-            ] {
-                _ = try await connection.send(RedisCommand("HSET", key, day, "50000"))
+            for crowd in Crowd.all(for: finished) {
+                _ = try await connection.send(RedisCommand("HSET", StageKeys.crowd(crowd), day, "50000"))
             }
-            _ = try await connection.send(RedisCommand("SET", "scheduler:plan:finished-conversion", "finished"))
+            _ = try await connection.send(
+                RedisCommand(bytes: [
+                    Array("SET".utf8), Array(StageKeys.plan(conversion: "finished-conversion").utf8),
+                    StageKeys.finishedPlanMarker,
+                ]))
             for attribution in [finished, fresh] {
                 let envelope = Envelope(
                     id: attribution.conversionIdentifier, time: now, body: .conversionAttributed(attribution))
@@ -56,17 +55,20 @@ extension PipelineSuites {
             let pipeline = try PipelineProcesses(redis: redis, timeScale: 1, only: ["scheduler"])
             defer { pipeline.stop() }
             let planned = try await eventually(timeout: .seconds(20)) {
-                try await connection.send(RedisCommand("EXISTS", "scheduler:plan:fresh-conversion")).int == 1
+                try await connection.send(RedisCommand("EXISTS", StageKeys.plan(conversion: "fresh-conversion"))).int == 1
             }
             try #require(planned, "the fresh conversion is planned\n\(pipeline.logs())")
-            let bytes = try #require(try await connection.send(RedisCommand("GET", "scheduler:plan:fresh-conversion")).bytes)
+            let bytes = try #require(
+                try await connection.send(RedisCommand("GET", StageKeys.plan(conversion: "fresh-conversion"))).bytes)
             let plan = try JSONCoding.decoder.decode(PostbackPlan.self, from: Data(bytes))
             #expect(plan.crowd.tier == .zero, "a crowd of one is tier 0, got \(plan.crowd)")
             #expect(plan.crowd.sourceIdentifierDigits == 2)
             // The finished plan stays finished, and its crowd was not counted again.
-            let marker = try await connection.send(RedisCommand("GET", "scheduler:plan:finished-conversion")).string
+            let marker = try await connection.send(RedisCommand("GET", StageKeys.plan(conversion: "finished-conversion"))).string
             #expect(marker == "finished")
-            let publisherCount = try await connection.send(RedisCommand("HGET", "scheduler:crowd:publisher:7001", day)).string
+            let publisherCount = try await connection.send(
+                RedisCommand("HGET", StageKeys.crowd(.publisherApp(7_001)), day)
+            ).string
             #expect(publisherCount == "50000")
         }
     }

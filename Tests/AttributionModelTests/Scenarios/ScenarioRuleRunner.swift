@@ -198,7 +198,8 @@ struct ScenarioRuleRunner {
                 time: time, countryCode: conversion.country ?? "US", receivedAt: time,
                 conversionTag: conversion.type == .reengagement ? Self.tag(of: conversion.id) : nil)
             let app = (scenario.app ?? IngestRequests.AdvertisedApp()).configuration(itemIdentifier: Self.advertisedApp)
-            return Envelope(id: conversion.id, time: time, body: .conversionVerified(VerifiedConversion(report: report, app: app)))
+            return Envelope(
+                id: conversion.id, time: time, body: .conversionVerified(VerifiedConversion(report: report, app: app)))
         } else {
             let update = event.update!
             let report = ValueUpdateReport(

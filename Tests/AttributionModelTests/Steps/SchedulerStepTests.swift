@@ -79,7 +79,8 @@ import Testing
             }
         var crowd = CrowdCounts()
         var generator = SeededGenerator(seed: 3)
-        let outcome = step.step(state, message: Envelope(time: 1, body: body), crowd: &crowd, schema: nil, now: 0, using: &generator)
+        let outcome = step.step(
+            state, message: Envelope(time: 1, body: body), crowd: &crowd, schema: nil, now: 0, using: &generator)
         switch outcome {
         case .retry: #expect(retried)
         case .done(let effects): #expect(!retried && effects.store == nil)
@@ -95,9 +96,11 @@ import Testing
         var crowd = CrowdCounts()
         var generator = SeededGenerator(seed: 4)
         let attribution = attribution("kept", publisher: 1, country: "US")
-        guard case .plan(var plan)? = try effects(
-            step.step(.none, message: message(attribution), crowd: &crowd, schema: nil, now: 0, using: &generator)
-        ).store else { throw StepFailure("no plan") }
+        guard
+            case .plan(var plan)? = try effects(
+                step.step(.none, message: message(attribution), crowd: &crowd, schema: nil, now: 0, using: &generator)
+            ).store
+        else { throw StepFailure("no plan") }
         // A value, so that each window prepares its postback.
         let value = Envelope(
             time: attribution.conversionTime + F.hour,
@@ -105,15 +108,19 @@ import Testing
                 AttributedUpdate(
                     conversionIdentifier: "kept", update: PostbackUpdate(fineConversionValue: 5),
                     time: attribution.conversionTime + F.hour)))
-        guard case .plan(let updated)? = try effects(
-            step.step(.plan(plan), message: value, crowd: &crowd, schema: nil, now: value.time, using: &generator)
-        ).store else { throw StepFailure("no plan") }
+        guard
+            case .plan(let updated)? = try effects(
+                step.step(.plan(plan), message: value, crowd: &crowd, schema: nil, now: value.time, using: &generator)
+            ).store
+        else { throw StepFailure("no plan") }
         plan = updated
         var held: [HeldPostback] = []
         let ends = plan.windowEnds(policy: .realTime)
         for (window, at) in ends {
-            let timer = Envelope(time: at, body: .windowClosed(WindowClosed(conversionIdentifier: "kept", window: window, time: at)))
-            let effects = try effects(step.step(.plan(plan), message: timer, crowd: &crowd, schema: nil, now: at, using: &generator))
+            let timer = Envelope(
+                time: at, body: .windowClosed(WindowClosed(conversionIdentifier: "kept", window: window, time: at)))
+            let effects = try effects(
+                step.step(.plan(plan), message: timer, crowd: &crowd, schema: nil, now: at, using: &generator))
             held += effects.held
             switch effects.store {
             case .plan(let next)?: plan = next
@@ -125,7 +132,8 @@ import Testing
                 #expect(release.dueAt == held.map(\.dueAt).max())
                 #expect(effects.store == .plan(plan))
                 let wake = try self.effects(
-                    step.step(.plan(plan), message: release.message, crowd: &crowd, schema: nil, now: release.dueAt, using: &generator))
+                    step.step(
+                        .plan(plan), message: release.message, crowd: &crowd, schema: nil, now: release.dueAt, using: &generator))
                 #expect(wake.store == .finished)
             }
         }

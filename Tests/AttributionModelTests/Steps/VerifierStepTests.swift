@@ -35,7 +35,9 @@ import Testing
         return "00000000-0000-0000-0000-" + String(repeating: "0", count: 12 - hex.count) + hex
     }
 
-    static func impression(_ id: String, view: (begin: Milliseconds, end: Milliseconds)? = nil, publisher: ItemIdentifier = 5_838_492)
+    static func impression(
+        _ id: String, view: (begin: Milliseconds, end: Milliseconds)? = nil, publisher: ItemIdentifier = 5_838_492
+    )
         -> (Envelope, StandIn)
     {
         let payload = ImpressionPayload(
@@ -47,7 +49,9 @@ import Testing
         return (Envelope(id: "event-\(id)", time: now, body: .impressionReported(report)), StandIn(payload: payload))
     }
 
-    func run(_ envelope: Envelope, _ impression: StandIn?, registry: VerifierStep.Registry = registry, facts: inout VerifierStep.Facts)
+    func run(
+        _ envelope: Envelope, _ impression: StandIn?, registry: VerifierStep.Registry = registry, facts: inout VerifierStep.Facts
+    )
         -> VerifierStep.Effects?
     {
         let parsed = impression.map { Result<StandIn, VerifierStep.Refusal>.success($0) }

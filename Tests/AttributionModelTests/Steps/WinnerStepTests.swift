@@ -57,7 +57,8 @@ import Testing
             deviceIdentifier: "device-1", advertisedItemIdentifier: F.app, update: PostbackUpdate(fineConversionValue: 9),
             time: Self.now + 61_000, receivedAt: Self.now + 61_000)
         let waiting = try effects(
-            step.step(pending, message: Envelope(id: "u", time: update.time, body: .updateVerified(update)), reengagements: [], now: 0))
+            step.step(
+                pending, message: Envelope(id: "u", time: update.time, body: .updateVerified(update)), reengagements: [], now: 0))
         #expect(waiting.outputs.isEmpty, "it waits for the settling redownload")
 
         let refused = try effects(
