@@ -47,6 +47,7 @@ PLAN = RULES + "PostbackPlan.swift"
 GATING = RULES + "PostbackFieldGating.swift"
 DELAY = RULES + "PostbackDelay.swift"
 UPDATE = "Shared/AttributionModel/Events/PostbackUpdate.swift"
+WINNER_STEP = "Shared/AttributionModel/Steps/WinnerStep.swift"
 
 
 def M(rule, what, expect, *edits):
@@ -113,18 +114,14 @@ MUTATIONS = [
        "        if a.kind != b.kind { return a.kind == .adAttributionKit }")),
     M("winner-consumed", "the winning impression stays in the pool", ["winner-impression-used-once.json"],
       (STATE, "impressions.removeAll { $0.payload.impressionIdentifier == result.winner.payload.impressionIdentifier }", "")),
-    # A pipeline mechanism (attribution-winner holds conversions for CONVERSION_SETTLE_MS); the rule
-    # runner only models it by attributing conversions after the arrival burst.
-    SKIP("conversion-settles",
-         "pipeline runner: CONVERSION_SETTLE_MS=0 makes winner-impression-reported-after-conversion.json fail "
-         "in ScenarioPipelineTests (checked by hand)"),
-    # The pool is keyed by attribution-winner's stateKey(device:app:); the rule runner keys its states by
-    # device the same way, so there is nothing in AttributionModel to remove. The pipeline runner proves
-    # it: with the device dropped from stateKey, the tablet's install takes the phone's click and its
-    # locked update sends a postback the scenario does not expect.
-    SKIP("per-device-pool",
-         "pipeline runner: dropping the device from stateKey(device:app:) makes winner-per-device-pool.json fail "
-         "in ScenarioPipelineTests (the tablet's locked update then sends a postback)"),
+    # attribution-winner's step holds a conversion for CONVERSION_SETTLE_MS; the rule runner drives the
+    # same step, so attributing at once lets the conversion miss the impression reported after it.
+    M("conversion-settles", "conversions are attributed as they arrive, never settled",
+      ["winner-impression-reported-after-conversion.json"],
+      (WINNER_STEP, "where input == .verified && settleMilliseconds > 0:", "where input == .verified && false:")),
+    # The pool is the step's Scope (device and advertised app); services and the rule runner key states by it.
+    M("per-device-pool", "the pool forgets the device: one pool per advertised app", ["winner-per-device-pool.json"],
+      (WINNER_STEP, "self.device = device", "self.device = \"\"")),
 
     # Attribution windows (WinnerSelection.window)
     M("window-view-default", "window end exclusive", ["windows-view-default-inside.json"],

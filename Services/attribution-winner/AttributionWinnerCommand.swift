@@ -10,16 +10,17 @@ struct AttributionWinnerCommand {
     static func run() async throws {
         let service = try PipelineService.bootstrap(name: "attribution-winner")
         let settle = try service.environment.value(.conversionSettleMilliseconds)
-        func stage(_ input: AttributionWinnerStage.Input) -> AttributionWinnerStage {
+        func stage(_ input: WinnerStep.Input) -> AttributionWinnerStage {
             AttributionWinnerStage(
-                policy: service.policy, input: input, settleMilliseconds: Milliseconds(settle),
-                clock: { WallClock.nowMilliseconds() })
+                step: WinnerStep(policy: service.policy, input: input, settleMilliseconds: Milliseconds(settle)),
+                clock: service.clock)
         }
         try await service.run(
             services: [
-                try service.worker(stage(.verified), stream: StreamNames.verified, group: "attribution-winner"),
-                try service.worker(stage(.settled), stream: StreamNames.conversionsSettled, group: "attribution-winner"),
-                try service.timerLoop(AttributionWinnerStage.settling),
+                try service.worker(stage(.verified), stream: StreamNames.verified, group: ConsumerGroups.attributionWinner.name),
+                try service.worker(
+                    stage(.settled), stream: StreamNames.conversionsSettled, group: ConsumerGroups.attributionWinner.name),
+                try service.timerLoop(DelayedQueues.settlingConversions),
             ])
     }
 }

@@ -17,7 +17,8 @@ struct DispatcherCommand {
         let timeout = try service.environment.value(.deliveryTimeoutMilliseconds)
         let grace = service.policy.milliseconds(try service.environment.value(.signingKeyGraceHours))
         let heartbeat = KeyHeartbeat(
-            keys: [signer.production, signer.development], connection: service.connection(), grace: grace)
+            keys: [signer.production, signer.development], connection: service.connection(), grace: grace,
+            clock: service.clock)
         try await heartbeat.publish()
 
         var configuration = HTTPClient.Configuration()
@@ -26,17 +27,18 @@ struct DispatcherCommand {
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         let perHost = try service.environment.value(.deliveryConcurrencyPerHost)
         let stage = DispatcherStage(
-            policy: service.policy, signer: signer,
+            step: DispatcherStep(policy: service.policy), signer: signer,
             delivery: PostbackDelivery(
                 client: client, timeout: .milliseconds(Int64(timeout)),
                 destinations: DestinationResolver(
                     policy: try service.environment.value(.postbackURLAllowList)),
-                limiter: HostLimiter(limit: perHost)))
+                limiter: HostLimiter(limit: perHost)),
+            clock: service.clock)
         do {
             try await service.run(
                 services: [
-                    try service.worker(stage, stream: StreamNames.postbacks, group: "dispatcher"),
-                    try service.timerLoop(DispatcherStage.retries),
+                    try service.worker(stage, stream: StreamNames.postbacks, group: ConsumerGroups.dispatcher.name),
+                    try service.timerLoop(DelayedQueues.deliveryRetries),
                     heartbeat,
                 ])
         } catch {

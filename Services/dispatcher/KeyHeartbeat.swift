@@ -11,12 +11,13 @@ struct KeyHeartbeat: Service {
     let keys: [PostbackSigner.Key]
     let connection: RedisConnection
     let grace: Milliseconds
+    let clock: @Sendable () -> Milliseconds
 
     /// A beat every minute, or a quarter of the grace when time is scaled that short.
     var interval: Duration { .milliseconds(max(50, min(60_000, grace / 4))) }
 
     func publish() async throws {
-        let now = WallClock.nowMilliseconds()
+        let now = clock()
         _ = try await connection.pipeline(
             keys.flatMap {
                 [

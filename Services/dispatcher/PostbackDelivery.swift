@@ -5,29 +5,16 @@ import NIOCore
 import NIOHTTP1
 import ServiceRuntime
 
-/// One POST of a postback body. Success is any 2xx; any other status, a timeout or a connection
-/// error is a failure, described for the retry record. A destination the policy forbids (http, a
-/// private address) fails permanently: retrying cannot help, the record goes to the dead letters.
+/// One POST of a postback body, after the destination policy (and DNS) allowed its URL: the answer as
+/// `DispatcherStep.Response`, which the model's step judges (delivered, retried, dead-lettered).
 struct PostbackDelivery: Sendable {
     let client: HTTPClient
     let timeout: TimeAmount
     let destinations: DestinationResolver
     let limiter: HostLimiter
 
-    struct Result: Sendable {
-        var error: String?
-        var permanent = false
-        /// For the deliveries metric: delivered, http-error, transport-error, refused-destination.
-        var outcome: String
-
-        static let delivered = Result(error: nil, outcome: "delivered")
-    }
-
-    func post(_ body: String, to url: String) async -> Result {
-        if let refusal = await destinations.check(url) {
-            // An unresolvable name may be a passing DNS failure: retried like any other failure.
-            return Result(error: refusal.rawValue, permanent: refusal != .unresolvable, outcome: "refused-destination")
-        }
+    func post(_ body: String, to url: String) async -> DispatcherStep.Response {
+        if let refusal = await destinations.check(url) { return .refused(refusal) }
         let host = DestinationPolicy.parse(url).map { "\($0.host):\($0.port ?? 0)" } ?? url
         return await limiter.withPermit(for: host) {
             var request = HTTPClientRequest(url: url)
@@ -39,10 +26,9 @@ struct PostbackDelivery: Sendable {
                 let response = try await client.execute(request, timeout: timeout)
                 // Drain (bounded) so the pooled connection can be reused.
                 _ = try? await response.body.collect(upTo: 64 * 1024)
-                return (200..<300).contains(Int(response.status.code))
-                    ? .delivered : Result(error: "HTTP \(response.status.code)", outcome: "http-error")
+                return (200..<300).contains(Int(response.status.code)) ? .delivered : .status(Int(response.status.code))
             } catch {
-                return Result(error: "\(error)", outcome: "transport-error")
+                return .transportError("\(error)")
             }
         }
     }

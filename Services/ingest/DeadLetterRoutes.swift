@@ -16,7 +16,7 @@ struct DeadLetterRoutes {
             let count = try RequestParameters.deadLetterCount(request.uri.queryParameters["count"].map(String.init))
             let entries = try await redis.send(
                 RedisCommand("XREVRANGE", StreamNames.deliveriesDead, "+", "-", "COUNT", String(count))
-            ).elements.map(Self.item)
+            ).elements.compactMap(StreamPages.Entry.init).map(Self.item)
             let total = try await redis.send(RedisCommand("XLEN", StreamNames.deliveriesDead)).int ?? 0
             return try AdminRoutes.json(object: ["dead-letters": entries, "total": total] as [String: Any])
         }
@@ -27,7 +27,7 @@ struct DeadLetterRoutes {
                     .invalidDeadLetterIdentifier, "dead letter ids are stream ids like 1700000000000-0")
             }
             let found = try await redis.send(RedisCommand("XRANGE", StreamNames.deliveriesDead, id, id)).elements
-            guard let entry = found.first else {
+            guard let entry = found.first.flatMap(StreamPages.Entry.init) else {
                 throw ProblemDetails(.notFound, reason: .unknownDeadLetter, detail: "no dead letter \(id)")
             }
             guard try await replay([entry]) == 1 else {
@@ -38,14 +38,9 @@ struct DeadLetterRoutes {
         }
         catalog.on(admin, prefix: prefix, .post, "/dead-letters/replay") { _, _ in
             var replayed = 0
-            var start = "-"
             // In pages, oldest first, so a large backlog is not one giant transaction.
-            while true {
-                let page = try await redis.send(RedisCommand("XRANGE", StreamNames.deliveriesDead, start, "+", "COUNT", "500"))
-                    .elements
-                guard let last = page.last?.elements.first?.string else { break }
+            try await StreamPages.forEach(StreamNames.deliveriesDead, size: 500, on: redis) { page in
                 replayed += try await replay(page)
-                start = "(" + last
             }
             return try AdminRoutes.json(object: ["replayed": replayed])
         }
@@ -53,17 +48,17 @@ struct DeadLetterRoutes {
 
     /// Moves each replayable entry back to `postbacks` as a fresh delivery and deletes it from the dead
     /// letters, in one transaction; returns how many were replayable.
-    func replay(_ entries: [RedisReply]) async throws -> Int {
+    func replay(_ entries: [StreamPages.Entry]) async throws -> Int {
         var commands: [RedisCommand] = []
         for entry in entries {
-            guard let id = entry.elements.first?.string, var retry = Self.retry(in: entry) else { continue }
+            guard var retry = Self.retry(in: entry) else { continue }
             retry.attempts = 0
             retry.lastError = ""
             retry.replayed = true
             let envelope = Envelope(time: WallClock.nowMilliseconds(), body: .deliveryRetry(retry))
             commands += [
                 StreamCommands.add(StreamNames.postbacks, message: envelope.encoded()),
-                RedisCommand("XDEL", StreamNames.deliveriesDead, id),
+                RedisCommand("XDEL", StreamNames.deliveriesDead, entry.id),
             ]
         }
         guard !commands.isEmpty else { return 0 }
@@ -71,20 +66,18 @@ struct DeadLetterRoutes {
         return commands.count / 2
     }
 
-    /// A stream entry's fields (`[id, [name, value, …]]`).
-    static func fields(of entry: RedisReply) -> [String: String] {
-        (entry.elements.dropFirst().first ?? .null).fieldMap.compactMapValues(\.string)
-    }
+    /// A stream entry's fields as text.
+    static func fields(of entry: StreamPages.Entry) -> [String: String] { entry.fieldMap.compactMapValues(\.string) }
 
-    static func retry(in entry: RedisReply) -> DeliveryRetry? {
+    static func retry(in entry: StreamPages.Entry) -> DeliveryRetry? {
         fields(of: entry)["retry"].flatMap { try? JSONCoding.decoder.decode(DeliveryRetry.self, from: Data($0.utf8)) }
     }
 
     /// What an operator needs to see; the signed body and order stay inside.
-    static func item(_ entry: RedisReply) -> [String: Any] {
+    static func item(_ entry: StreamPages.Entry) -> [String: Any] {
         let fields = fields(of: entry)
         var item: [String: Any] = [
-            "id": entry.elements.first?.string ?? "", "postback-identifier": fields["postback-identifier"] ?? "",
+            "id": entry.id, "postback-identifier": fields["postback-identifier"] ?? "",
             "destination": fields["destination"] ?? PostbackDestination.adNetwork.rawValue, "error": fields["error"] ?? "",
         ]
         if let retry = retry(in: entry) {

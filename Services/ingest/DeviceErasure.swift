@@ -12,9 +12,10 @@ struct DeviceErasure {
     let redis: RedisConnection
 
     /// Streams whose entries may name a device: the path up to attribution-winner and its dead letters.
-    static let streams = [
-        StreamNames.events, StreamNames.verified, StreamNames.conversionsSettled, "verifier:dead", "attribution-winner:dead",
-    ]
+    static let streams =
+        ConsumerGroups.verifier.streams + ConsumerGroups.attributionWinner.streams + [
+            ConsumerGroups.verifier.deadLetterStream, ConsumerGroups.attributionWinner.deadLetterStream,
+        ]
 
     func add(to admin: some RouterMethods<BasicRequestContext>, prefix: String, catalog: RouteCatalog) {
         catalog.on(admin, prefix: prefix, .delete, "/devices/:device") { _, context in
@@ -41,26 +42,17 @@ struct DeviceErasure {
             String(decoding: try JSONSerialization.data(withJSONObject: [device]), as: UTF8.self).dropFirst().dropLast().utf8)
         var entries = 0
         for stream in Self.streams {
-            var start = "-"
-            while true {
-                let page = try await redis.send(RedisCommand("XRANGE", stream, start, "+", "COUNT", "1000")).elements
-                guard let last = page.last?.elements.first?.string else { break }
-                let matching = page.compactMap { entry -> String? in
-                    let fields = entry.elements.dropFirst().first?.elements ?? []
-                    return fields.contains { ($0.bytes ?? []).contains(needle) } ? entry.elements.first?.string : nil
+            try await StreamPages.forEach(stream, on: redis) { page in
+                let matching = page.filter { entry in entry.fields.elements.contains { ($0.bytes ?? []).contains(needle) } }
+                if !matching.isEmpty {
+                    entries += Int(try await redis.send(RedisCommand(["XDEL", stream] + matching.map(\.id))).int ?? 0)
                 }
-                if !matching.isEmpty { entries += Int(try await redis.send(RedisCommand(["XDEL", stream] + matching)).int ?? 0) }
-                start = "(" + last
             }
         }
         // Conversions waiting out their settle time.
-        let settling = DelayedQueueNames.settlingConversions
-        let items = try await redis.send(RedisCommand("HGETALL", "\(settling):items")).elements
-        for index in stride(from: 0, to: items.count - 1, by: 2) where (items[index + 1].bytes ?? []).contains(needle) {
-            guard let id = items[index].string else { continue }
-            _ = try await redis.pipeline([
-                RedisCommand("ZREM", "\(settling):due", id), RedisCommand("HDEL", "\(settling):items", id),
-            ])
+        let settling = DelayedQueues.settlingConversions
+        for item in try await settling.items(on: redis) where item.message.contains(needle) {
+            _ = try await redis.pipeline(settling.cancel(id: item.id))
             entries += 1
         }
         return (keys, entries)

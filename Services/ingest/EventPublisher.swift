@@ -63,7 +63,10 @@ struct EventPublisher: Sendable {
         if let idempotencyKey { try RequestChecks.idempotencyKey(idempotencyKey) }
         let fingerprint = SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined()
         let reply = try await Self.script.run(
-            keys: [StreamNames.events, RegistryKeys.appKeys, "ingest:idempotency:\(route):\(scope):\(idempotencyKey ?? "-")"],
+            keys: [
+                StreamNames.events, RegistryKeys.appKeys,
+                StageKeys.idempotency(route: route, scope: scope, key: idempotencyKey ?? "-"),
+            ],
             arguments: [
                 envelope.encoded(), Array(keyHash.utf8), Array(expectedApp.utf8), Array(fingerprint.utf8),
                 Array(String(idempotencyTTL).utf8), Array(envelope.id.utf8), Array((idempotencyKey == nil ? "0" : "1").utf8),

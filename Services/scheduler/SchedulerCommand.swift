@@ -14,12 +14,14 @@ struct SchedulerCommand {
         let thresholds = try service.environment.value(.crowdTierThresholds)
         let grace = try service.environment.value(.windowCloseGraceMilliseconds)
         let stage = SchedulerStage(
-            policy: service.policy, thresholds: thresholds, windowCloseGraceMilliseconds: Milliseconds(grace))
+            step: SchedulerStep(
+                policy: service.policy, thresholds: thresholds, windowCloseGraceMilliseconds: Milliseconds(grace)),
+            clock: service.clock)
         try await service.run(
             services: [
-                try service.worker(stage, stream: StreamNames.attributions, group: "scheduler"),
-                try service.worker(stage, stream: StreamNames.schedulerTimers, group: "scheduler"),
-                try service.timerLoop(SchedulerStage.windowTimers),
-            ] + SchedulerStage.heldPostbacks.map { try service.timerLoop($0) })
+                try service.worker(stage, stream: StreamNames.attributions, group: ConsumerGroups.scheduler.name),
+                try service.worker(stage, stream: StreamNames.schedulerTimers, group: ConsumerGroups.scheduler.name),
+                try service.timerLoop(DelayedQueues.windowTimers),
+            ] + DelayedQueues.heldPostbacks.map { try service.timerLoop($0) })
     }
 }

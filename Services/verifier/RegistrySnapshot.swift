@@ -6,9 +6,7 @@ import ServiceRuntime
 /// The registry entries one batch needs, read in the batch's single read pipeline (no per-message
 /// lookups): ad networks, publisher apps and advertised apps by id.
 struct RegistrySnapshot {
-    var adNetworks: [String: AdNetworkRegistration] = [:]
-    var publisherApps: [ItemIdentifier: PublisherAppConfiguration] = [:]
-    var advertisedApps: [ItemIdentifier: AdvertisedAppConfiguration] = [:]
+    var registry = VerifierStep.Registry()
 
     struct Request {
         var adNetworks: [String] = []
@@ -38,13 +36,13 @@ struct RegistrySnapshot {
             return state[index].elements
         }
         for (id, reply) in zip(request.adNetworks, values(request.adNetworks.count)) {
-            if let value = Self.decode(AdNetworkRegistration.self, reply) { adNetworks[id] = value }
+            if let value = Self.decode(AdNetworkRegistration.self, reply) { registry.adNetworks[id] = value }
         }
         for (id, reply) in zip(request.publisherApps, values(request.publisherApps.count)) {
-            if let value = Self.decode(PublisherAppConfiguration.self, reply) { publisherApps[id] = value }
+            if let value = Self.decode(PublisherAppConfiguration.self, reply) { registry.publisherApps[id] = value }
         }
         for (id, reply) in zip(request.advertisedApps, values(request.advertisedApps.count)) {
-            if let value = Self.decode(AdvertisedAppConfiguration.self, reply) { advertisedApps[id] = value }
+            if let value = Self.decode(AdvertisedAppConfiguration.self, reply) { registry.advertisedApps[id] = value }
         }
     }
 

@@ -9,10 +9,11 @@ struct VerifierCommand {
 
     static func run() async throws {
         let service = try PipelineService.bootstrap(name: "verifier")
-        let stage = VerifierStage(policy: service.policy)
+        let stage = VerifierStage(step: VerifierStep(policy: service.policy))
         try await service.run(
             services: [
-                try service.worker(stage, stream: StreamNames.events, group: "verifier", unreadOutputs: [StreamNames.rejected])
+                try service.worker(
+                    stage, stream: StreamNames.events, group: ConsumerGroups.verifier.name, unreadOutputs: [StreamNames.rejected])
             ])
     }
 }

@@ -46,6 +46,9 @@ public struct PipelineService: Sendable {
             redisConfiguration: try environment.value(.redisURL), registry: registry)
     }
 
+    /// The services' clock: wall-clock milliseconds, handed to the stages (the steps take `now` as a value).
+    public var clock: @Sendable () -> Milliseconds { { WallClock.nowMilliseconds() } }
+
     /// A new connection: each consumer loop and timer loop gets its own (hiredis contexts are single-threaded).
     public func connection() -> RedisConnection {
         RedisConnection(configuration: redisConfiguration, logger: logger)
@@ -114,7 +117,15 @@ public struct PipelineService: Sendable {
     }
 }
 
-/// Wall-clock milliseconds: the services' only clock (rules receive time as a parameter).
+/// The services' random source for delays, jitter and ids: the kernel CSPRNG (rules receive it as a
+/// parameter, so tests inject a seeded one).
+public struct KernelRandom: RandomNumberGenerator, Sendable {
+    private var system = SystemRandomNumberGenerator()
+    public init() {}
+    public mutating func next() -> UInt64 { system.next() }
+}
+
+/// Wall-clock milliseconds: the services' only clock (rules and steps receive time as a parameter).
 public enum WallClock {
     public static func nowMilliseconds() -> Milliseconds {
         Milliseconds((Date().timeIntervalSince1970 * 1000).rounded())

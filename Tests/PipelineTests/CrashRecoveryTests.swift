@@ -2,6 +2,7 @@ import AttributionCrypto
 import AttributionModel
 import Foundation
 import RedisStreams
+import ServiceRuntime
 import TestSupport
 import Testing
 

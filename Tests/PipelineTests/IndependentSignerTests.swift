@@ -1,6 +1,7 @@
 import AttributionModel
 import Foundation
 import RedisStreams
+import ServiceRuntime
 import TestSupport
 import Testing
 

@@ -31,7 +31,9 @@ final class PipelineProcesses: Sendable {
         return root.appendingPathComponent(".build/debug")
     }
 
-    init(redis: RedisServer, timeScale: Double, extraEnvironment: [String: String] = [:]) throws {
+    /// Every service and the receiver, or only the workers named in `only` (a stage tested alone on
+    /// entries a test writes itself).
+    init(redis: RedisServer, timeScale: Double, extraEnvironment: [String: String] = [:], only: Set<String>? = nil) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("pipeline-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         binaries = Self.binaryDirectory()
@@ -55,6 +57,10 @@ final class PipelineProcesses: Sendable {
         ]
         environment.merge(extraEnvironment) { $1 }
         self.environment = environment
+        if let only {
+            for worker in only.sorted() { try start(worker, port: try freeLoopbackPort()) }
+            return
+        }
         try start("ingest", port: ingestPort, ["ADMIN_TOKEN": adminToken])
         for worker in ["verifier", "attribution-winner", "scheduler"] { try start(worker, port: try freeLoopbackPort()) }
         try startDispatcher()

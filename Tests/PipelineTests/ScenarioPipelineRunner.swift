@@ -3,6 +3,7 @@ import AttributionModel
 import Crypto
 import Foundation
 import RedisStreams
+import ServiceRuntime
 import Synchronization
 import TestSupport
 import Testing

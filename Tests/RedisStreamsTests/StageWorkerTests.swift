@@ -54,17 +54,23 @@ struct StageWorkerTests {
     @Test("a WATCHed key changed between read and EXEC: the batch is redone and written once")
     func watchConflictRedoesBatch() async throws {
         let stage = ConflictStage(output: "out", meddler: self.server.connect())
+        let observer = CountingObserver()
         let worker = StageWorker(
             configuration: self.configuration(),
             stage: stage,
             connection: self.server.connect(),
-            logger: .test("test.worker")
+            logger: .test("test.worker"),
+            observer: observer
         )
         let ids = try await append(numberedMessages(5), to: "in", on: self.redis)
 
         #expect(try await worker.processOnce() == 5)
 
         #expect(stage.decisions.load(ordering: .relaxed) == 2)
+        // Decided twice, committed once: only the committed decisions are counted, one per entry.
+        #expect(
+            observer.totals.withLock { $0.committed }
+                == Array(repeating: StageCount("decided_total", [("counter", "1")]), count: 5))
         #expect(try await streamLength("out", on: self.redis) == 5)
         // The redo decided on the fresh value, not the one read before the change.
         let decided = try await self.redis.send(RedisCommand(["MGET"] + ids.map { "decided:\($0)" }))

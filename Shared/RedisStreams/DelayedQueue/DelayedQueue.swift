@@ -75,6 +75,20 @@ public struct DelayedQueue: Sendable {
         return Int(moved)
     }
 
+    /// ZCARD, then the earliest item with its score: a snapshot reads many queues in one pipeline and
+    /// parses each pair with `state(count:first:)`.
+    public var stateCommands: [RedisCommand] {
+        [RedisCommand("ZCARD", self.dueKey), RedisCommand("ZRANGE", self.dueKey, "0", "0", "WITHSCORES")]
+    }
+
+    /// How many items wait and when the earliest is due (ms), from the replies to `stateCommands`.
+    public static func state(count: RedisReply, first: RedisReply) -> (count: Int, nextDue: Int64?) {
+        let parts = first.elements
+        // Scores come back as doubles in text ("1700000000000" or "1.7e+12"): parse generally.
+        let due = parts.count == 2 ? parts[1].string.flatMap(Double.init).map { Int64($0) } : nil
+        return (Int(count.int ?? 0), due)
+    }
+
     /// How many items are waiting.
     public func count(on connection: RedisConnection) async throws -> Int {
         let reply = try await connection.send(RedisCommand("ZCARD", self.dueKey))
@@ -86,13 +100,17 @@ public struct DelayedQueue: Sendable {
 
     /// The earliest due time in milliseconds, or nil when the queue is empty.
     public func nextDue(on connection: RedisConnection) async throws -> Int64? {
-        let reply = try await connection.send(RedisCommand("ZRANGE", self.dueKey, "0", "0", "WITHSCORES"))
-        let parts = reply.elements
-        guard parts.count == 2 else { return nil }
-        // Scores come back as doubles in text ("1700000000000" or "1.7e+12"): parse generally.
-        guard let text = parts[1].string, let score = Double(text) else {
-            throw RedisError(.unexpectedReply, "ZRANGE WITHSCORES returned \(reply)")
+        let replies = try await connection.pipeline(self.stateCommands)
+        return Self.state(count: replies[0], first: replies[1]).nextDue
+    }
+
+    /// Every waiting item's id and message (hashed layout): for scans such as device erasure, which
+    /// then `cancel`s what it must.
+    public func items(on connection: RedisConnection) async throws -> [(id: String, message: [UInt8])] {
+        precondition(layout == .hashed, "a compact delayed queue's messages are its sorted-set members")
+        let flat = try await connection.send(RedisCommand("HGETALL", self.itemsKey)).elements
+        return stride(from: 0, to: flat.count - 1, by: 2).compactMap { index in
+            flat[index].string.map { ($0, flat[index + 1].bytes ?? []) }
         }
-        return Int64(score)
     }
 }

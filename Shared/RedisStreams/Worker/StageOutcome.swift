@@ -1,7 +1,25 @@
 /// What a stage decided for one entry.
 public enum StageOutcome: Sendable, Equatable {
-    /// Commit these commands (state and output) in the batch's transaction, which also acks the entry.
-    case write([RedisCommand])
+    /// Commit these commands (state and output) in the batch's transaction, which also acks the entry;
+    /// once that transaction succeeds (never for a batch redone after a WATCH conflict), `counts` are
+    /// handed to the worker's observer.
+    case write([RedisCommand], counts: [StageCount] = [])
     /// Leave the entry pending and count an attempt; after `maxAttempts` it is dead-lettered with this text.
     case failed(String)
+}
+
+/// One increment of a named counter with its dimensions (what the stage decided, counted once).
+public struct StageCount: Sendable, Hashable {
+    public var label: String
+    public var dimensions: [Dimension]
+
+    public struct Dimension: Sendable, Hashable {
+        public var key: String
+        public var value: String
+    }
+
+    public init(_ label: String, _ dimensions: [(String, String)] = []) {
+        self.label = label
+        self.dimensions = dimensions.map { Dimension(key: $0.0, value: $0.1) }
+    }
 }

@@ -15,6 +15,7 @@ extension StageWorker {
         var attemptCounts: [Int64]?  // set when the failure counts already ran inside EXEC
         var unwatch = false
         var settled = false
+        var counts: [StageCount] = []
 
         let prepared = self.stage.prepare(batch)
         for attempt in 1...tries {
@@ -24,12 +25,14 @@ extension StageWorker {
 
             var writes: [RedisCommand] = []
             var writtenIDs: [String] = []
+            var writtenCounts: [StageCount] = []
             failures = []
             for (entry, outcome) in zip(batch, outcomes) {
                 switch outcome {
-                case .write(let commands):
+                case .write(let commands, let counts):
                     writes += commands
                     writtenIDs.append(entry.id)
+                    writtenCounts += counts
                 case .failed(let error):
                     failures.append(Failure(entry: entry, error: error))
                 }
@@ -63,6 +66,7 @@ extension StageWorker {
             }
             self.logCommandErrors(exec.elements)
             written = writtenIDs.count
+            counts = writtenCounts
             attemptCounts = exec.elements.suffix(failures.count).map { $0.int ?? 0 }
             settled = true
             break
@@ -72,13 +76,13 @@ extension StageWorker {
             // A key that keeps changing must not stall the stage: count it against the entries like any failure.
             failures = batch.map { Failure(entry: $0, error: "watched keys kept changing (\(tries) tries)") }
         }
-        let counts: [Int64]
+        let attempts: [Int64]
         if let attemptCounts {
-            counts = attemptCounts
+            attempts = attemptCounts
         } else {
-            counts = try await self.countFailures(failures, unwatch: unwatch)
+            attempts = try await self.countFailures(failures, unwatch: unwatch)
         }
-        let dead = zip(failures, counts).filter { $0.1 >= Int64(self.configuration.maxAttempts) }.map(\.0)
+        let dead = zip(failures, attempts).filter { $0.1 >= Int64(self.configuration.maxAttempts) }.map(\.0)
         try await self.deadLetter(dead)
 
         let seconds = Self.seconds(ContinuousClock.now - started)
@@ -95,6 +99,8 @@ extension StageWorker {
                 metadata: ["entry.id": "\(failure.entry.id)", "error": "\(failure.error)"]
             )
         }
+        // Counted only now: a batch redone after a WATCH conflict decided twice but committed once.
+        if !counts.isEmpty { self.observer?.committed(counts) }
         self.observer?.batchProcessed(
             stage: self.configuration.group,
             written: written,

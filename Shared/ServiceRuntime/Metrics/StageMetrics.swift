@@ -1,3 +1,4 @@
+import AttributionModel
 import Metrics
 import RedisStreams
 
@@ -14,5 +15,29 @@ public struct StageMetrics: StageObserver {
             Counter(label: "stage_dead_letters_total", dimensions: [("stage", stage)]).increment(by: deadLettered)
         }
         Timer(label: "stage_batch_seconds", dimensions: [("stage", stage)]).recordNanoseconds(Int64(seconds * 1e9))
+    }
+
+    public func committed(_ counts: [StageCount]) {
+        for count in counts {
+            Counter(label: count.label, dimensions: count.dimensions.map { ($0.key, $0.value) }).increment()
+        }
+    }
+}
+
+extension StageCount {
+    /// The metric a step's count increments (names and labels as the dashboard and README know them).
+    public init(_ count: StepCount) {
+        switch count {
+        case .lateImpression:
+            self.init("winner_late_impressions_total")
+        case .conversion(let outcome):
+            self.init("winner_conversions_total", [("outcome", outcome.label)])
+        case .rejection(let reason):
+            self.init("verifier_rejections_total", [("reason", reason.rawValue)])
+        case .latePostback(let change):
+            self.init("scheduler_late_postbacks_total", [("change", change.rawValue)])
+        case .delivery(let outcome, let attempt):
+            self.init("dispatcher_deliveries_total", [("outcome", outcome.rawValue), ("attempt", String(attempt))])
+        }
     }
 }

@@ -77,7 +77,7 @@ public struct LedgerReader {
 
     /// Event ids of updates and activity kept in these devices' states.
     private func waiting(_ places: [(device: String, app: ItemIdentifier)]) async throws -> Set<String> {
-        let keys = Set(places.map { DeviceKeys.winnerState(device: $0.device, app: $0.app) })
+        let keys = Set(places.map { DeviceKeys.winnerState(WinnerStep.Scope(device: $0.device, app: $0.app)) })
         guard !keys.isEmpty else { return [] }
         var waiting = Set<String>()
         for reply in try await connection.pipeline(keys.map { RedisCommand("GET", $0) }) {
@@ -100,17 +100,8 @@ public struct LedgerReader {
 
     /// Every entry of `stream`, oldest first, `page` at a time.
     private func entries(_ stream: String, _ body: ([String: RedisReply]) throws -> Void) async throws {
-        var start = "-"
-        while true {
-            let reply = try await connection.send(RedisCommand("XRANGE", stream, start, "+", "COUNT", String(Self.page)))
-            let entries = reply.elements
-            for entry in entries {
-                let parts = entry.elements
-                guard parts.count == 2 else { continue }
-                try body(parts[1].fieldMap)
-            }
-            guard entries.count == Self.page, let last = entries.last?.elements.first?.string else { return }
-            start = "(" + last
+        try await StreamPages.forEach(stream, size: Self.page, on: connection) { page in
+            for entry in page { try body(entry.fieldMap) }
         }
     }
 }

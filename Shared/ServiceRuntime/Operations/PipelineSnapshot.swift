@@ -6,21 +6,16 @@ import RedisStreams
 /// prints and what every service exports as gauges on `/metrics`.
 public struct PipelineSnapshot: Sendable, Codable {
     /// The pipeline's streams and the consumer group reading each.
-    public static let streams: [(stream: String, group: String?)] = [
-        (StreamNames.events, "verifier"), (StreamNames.verified, "attribution-winner"),
-        (StreamNames.conversionsSettled, "attribution-winner"), (StreamNames.attributions, "scheduler"),
-        (StreamNames.schedulerTimers, "scheduler"), (StreamNames.postbacks, "dispatcher"), (StreamNames.rejected, nil),
-    ]
-    public static let deadLetterStreams = [
-        "verifier:dead", "attribution-winner:dead", "scheduler:dead", "dispatcher:dead", StreamNames.deliveriesDead,
-    ]
-    public static let delayedQueues: [(name: String, label: String)] =
+    public static let streams: [(stream: String, group: String?)] =
+        ConsumerGroups.all.flatMap { group in group.streams.map { ($0, Optional(group.name)) } } + [(StreamNames.rejected, nil)]
+    public static let deadLetterStreams = ConsumerGroups.all.map(\.deadLetterStream) + [StreamNames.deliveriesDead]
+    public static let delayedQueues: [(queue: DelayedQueue, label: String)] =
         [
-            (DelayedQueueNames.settlingConversions, "settling conversions"),
-            (DelayedQueueNames.windowTimers, "window timers"),
+            (DelayedQueues.settlingConversions, "settling conversions"),
+            (DelayedQueues.windowTimers, "window timers"),
         ]
-        + (0..<ConversionWindows.count).map { (DelayedQueueNames.heldPostbacks(window: $0), "held postbacks, window \($0)") }
-        + [(DelayedQueueNames.deliveryRetries, "delivery retries")]
+        + DelayedQueues.heldPostbacks.enumerated().map { ($1, "held postbacks, window \($0)") }
+        + [(DelayedQueues.deliveryRetries, "delivery retries")]
 
     public struct Group: Sendable, Codable {
         public var stream: String
@@ -63,11 +58,7 @@ public struct PipelineSnapshot: Sendable, Codable {
             guard let group else { continue }
             commands.append(RedisCommand("XPENDING", stream, group, "IDLE", "0", "-", "+", "1"))
         }
-        for (queue, _) in delayedQueues {
-            commands += [
-                RedisCommand("ZCARD", "\(queue):due"), RedisCommand("ZRANGE", "\(queue):due", "0", "0", "WITHSCORES"),
-            ]
-        }
+        for (queue, _) in delayedQueues { commands += queue.stateCommands }
         for stream in deadLetterStreams { commands.append(RedisCommand("XLEN", stream)) }
         // Errors (a stream or group not created yet) come back per command, not for the whole pipeline.
         var replies = try await connection.pipeline(commands)[...]
@@ -95,10 +86,8 @@ public struct PipelineSnapshot: Sendable, Codable {
                     oldestPendingMilliseconds: oldest.flatMap { $0.count > 2 ? $0[2].int.map { Int($0) } : nil }))
         }
         for (queue, label) in delayedQueues {
-            let count = Int(replies.removeFirst().int ?? 0)
-            let first = replies.removeFirst().elements
-            let due = first.count == 2 ? first[1].string.flatMap(Double.init).map { Milliseconds($0) } : nil
-            snapshot.queues.append(Queue(name: queue, label: label, count: count, nextDue: due))
+            let state = DelayedQueue.state(count: replies.removeFirst(), first: replies.removeFirst())
+            snapshot.queues.append(Queue(name: queue.name, label: label, count: state.count, nextDue: state.nextDue))
         }
         for stream in deadLetterStreams {
             snapshot.deadLetters.append(Stream(name: stream, length: Int(replies.removeFirst().int ?? 0)))

@@ -2,17 +2,21 @@ import AttributionModel
 import Foundation
 import TestSupport
 
-/// Runs a `Scenario` against the model's pure rules under a virtual clock, exactly as the services drive
-/// them: attribution-winner keeps a `DeviceAttributionState` per device and app plus each device's
-/// re-engagement times; the scheduler keeps a `PostbackPlan` per conversion, fires window-end timers,
-/// applies routed updates and supersessions, and holds the postbacks the plans prepare.
+/// Runs a `Scenario` through the stages' own steps (`WinnerStep`, `SchedulerStep`) under a virtual
+/// clock, as Chromium's interop runner drives the real attribution manager: the runner only stands in
+/// for Redis and the streams. It keeps what the services keep (device states and re-engagement
+/// histories, plan states, timers, held postbacks), hands every message to the step the pipeline would,
+/// and routes each step's outputs on. It writes no rule and no orchestration of its own.
 ///
 /// Choices (documented in `docs/attribution-rules.md`):
 /// - Events are delivered in `at` order (ties: file order), or in `arrival` order when given; the rules
 ///   use the events' own times either way. With `arrival` all events arrive within one conversion settle
-///   time, so conversions are attributed after every event has arrived (in arrival order).
-/// - Window-end timers fire in time order, interleaved with events; a timer due at exactly an event's
-///   time fires after that event (timers fire only when strictly earlier than the next event).
+///   time: conversions settle (the step holds them) and are attributed once every event has arrived, in
+///   arrival order. Without it the settle time is 0 and conversions are attributed as they arrive.
+/// - Window-end timers (no close grace here) fire in time order, interleaved with events; a timer due at
+///   exactly an event's time fires after that event (timers fire only when strictly earlier than the
+///   next event). The step's `now` is the event's or the timer's time.
+/// - Every crowd holds the scenario's tier exactly (10, 100, 1000 conversions: the default thresholds).
 /// - Scenario impression names map to ids that sort like the names: the name's UTF-8 bytes (at most
 ///   16), zero-padded to 16 bytes, written as a lowercase UUID. Ties on time are thus broken by name.
 /// - Conversion ids are the scenario names; a re-engagement's conversion tag is `tag-<name>`.
@@ -32,6 +36,8 @@ struct ScenarioRuleRunner {
         var attributions: [String: Attribution] = [:]
         var refusals: [String: ConversionEligibility.Refusal] = [:]
         var postbacks: [SentPostback] = []
+        /// Messages a step left pending: the pipeline would retry them; a scenario never should.
+        var retried: [String] = []
     }
 
     /// The UUID-shaped id of a scenario impression name, ordered like the name.
@@ -46,33 +52,40 @@ struct ScenarioRuleRunner {
 
     static func tag(of conversion: String) -> String { "tag-\(conversion)" }
 
-    static func crowd(tier: Int) -> CrowdAssessment {
-        switch tier {
-        case 3: CrowdAssessment(tier: .three, sourceIdentifierDigits: 4, countryIsTierThree: true)
-        case 2: CrowdAssessment(tier: .two, sourceIdentifierDigits: 4, countryIsTierThree: false)
-        default: CrowdAssessment(tier: CrowdTier(rawValue: tier), sourceIdentifierDigits: 2, countryIsTierThree: false)
-        }
+    /// Conversions counted in each crowd so that a conversion's crowd (itself included) reaches `tier`
+    /// under the default thresholds.
+    static func crowdCount(tier: Int) -> Int {
+        let thresholds = CrowdTierThresholds()
+        return [0, thresholds.tier1, thresholds.tier2, thresholds.tier3][min(3, max(0, tier))] - 1
     }
 
     private struct Timer {
         var at: Milliseconds
         var sequence: Int
-        var conversion: String
-        var window: Int
+        var message: Envelope
     }
 
     let scenario: Scenario
-    private var devices: [String: DeviceAttributionState] = [:]
+    private let winner: WinnerStep
+    private let settled: WinnerStep
+    private let scheduler = SchedulerStep(policy: policy, thresholds: CrowdTierThresholds(), windowCloseGraceMilliseconds: 0)
+    // What Redis holds for the services.
+    private var devices: [WinnerStep.Scope: DeviceAttributionState] = [:]
     private var reengagements: [String: [Milliseconds]] = [:]
-    private var plans: [String: PostbackPlan] = [:]
+    private var plans: [String: SchedulerStep.PlanState] = [:]
     private var timers: [Timer] = []
     private var timerSequence = 0
+    private var settling: [Envelope] = []
+    private var conversionTimes: [String: Milliseconds] = [:]
+    private var now: Milliseconds = 0
     private var generator: SplitMix64
     private var run = Run()
 
     init(_ scenario: Scenario, seed: UInt64 = 2_024) {
         self.scenario = scenario
         self.generator = SplitMix64(seed: seed)
+        winner = WinnerStep(policy: Self.policy, input: .verified, settleMilliseconds: scenario.arrival == nil ? 0 : 1)
+        settled = WinnerStep(policy: Self.policy, input: .settled, settleMilliseconds: 0)
     }
 
     /// The delivery order: `arrival` if given, else by `at` with ties in file order.
@@ -84,24 +97,17 @@ struct ScenarioRuleRunner {
     }
 
     mutating func execute() -> Run {
-        // With `arrival`, every event reaches attribution-winner within one conversion settle time: the
-        // conversions are attributed once all of them have arrived, in arrival order.
-        var settling: [ScenarioEvent] = []
         for index in Self.deliveryOrder(scenario) {
-            let event = scenario.events[index]
-            if scenario.arrival != nil, let conversion = event.conversion {
-                let device = event.device ?? "device"
-                devices[device, default: DeviceAttributionState()].settle(
-                    report(conversion, device: device, time: Self.base + event.at), conversionIdentifier: conversion.id)
-                settling.append(event)
-                continue
-            }
-            fireTimers(before: Self.base + event.at)
-            deliver(event)
+            let message = verified(scenario.events[index], index: index)
+            fireTimers(before: message.time)
+            now = message.time
+            attribute(message, with: winner)
         }
-        for event in settling {
-            fireTimers(before: Self.base + event.at)
-            deliver(event)
+        // Conversions the step held to settle, attributed once every event has arrived.
+        for message in settling {
+            fireTimers(before: message.time)
+            now = message.time
+            attribute(message, with: settled)
         }
         fireTimers(before: .max)
         return run
@@ -110,59 +116,92 @@ struct ScenarioRuleRunner {
     private mutating func fireTimers(before time: Milliseconds) {
         while let next = timers.filter({ $0.at < time }).min(by: { ($0.at, $0.sequence) < ($1.at, $1.sequence) }) {
             timers.removeAll { $0.sequence == next.sequence }
-            guard var plan = plans[next.conversion] else { continue }
-            let held = plan.closeWindow(next.window, policy: Self.policy, using: &generator)
-            plans[next.conversion] = plan
-            collect(held, conversion: next.conversion, preparedAt: next.at)
+            now = next.at
+            schedule(next.message)
         }
     }
 
-    private mutating func collect(_ held: [HeldPostback], conversion: String, preparedAt: Milliseconds) {
-        run.postbacks += held.map { SentPostback(conversion: conversion, preparedAt: preparedAt - Self.base, held: $0) }
+    /// attribution-winner's step on one message; its outputs go on to the scheduler's.
+    private mutating func attribute(_ message: Envelope, with step: WinnerStep) {
+        let scope = WinnerStep.scope(of: message)!
+        let device = WinnerStep.reengagementDevice(of: message)
+        switch step.step(
+            devices[scope] ?? DeviceAttributionState(), message: message,
+            reengagements: device.flatMap { reengagements[$0] } ?? [], now: now)
+        {
+        case .retry(let reason):
+            run.retried.append("\(message.type.rawValue) \(message.id): \(reason)")
+        case .done(let effects):
+            devices[scope] = effects.state
+            if let device, let record = effects.reengagement { record.apply(to: &reengagements[device, default: []]) }
+            if let settle = effects.settle { settling.append(settle.message) }
+            if let refusal = effects.refusal { run.refusals[message.id] = refusal.reason }
+            for output in effects.outputs { schedule(output) }
+        }
     }
 
-    private mutating func deliver(_ event: ScenarioEvent) {
+    /// The scheduler's step on one message; held postbacks are collected, swaps applied while still held.
+    private mutating func schedule(_ message: Envelope) {
+        let id = SchedulerStep.conversionIdentifier(of: message)!
+        var crowd = CrowdCounts()
+        if case .conversionAttributed(let attribution) = message.body {
+            run.attributions[id] = attribution
+            conversionTimes[id] = attribution.conversionTime
+            let day = CrowdDayBuckets.day(of: attribution.conversionTime, policy: Self.policy)
+            for member in Crowd.all(for: attribution) { crowd.read[member] = [day: Self.crowdCount(tier: scenario.tier ?? 3)] }
+        }
+        switch scheduler.step(plans[id] ?? .none, message: message, crowd: &crowd, schema: nil, now: now, using: &generator) {
+        case .retry(let reason):
+            run.retried.append("\(message.type.rawValue) \(message.id): \(reason)")
+        case .done(let effects):
+            if let store = effects.store { plans[id] = store }
+            for timer in effects.timers {
+                timers.append(Timer(at: timer.dueAt, sequence: timerSequence, message: timer.message))
+                timerSequence += 1
+            }
+            let preparedAt = max(message.time, conversionTimes[id] ?? message.time) - Self.base
+            for held in effects.held {
+                guard let old = held.replacing else {
+                    run.postbacks.append(SentPostback(conversion: id, preparedAt: preparedAt, held: held))
+                    continue
+                }
+                // A swap finds its postback only while it is still held.
+                if old.dueAt > now, let index = run.postbacks.firstIndex(where: { $0.held.order == old.order }) {
+                    run.postbacks[index].held = held
+                }
+            }
+        }
+    }
+
+    /// The message the verifier would pass on for a scenario event.
+    private func verified(_ event: ScenarioEvent, index: Int) -> Envelope {
         let device = event.device ?? "device"
         let time = Self.base + event.at
-        var state = devices[device] ?? DeviceAttributionState()
-        defer { devices[device] = state }
         if let impression = event.impression {
             let interaction: Interaction =
                 impression.interaction == .click
                 ? .click(at: time, loadedAt: time - 1_000) : .view(begin: time - 3_000, end: time)
-            state.record(
-                VerifiedImpression(
-                    deviceIdentifier: device,
-                    payload: ImpressionPayload(
-                        impressionIdentifier: Self.impressionIdentifier(impression.id),
-                        adNetworkIdentifier: AdNetworkIdentifier(impression.network)!,
-                        advertisedItemIdentifier: Self.advertisedApp,
-                        publisherItemIdentifier: impression.publisher ?? 5_838_492,
-                        sourceIdentifier: impression.source ?? 5239, timestamp: time - (impression.createdBefore ?? 2_000),
-                        eligibleForReengagement: impression.eligibleForReengagement),
-                    interaction: interaction, kind: impression.kind ?? .adAttributionKit))
+            let verified = VerifiedImpression(
+                deviceIdentifier: device,
+                payload: ImpressionPayload(
+                    impressionIdentifier: Self.impressionIdentifier(impression.id),
+                    adNetworkIdentifier: AdNetworkIdentifier(impression.network)!,
+                    advertisedItemIdentifier: Self.advertisedApp,
+                    publisherItemIdentifier: impression.publisher ?? 5_838_492,
+                    sourceIdentifier: impression.source ?? 5239, timestamp: time - (impression.createdBefore ?? 2_000),
+                    eligibleForReengagement: impression.eligibleForReengagement),
+                interaction: interaction, kind: impression.kind ?? .adAttributionKit)
+            return Envelope(id: "event-\(index)", time: time, body: .impressionVerified(verified))
         } else if let conversion = event.conversion {
-            let report = report(conversion, device: device, time: time)
+            let report = ConversionReport(
+                deviceIdentifier: device, advertisedItemIdentifier: Self.advertisedApp, conversionType: conversion.type,
+                time: time, countryCode: conversion.country ?? "US", receivedAt: time,
+                conversionTag: conversion.type == .reengagement ? Self.tag(of: conversion.id) : nil)
             let app = (scenario.app ?? IngestRequests.AdvertisedApp()).configuration(itemIdentifier: Self.advertisedApp)
-            switch state.attribute(
-                VerifiedConversion(report: report, app: app), conversionIdentifier: conversion.id,
-                deviceReengagements: reengagements[device] ?? [], policy: Self.policy)
-            {
-            case .failure(let refusal):
-                run.refusals[conversion.id] = refusal
-                for update in state.routePending() { apply(update) }
-            case .success(let outcome):
-                if conversion.type == .reengagement { reengagements[device, default: []].append(time) }
-                schedule(outcome.attribution)
-                for update in outcome.updates { apply(update) }
-                for superseded in outcome.superseded {
-                    guard var plan = plans[superseded] else { continue }
-                    let held = plan.supersede(at: time, policy: Self.policy, using: &generator)
-                    plans[superseded] = plan
-                    collect(held, conversion: superseded, preparedAt: max(time, plan.attribution.conversionTime))
-                }
-            }
-        } else if let update = event.update {
+            return Envelope(
+                id: conversion.id, time: time, body: .conversionVerified(VerifiedConversion(report: report, app: app)))
+        } else {
+            let update = event.update!
             let report = ValueUpdateReport(
                 deviceIdentifier: device, advertisedItemIdentifier: Self.advertisedApp,
                 update: PostbackUpdate(
@@ -170,33 +209,8 @@ struct ScenarioRuleRunner {
                     lockPostback: update.lock ?? false, conversionTypes: update.types,
                     conversionTag: update.tagOf.map(Self.tag(of:))),
                 time: time, receivedAt: time)
-            if let routed = state.receive(report) { apply(routed) }
+            return Envelope(id: "event-\(index)", time: time, body: .updateVerified(report))
         }
-    }
-
-    private func report(_ conversion: ScenarioConversion, device: String, time: Milliseconds) -> ConversionReport {
-        ConversionReport(
-            deviceIdentifier: device, advertisedItemIdentifier: Self.advertisedApp, conversionType: conversion.type,
-            time: time, countryCode: conversion.country ?? "US", receivedAt: time,
-            conversionTag: conversion.type == .reengagement ? Self.tag(of: conversion.id) : nil)
-    }
-
-    private mutating func schedule(_ attribution: Attribution) {
-        let plan = PostbackPlan(attribution: attribution, crowd: Self.crowd(tier: scenario.tier ?? 3))
-        plans[attribution.conversionIdentifier] = plan
-        run.attributions[attribution.conversionIdentifier] = attribution
-        for (window, at) in plan.windowEnds(policy: Self.policy) {
-            timers.append(Timer(at: at, sequence: timerSequence, conversion: attribution.conversionIdentifier, window: window))
-            timerSequence += 1
-        }
-    }
-
-    private mutating func apply(_ update: AttributedUpdate) {
-        guard var plan = plans[update.conversionIdentifier] else { return }
-        let held = plan.apply(update, policy: Self.policy, using: &generator)
-        plans[update.conversionIdentifier] = plan
-        collect(
-            held, conversion: update.conversionIdentifier, preparedAt: max(update.time, plan.attribution.conversionTime))
     }
 }
 
@@ -205,6 +219,7 @@ extension ScenarioRuleRunner {
     static func differences(name: String, scenario: Scenario, run: Run) -> [String] {
         var problems: [String] = []
         func report(_ text: String) { problems.append("\(name) [\(scenario.rule)]: \(text)") }
+        for retried in run.retried { report("a step left a message pending: \(retried)") }
         var impressions: [String: ScenarioImpression] = [:]
         var nameOfIdentifier: [String: String] = [:]
         for event in scenario.events {

@@ -22,10 +22,11 @@ final class ConflictStage: StreamStage {
         }
         let counter = state[0].int ?? 0
         return batch.map { entry in
-            .write([
-                StreamCommands.add(self.output, message: entry.message),
-                RedisCommand("SET", "decided:\(entry.id)", String(counter)),
-            ])
+            .write(
+                [
+                    StreamCommands.add(self.output, message: entry.message),
+                    RedisCommand("SET", "decided:\(entry.id)", String(counter)),
+                ], counts: [StageCount("decided_total", [("counter", String(counter))])])
         }
     }
 }

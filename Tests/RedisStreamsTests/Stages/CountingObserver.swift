@@ -8,6 +8,8 @@ final class CountingObserver: StageObserver {
         var written = 0
         var failed = 0
         var deadLettered = 0
+        /// What the stages' committed outcomes asked to count.
+        var committed: [StageCount] = []
     }
 
     let totals = Mutex(Totals())
@@ -19,5 +21,9 @@ final class CountingObserver: StageObserver {
             $0.failed += failed
             $0.deadLettered += deadLettered
         }
+    }
+
+    func committed(_ counts: [StageCount]) {
+        self.totals.withLock { $0.committed += counts }
     }
 }

@@ -4,6 +4,7 @@ import AttributionModel
 import Foundation
 import Logging
 import RedisStreams
+import ServiceRuntime
 
 /// `attribution bench-load`: puts a stage's input straight onto its stream, as fast as pipelining
 /// allows, so a benchmark can time the stage alone: signed impressions with an install per device
@@ -74,9 +75,8 @@ struct BenchLoadCommand: AsyncParsableCommand {
                     isDevelopment: false)
                 if kind == .held {
                     let due = now + 2_000
-                    batch += DelayedQueue(
-                        name: DelayedQueueNames.heldPostbacks(window: 0), target: StreamNames.postbacks, layout: .compact
-                    ).schedule(id: "", dueAtMilliseconds: due, message: CompactHeldPostback.encode(order, dueAt: due))
+                    batch += DelayedQueues.heldPostbacks[0].schedule(
+                        id: "", dueAtMilliseconds: due, message: CompactHeldPostback.encode(order, dueAt: due))
                 } else {
                     batch.append(
                         StreamCommands.add(StreamNames.postbacks, message: CompactHeldPostback.encode(order, dueAt: now)))

@@ -54,7 +54,7 @@ actor Collector {
         writeScheduled = true
         Task {
             try? await Task.sleep(for: .milliseconds(200))
-            await self.write()
+            self.write()
         }
     }
 

@@ -1,0 +1,64 @@
+/// One crowd a conversion counts toward: its publisher app, its advertised app, its country, and its
+/// source id kept at 2, 3 and 4 digits (per advertised app and ad network). Crowd sizes decide tiers.
+public enum Crowd: Sendable, Hashable {
+    case publisherApp(ItemIdentifier)
+    case advertisedApp(ItemIdentifier)
+    /// "-" when the conversion carries no country code.
+    case country(String)
+    case source(advertisedApp: ItemIdentifier, network: AdNetworkIdentifier, truncated: String)
+
+    /// The six crowds of a conversion, in the order `sizes` reads them.
+    public static func all(for attribution: Attribution) -> [Crowd] {
+        let winner = attribution.winner
+        return [
+            .publisherApp(winner.publisherItemIdentifier), .advertisedApp(attribution.advertisedItemIdentifier),
+            .country(attribution.countryCode ?? "-"),
+        ]
+            + (2...4).map { digits in
+                .source(
+                    advertisedApp: attribution.advertisedItemIdentifier, network: winner.adNetworkIdentifier,
+                    truncated: SourceIdentifierTruncation.truncate(winner.sourceIdentifier, digits: digits))
+            }
+    }
+}
+
+/// The crowd counters one batch read (day → conversions that day, per crowd) plus the conversions the
+/// batch itself counted so far: a conversion earlier in the batch counts toward a later one's crowd.
+public struct CrowdCounts: Sendable {
+    public var read: [Crowd: [Int64: Int]]
+    var counted: [Crowd: Int] = [:]
+
+    public init(read: [Crowd: [Int64: Int]] = [:]) { self.read = read }
+
+    /// Sizes for the conversion, itself included: each crowd's trailing-period count as of the
+    /// conversion's time, plus this batch's earlier conversions.
+    public func sizes(for attribution: Attribution, policy: TimePolicy) -> CrowdSizes {
+        let c = Crowd.all(for: attribution).map { crowd in
+            CrowdDayBuckets.count(read[crowd] ?? [:], at: attribution.conversionTime, policy: policy)
+                + counted[crowd, default: 0] + 1
+        }
+        return CrowdSizes(
+            publisherApp: c[0], advertisedApp: c[1], country: c[2], sourceIdentifierDigits: [2: c[3], 3: c[4], 4: c[5]])
+    }
+
+    /// Counts the conversion in each of its crowds (for the rest of the batch) and says what to store.
+    public mutating func count(_ attribution: Attribution, policy: TimePolicy) -> CrowdIncrement {
+        let crowds = Crowd.all(for: attribution)
+        for crowd in crowds { counted[crowd, default: 0] += 1 }
+        let day = CrowdDayBuckets.day(of: attribution.conversionTime, policy: policy)
+        return CrowdIncrement(
+            crowds: crowds, day: day,
+            // Days that fell out of the trailing period (a week of them, so a crowd idle for a few days is still trimmed).
+            staleDays: Array((day - CrowdDayBuckets.days - 6)...(day - CrowdDayBuckets.days)).reversed(),
+            keepFor: policy.milliseconds(CrowdTierThresholds.trailingPeriod) * 2)
+    }
+}
+
+/// One conversion counted on its day in each of its crowds; stale days dropped; each crowd kept
+/// `keepFor` after its last conversion.
+public struct CrowdIncrement: Sendable, Hashable {
+    public var crowds: [Crowd]
+    public var day: Int64
+    public var staleDays: [Int64]
+    public var keepFor: Milliseconds
+}

@@ -1,0 +1,136 @@
+/// The scheduler's decision for one message, as a pure function: a new attribution gets its plan (tier
+/// from its crowds, the app's schema pinned, window timers); updates, activity, supersessions and
+/// window timers change the plan and prepare (or swap) held postbacks. The scheduler service reads the
+/// plan and crowd counters, calls `step`, and writes what it returns; the rule-level scenario runner
+/// calls the same `step` under a virtual clock.
+public struct SchedulerStep: Sendable {
+    public var policy: TimePolicy
+    public var thresholds: CrowdTierThresholds
+    /// Wall-clock ms a window's timer waits past its end for updates still on their way.
+    public var windowCloseGraceMilliseconds: Milliseconds
+
+    public init(policy: TimePolicy, thresholds: CrowdTierThresholds, windowCloseGraceMilliseconds: Milliseconds) {
+        self.policy = policy
+        self.thresholds = thresholds
+        self.windowCloseGraceMilliseconds = windowCloseGraceMilliseconds
+    }
+
+    /// What the plan key holds.
+    public enum PlanState: Sendable, Hashable {
+        case none
+        /// The marker a finished plan leaves: everything for the conversion is acknowledged and ignored.
+        case finished
+        case plan(PostbackPlan)
+    }
+
+    /// A timer message due at `dueAt` (a window's end plus grace, or the release of a kept plan's last postback).
+    public struct Timer: Sendable, Hashable {
+        public var identifier: String
+        public var dueAt: Milliseconds
+        public var message: Envelope
+    }
+
+    public struct Effects: Sendable {
+        /// The plan state to store; nil when the message changed nothing (a redelivery, a finished plan).
+        public var store: PlanState?
+        public var timers: [Timer] = []
+        /// New held postbacks, and replacements of held ones (`replacing` set).
+        public var held: [HeldPostback] = []
+        /// A new attribution counted in its crowds.
+        public var crowd: CrowdIncrement?
+        public var counts: [StepCount] = []
+
+        static let unchanged = Effects(store: nil)
+    }
+
+    /// The conversion a message is about (its plan's key).
+    public static func conversionIdentifier(of envelope: Envelope) -> String? {
+        switch envelope.body {
+        case .conversionAttributed(let a): a.conversionIdentifier
+        case .updateAttributed(let u): u.conversionIdentifier
+        case .windowClosed(let w): w.conversionIdentifier
+        case .conversionSuperseded(let c): c.conversionIdentifier
+        case .activityAttributed(let a): a.conversionIdentifier
+        default: nil
+        }
+    }
+
+    /// One message against its conversion's plan state. `crowd` holds the counters read for this batch's
+    /// attributions (and counts each new one for the rest of the batch); `schema` is the advertised app's
+    /// schema in force, pinned to a new plan; `now` decides whether a held postback can still be swapped
+    /// and how long a finished plan is kept.
+    public func step(
+        _ state: PlanState, message envelope: Envelope, crowd: inout CrowdCounts, schema: ConversionValueSchema?,
+        now: Milliseconds, using generator: inout some RandomNumberGenerator
+    ) -> StepOutcome<Effects> {
+        guard let id = Self.conversionIdentifier(of: envelope) else {
+            return .retry("scheduler takes attributions, attributed updates and window timers")
+        }
+        // Everything for a finished conversion (a late update, a redelivery) is acknowledged and ignored.
+        if state == .finished { return .done(.unchanged) }
+        var effects = Effects(store: nil)
+        var held: [HeldPostback] = []
+        var late = false  // stamped before a window that already closed: what it prepares is counted
+        var plan: PostbackPlan
+        switch (envelope.body, state) {
+        case (.conversionAttributed, .plan):
+            return .done(.unchanged)  // already planned: a redelivery
+        case (.conversionAttributed(let attribution), _):
+            let sizes = crowd.sizes(for: attribution, policy: policy)
+            effects.crowd = crowd.count(attribution, policy: policy)
+            plan = PostbackPlan(
+                attribution: attribution, crowd: CrowdAssessment.assess(sizes, thresholds: thresholds), valueSchema: schema)
+            let grace = ConversionWindows.closeGrace(
+                configured: windowCloseGraceMilliseconds, development: attribution.isDevelopment, policy: policy)
+            for (window, at) in plan.windowEnds(policy: policy) {
+                let timer = Envelope(
+                    id: "\(id):\(window)", time: at,
+                    body: .windowClosed(.init(conversionIdentifier: id, window: window, time: at)))
+                effects.timers.append(Timer(identifier: "\(id):\(window)", dueAt: at + grace, message: timer))
+            }
+        case (.updateAttributed(let update), .plan(let current)):
+            plan = current
+            late = plan.isLate(stampedAt: update.time)
+            held = plan.apply(update, policy: policy, using: &generator)
+        case (.activityAttributed(let activity), .plan(let current)):
+            plan = current
+            late = plan.isLate(stampedAt: activity.time)
+            held = plan.record(activity, policy: policy, using: &generator)
+        case (.updateAttributed, _), (.activityAttributed, _):
+            // Attributions and updates travel one stream in order, but replicas may take neighbours out of
+            // order: an update whose plan is not written yet is retried after the claim idle time.
+            return .retry("no postback plan yet for conversion \(id)")
+        case (.conversionSuperseded(let superseded), .plan(let current)):
+            plan = current
+            late = plan.isLate(stampedAt: superseded.time)
+            held = plan.supersede(at: superseded.time, policy: policy, using: &generator)
+        case (.windowClosed(let timer), .plan(let current)):
+            plan = current
+            held = plan.closeWindow(timer.window, policy: policy, using: &generator)
+        case (.conversionSuperseded, _), (.windowClosed, _):
+            return .done(.unchanged)  // plan finished and removed
+        default:
+            return .retry("unexpected \(envelope.type.rawValue)")
+        }
+        // Every window done, but a postback still held: a late update may yet swap it, so the plan stays
+        // until the last one is released, when a timer (window `count`) wakes it.
+        let releasing = plan.keptUntil(now: now)
+        if let releasing {
+            let wake = Envelope(
+                id: "\(id):released", time: releasing,
+                body: .windowClosed(.init(conversionIdentifier: id, window: ConversionWindows.count, time: releasing)))
+            effects.timers.append(Timer(identifier: "\(id):released", dueAt: releasing, message: wake))
+        }
+        effects.store = plan.isFinished && releasing == nil ? .finished : .plan(plan)
+        for postback in held {
+            if let old = postback.replacing {
+                // Past its due time the old one is released (or about to be): the swap will find nothing.
+                effects.counts.append(.latePostback(old.dueAt > now ? .swapped : .tooLate))
+            } else if late {
+                effects.counts.append(.latePostback(.prepared))
+            }
+        }
+        effects.held = held
+        return .done(effects)
+    }
+}

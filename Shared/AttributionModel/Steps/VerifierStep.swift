@@ -1,0 +1,221 @@
+/// An impression whose signature is still to check: the JWS or SKAdNetwork form parsed (in
+/// AttributionCrypto), its payload in the pool's common shape.
+public protocol VerifiableImpression: Sendable {
+    var payload: ImpressionPayload { get }
+    var kind: ImpressionKind { get }
+    /// Nil when one of `keys` verifies the signature; else why not.
+    func signatureProblem(keys: [String]) -> (reason: RejectionReason, detail: String)?
+}
+
+/// The verifier's decision for one event, as a pure function: an impression must pass every check in
+/// the order that gives the most useful reason first (form, algorithm, key id: when parsed; then
+/// registration, signature, payload rules, advertised app, publisher listing, replay, open views);
+/// conversions, updates and activity need their advertised app registered. The verifier service reads
+/// the registry, replay markers and recent views for the batch, calls `step`, and writes what it returns.
+public struct VerifierStep: Sendable {
+    public var policy: TimePolicy
+
+    public init(policy: TimePolicy) { self.policy = policy }
+
+    /// Why an event is refused: a stable reason, a detail for people, and the network (or impression)
+    /// it concerns when known.
+    public struct Refusal: Error, Sendable, Hashable {
+        public var reason: RejectionReason
+        public var detail: String
+        public var adNetworkIdentifier: String?
+        public var impressionIdentifier: String?
+
+        public init(
+            reason: RejectionReason, detail: String, adNetworkIdentifier: String? = nil, impressionIdentifier: String? = nil
+        ) {
+            self.reason = reason
+            self.detail = detail
+            self.adNetworkIdentifier = adNetworkIdentifier
+            self.impressionIdentifier = impressionIdentifier
+        }
+    }
+
+    /// The registry entries the batch read.
+    public struct Registry: Sendable {
+        public var adNetworks: [String: AdNetworkRegistration]
+        public var publisherApps: [ItemIdentifier: PublisherAppConfiguration]
+        public var advertisedApps: [ItemIdentifier: AdvertisedAppConfiguration]
+
+        public init(
+            adNetworks: [String: AdNetworkRegistration] = [:], publisherApps: [ItemIdentifier: PublisherAppConfiguration] = [:],
+            advertisedApps: [ItemIdentifier: AdvertisedAppConfiguration] = [:]
+        ) {
+            self.adNetworks = adNetworks
+            self.publisherApps = publisherApps
+            self.advertisedApps = advertisedApps
+        }
+    }
+
+    /// One network's views of one advertised app on one device (the one-open-view rule's scope).
+    public struct ViewScope: Sendable, Hashable {
+        public var device: String
+        public var app: ItemIdentifier
+        public var network: AdNetworkIdentifier
+
+        public init(device: String, app: ItemIdentifier, network: AdNetworkIdentifier) {
+            self.device = device
+            self.app = app
+            self.network = network
+        }
+    }
+
+    /// What the verifier knows beyond the registry: impressions already used (replay markers), and views
+    /// already recorded that end after each new view of the batch begins. The batch's own admissions
+    /// are added as it goes.
+    public struct Facts: Sendable {
+        public var seen: Set<String>
+        public var views: [ViewScope: [ViewInterval]]
+
+        public init(seen: Set<String> = [], views: [ViewScope: [ViewInterval]] = [:]) {
+            self.seen = seen
+            self.views = views
+        }
+    }
+
+    /// Where a refusal is listed for the admin API: its network's log, or its advertised app's.
+    public enum RefusalLog: Sendable, Hashable {
+        case network(String)
+        case app(ItemIdentifier)
+    }
+
+    public enum Effects: Sendable {
+        /// Passed on to `verified`; an impression's id is marked as used and a view recorded, each kept
+        /// `keepFor` (as long as the impression could be fresh).
+        case verified(Envelope, markSeen: String?, view: (ViewScope, ViewInterval)?, keepFor: Milliseconds)
+        /// Recorded on `rejected` and in the refusal log, and counted.
+        case refused(Rejection, log: RefusalLog?, counts: [StepCount])
+    }
+
+    /// The view an impression report records, if it is a view.
+    public static func view(of report: ImpressionReport, payload: ImpressionPayload) -> (ViewScope, ViewInterval)? {
+        guard report.interaction.type == .view, let begin = report.interaction.begin else { return nil }
+        return (
+            ViewScope(
+                device: report.deviceIdentifier, app: payload.advertisedItemIdentifier, network: payload.adNetworkIdentifier),
+            ViewInterval(begin: begin, end: report.interaction.time)
+        )
+    }
+
+    /// One event. `parsed` is the impression's parse (nil for other events).
+    public func step<Impression: VerifiableImpression>(
+        _ envelope: Envelope, parsed: Result<Impression, Refusal>?, registry: Registry, facts: inout Facts
+    ) -> StepOutcome<Effects> {
+        func refuse(_ refusal: Refusal, app: ItemIdentifier? = nil) -> StepOutcome<Effects> {
+            let rejection = Rejection(
+                reason: refusal.reason, detail: refusal.detail, eventIdentifier: envelope.id,
+                adNetworkIdentifier: refusal.adNetworkIdentifier, impressionIdentifier: refusal.impressionIdentifier)
+            let log = refusal.adNetworkIdentifier.map(RefusalLog.network) ?? app.map(RefusalLog.app)
+            return .done(.refused(rejection, log: log, counts: [.rejection(refusal.reason)]))
+        }
+        func pass(_ body: MessageBody, markSeen: String? = nil, view: (ViewScope, ViewInterval)? = nil) -> StepOutcome<Effects> {
+            .done(
+                .verified(
+                    Envelope(id: envelope.id, time: envelope.time, body: body), markSeen: markSeen, view: view,
+                    keepFor: Retention.impressionFreshness(policy)))
+        }
+        func registered(_ item: ItemIdentifier) -> Refusal? {
+            registry.advertisedApps[item] == nil
+                ? Refusal(reason: .unknownAdvertisedApp, detail: "advertised app \(item) is not registered") : nil
+        }
+        switch envelope.body {
+        case .impressionReported(let report):
+            let impression: Impression
+            switch parsed {
+            case .success(let parsed)?: impression = parsed
+            case .failure(let refusal)?: return refuse(refusal)
+            case nil: return .retry("impression was not parsed")
+            }
+            let payload = impression.payload
+            do throws(Refusal) {
+                try verify(impression, report: report, registry: registry)
+            } catch { return refuse(error) }
+            func refusal(_ reason: RejectionReason, _ detail: String) -> Refusal {
+                Refusal(
+                    reason: reason, detail: detail, adNetworkIdentifier: payload.adNetworkIdentifier.rawValue,
+                    impressionIdentifier: payload.impressionIdentifier)
+            }
+            guard !facts.seen.contains(payload.impressionIdentifier) else {
+                return refuse(refusal(.impressionReplayed, "this impression-identifier was already used"))
+            }
+            let view = Self.view(of: report, payload: payload)
+            if let (scope, interval) = view {
+                if facts.views[scope, default: []].contains(where: interval.overlaps) {
+                    return refuse(
+                        refusal(.overlappingView, "this network already had a view of this app open on this device then"))
+                }
+                facts.views[scope, default: []].append(interval)
+            }
+            facts.seen.insert(payload.impressionIdentifier)
+            let verified = VerifiedImpression(
+                deviceIdentifier: report.deviceIdentifier, payload: payload, interaction: report.interaction,
+                kind: impression.kind)
+            return pass(.impressionVerified(verified), markSeen: payload.impressionIdentifier, view: view)
+        case .conversionReported(let report):
+            guard let app = registry.advertisedApps[report.advertisedItemIdentifier] else {
+                return refuse(registered(report.advertisedItemIdentifier)!, app: report.advertisedItemIdentifier)
+            }
+            return pass(.conversionVerified(VerifiedConversion(report: report, app: app)))
+        case .updateReported(let report):
+            if let refusal = registered(report.advertisedItemIdentifier) {
+                return refuse(refusal, app: report.advertisedItemIdentifier)
+            }
+            return pass(.updateVerified(report))
+        case .activityReported(let report):
+            if let refusal = registered(report.advertisedItemIdentifier) {
+                return refuse(refusal, app: report.advertisedItemIdentifier)
+            }
+            return pass(.activityVerified(report))
+        default:
+            return .retry("verifier does not take \(envelope.type.rawValue) messages")
+        }
+    }
+
+    /// Registration, signature (after a rotation the previous key stays valid for its grace period),
+    /// payload rules, advertised app, publisher listing.
+    func verify(_ impression: some VerifiableImpression, report: ImpressionReport, registry: Registry) throws(Refusal) {
+        let payload = impression.payload
+        func refuse(_ reason: RejectionReason, _ detail: String) -> Refusal {
+            Refusal(
+                reason: reason, detail: detail, adNetworkIdentifier: payload.adNetworkIdentifier.rawValue,
+                impressionIdentifier: payload.impressionIdentifier)
+        }
+        guard let network = registry.adNetworks[payload.adNetworkIdentifier.rawValue] else {
+            throw refuse(.unknownAdNetwork, "ad network \(payload.adNetworkIdentifier) is not registered")
+        }
+        let keys: [String]
+        switch impression.kind {
+        case .adAttributionKit:
+            keys = network.acceptedKeys(at: report.receivedAt)
+        case .skAdNetwork:
+            guard let key = network.skanPublicKey else {
+                throw refuse(.unknownAdNetwork, "ad network \(payload.adNetworkIdentifier) registered no SKAdNetwork key")
+            }
+            keys = [key]
+        }
+        if let problem = impression.signatureProblem(keys: keys) { throw refuse(problem.reason, problem.detail) }
+        if let (reason, detail) = ImpressionRules.check(
+            payload, interaction: report.interaction, receivedAt: report.receivedAt, policy: policy)
+        {
+            throw refuse(reason, detail)
+        }
+        guard registry.advertisedApps[payload.advertisedItemIdentifier] != nil else {
+            throw refuse(.unknownAdvertisedApp, "advertised app \(payload.advertisedItemIdentifier) is not registered")
+        }
+        // Development impressions (publisher 0) come from no registered publisher app.
+        if !payload.isDevelopment {
+            guard let publisher = registry.publisherApps[payload.publisherItemIdentifier],
+                publisher.adNetworkIdentifiers.contains(payload.adNetworkIdentifier)
+            else {
+                throw refuse(
+                    .publisherNotListingNetwork,
+                    "publisher app \(payload.publisherItemIdentifier) does not list \(payload.adNetworkIdentifier) in AdNetworkIdentifiers"
+                )
+            }
+        }
+    }
+}

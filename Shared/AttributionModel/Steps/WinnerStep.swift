@@ -1,0 +1,173 @@
+/// attribution-winner's decision for one message, as a pure function over the device's state: an
+/// impression joins the pool; a conversion first settles (waits so impressions reported just after it
+/// still compete), then is attributed or refused; updates and activity are routed to their conversion
+/// or kept until it arrives. The service reads the state, calls `step` and writes what it returns; the
+/// rule-level scenario runner calls the same `step` under a virtual clock.
+public struct WinnerStep: Sendable {
+    /// Which stream the message came from.
+    public enum Input: Sendable {
+        /// `verified`: impressions and updates are applied; conversions are put to settle.
+        case verified
+        /// `winner:settled`: conversions whose settle time has passed are attributed.
+        case settled
+    }
+
+    public var policy: TimePolicy
+    public var input: Input
+    /// Wall-clock milliseconds a conversion waits before it is attributed; 0 attributes at once.
+    public var settleMilliseconds: Milliseconds
+
+    public init(policy: TimePolicy, input: Input, settleMilliseconds: Milliseconds) {
+        self.policy = policy
+        self.input = input
+        self.settleMilliseconds = settleMilliseconds
+    }
+
+    /// Whose state a message reads and writes: one impression pool per device and advertised app. The
+    /// device identifier stays in this state; nothing downstream of attribution-winner sees it.
+    public struct Scope: Sendable, Hashable {
+        public var device: String
+        public var app: ItemIdentifier
+
+        public init(device: String, app: ItemIdentifier) {
+            self.device = device
+            self.app = app
+        }
+    }
+
+    public static func scope(of envelope: Envelope) -> Scope? {
+        switch envelope.body {
+        case .impressionVerified(let i): Scope(device: i.deviceIdentifier, app: i.payload.advertisedItemIdentifier)
+        case .conversionVerified(let c): Scope(device: c.report.deviceIdentifier, app: c.report.advertisedItemIdentifier)
+        case .updateVerified(let u): Scope(device: u.deviceIdentifier, app: u.advertisedItemIdentifier)
+        case .activityVerified(let a): Scope(device: a.deviceIdentifier, app: a.advertisedItemIdentifier)
+        default: nil
+        }
+    }
+
+    /// The device whose re-engagements across apps (the yearly cap) a message needs: re-engagements only.
+    public static func reengagementDevice(of envelope: Envelope) -> String? {
+        guard case .conversionVerified(let c) = envelope.body, c.report.conversionType == .reengagement else { return nil }
+        return c.report.deviceIdentifier
+    }
+
+    /// A re-engagement added to its device's history; entries at or before `dropThrough` fell out of
+    /// the cap's period; the history is kept `keepFor` after its last entry.
+    public struct ReengagementRecord: Sendable, Hashable {
+        public var conversionIdentifier: String
+        public var time: Milliseconds
+        public var dropThrough: Milliseconds
+        public var keepFor: Milliseconds
+
+        public init(conversionIdentifier: String, time: Milliseconds, dropThrough: Milliseconds, keepFor: Milliseconds) {
+            self.conversionIdentifier = conversionIdentifier
+            self.time = time
+            self.dropThrough = dropThrough
+            self.keepFor = keepFor
+        }
+
+        /// The same change to an in-memory history.
+        public func apply(to history: inout [Milliseconds]) {
+            history.append(time)
+            history.removeAll { $0 <= dropThrough }
+        }
+    }
+
+    public struct Effects: Sendable {
+        /// The device's state after the message (always stored, kept `keepStateFor`).
+        public var state: DeviceAttributionState
+        public var keepStateFor: Milliseconds
+        /// Messages for the scheduler (`attributions`).
+        public var outputs: [Envelope] = []
+        /// A conversion to hold until `dueAt`, then read back from `winner:settled`.
+        public var settle: (message: Envelope, dueAt: Milliseconds)?
+        public var reengagement: ReengagementRecord?
+        /// A conversion not attributed, with its reason (recorded on `rejected`, stamped with the conversion's time).
+        public var refusal: (reason: ConversionEligibility.Refusal, rejection: Rejection, at: Milliseconds)?
+        public var counts: [StepCount] = []
+    }
+
+    /// One message against its device's state. `reengagements` are the device's re-engagement times
+    /// across apps (for a re-engagement conversion); `now` is when a settling conversion starts waiting.
+    public func step(
+        _ state: DeviceAttributionState, message envelope: Envelope, reengagements: [Milliseconds], now: Milliseconds
+    ) -> StepOutcome<Effects> {
+        guard Self.scope(of: envelope) != nil else {
+            return .retry("attribution-winner takes verified impressions, conversions, updates and activity")
+        }
+        var effects = Effects(state: state, keepStateFor: Retention.deviceState(policy))
+        switch envelope.body {
+        case .impressionVerified(let impression):
+            if effects.state.record(impression) { effects.counts.append(.lateImpression) }
+        case .conversionVerified(let conversion) where input == .verified && settleMilliseconds > 0:
+            effects.state.settle(conversion.report, conversionIdentifier: envelope.id)
+            effects.settle = (envelope, now + settleMilliseconds)
+        case .conversionVerified(let conversion):
+            attribute(conversion, envelope: envelope, reengagements: reengagements, into: &effects)
+        case .updateVerified(var report):
+            report.eventIdentifier = envelope.id
+            if let routed = effects.state.receive(report) {
+                effects.outputs.append(Envelope(id: envelope.id, time: envelope.time, body: .updateAttributed(routed)))
+            }
+        case .activityVerified(var report):
+            report.eventIdentifier = envelope.id
+            if let routed = effects.state.receive(report) {
+                effects.outputs.append(Envelope(id: envelope.id, time: envelope.time, body: .activityAttributed(routed)))
+            }
+        default: break
+        }
+        return .done(effects)
+    }
+
+    private func attribute(
+        _ conversion: VerifiedConversion, envelope: Envelope, reengagements: [Milliseconds], into effects: inout Effects
+    ) {
+        let report = conversion.report
+        // The conversion id derives from the event id, so a redone batch makes the same one.
+        switch effects.state.attribute(
+            conversion, conversionIdentifier: envelope.id, deviceReengagements: reengagements, policy: policy)
+        {
+        case .success(let outcome):
+            effects.outputs.append(
+                Envelope(id: envelope.id, time: envelope.time, body: .conversionAttributed(outcome.attribution)))
+            effects.outputs += Self.routed(outcome.updates, activities: effects.state.routePendingActivities(), by: envelope)
+            effects.outputs += outcome.superseded.map {
+                Envelope(
+                    id: "\(envelope.id):supersedes:\($0)", time: report.time,
+                    body: .conversionSuperseded(.init(conversionIdentifier: $0, supersededBy: envelope.id, time: report.time)))
+            }
+            if report.conversionType == .reengagement {
+                let period = Retention.reengagements(policy)
+                effects.reengagement = ReengagementRecord(
+                    conversionIdentifier: envelope.id, time: report.time, dropThrough: report.time - period, keepFor: period)
+            }
+            effects.counts.append(.conversion(.attributed))
+        case .failure(let refusal):
+            // Recorded with its reason, like the verifier's refusals: every event is accounted for.
+            let rejection = Rejection(
+                reason: RejectionReason(refusal), detail: "the conversion was not attributed (\(refusal.rawValue))",
+                eventIdentifier: envelope.id)
+            effects.refusal = (refusal, rejection, report.time)
+            // Updates that waited on this conversion go to the one before it.
+            effects.outputs += Self.routed(
+                effects.state.routePending(), activities: effects.state.routePendingActivities(), by: envelope)
+            effects.counts.append(.conversion(.refused(refusal)))
+        }
+    }
+
+    /// Messages for updates and activity that waited in the state and now have their conversion. Each keeps
+    /// its own event's id (so a redone batch writes the same messages); states stored before reports
+    /// carried their event id fall back to one derived from the conversion's.
+    static func routed(_ updates: [AttributedUpdate], activities: [AttributedActivity], by envelope: Envelope) -> [Envelope] {
+        updates.enumerated().map { index, update in
+            Envelope(
+                id: update.eventIdentifier ?? "\(envelope.id):update:\(index)", time: update.time,
+                body: .updateAttributed(update))
+        }
+            + activities.enumerated().map { index, activity in
+                Envelope(
+                    id: activity.eventIdentifier ?? "\(envelope.id):activity:\(index)", time: activity.time,
+                    body: .activityAttributed(activity))
+            }
+    }
+}

@@ -1,0 +1,147 @@
+import AttributionModel
+import Testing
+
+/// The scheduler's step: plans, crowds, timers, the finished marker, and what it counts.
+@Suite struct SchedulerStepTests {
+    typealias F = Fixture
+    let step = SchedulerStep(policy: .realTime, thresholds: CrowdTierThresholds(), windowCloseGraceMilliseconds: 10_000)
+
+    func attribution(_ id: String, publisher: ItemIdentifier, country: String) -> Attribution {
+        var attribution = F.attribution(at: 1_700_000_000_000, country: country, publisher: publisher)
+        attribution.conversionIdentifier = id
+        return attribution
+    }
+
+    func message(_ attribution: Attribution) -> Envelope {
+        Envelope(id: attribution.conversionIdentifier, time: attribution.conversionTime, body: .conversionAttributed(attribution))
+    }
+
+    func effects(_ outcome: StepOutcome<SchedulerStep.Effects>) throws -> SchedulerStep.Effects {
+        guard case .done(let effects) = outcome else { throw StepFailure("expected effects, got \(outcome)") }
+        return effects
+    }
+
+    /// The batch the scheduler bug needed: a redelivered attribution of a finished plan, then a fresh
+    /// attribution. The finished one changes nothing and counts nothing; the fresh one is assessed on its
+    /// own crowd (here one conversion: tier 0), not on the finished one's (tier 3).
+    @Test func aFinishedPlansRedeliveryLendsNoCrowdToTheNextAttribution() throws {
+        let finished = attribution("finished", publisher: 7_001, country: "US")
+        let fresh = attribution("fresh", publisher: 7_002, country: "FR")
+        let day = CrowdDayBuckets.day(of: finished.conversionTime, policy: .realTime)
+        var crowd = CrowdCounts(read: Dictionary(uniqueKeysWithValues: Crowd.all(for: finished).map { ($0, [day: 50_000]) }))
+        var generator = SeededGenerator(seed: 1)
+
+        let first = try effects(
+            step.step(.finished, message: message(finished), crowd: &crowd, schema: nil, now: 0, using: &generator))
+        #expect(first.store == nil && first.crowd == nil && first.timers.isEmpty && first.held.isEmpty)
+
+        let second = try effects(step.step(.none, message: message(fresh), crowd: &crowd, schema: nil, now: 0, using: &generator))
+        guard case .plan(let plan)? = second.store else { throw StepFailure("no plan stored") }
+        // The advertised app and source crowds are shared with the finished conversion (same app, network, source).
+        #expect(plan.crowd.tier == .zero)
+        #expect(plan.crowd.countryIsTierThree == false)
+        #expect(second.crowd?.crowds == Crowd.all(for: fresh))
+        #expect(second.timers.map(\.identifier) == ["fresh:0", "fresh:1", "fresh:2"])
+        #expect(second.timers.map(\.dueAt) == plan.windowEnds(policy: .realTime).map { $0.at + 10_000 })
+    }
+
+    /// Sizes include the conversion itself and the batch's earlier conversions of the same crowd.
+    @Test func earlierConversionsOfTheBatchCountTowardTheCrowd() throws {
+        var crowd = CrowdCounts(read: [:])
+        var generator = SeededGenerator(seed: 2)
+        let step = SchedulerStep(
+            policy: .realTime, thresholds: CrowdTierThresholds(tier1: 2, tier2: 3, tier3: 4), windowCloseGraceMilliseconds: 0)
+        var tiers: [CrowdTier] = []
+        for n in 0..<4 {
+            let outcome = step.step(
+                .none, message: message(attribution("c\(n)", publisher: 1, country: "US")), crowd: &crowd, schema: nil, now: 0,
+                using: &generator)
+            if case .plan(let plan)? = try effects(outcome).store { tiers.append(plan.crowd.tier) }
+        }
+        #expect(tiers == [.zero, .one, .two, .three])
+    }
+
+    @Test(arguments: [
+        (SchedulerStep.PlanState.none, "update", true),  // the plan is still on its way: retried
+        (SchedulerStep.PlanState.finished, "update", false),  // finished: acknowledged, ignored
+        (SchedulerStep.PlanState.none, "timer", false),  // plan removed: nothing to do
+        (SchedulerStep.PlanState.none, "superseded", false),
+    ])
+    func messagesWithoutAPlan(state: SchedulerStep.PlanState, kind: String, retried: Bool) throws {
+        let body: MessageBody =
+            switch kind {
+            case "update":
+                .updateAttributed(
+                    AttributedUpdate(
+                        conversionIdentifier: "c", update: PostbackUpdate(fineConversionValue: 3), time: 1, eventIdentifier: "e"))
+            case "timer": .windowClosed(WindowClosed(conversionIdentifier: "c", window: 0, time: 1))
+            default: .conversionSuperseded(ConversionSuperseded(conversionIdentifier: "c", supersededBy: "d", time: 1))
+            }
+        var crowd = CrowdCounts()
+        var generator = SeededGenerator(seed: 3)
+        let outcome = step.step(
+            state, message: Envelope(time: 1, body: body), crowd: &crowd, schema: nil, now: 0, using: &generator)
+        switch outcome {
+        case .retry: #expect(retried)
+        case .done(let effects): #expect(!retried && effects.store == nil)
+        }
+    }
+
+    /// The last window closes with a postback still held: the plan is kept until its release, which a
+    /// timer then turns into the finished marker.
+    @Test func aFinishedPlanIsKeptUntilItsLastPostbackIsReleased() throws {
+        // Tier 3 from any crowd: every window sends a postback, the last one due after the last window ends.
+        let step = SchedulerStep(
+            policy: .realTime, thresholds: CrowdTierThresholds(tier1: 0, tier2: 0, tier3: 0), windowCloseGraceMilliseconds: 0)
+        var crowd = CrowdCounts()
+        var generator = SeededGenerator(seed: 4)
+        let attribution = attribution("kept", publisher: 1, country: "US")
+        guard
+            case .plan(var plan)? = try effects(
+                step.step(.none, message: message(attribution), crowd: &crowd, schema: nil, now: 0, using: &generator)
+            ).store
+        else { throw StepFailure("no plan") }
+        // A value, so that each window prepares its postback.
+        let value = Envelope(
+            time: attribution.conversionTime + F.hour,
+            body: .updateAttributed(
+                AttributedUpdate(
+                    conversionIdentifier: "kept", update: PostbackUpdate(fineConversionValue: 5),
+                    time: attribution.conversionTime + F.hour)))
+        guard
+            case .plan(let updated)? = try effects(
+                step.step(.plan(plan), message: value, crowd: &crowd, schema: nil, now: value.time, using: &generator)
+            ).store
+        else { throw StepFailure("no plan") }
+        plan = updated
+        var held: [HeldPostback] = []
+        let ends = plan.windowEnds(policy: .realTime)
+        for (window, at) in ends {
+            let timer = Envelope(
+                time: at, body: .windowClosed(WindowClosed(conversionIdentifier: "kept", window: window, time: at)))
+            let effects = try effects(
+                step.step(.plan(plan), message: timer, crowd: &crowd, schema: nil, now: at, using: &generator))
+            held += effects.held
+            switch effects.store {
+            case .plan(let next)?: plan = next
+            default: #expect(window == 2, "only the last window may finish the plan")
+            }
+            if window == 2 {
+                let release = try #require(effects.timers.first)
+                #expect(release.identifier == "kept:released")
+                #expect(release.dueAt == held.map(\.dueAt).max())
+                #expect(effects.store == .plan(plan))
+                let wake = try self.effects(
+                    step.step(
+                        .plan(plan), message: release.message, crowd: &crowd, schema: nil, now: release.dueAt, using: &generator))
+                #expect(wake.store == .finished)
+            }
+        }
+        #expect(!held.isEmpty)
+    }
+}
+
+struct StepFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

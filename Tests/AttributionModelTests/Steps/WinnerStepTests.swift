@@ -1,0 +1,92 @@
+import AttributionModel
+import Testing
+
+/// attribution-winner's step: settling, attributing, refusing with routed updates, the cap history.
+@Suite struct WinnerStepTests {
+    typealias F = Fixture
+    static let now: Milliseconds = 1_700_000_000_000
+
+    static func conversion(_ type: ConversionType, at time: Milliseconds, device: String = "device-1") -> Envelope {
+        let report = ConversionReport(
+            deviceIdentifier: device, advertisedItemIdentifier: F.app, conversionType: type, time: time, countryCode: "US",
+            receivedAt: time, conversionTag: type == .reengagement ? "tag" : nil)
+        return Envelope(
+            id: "conversion-\(time)", time: time,
+            body: .conversionVerified(VerifiedConversion(report: report, app: AdvertisedAppConfiguration(itemIdentifier: F.app))))
+    }
+
+    func effects(_ outcome: StepOutcome<WinnerStep.Effects>) throws -> WinnerStep.Effects {
+        guard case .done(let effects) = outcome else { throw StepFailure("expected effects, got \(outcome)") }
+        return effects
+    }
+
+    @Test func aConversionSettlesFirstThenIsAttributed() throws {
+        let settling = WinnerStep(policy: .realTime, input: .verified, settleMilliseconds: 2_000)
+        var state = DeviceAttributionState()
+        state.record(F.impression("i", at: Self.now - F.hour))
+        let message = Self.conversion(.download, at: Self.now)
+        let held = try effects(settling.step(state, message: message, reengagements: [], now: 5))
+        #expect(held.settle?.message == message && held.settle?.dueAt == 2_005)
+        #expect(held.outputs.isEmpty && held.state.settling.count == 1)
+
+        let settled = WinnerStep(policy: .realTime, input: .settled, settleMilliseconds: 2_000)
+        let attributed = try effects(settled.step(held.state, message: message, reengagements: [], now: 2_005))
+        #expect(attributed.settle == nil && attributed.state.settling.isEmpty)
+        guard case .conversionAttributed(let attribution)? = attributed.outputs.first?.body else {
+            throw StepFailure("no attribution")
+        }
+        #expect(attribution.conversionIdentifier == message.id && attribution.winner.impressionIdentifier == "i")
+        #expect(attributed.counts == [.conversion(.attributed)])
+        #expect(attributed.keepStateFor == Retention.deviceState(.realTime))
+    }
+
+    /// A refused conversion is recorded with its reason; updates that waited on it go to the one before.
+    @Test func aRefusedConversionRoutesItsWaitingUpdatesToThePreviousOne() throws {
+        let step = WinnerStep(policy: .realTime, input: .settled, settleMilliseconds: 0)
+        var state = DeviceAttributionState()
+        state.record(F.impression("i", at: Self.now - F.hour))
+        let first = try effects(step.step(state, message: Self.conversion(.download, at: Self.now), reengagements: [], now: 0))
+        // A redownload a minute later, with no impression left (the click won the download): organic.
+        var pending = first.state
+        pending.settle(
+            ConversionReport(
+                deviceIdentifier: "device-1", advertisedItemIdentifier: F.app, conversionType: .redownload,
+                time: Self.now + 60_000, countryCode: "US", receivedAt: Self.now + 60_000),
+            conversionIdentifier: "conversion-\(Self.now + 60_000)")
+        let update = ValueUpdateReport(
+            deviceIdentifier: "device-1", advertisedItemIdentifier: F.app, update: PostbackUpdate(fineConversionValue: 9),
+            time: Self.now + 61_000, receivedAt: Self.now + 61_000)
+        let waiting = try effects(
+            step.step(
+                pending, message: Envelope(id: "u", time: update.time, body: .updateVerified(update)), reengagements: [], now: 0))
+        #expect(waiting.outputs.isEmpty, "it waits for the settling redownload")
+
+        let refused = try effects(
+            step.step(waiting.state, message: Self.conversion(.redownload, at: Self.now + 60_000), reengagements: [], now: 0))
+        #expect(refused.refusal?.reason == .noEligibleImpression)
+        #expect(refused.refusal?.rejection.reason == .noEligibleImpression)
+        #expect(refused.refusal?.at == Self.now + 60_000)
+        #expect(refused.counts == [.conversion(.refused(.noEligibleImpression))])
+        guard case .updateAttributed(let routed)? = refused.outputs.first?.body else { throw StepFailure("not routed") }
+        #expect(routed.conversionIdentifier == "conversion-\(Self.now)")
+        #expect(refused.outputs.first?.id == "u", "a routed update keeps its event's id")
+    }
+
+    /// An attributed re-engagement joins the device's history; entries older than the cap's period drop out.
+    @Test func aReengagementRecordTrimsTheHistoryToTheCapPeriod() throws {
+        let year = Retention.reengagements(.realTime)
+        let record = WinnerStep.ReengagementRecord(
+            conversionIdentifier: "r", time: Self.now, dropThrough: Self.now - year, keepFor: year)
+        var history = [Self.now - year - 1, Self.now - year, Self.now - year + 1]
+        record.apply(to: &history)
+        #expect(history == [Self.now - year + 1, Self.now])
+    }
+
+    @Test func onlyVerifiedMessagesHaveAScope() {
+        let step = WinnerStep(policy: .realTime, input: .verified, settleMilliseconds: 0)
+        let timer = Envelope(time: 0, body: .windowClosed(WindowClosed(conversionIdentifier: "c", window: 0, time: 0)))
+        if case .done = step.step(DeviceAttributionState(), message: timer, reengagements: [], now: 0) {
+            Issue.record("a window timer is not attribution-winner's")
+        }
+    }
+}
