@@ -15,7 +15,7 @@ struct DispatcherCommand {
         let service = try PipelineService.bootstrap(name: "dispatcher")
         let signer = try PostbackSigner.load(service.environment, logger: service.logger)
         let timeout = try service.environment.value(.deliveryTimeoutMilliseconds)
-        let grace = service.policy.milliseconds(try service.environment.value(.signingKeyGraceHours))
+        let grace = KeySetPublication.grace(try service.environment.value(.signingKeyGraceHours), policy: service.policy)
         let heartbeat = KeyHeartbeat(
             keys: [signer.production, signer.development], connection: service.connection(), grace: grace,
             clock: service.clock)

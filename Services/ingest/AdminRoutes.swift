@@ -15,6 +15,7 @@ struct AdminRoutes {
     /// Checked without DNS here (syntax, https, IP literals); the dispatcher checks resolved addresses
     /// before every POST, since a name's answers can change after registration.
     let destinations: DestinationPolicy
+    let clock: @Sendable () -> Milliseconds
 
     func add(to router: Router<BasicRequestContext>, catalog: RouteCatalog) {
         let prefix = "/v1/admin"
@@ -58,7 +59,7 @@ struct AdminRoutes {
         catalog.on(admin, prefix: prefix, .get, "/advertised-apps/:item/rejections") { _, context in
             try await recentRejections(RejectionLog.appKey(String(try Self.itemIdentifier(context))))
         }
-        DeadLetterRoutes(redis: redis).add(to: admin, prefix: prefix, catalog: catalog)
+        DeadLetterRoutes(redis: redis, clock: clock).add(to: admin, prefix: prefix, catalog: catalog)
         DeviceErasure(redis: redis).add(to: admin, prefix: prefix, catalog: catalog)
         SchemaRoutes(redis: redis, maxBodyBytes: 262_144, publisher: EventPublisher(redis: redis))
             .addAdmin(to: admin, prefix: prefix, catalog: catalog)
@@ -73,14 +74,8 @@ struct AdminRoutes {
         try body.validate(destinations: destinations)
         let existing = try await redis.send(RedisCommand("HGET", RegistryKeys.adNetworks, network.rawValue)).bytes
             .flatMap { try? JSONCoding.decoder.decode(AdNetworkRegistration.self, from: Data($0)) }
-        let registration =
-            existing?.rotated(
-                to: key.jsonString, postbackURL: body.postbackURL, skanPublicKey: body.skanPublicKey,
-                at: WallClock.nowMilliseconds(),
-                grace: body.previousKeyGraceSeconds.map { Milliseconds($0) * 1000 } ?? keyRotationGrace)
-            ?? AdNetworkRegistration(
-                adNetworkIdentifier: network, publicKey: key.jsonString, postbackURL: body.postbackURL,
-                skanPublicKey: body.skanPublicKey)
+        let registration = body.registration(
+            network, jwk: key.jsonString, existing: existing, now: clock(), defaultGrace: keyRotationGrace)
         return try await store(registration, in: RegistryKeys.adNetworks, field: network.rawValue)
     }
 

@@ -10,6 +10,7 @@ import ServiceRuntime
 /// the current key (same postback-identifier, so receivers deduplicate).
 struct DeadLetterRoutes {
     let redis: RedisConnection
+    let clock: @Sendable () -> Milliseconds
 
     func add(to admin: some RouterMethods<BasicRequestContext>, prefix: String, catalog: RouteCatalog) {
         catalog.on(admin, prefix: prefix, .get, "/dead-letters") { request, _ in
@@ -51,11 +52,8 @@ struct DeadLetterRoutes {
     func replay(_ entries: [StreamPages.Entry]) async throws -> Int {
         var commands: [RedisCommand] = []
         for entry in entries {
-            guard var retry = Self.retry(in: entry) else { continue }
-            retry.attempts = 0
-            retry.lastError = ""
-            retry.replayed = true
-            let envelope = Envelope(time: WallClock.nowMilliseconds(), body: .deliveryRetry(retry))
+            guard let retry = Self.retry(in: entry)?.replay() else { continue }
+            let envelope = Envelope(time: clock(), body: .deliveryRetry(retry))
             commands += [
                 StreamCommands.add(StreamNames.postbacks, message: envelope.encoded()),
                 RedisCommand("XDEL", StreamNames.deliveriesDead, entry.id),

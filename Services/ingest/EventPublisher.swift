@@ -10,7 +10,7 @@ import ServiceRuntime
 struct EventPublisher: Sendable {
     let redis: RedisConnection
     /// How long an idempotency key is remembered.
-    let idempotencyTTL: Milliseconds = 24 * 3_600_000
+    let idempotencyTTL = Retention.idempotency
 
     static let script = RedisScript(
         """
@@ -105,7 +105,7 @@ enum AppKeys {
     }
 
     static func generate() -> String {
-        var generator = SystemRandomNumberGenerator()
+        var generator = KernelRandom()
         return "ak_" + (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
     }
 }

@@ -12,6 +12,7 @@ struct EventRoutes {
     let maxBodyBytes: Int
     /// How long a key no dispatcher signs with any more stays in the JWKS.
     let signingKeyGrace: Milliseconds
+    let clock: @Sendable () -> Milliseconds
     var publisher: EventPublisher { EventPublisher(redis: redis) }
 
     struct Accepted: Encodable {
@@ -28,7 +29,7 @@ struct EventRoutes {
         catalog.on(router, .post, "/v1/impressions") { request, _ in
             let body = try await request.collectBody(limit: maxBodyBytes)
             let report = try Request.decodeJSON(IngestRequests.Impression.self, from: body)
-                .report(receivedAt: WallClock.nowMilliseconds())
+                .report(receivedAt: clock())
             let envelope = Envelope(time: report.interaction.time, body: .impressionReported(report))
             return try await accept(
                 envelope, request, route: "impressions", scope: report.deviceIdentifier, caller: .signedImpression, body: body)
@@ -39,7 +40,7 @@ struct EventRoutes {
             // A re-engagement's tag is its event id: known here, so it goes back in the 202.
             let id = UUID().uuidString.lowercased()
             let report = try Request.decodeJSON(IngestRequests.Conversion.self, from: body)
-                .report(receivedAt: WallClock.nowMilliseconds(), conversionTag: id)
+                .report(receivedAt: clock(), conversionTag: id)
             let envelope = Envelope(id: id, time: report.time, body: .conversionReported(report))
             let caller = EventPublisher.Caller.app(key: request.bearerToken, item: report.advertisedItemIdentifier)
             return try await accept(
@@ -51,7 +52,7 @@ struct EventRoutes {
             try Self.requireAppKey(request)
             let body = try await request.collectBody(limit: maxBodyBytes)
             let report = try Request.decodeJSON(IngestRequests.ValueUpdate.self, from: body)
-                .report(receivedAt: WallClock.nowMilliseconds())
+                .report(receivedAt: clock())
             let envelope = Envelope(time: report.time, body: .updateReported(report))
             let caller = EventPublisher.Caller.app(key: request.bearerToken, item: report.advertisedItemIdentifier)
             return try await accept(
@@ -61,7 +62,7 @@ struct EventRoutes {
             try Self.requireAppKey(request)
             let body = try await request.collectBody(limit: maxBodyBytes)
             let report = try Request.decodeJSON(IngestRequests.ActivityReportRequest.self, from: body)
-                .report(receivedAt: WallClock.nowMilliseconds())
+                .report(receivedAt: clock())
             let envelope = Envelope(time: report.time, body: .activityReported(report))
             let caller = EventPublisher.Caller.app(key: request.bearerToken, item: report.advertisedItemIdentifier)
             return try await accept(
@@ -74,11 +75,11 @@ struct EventRoutes {
             let replies = try await redis.pipeline([
                 RedisCommand("HGETALL", RegistryKeys.jwks), RedisCommand("HGETALL", RegistryKeys.jwksSeen),
             ])
-            let published = replies[0].fieldMap.compactMapValues(\.string)
-            let seen = replies[1].fieldMap.compactMapValues { $0.string.flatMap { Milliseconds($0) } }
-            let now = WallClock.nowMilliseconds()
-            let keys = published.filter { kid, _ in seen[kid].map { now - $0 <= signingKeyGrace } ?? true }
-                .values.sorted().joined(separator: ",")
+            let keys = KeySetPublication.served(
+                published: replies[0].fieldMap.compactMapValues(\.string),
+                lastSigned: replies[1].fieldMap.compactMapValues { $0.string.flatMap { Milliseconds($0) } }, now: clock(),
+                grace: signingKeyGrace
+            ).joined(separator: ",")
             var headers = HTTPFields()
             headers[.contentType] = "application/json"
             headers[.cacheControl] = "max-age=60"

@@ -25,11 +25,12 @@ struct IngestCommand {
                 to: Router(), catalog: catalog,
                 redis: RedisConnection(configuration: RedisConfiguration(), logger: .init(label: "routes")),
                 settings: IngestSettings(
-                    adminToken: "-", maxBodyBytes: 1, keyRotationGrace: 0, destinations: .init(), signingKeyGrace: 0))
+                    adminToken: "-", maxBodyBytes: 1, keyRotationGrace: 0, destinations: .init(), signingKeyGrace: 0,
+                    clock: { 0 }))
             return print((catalog.routes + OperationsRoutes.routes).sorted().joined(separator: "\n"))
         }
         let service = try PipelineService.bootstrap(name: "ingest")
-        let settings = try IngestSettings(service.environment, policy: service.policy)
+        let settings = try IngestSettings(service.environment, policy: service.policy, clock: service.clock)
         try await service.run(services: []) { router, redis in
             IngestRoutes.add(to: router, catalog: RouteCatalog(), redis: redis, settings: settings)
         }
@@ -43,10 +44,11 @@ enum IngestRoutes {
     ) {
         AdminRoutes(
             redis: redis, adminToken: settings.adminToken, keyRotationGrace: settings.keyRotationGrace,
-            destinations: settings.destinations
+            destinations: settings.destinations, clock: settings.clock
         ).add(to: router, catalog: catalog)
-        EventRoutes(redis: redis, maxBodyBytes: settings.maxBodyBytes, signingKeyGrace: settings.signingKeyGrace)
-            .add(to: router, catalog: catalog)
+        EventRoutes(
+            redis: redis, maxBodyBytes: settings.maxBodyBytes, signingKeyGrace: settings.signingKeyGrace, clock: settings.clock
+        ).add(to: router, catalog: catalog)
         catalog.on(router, .get, "/openapi.json") { _, _ in
             var headers = HTTPFields()
             headers[.contentType] = "application/json"
@@ -62,24 +64,27 @@ struct IngestSettings {
     /// Where postback URLs and copy endpoints may point.
     let destinations: DestinationPolicy
     let signingKeyGrace: Milliseconds
+    /// The service's clock (`receivedAt`, rotations, the JWKS grace, replays).
+    let clock: @Sendable () -> Milliseconds
 
     init(
         adminToken: String, maxBodyBytes: Int, keyRotationGrace: Milliseconds, destinations: DestinationPolicy,
-        signingKeyGrace: Milliseconds
+        signingKeyGrace: Milliseconds, clock: @escaping @Sendable () -> Milliseconds
     ) {
         self.adminToken = adminToken
         self.maxBodyBytes = maxBodyBytes
         self.keyRotationGrace = keyRotationGrace
         self.destinations = destinations
         self.signingKeyGrace = signingKeyGrace
+        self.clock = clock
     }
 
-    init(_ environment: ServiceEnvironment, policy: TimePolicy) throws {
+    init(_ environment: ServiceEnvironment, policy: TimePolicy, clock: @escaping @Sendable () -> Milliseconds) throws {
+        self.clock = clock
         adminToken = try environment.value(.adminToken)
         maxBodyBytes = try environment.value(.maxBodyBytes)
-        // The rotation grace runs in real time; the signing-key grace follows TIME_SCALE like the retries it covers.
-        keyRotationGrace = TimePolicy.realTime.milliseconds(try environment.value(.keyRotationGraceHours))
+        keyRotationGrace = KeySetPublication.rotationGrace(try environment.value(.keyRotationGraceHours))
         destinations = try environment.value(.postbackURLAllowList)
-        signingKeyGrace = policy.milliseconds(try environment.value(.signingKeyGraceHours))
+        signingKeyGrace = KeySetPublication.grace(try environment.value(.signingKeyGraceHours), policy: policy)
     }
 }

@@ -15,6 +15,23 @@ extension IngestRequests.AdNetwork {
     }
 }
 
+extension IngestRequests.AdNetwork {
+    /// The registration to store for `network`, whose public key ingest parsed to `jwk`: a new one, or
+    /// the `existing` one rotated to this key, the previous key staying valid for the request's
+    /// `previous-key-grace-seconds` (else `defaultGrace`, `KEY_ROTATION_GRACE_HOURS`).
+    public func registration(
+        _ network: AdNetworkIdentifier, jwk: String, existing: AdNetworkRegistration?, now: Milliseconds,
+        defaultGrace: Milliseconds
+    ) -> AdNetworkRegistration {
+        guard let existing else {
+            return AdNetworkRegistration(
+                adNetworkIdentifier: network, publicKey: jwk, postbackURL: postbackURL, skanPublicKey: skanPublicKey)
+        }
+        let grace = previousKeyGraceSeconds.map { TimePolicy.realTime.milliseconds(.seconds($0)) } ?? defaultGrace
+        return existing.rotated(to: jwk, postbackURL: postbackURL, skanPublicKey: skanPublicKey, at: now, grace: grace)
+    }
+}
+
 extension IngestRequests.PublisherApp {
     public func validate() throws(RequestProblem) {
         _ = try adNetworks()

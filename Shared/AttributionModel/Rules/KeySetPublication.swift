@@ -2,6 +2,13 @@
 /// with, and a retired one until `grace` has passed since a dispatcher last said it signed with it (so
 /// a retried postback's stored bytes still verify). A key nobody has reported on yet is served.
 public enum KeySetPublication {
+    /// `SIGNING_KEY_GRACE_HOURS` in milliseconds: scaled by the time policy like the retries it covers.
+    public static func grace(_ configured: Duration, policy: TimePolicy) -> Milliseconds { policy.milliseconds(configured) }
+
+    /// `KEY_ROTATION_GRACE_HOURS` in milliseconds: an ad network's previous key stays valid this long in
+    /// real time (the network's own devices sign with it; the pipeline's time scale does not apply).
+    public static func rotationGrace(_ configured: Duration) -> Milliseconds { TimePolicy.realTime.milliseconds(configured) }
+
     /// `published`: kid → public JWK JSON; `lastSigned`: kid → ms a dispatcher last signed with it.
     /// The served JWKs, in a stable order.
     public static func served(
