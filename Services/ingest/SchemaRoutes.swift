@@ -23,12 +23,15 @@ struct SchemaRoutes {
             try schema.validate()
             // Versions count per app; the script keeps the counter, the history and the current one in step.
             let version =
-                try await redis.send(RedisCommand("HINCRBY", RegistryKeys.schemaVersions, "\(item):latest", "1")).int ?? 1
+                try await redis.send(
+                    RedisCommand("HINCRBY", RegistryKeys.schemaVersions, RegistryKeys.latestSchemaVersionField(app: item), "1")
+                ).int ?? 1
             schema.version = Int(version)
             let json = try JSONCoding.encoder.encode(schema)
             _ = try await redis.pipeline([
                 RedisCommand(bytes: [
-                    Array("HSET".utf8), Array(RegistryKeys.schemaVersions.utf8), Array("\(item):\(version)".utf8), Array(json),
+                    Array("HSET".utf8), Array(RegistryKeys.schemaVersions.utf8),
+                    Array(RegistryKeys.schemaVersionField(app: item, version: Int(version)).utf8), Array(json),
                 ]),
                 RedisCommand(bytes: [
                     Array("HSET".utf8), Array(RegistryKeys.currentSchemas.utf8), Array(String(item).utf8), Array(json),
@@ -81,7 +84,10 @@ struct SchemaRoutes {
     }
 
     func stored(_ item: ItemIdentifier, version: Int) async throws -> [UInt8] {
-        guard let json = try await redis.send(RedisCommand("HGET", RegistryKeys.schemaVersions, "\(item):\(version)")).bytes
+        guard
+            let json = try await redis.send(
+                RedisCommand("HGET", RegistryKeys.schemaVersions, RegistryKeys.schemaVersionField(app: item, version: version))
+            ).bytes
         else {
             throw ProblemDetails(
                 .notFound, reason: .unknownSchemaVersion, detail: "advertised app \(item) has no schema version \(version)")

@@ -75,6 +75,10 @@ public enum RegistryKeys {
     public static let currentSchemas = "registry:schemas:current"
     /// HASH `<item id>:<version>` → every `ConversionValueSchema` an app ever had
     public static let schemaVersions = "registry:schemas:versions"
+    /// `schemaVersions`' field for one version of an app's schema.
+    public static func schemaVersionField(app: ItemIdentifier, version: Int) -> String { "\(app):\(version)" }
+    /// `schemaVersions`' counter of an app's latest version.
+    public static func latestSchemaVersionField(app: ItemIdentifier) -> String { "\(app):latest" }
     /// HASH SHA-256 of an app key → the advertised app's item id (keys themselves are never stored)
     public static let appKeys = "registry:app-keys"
     /// HASH kid → public JWK JSON: the dispatcher publishes its keys here, ingest serves them.

@@ -62,7 +62,7 @@ public struct PipelineSnapshot: Sendable, Codable {
         for stream in deadLetterStreams { commands.append(RedisCommand("XLEN", stream)) }
         // Errors (a stream or group not created yet) come back per command, not for the whole pipeline.
         var replies = try await connection.pipeline(commands)[...]
-        let takenAt = Milliseconds((Date().timeIntervalSince1970 * 1000).rounded())
+        let takenAt = WallClock.nowMilliseconds()
         var snapshot = PipelineSnapshot(takenAt: takenAt, streams: [], groups: [], queues: [], deadLetters: [])
         for (stream, _) in streams {
             snapshot.streams.append(Stream(name: stream, length: Int(replies.removeFirst().int ?? 0)))
