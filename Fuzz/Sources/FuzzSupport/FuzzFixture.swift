@@ -21,10 +21,33 @@ public enum FuzzFixture {
     /// When the seeds' impressions arrive (2023-11-14T22:13:20Z); their timestamps sit just before it.
     public static let receivedAt: Milliseconds = 1_700_000_000_000
 
-    /// The verifier's rules once an impression's signature holds (`ImpressionVerification.verify`): the
-    /// signed payload against the interaction the device reported, which nobody signs.
-    public static func checkRules(_ payload: ImpressionPayload, interaction: Interaction?) {
-        guard let interaction else { return }
-        _ = ImpressionRules.check(payload, interaction: interaction, receivedAt: receivedAt, policy: .realTime)
+    /// The verifier's own path for an impression report: `SignedImpression.parse` (form, algorithm, key
+    /// id), then `VerifierStep` against a registry that knows the payload's network (with the fixed key,
+    /// for JWS and SKAdNetwork signatures), its publisher app and its advertised app, so an input that
+    /// verifies reaches every rule: payload rules against the reported interaction, replay, open views.
+    public static func verify(_ report: ImpressionReport) {
+        let parsed = SignedImpression.parse(report)
+        guard case .success(let impression) = parsed else { return }
+        let payload = impression.payload
+        let network = payload.adNetworkIdentifier
+        let registry = VerifierStep.Registry(
+            adNetworks: [
+                network.rawValue: AdNetworkRegistration(
+                    adNetworkIdentifier: network, publicKey: JWK(publicKey: privateKey.publicKey, keyID: keyID).jsonString,
+                    postbackURL: "https://fuzz.example/postbacks", skanPublicKey: skanKey.pemRepresentation)
+            ],
+            publisherApps: [
+                payload.publisherItemIdentifier: PublisherAppConfiguration(
+                    itemIdentifier: payload.publisherItemIdentifier, adNetworkIdentifiers: [network])
+            ],
+            advertisedApps: [
+                payload.advertisedItemIdentifier: AdvertisedAppConfiguration(itemIdentifier: payload.advertisedItemIdentifier)
+            ])
+        var facts = VerifierStep.Facts()
+        let envelope = Envelope(id: "fuzz", time: receivedAt, body: .impressionReported(report))
+        _ = VerifierStep(policy: .realTime).step(envelope, parsed: parsed, registry: registry, facts: &facts)
     }
+
+    /// The interaction when an input carries none: a click just before the seeds arrive.
+    public static let click = Interaction.click(at: receivedAt - 1_000, loadedAt: receivedAt - 2_000)
 }

@@ -24,12 +24,11 @@ enum JWSHarness {
         try? jws.verify(with: FuzzFixture.privateKey.publicKey)
         // What a receiver decodes once the signature verified (PostbackVerifier.verify).
         _ = try? JSONCoding.decoder.decode(PostbackPayload.self, from: jws.payload)
-        // The verifier's impression path (ImpressionVerification.parse): ES256, the payload, kid = network.
-        guard jws.header.alg == "ES256",
-            let payload = try? JSONCoding.decoder.decode(ImpressionPayload.self, from: jws.payload),
-            jws.header.kid == payload.adNetworkIdentifier.rawValue
-        else { return }
-        FuzzFixture.checkRules(payload, interaction: interaction)
+        // The verifier's own impression path: parse (ES256, the payload, kid = network), then its step.
+        FuzzFixture.verify(
+            ImpressionReport(
+                deviceIdentifier: "fuzz-device", impression: text, interaction: interaction ?? FuzzFixture.click,
+                receivedAt: FuzzFixture.receivedAt))
     }
 
     /// What a postback receiver runs on a body: the `kid` lookup, then the verification by key set or

@@ -28,12 +28,15 @@ enum SKANHarness {
         }
     }
 
-    /// The verifier's order (ImpressionVerification): fields, signature, then the rules on the common shape.
+    /// The signed message and signature alone, then the verifier's own path (`SignedImpression.parse`:
+    /// the fields; `VerifierStep`: signature, then the rules on the common shape).
     static func check(_ impression: SKANImpression, interaction: Interaction?) {
         _ = impression.signedMessage
         try? impression.verifySignature(with: FuzzFixture.skanKey)
-        guard (try? impression.validate()) != nil else { return }
-        FuzzFixture.checkRules(impression.impressionPayload(), interaction: interaction)
+        FuzzFixture.verify(
+            ImpressionReport(
+                deviceIdentifier: "fuzz-device", skadnetworkImpression: impression,
+                interaction: interaction ?? FuzzFixture.click, receivedAt: FuzzFixture.receivedAt))
     }
 
     /// Decoding, the version's field rules and signed message, the common fields, and verification
