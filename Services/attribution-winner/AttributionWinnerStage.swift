@@ -62,7 +62,7 @@ struct AttributionWinnerStage: StreamStage {
                 return .failed(reason)
             case .done(let effects):
                 states[scope] = effects.state
-                if let device, let record = effects.reengagement { record.apply(to: &reengagements[device, default: []]) }
+                if let device, let record = effects.reengagement { reengagements[device, default: []].append(record.time) }
                 return .write(commands(for: effects, scope: scope), counts: effects.counts.map(StageCount.init))
             }
         }

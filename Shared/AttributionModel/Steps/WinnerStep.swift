@@ -66,7 +66,9 @@ public struct WinnerStep: Sendable {
             self.keepFor = keepFor
         }
 
-        /// The same change to an in-memory history.
+        /// The history as stored once the record is committed (appended, then trimmed). Later messages of
+        /// the same batch see the history as read plus the batch's additions, untrimmed, as Redis does
+        /// until the transaction runs: they append `time` only.
         public func apply(to history: inout [Milliseconds]) {
             history.append(time)
             history.removeAll { $0 <= dropThrough }

@@ -15,7 +15,6 @@ extension StageWorker {
         var attemptCounts: [Int64]?  // set when the failure counts already ran inside EXEC
         var unwatch = false
         var settled = false
-        var counts: [StageCount] = []
 
         let prepared = self.stage.prepare(batch)
         for attempt in 1...tries {
@@ -66,7 +65,9 @@ extension StageWorker {
             }
             self.logCommandErrors(exec.elements)
             written = writtenIDs.count
-            counts = writtenCounts
+            // Counted only now, before any later bookkeeping can throw: a batch redone after a WATCH
+            // conflict decided twice but committed once.
+            if !writtenCounts.isEmpty { self.observer?.committed(writtenCounts) }
             attemptCounts = exec.elements.suffix(failures.count).map { $0.int ?? 0 }
             settled = true
             break
@@ -99,8 +100,6 @@ extension StageWorker {
                 metadata: ["entry.id": "\(failure.entry.id)", "error": "\(failure.error)"]
             )
         }
-        // Counted only now: a batch redone after a WATCH conflict decided twice but committed once.
-        if !counts.isEmpty { self.observer?.committed(counts) }
         self.observer?.batchProcessed(
             stage: self.configuration.group,
             written: written,
