@@ -51,7 +51,8 @@ WINNER_STEP = "Shared/AttributionModel/Steps/WinnerStep.swift"
 
 
 def M(rule, what, expect, *edits):
-    """One mutation: `edits` are (file, old, new); `expect` the scenario files that must fail."""
+    """One mutation: `edits` are (file, old, new); `expect` the scenario files that must fail, or for a
+    rule no scenario can reach, test functions (a name without `.json`, run with `swift test --filter`)."""
     return {"rule": rule, "what": what, "expect": expect, "edits": edits}
 
 
@@ -207,11 +208,10 @@ MUTATIONS = [
 
     # Value updates and conversion windows (DeviceAttributionState.receive, PostbackPlan)
     M("conversion-tag-routes", "ignore conversion tags", ["reengagement-conversion-tag.json"],
-      (STATE, "&& (update.update.conversionTag == nil || conversion.conversionTag == update.update.conversionTag)", "")),
+      (STATE, "&& (tag == nil || conversion.conversionTag == tag)", "")),
     M("update-conversion-types", "routing ignores conversionTypes",
       ["updates-conversion-types-install.json", "updates-conversion-types-reengagement.json"],
-      (STATE, "conversion.time <= update.time && update.update.applies(to: conversion.conversionType)",
-       "conversion.time <= update.time")),
+      (STATE, "applies: update.update.applies(to:)", "applies: { _ in true }")),
     M("update-conversion-types", "absent conversionTypes means installs only", ["updates-conversion-types-absent.json"],
       (UPDATE, "conversionTypes.map { $0.contains(type.updateKind) } ?? true",
        "conversionTypes.map { $0.contains(type.updateKind) } ?? (type != .reengagement)")),
@@ -235,12 +235,17 @@ MUTATIONS = [
       (WINDOWS, "[Duration.days(2), .days(7), .days(35)]", "[Duration.days(3), .days(8), .days(36)]")),
     M("lock-freezes-window", "no per-window freeze on lock",
       ["windows-lock-freezes-window.json", "lifecycle-lock-each-window-tier-3.json"],
-      (PLAN, "guard update.update.lockPostback else { return [] }\nwindowsDone[index] = true",
-       "guard update.update.lockPostback else { return [] }")),
+      (PLAN, "windowsDone[index] = true\nheld = postbacks(for: index, preparedAt: lockedAt",
+       "held = postbacks(for: index, preparedAt: lockedAt")),
     M("lock-freezes-window", "a lock freezes every window",
       ["windows-lock-freezes-window.json", "lifecycle-lock-each-window-tier-3.json"],
-      (PLAN, "guard update.update.lockPostback else { return [] }",
-       "guard update.update.lockPostback else { return [] }\n        windowsDone = windowsDone.map { _ in true }")),
+      (PLAN, "windowsDone[index] = true\nheld = postbacks(for: index, preparedAt: lockedAt",
+       "windowsDone = windowsDone.map { _ in true }\n            held = postbacks(for: index, preparedAt: lockedAt")),
+    # Scenario files deliver each event at its own time, so none can be late: the plan's table test is
+    # the oracle (LateUpdateTests proves the same against real processes).
+    M("late-update-counts", "a done window ignores updates stamped before it closed",
+      ["lateUpdatesCountWhileTheirPostbacksAreHeld"],
+      (PLAN, "guard let done = closed[index], update.time < done.at else { return [] }", "return []")),
     M("first-update-deadline", "a re-engagement's first update gets the install's 60 days",
       ["reengagement-first-update-deadline.json"],
       (WINDOWS, "type == .reengagement ? .hours(48) : .days(60)", ".days(60)")),
@@ -363,10 +368,18 @@ class Runner:
             return "CRASH", failed, f"incomplete output: {issues}/{counted} issues, {cases}/{files} scenarios"
         return "RAN", failed, end.group(1)
 
+    def unit_test_fails(self, name, label):
+        """Whether the test function `name` fails (or its process dies) on the mutated tree."""
+        code, text = sh(["swift", "test", "--skip-build", "--filter", name], self.repo,
+                        self.logs / f"{label}.{name}.log", timeout=self.timeout)
+        end = RUN_END.search(text)
+        return end is None or end.group(1) == "failed" or code != 0
+
     def mutate(self, index, entry):
         """Applies the entry's edits, builds, tests, restores. Returns (status, detail)."""
         scenarios = self.repo / "Scenarios"
-        missing = [name for name in entry["expect"] if not (scenarios / name).exists()]
+        tests = [name for name in entry["expect"] if not name.endswith(".json")]
+        missing = [name for name in entry["expect"] if name.endswith(".json") and not (scenarios / name).exists()]
         if missing:
             return "STALE", "scenario gone: " + ", ".join(missing)
         originals, mutated = {}, {}
@@ -386,7 +399,14 @@ class Runner:
             try:
                 for file, text in mutated.items():
                     (self.repo / file).write_text(text)
-                self.cache[key] = self.build_and_test(f"{index:02d}-{entry['rule']}")
+                label = f"{index:02d}-{entry['rule']}"
+                status, failed, detail = self.build_and_test(label)
+                if status == "RAN":
+                    failed = dict(failed)
+                    for test in tests:
+                        if self.unit_test_fails(test, label):
+                            failed[test] = ""
+                self.cache[key] = (status, failed, detail)
             finally:
                 for file, text in originals.items():
                     (self.repo / file).write_text(text)
