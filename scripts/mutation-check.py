@@ -63,9 +63,6 @@ def SKIP(rule, note):
 # Old texts are matched with any run of whitespace standing for any other (so re-wrapping by
 # swift-format does not make an entry stale) and must occur exactly once in their file. Keep them
 # small and distinctive. Two entries with the same edits share one build and test run.
-#
-# PostbackPlan is about to be reworked (per-window values): its anchors are deliberately tiny and
-# a STALE there just means "re-anchor after the rework".
 MUTATIONS = [
     # Winner selection (WinnerSelection, DeviceAttributionState)
     M("click-beats-view", "drop the click-over-view comparison", ["winner-click-beats-view.json"],
