@@ -5,7 +5,13 @@ import ServiceRuntime
 /// every conversion; routes value updates to their conversion.
 @main
 struct AttributionWinnerCommand {
-    static func main() async throws { try await PipelineService.exitingOnBadConfiguration(run) }
+    static let help = ServiceHelp(
+        name: "attribution-winner",
+        summary:
+            "keeps each device's impression pool, picks the winner and up to five non-winners of every conversion (after it settles), and routes value updates and activity to their conversion."
+    )
+
+    static func main() async throws { try await PipelineService.exitingOnBadConfiguration(help: help, run) }
 
     static func run() async throws {
         let service = try PipelineService.bootstrap(name: "attribution-winner")

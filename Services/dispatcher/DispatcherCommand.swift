@@ -9,7 +9,13 @@ import ServiceRuntime
 /// registry, where ingest serves them as the JWKS.
 @main
 struct DispatcherCommand {
-    static func main() async throws { try await PipelineService.exitingOnBadConfiguration(run) }
+    static let help = ServiceHelp(
+        name: "dispatcher",
+        summary:
+            "signs due postbacks (it alone holds the key), POSTs them to the ad network and the advertiser's copy endpoint, retries failures up to 9 times within 9 days and dead-letters the rest."
+    )
+
+    static func main() async throws { try await PipelineService.exitingOnBadConfiguration(help: help, run) }
 
     static func run() async throws {
         let service = try PipelineService.bootstrap(name: "dispatcher")

@@ -12,7 +12,17 @@ import ServiceRuntime
 /// it serves; `ingest --openapi` its OpenAPI document.
 @main
 struct IngestCommand {
-    static func main() async throws { try await PipelineService.exitingOnBadConfiguration(run) }
+    static let help = ServiceHelp(
+        name: "ingest",
+        summary:
+            "the HTTP API: impressions, conversions, value updates and activity in (202 once in Redis), the admin API, the JWKS and the OpenAPI document.",
+        options: [
+            .init("--configuration-table", "print the README's configuration table and exit"),
+            .init("--routes", "print the routes ingest serves and exit"),
+            .init("--openapi", "print the OpenAPI document and exit"),
+        ])
+
+    static func main() async throws { try await PipelineService.exitingOnBadConfiguration(help: help, run) }
 
     static func run() async throws {
         let arguments = CommandLine.arguments

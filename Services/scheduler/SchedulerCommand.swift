@@ -7,7 +7,13 @@ import ServiceRuntime
 /// replicate: moving a due item is one atomic script.
 @main
 struct SchedulerCommand {
-    static func main() async throws { try await PipelineService.exitingOnBadConfiguration(run) }
+    static let help = ServiceHelp(
+        name: "scheduler",
+        summary:
+            "runs each conversion's three windows, value updates and locks, crowd tiers, and holds every postback for its random delay before releasing it to the dispatcher."
+    )
+
+    static func main() async throws { try await PipelineService.exitingOnBadConfiguration(help: help, run) }
 
     static func run() async throws {
         let service = try PipelineService.bootstrap(name: "scheduler")

@@ -5,7 +5,13 @@ import ServiceRuntime
 /// `rejected` with a reason code. Scale it with more replicas in the `verifier` group.
 @main
 struct VerifierCommand {
-    static func main() async throws { try await PipelineService.exitingOnBadConfiguration(run) }
+    static let help = ServiceHelp(
+        name: "verifier",
+        summary:
+            "checks every event's signature and rules; valid ones go on to attribution-winner, the rest are refused with a reason code."
+    )
+
+    static func main() async throws { try await PipelineService.exitingOnBadConfiguration(help: help, run) }
 
     static func run() async throws {
         let service = try PipelineService.bootstrap(name: "verifier")

@@ -21,8 +21,9 @@ public struct PipelineService: Sendable {
     /// KEY: problem`) on standard error and exit status 1, where an error thrown out of `main` would
     /// crash with a backtrace.
     public static func exitingOnBadConfiguration(
-        isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> Void
+        isolation: isolated (any Actor)? = #isolation, help: ServiceHelp, _ body: () async throws -> Void
     ) async throws {
+        help.answer()
         do {
             try await body()
         } catch let error as ConfigurationError {

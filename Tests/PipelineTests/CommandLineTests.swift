@@ -1,0 +1,62 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// What an operator sees before anything runs: every service answers `--help` with its configuration
+/// keys, and bad configuration prints one clear line and exits 1, never a crash backtrace.
+@Suite("Service command lines")
+struct CommandLineTests {
+    static let services = ["ingest", "verifier", "attribution-winner", "scheduler", "dispatcher"]
+
+    static func run(_ service: String, _ arguments: [String] = [], environment: [String] = []) throws -> ChildProcess.Result {
+        let binary = PipelineProcesses.binaryDirectory().appendingPathComponent(service).path
+        // Nothing may reach a Redis: the port is one nobody listens on.
+        return try ChildProcess.run(
+            URL(fileURLWithPath: "/usr/bin/env"),
+            arguments: ["REDIS_URL=redis://127.0.0.1:1/0", "HTTP_PORT=0"] + environment + [binary] + arguments)
+    }
+
+    @Test(arguments: services)
+    func helpListsWhatTheServiceReads(service: String) throws {
+        for flag in ["--help", "-h"] {
+            let result = try Self.run(service, [flag])
+            let text = String(decoding: result.stdout, as: UTF8.self)
+            #expect(result.status == 0, "\(service) \(flag): \(String(decoding: result.stderr, as: UTF8.self))")
+            #expect(text.hasPrefix("\(service): ") && text.contains("Usage: \(service) [--help]"))
+            #expect(text.contains("REDIS_URL (URL; default redis://127.0.0.1:6379/0"))
+        }
+    }
+
+    @Test func eachServiceListsItsOwnKeys() throws {
+        let ingest = String(decoding: try Self.run("ingest", ["--help"]).stdout, as: UTF8.self)
+        #expect(ingest.contains("ADMIN_TOKEN (secret; required)") && ingest.contains("--openapi"))
+        #expect(!ingest.contains("BATCH_SIZE"))
+        let scheduler = String(decoding: try Self.run("scheduler", ["--help"]).stdout, as: UTF8.self)
+        #expect(scheduler.contains("CROWD_TIER_THRESHOLDS") && scheduler.contains("BATCH_SIZE"))
+        #expect(!scheduler.contains("ADMIN_TOKEN"))
+    }
+
+    static let badConfigurations: [(service: String, setting: String, line: String)] = [
+        ("ingest", "ADMIN_TOKEN=", "configuration ADMIN_TOKEN: is required"),
+        ("verifier", "BATCH_SIZE=abc", "configuration BATCH_SIZE: must be an integer in 1...10000, got abc"),
+        (
+            "attribution-winner", "CONVERSION_SETTLE_MS=-1",
+            "configuration CONVERSION_SETTLE_MS: must be an integer in 0...3600000, got -1"
+        ),
+        (
+            "scheduler", "CROWD_TIER_THRESHOLDS=1,2",
+            "configuration CROWD_TIER_THRESHOLDS: must be three ascending integers, got 1,2"
+        ),
+        ("dispatcher", "DELIVERY_TIMEOUT_MS=0", "configuration DELIVERY_TIMEOUT_MS: must be an integer in 1...300000, got 0"),
+    ]
+
+    @Test(arguments: badConfigurations)
+    func badConfigurationIsOneLineAndExitOne(service: String, setting: String, line: String) throws {
+        let result = try Self.run(service, environment: [setting])
+        let errors = String(decoding: result.stderr, as: UTF8.self)
+        #expect(result.status == 1, "\(service): \(errors)")
+        // The dispatcher may warn about generated signing keys first; the last line is the one that matters.
+        #expect(errors.split(separator: "\n").last.map(String.init) == line, "\(errors)")
+        #expect(!errors.contains("Fatal error") && !errors.contains("Backtrac"))
+    }
+}
