@@ -5,28 +5,28 @@ import ServiceRuntime
 /// every conversion; routes value updates to their conversion.
 @main
 struct AttributionWinnerCommand {
-    static let help = ServiceHelp(
-        name: "attribution-winner",
-        summary:
-            "keeps each device's impression pool, picks the winner and up to five non-winners of every conversion (after it settles), and routes value updates and activity to their conversion."
-    )
-
-    static func main() async throws { try await PipelineService.exitingOnBadConfiguration(help: help, run) }
-
-    static func run() async throws {
-        let service = try PipelineService.bootstrap(name: "attribution-winner")
-        let settle = try service.environment.value(.conversionSettleMilliseconds)
-        func stage(_ input: WinnerStep.Input) -> AttributionWinnerStage {
-            AttributionWinnerStage(
-                step: WinnerStep(policy: service.policy, input: input, settleMilliseconds: Milliseconds(settle)),
-                clock: service.clock)
+    static func main() async throws {
+        try await PipelineService.main(
+            ServiceHelp(
+                name: "attribution-winner",
+                summary:
+                    "keeps each device's impression pool, picks the winner and up to five non-winners of every conversion (after it settles), and routes value updates and activity to their conversion."
+            )
+        ) { service in
+            let settle = try service.environment.value(.conversionSettleMilliseconds)
+            func stage(_ input: WinnerStep.Input) -> AttributionWinnerStage {
+                AttributionWinnerStage(
+                    step: WinnerStep(policy: service.policy, input: input, settleMilliseconds: Milliseconds(settle)),
+                    clock: service.clock)
+            }
+            try await service.run(
+                services: [
+                    try service.worker(
+                        stage(.verified), stream: StreamNames.verified, group: ConsumerGroups.attributionWinner.name),
+                    try service.worker(
+                        stage(.settled), stream: StreamNames.conversionsSettled, group: ConsumerGroups.attributionWinner.name),
+                    try service.timerLoop(DelayedQueues.settlingConversions),
+                ])
         }
-        try await service.run(
-            services: [
-                try service.worker(stage(.verified), stream: StreamNames.verified, group: ConsumerGroups.attributionWinner.name),
-                try service.worker(
-                    stage(.settled), stream: StreamNames.conversionsSettled, group: ConsumerGroups.attributionWinner.name),
-                try service.timerLoop(DelayedQueues.settlingConversions),
-            ])
     }
 }

@@ -41,9 +41,7 @@ struct AttributionWinnerStage: StreamStage {
     func decide(_ batch: Batch, state: [RedisReply]) async -> [StageOutcome] {
         var states: [WinnerStep.Scope: DeviceAttributionState] = [:]
         for (scope, reply) in zip(batch.scopes, state) {
-            if case .bulk(let bytes) = reply {
-                states[scope] = (try? JSONCoding.decoder.decode(DeviceAttributionState.self, from: Data(bytes))) ?? .init()
-            }
+            if reply.bytes != nil { states[scope] = reply.decoded(as: DeviceAttributionState.self) ?? .init() }
         }
         var reengagements: [String: [Milliseconds]] = [:]
         for (device, reply) in zip(batch.reengagementDevices, state.dropFirst(batch.scopes.count)) {
@@ -71,12 +69,7 @@ struct AttributionWinnerStage: StreamStage {
     /// The step's effects as Redis commands: state, settling conversion, cap record, refusal, outputs.
     func commands(for effects: WinnerStep.Effects, scope: WinnerStep.Scope) -> [RedisCommand] {
         let json = (try? JSONCoding.encoder.encode(effects.state)).map(Array.init) ?? []
-        var commands = [
-            RedisCommand(bytes: [
-                Array("SET".utf8), Array(DeviceKeys.winnerState(scope).utf8), json, Array("PX".utf8),
-                Array(String(effects.keepStateFor).utf8),
-            ])
-        ]
+        var commands = [RedisCommand.set(DeviceKeys.winnerState(scope), json, expiringAfter: effects.keepStateFor)]
         if let (message, dueAt) = effects.settle {
             commands += DelayedQueues.settlingConversions.schedule(
                 id: message.id, dueAtMilliseconds: dueAt, message: message.encoded())

@@ -9,48 +9,47 @@ import ServiceRuntime
 /// registry, where ingest serves them as the JWKS.
 @main
 struct DispatcherCommand {
-    static let help = ServiceHelp(
-        name: "dispatcher",
-        summary:
-            "signs due postbacks (it alone holds the key), POSTs them to the ad network and the advertiser's copy endpoint, retries failures up to 9 times within 9 days and dead-letters the rest."
-    )
+    static func main() async throws {
+        try await PipelineService.main(
+            ServiceHelp(
+                name: "dispatcher",
+                summary:
+                    "signs due postbacks (it alone holds the key), POSTs them to the ad network and the advertiser's copy endpoint, retries failures up to 9 times within 9 days and dead-letters the rest."
+            )
+        ) { service in
+            let signer = try PostbackSigner.load(service.environment, logger: service.logger)
+            let timeout = try service.environment.value(.deliveryTimeoutMilliseconds)
+            let grace = KeySetPublication.grace(try service.environment.value(.signingKeyGraceHours), policy: service.policy)
+            let heartbeat = KeyHeartbeat(
+                keys: [signer.production, signer.development], connection: service.connection(), grace: grace,
+                clock: service.clock)
+            try await heartbeat.publish()
 
-    static func main() async throws { try await PipelineService.exitingOnBadConfiguration(help: help, run) }
-
-    static func run() async throws {
-        let service = try PipelineService.bootstrap(name: "dispatcher")
-        let signer = try PostbackSigner.load(service.environment, logger: service.logger)
-        let timeout = try service.environment.value(.deliveryTimeoutMilliseconds)
-        let grace = KeySetPublication.grace(try service.environment.value(.signingKeyGraceHours), policy: service.policy)
-        let heartbeat = KeyHeartbeat(
-            keys: [signer.production, signer.development], connection: service.connection(), grace: grace,
-            clock: service.clock)
-        try await heartbeat.publish()
-
-        var configuration = HTTPClient.Configuration()
-        configuration.timeout = .init(connect: .milliseconds(Int64(timeout)), read: .milliseconds(Int64(timeout)))
-        configuration.connectionPool = .init(idleTimeout: .seconds(60))
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        let perHost = try service.environment.value(.deliveryConcurrencyPerHost)
-        let stage = DispatcherStage(
-            step: DispatcherStep(policy: service.policy), signer: signer,
-            delivery: PostbackDelivery(
-                client: client, timeout: .milliseconds(Int64(timeout)),
-                destinations: DestinationResolver(
-                    policy: try service.environment.value(.postbackURLAllowList)),
-                limiter: HostLimiter(limit: perHost)),
-            clock: service.clock)
-        do {
-            try await service.run(
-                services: [
-                    try service.worker(stage, stream: StreamNames.postbacks, group: ConsumerGroups.dispatcher.name),
-                    try service.timerLoop(DelayedQueues.deliveryRetries),
-                    heartbeat,
-                ])
-        } catch {
-            try? await client.shutdown()
-            throw error
+            var configuration = HTTPClient.Configuration()
+            configuration.timeout = .init(connect: .milliseconds(Int64(timeout)), read: .milliseconds(Int64(timeout)))
+            configuration.connectionPool = .init(idleTimeout: .seconds(60))
+            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+            let perHost = try service.environment.value(.deliveryConcurrencyPerHost)
+            let stage = DispatcherStage(
+                step: DispatcherStep(policy: service.policy), signer: signer,
+                delivery: PostbackDelivery(
+                    client: client, timeout: .milliseconds(Int64(timeout)),
+                    destinations: DestinationResolver(
+                        policy: try service.environment.value(.postbackURLAllowList)),
+                    limiter: HostLimiter(limit: perHost)),
+                clock: service.clock)
+            do {
+                try await service.run(
+                    services: [
+                        try service.worker(stage, stream: StreamNames.postbacks, group: ConsumerGroups.dispatcher.name),
+                        try service.timerLoop(DelayedQueues.deliveryRetries),
+                        heartbeat,
+                    ])
+            } catch {
+                try? await client.shutdown()
+                throw error
+            }
+            try await client.shutdown()
         }
-        try await client.shutdown()
     }
 }

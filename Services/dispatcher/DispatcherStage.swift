@@ -22,13 +22,9 @@ struct DispatcherStage: StreamStage {
 
     func prepare(_ entries: [StreamEntry]) -> Batch {
         let envelopes = entries.map { try? Envelope.decode($0.message) }
-        var networks: [String] = []
-        var apps: [String] = []
-        for case .postbackDue(let order)? in envelopes.map({ $0?.body }) {
-            networks.append(order.payload.adNetworkIdentifier.rawValue)
-            if order.payload.didWin { apps.append(String(order.payload.advertisedItemIdentifier)) }
-        }
-        return Batch(envelopes: envelopes, networks: Self.unique(networks), apps: Self.unique(apps))
+        let needed = envelopes.compactMap { $0.flatMap(DispatcherStep.registrationsNeeded(by:)) }
+        return Batch(
+            envelopes: envelopes, networks: Self.unique(needed.map(\.network)), apps: Self.unique(needed.compactMap(\.app)))
     }
 
     static func unique(_ values: [String]) -> [String] {
@@ -44,8 +40,8 @@ struct DispatcherStage: StreamStage {
     }
 
     func decide(_ batch: Batch, state: [RedisReply]) async -> [StageOutcome] {
-        let networks: [String: AdNetworkRegistration] = Self.registrations(batch.networks, state.first)
-        let apps: [String: AdvertisedAppConfiguration] = Self.registrations(batch.apps, state.dropFirst().first)
+        let networks = state[0].decodedFields(batch.networks, as: AdNetworkRegistration.self)
+        let apps = state[1].decodedFields(batch.apps, as: AdvertisedAppConfiguration.self)
         let now = clock()
         let work = batch.envelopes.map { envelope -> StepOutcome<DispatcherStep.Work> in
             guard let envelope else { return .retry("not a pipeline envelope") }
@@ -86,16 +82,6 @@ struct DispatcherStage: StreamStage {
                 return .write(commands, counts: counts)
             }
         }
-    }
-
-    static func registrations<T: Decodable>(_ fields: [String], _ reply: RedisReply?) -> [String: T] {
-        var found: [String: T] = [:]
-        for (field, value) in zip(fields, reply?.elements ?? []) {
-            if case .bulk(let bytes) = value, let decoded = try? JSONCoding.decoder.decode(T.self, from: Data(bytes)) {
-                found[field] = decoded
-            }
-        }
-        return found
     }
 
     /// POSTs every delivery at once; `PostbackDelivery` bounds the concurrency per host.

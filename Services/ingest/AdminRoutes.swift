@@ -72,8 +72,8 @@ struct AdminRoutes {
             throw ProblemDetails.badRequest(.invalidPublicKey, "public-key: \(error)")
         }
         try body.validate(destinations: destinations)
-        let existing = try await redis.send(RedisCommand("HGET", RegistryKeys.adNetworks, network.rawValue)).bytes
-            .flatMap { try? JSONCoding.decoder.decode(AdNetworkRegistration.self, from: Data($0)) }
+        let existing = try await redis.send(RedisCommand("HGET", RegistryKeys.adNetworks, network.rawValue))
+            .decoded(as: AdNetworkRegistration.self)
         let registration = body.registration(
             network, jwk: key.jsonString, existing: existing, now: clock(), defaultGrace: keyRotationGrace)
         return try await store(registration, in: RegistryKeys.adNetworks, field: network.rawValue)

@@ -22,28 +22,31 @@ struct IngestCommand {
             .init("--openapi", "print the OpenAPI document and exit"),
         ])
 
-    static func main() async throws { try await PipelineService.exitingOnBadConfiguration(help: help, run) }
+    static func main() async throws {
+        help.answer()
+        if let text = printedOnly(CommandLine.arguments) { return print(text) }
+        try await PipelineService.main(help) { service in
+            let settings = try IngestSettings(service.environment, policy: service.policy, clock: service.clock)
+            try await service.run(services: []) { router, redis in
+                IngestRoutes.add(to: router, catalog: RouteCatalog(), redis: redis, settings: settings)
+            }
+        }
+    }
 
-    static func run() async throws {
-        let arguments = CommandLine.arguments
-        if arguments.contains("--configuration-table") { return print(ConfigurationKey.markdownTable()) }
-        if arguments.contains("--openapi") { return print(OpenAPIDocument.json) }
-        if arguments.contains("--routes") {
-            // Built exactly as the server builds them; the connection is lazy and never used here.
-            let catalog = RouteCatalog()
-            IngestRoutes.add(
-                to: Router(), catalog: catalog,
-                redis: RedisConnection(configuration: RedisConfiguration(), logger: .init(label: "routes")),
-                settings: IngestSettings(
-                    adminToken: "-", maxBodyBytes: 1, keyRotationGrace: 0, destinations: .init(), signingKeyGrace: 0,
-                    clock: { 0 }))
-            return print((catalog.routes + OperationsRoutes.routes).sorted().joined(separator: "\n"))
-        }
-        let service = try PipelineService.bootstrap(name: "ingest")
-        let settings = try IngestSettings(service.environment, policy: service.policy, clock: service.clock)
-        try await service.run(services: []) { router, redis in
-            IngestRoutes.add(to: router, catalog: RouteCatalog(), redis: redis, settings: settings)
-        }
+    /// What the print-and-exit flags print; nil when the arguments ask for the server.
+    static func printedOnly(_ arguments: [String]) -> String? {
+        if arguments.contains("--configuration-table") { return ConfigurationKey.markdownTable() }
+        if arguments.contains("--openapi") { return OpenAPIDocument.json }
+        guard arguments.contains("--routes") else { return nil }
+        // Built exactly as the server builds them; the connection is lazy and never used here.
+        let catalog = RouteCatalog()
+        IngestRoutes.add(
+            to: Router(), catalog: catalog,
+            redis: RedisConnection(configuration: RedisConfiguration(), logger: .init(label: "routes")),
+            settings: IngestSettings(
+                adminToken: "-", maxBodyBytes: 1, keyRotationGrace: 0, destinations: .init(), signingKeyGrace: 0,
+                clock: { 0 }))
+        return (catalog.routes + OperationsRoutes.routes).sorted().joined(separator: "\n")
     }
 }
 

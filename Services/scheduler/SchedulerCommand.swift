@@ -7,27 +7,26 @@ import ServiceRuntime
 /// replicate: moving a due item is one atomic script.
 @main
 struct SchedulerCommand {
-    static let help = ServiceHelp(
-        name: "scheduler",
-        summary:
-            "runs each conversion's three windows, value updates and locks, crowd tiers, and holds every postback for its random delay before releasing it to the dispatcher."
-    )
-
-    static func main() async throws { try await PipelineService.exitingOnBadConfiguration(help: help, run) }
-
-    static func run() async throws {
-        let service = try PipelineService.bootstrap(name: "scheduler")
-        let thresholds = try service.environment.value(.crowdTierThresholds)
-        let grace = try service.environment.value(.windowCloseGraceMilliseconds)
-        let stage = SchedulerStage(
-            step: SchedulerStep(
-                policy: service.policy, thresholds: thresholds, windowCloseGraceMilliseconds: Milliseconds(grace)),
-            clock: service.clock)
-        try await service.run(
-            services: [
-                try service.worker(stage, stream: StreamNames.attributions, group: ConsumerGroups.scheduler.name),
-                try service.worker(stage, stream: StreamNames.schedulerTimers, group: ConsumerGroups.scheduler.name),
-                try service.timerLoop(DelayedQueues.windowTimers),
-            ] + DelayedQueues.heldPostbacks.map { try service.timerLoop($0) })
+    static func main() async throws {
+        try await PipelineService.main(
+            ServiceHelp(
+                name: "scheduler",
+                summary:
+                    "runs each conversion's three windows, value updates and locks, crowd tiers, and holds every postback for its random delay before releasing it to the dispatcher."
+            )
+        ) { service in
+            let thresholds = try service.environment.value(.crowdTierThresholds)
+            let grace = try service.environment.value(.windowCloseGraceMilliseconds)
+            let stage = SchedulerStage(
+                step: SchedulerStep(
+                    policy: service.policy, thresholds: thresholds, windowCloseGraceMilliseconds: Milliseconds(grace)),
+                clock: service.clock)
+            try await service.run(
+                services: [
+                    try service.worker(stage, stream: StreamNames.attributions, group: ConsumerGroups.scheduler.name),
+                    try service.worker(stage, stream: StreamNames.schedulerTimers, group: ConsumerGroups.scheduler.name),
+                    try service.timerLoop(DelayedQueues.windowTimers),
+                ] + DelayedQueues.heldPostbacks.map { try service.timerLoop($0) })
+        }
     }
 }

@@ -58,10 +58,7 @@ struct SchedulerStage: StreamStage {
             counters[crowd] = Self.dayBuckets(reply)
         }
         replies = replies.dropFirst(batch.crowds.count)
-        var schemas: [ItemIdentifier: ConversionValueSchema] = [:]
-        for (app, reply) in zip(batch.schemaApps, replies.first?.elements ?? []) {
-            schemas[app] = reply.bytes.flatMap { try? JSONCoding.decoder.decode(ConversionValueSchema.self, from: Data($0)) }
-        }
+        let schemas = replies.first?.decodedFields(batch.schemaApps, as: ConversionValueSchema.self) ?? [:]
         var crowd = CrowdCounts(read: counters)
         var generator = KernelRandom()
         let now = clock()
@@ -75,7 +72,7 @@ struct SchedulerStage: StreamStage {
                 schema = schemas[attribution.advertisedItemIdentifier]
             }
             switch step.step(
-                plans[id] ?? .none, message: envelope, crowd: &crowd, schema: schema, now: now, using: &generator)
+                plans[id] ?? .absent, message: envelope, crowd: &crowd, schema: schema, now: now, using: &generator)
             {
             case .retry(let reason):
                 return .failed(reason)
@@ -107,17 +104,11 @@ struct SchedulerStage: StreamStage {
         switch effects.store {
         case .finished?:
             commands.append(
-                RedisCommand(bytes: [
-                    Array("SET".utf8), Array(key.utf8), StageKeys.finishedPlanMarker, Array("PX".utf8),
-                    Array(String(Retention.finishedMarker(step.policy)).utf8),
-                ]))
+                .set(key, StageKeys.finishedPlanMarker, expiringAfter: Retention.finishedMarker(step.policy)))
         case .plan(let plan)?:
             let json = (try? JSONCoding.encoder.encode(plan)).map(Array.init) ?? []
-            commands.append(
-                RedisCommand(bytes: [
-                    Array("SET".utf8), Array(key.utf8), json, Array("PX".utf8), Array(String(Retention.plan(step.policy)).utf8),
-                ]))
-        case .none?, nil:
+            commands.append(.set(key, json, expiringAfter: Retention.plan(step.policy)))
+        case .absent?, nil:
             break
         }
         for postback in effects.held {
@@ -135,9 +126,9 @@ struct SchedulerStage: StreamStage {
     }
 
     static func planState(_ reply: RedisReply) -> SchedulerStep.PlanState {
-        guard case .bulk(let bytes) = reply else { return .none }
+        guard case .bulk(let bytes) = reply else { return .absent }
         if bytes == StageKeys.finishedPlanMarker { return .finished }
-        return (try? JSONCoding.decoder.decode(PostbackPlan.self, from: Data(bytes))).map { .plan($0) } ?? .none
+        return reply.decoded(as: PostbackPlan.self).map { .plan($0) } ?? .absent
     }
 
     /// One crowd counter's HGETALL: day → conversions that day.

@@ -29,25 +29,14 @@ struct RegistrySnapshot {
 
     /// Reads the replies of `request.commands`, starting at `offset` in `state`.
     init(request: Request, state: [RedisReply], offset: Int) {
-        var index = offset
-        func values(_ count: Int) -> [RedisReply] {
-            guard count > 0, index < state.count else { return [] }
-            defer { index += 1 }
-            return state[index].elements
+        var replies = state.dropFirst(offset)[...]
+        // One HMGET per non-empty request, in `commands`' order.
+        func next<Field: Hashable, T: Decodable>(_ fields: [Field], _ type: T.Type) -> [Field: T] {
+            guard !fields.isEmpty, let reply = replies.popFirst() else { return [:] }
+            return reply.decodedFields(fields, as: T.self)
         }
-        for (id, reply) in zip(request.adNetworks, values(request.adNetworks.count)) {
-            if let value = Self.decode(AdNetworkRegistration.self, reply) { registry.adNetworks[id] = value }
-        }
-        for (id, reply) in zip(request.publisherApps, values(request.publisherApps.count)) {
-            if let value = Self.decode(PublisherAppConfiguration.self, reply) { registry.publisherApps[id] = value }
-        }
-        for (id, reply) in zip(request.advertisedApps, values(request.advertisedApps.count)) {
-            if let value = Self.decode(AdvertisedAppConfiguration.self, reply) { registry.advertisedApps[id] = value }
-        }
-    }
-
-    static func decode<T: Decodable>(_ type: T.Type, _ reply: RedisReply) -> T? {
-        guard case .bulk(let bytes) = reply else { return nil }
-        return try? JSONCoding.decoder.decode(T.self, from: Data(bytes))
+        registry.adNetworks = next(request.adNetworks, AdNetworkRegistration.self)
+        registry.publisherApps = next(request.publisherApps, PublisherAppConfiguration.self)
+        registry.advertisedApps = next(request.advertisedApps, AdvertisedAppConfiguration.self)
     }
 }

@@ -5,21 +5,21 @@ import ServiceRuntime
 /// `rejected` with a reason code. Scale it with more replicas in the `verifier` group.
 @main
 struct VerifierCommand {
-    static let help = ServiceHelp(
-        name: "verifier",
-        summary:
-            "checks every event's signature and rules; valid ones go on to attribution-winner, the rest are refused with a reason code."
-    )
-
-    static func main() async throws { try await PipelineService.exitingOnBadConfiguration(help: help, run) }
-
-    static func run() async throws {
-        let service = try PipelineService.bootstrap(name: "verifier")
-        let stage = VerifierStage(step: VerifierStep(policy: service.policy))
-        try await service.run(
-            services: [
-                try service.worker(
-                    stage, stream: StreamNames.events, group: ConsumerGroups.verifier.name, unreadOutputs: [StreamNames.rejected])
-            ])
+    static func main() async throws {
+        try await PipelineService.main(
+            ServiceHelp(
+                name: "verifier",
+                summary:
+                    "checks every event's signature and rules; valid ones go on to attribution-winner, the rest are refused with a reason code."
+            )
+        ) { service in
+            let stage = VerifierStage(step: VerifierStep(policy: service.policy))
+            try await service.run(
+                services: [
+                    try service.worker(
+                        stage, stream: StreamNames.events, group: ConsumerGroups.verifier.name,
+                        unreadOutputs: [StreamNames.rejected])
+                ])
+        }
     }
 }

@@ -78,7 +78,7 @@ struct VerifierStage: StreamStage {
             case .done(.verified(let message, let markSeen, let view, let keepFor)):
                 var commands: [RedisCommand] = []
                 if let markSeen {
-                    commands.append(RedisCommand("SET", StageKeys.replayMarker(impression: markSeen), "1", "PX", String(keepFor)))
+                    commands.append(.set(StageKeys.replayMarker(impression: markSeen), Array("1".utf8), expiringAfter: keepFor))
                 }
                 if let (scope, interval) = view {
                     let key = DeviceKeys.verifierViews(scope)

@@ -17,15 +17,16 @@ public struct PipelineService: Sendable {
     public let redisConfiguration: RedisConfiguration
     public let registry: PrometheusCollectorRegistry
 
-    /// Runs a command's `main`: bad configuration ends the process with its one line (`configuration
-    /// KEY: problem`) on standard error and exit status 1, where an error thrown out of `main` would
-    /// crash with a backtrace.
-    public static func exitingOnBadConfiguration(
-        isolation: isolated (any Actor)? = #isolation, help: ServiceHelp, _ body: () async throws -> Void
+    /// A service's `main`: answers `--help` from `help`, bootstraps the service named there and runs
+    /// `body`. Bad configuration ends the process with its one line (`configuration KEY: problem`) on
+    /// standard error and exit status 1, where an error thrown out of `main` would crash with a backtrace.
+    public static func main(
+        isolation: isolated (any Actor)? = #isolation, _ help: ServiceHelp,
+        _ body: (PipelineService) async throws -> Void
     ) async throws {
         help.answer()
         do {
-            try await body()
+            try await body(try bootstrap(name: help.name))
         } catch let error as ConfigurationError {
             FileHandle.standardError.write(Data("\(error)\n".utf8))
             exit(1)

@@ -14,6 +14,15 @@ public struct DispatcherStep: Sendable {
         public var undeliverable: [(delivery: DeliveryRetry, reason: String)]
     }
 
+    /// The registrations a message's deliveries depend on: a due postback's ad network, and its
+    /// advertised app when a copy may go (winners only, `CopyEndpoint.applies`); nil for a retry, which
+    /// carries its destination.
+    public static func registrationsNeeded(by envelope: Envelope) -> (network: String, app: String?)? {
+        guard case .postbackDue(let order) = envelope.body else { return nil }
+        let payload = order.payload
+        return (payload.adNetworkIdentifier.rawValue, payload.didWin ? String(payload.advertisedItemIdentifier) : nil)
+    }
+
     /// A due postback is signed (`sign`, the service's key) and fanned out to its destinations; a retry is
     /// one delivery as stored, byte for byte, except a replayed dead letter, which is signed again: it may
     /// come long after the key that signed it was retired from the JWKS.

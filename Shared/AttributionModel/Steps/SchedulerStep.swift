@@ -17,7 +17,8 @@ public struct SchedulerStep: Sendable {
 
     /// What the plan key holds.
     public enum PlanState: Sendable, Hashable {
-        case none
+        /// No plan yet (or one that expired).
+        case absent
         /// The marker a finished plan leaves: everything for the conversion is acknowledged and ignored.
         case finished
         case plan(PostbackPlan)

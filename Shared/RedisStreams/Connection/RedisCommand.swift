@@ -18,6 +18,11 @@ public struct RedisCommand: Sendable, Equatable {
         self.arguments = bytes
     }
 
+    /// SET with an expiry: `value` (binary safe) under `key` for `milliseconds`.
+    public static func set(_ key: String, _ value: [UInt8], expiringAfter milliseconds: Int64) -> RedisCommand {
+        RedisCommand(bytes: [Array("SET".utf8), Array(key.utf8), value, Array("PX".utf8), Array(String(milliseconds).utf8)])
+    }
+
     /// This command with one more binary argument at the end.
     public func appending(_ bytes: [UInt8]) -> RedisCommand {
         var copy = self

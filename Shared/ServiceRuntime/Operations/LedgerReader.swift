@@ -81,9 +81,7 @@ public struct LedgerReader {
         guard !keys.isEmpty else { return [] }
         var waiting = Set<String>()
         for reply in try await connection.pipeline(keys.map { RedisCommand("GET", $0) }) {
-            guard let bytes = reply.bytes,
-                let state = try? JSONCoding.decoder.decode(DeviceAttributionState.self, from: Data(bytes))
-            else { continue }
+            guard let state = reply.decoded(as: DeviceAttributionState.self) else { continue }
             waiting.formUnion(state.pendingUpdates.compactMap(\.eventIdentifier))
             waiting.formUnion(state.pendingActivities.compactMap(\.eventIdentifier))
         }

@@ -150,7 +150,7 @@ struct ScenarioRuleRunner {
             let day = CrowdDayBuckets.day(of: attribution.conversionTime, policy: Self.policy)
             for member in Crowd.all(for: attribution) { crowd.read[member] = [day: Self.crowdCount(tier: scenario.tier ?? 3)] }
         }
-        switch scheduler.step(plans[id] ?? .none, message: message, crowd: &crowd, schema: nil, now: now, using: &generator) {
+        switch scheduler.step(plans[id] ?? .absent, message: message, crowd: &crowd, schema: nil, now: now, using: &generator) {
         case .retry(let reason):
             run.retried.append("\(message.type.rawValue) \(message.id): \(reason)")
         case .done(let effects):

@@ -35,7 +35,8 @@ import Testing
             step.step(.finished, message: message(finished), crowd: &crowd, schema: nil, now: 0, using: &generator))
         #expect(first.store == nil && first.crowd == nil && first.timers.isEmpty && first.held.isEmpty)
 
-        let second = try effects(step.step(.none, message: message(fresh), crowd: &crowd, schema: nil, now: 0, using: &generator))
+        let second = try effects(
+            step.step(.absent, message: message(fresh), crowd: &crowd, schema: nil, now: 0, using: &generator))
         guard case .plan(let plan)? = second.store else { throw StepFailure("no plan stored") }
         // The advertised app and source crowds are shared with the finished conversion (same app, network, source).
         #expect(plan.crowd.tier == .zero)
@@ -54,7 +55,7 @@ import Testing
         var tiers: [CrowdTier] = []
         for n in 0..<4 {
             let outcome = step.step(
-                .none, message: message(attribution("c\(n)", publisher: 1, country: "US")), crowd: &crowd, schema: nil, now: 0,
+                .absent, message: message(attribution("c\(n)", publisher: 1, country: "US")), crowd: &crowd, schema: nil, now: 0,
                 using: &generator)
             if case .plan(let plan)? = try effects(outcome).store { tiers.append(plan.crowd.tier) }
         }
@@ -62,10 +63,10 @@ import Testing
     }
 
     @Test(arguments: [
-        (SchedulerStep.PlanState.none, "update", true),  // the plan is still on its way: retried
+        (SchedulerStep.PlanState.absent, "update", true),  // the plan is still on its way: retried
         (SchedulerStep.PlanState.finished, "update", false),  // finished: acknowledged, ignored
-        (SchedulerStep.PlanState.none, "timer", false),  // plan removed: nothing to do
-        (SchedulerStep.PlanState.none, "superseded", false),
+        (SchedulerStep.PlanState.absent, "timer", false),  // plan removed: nothing to do
+        (SchedulerStep.PlanState.absent, "superseded", false),
     ])
     func messagesWithoutAPlan(state: SchedulerStep.PlanState, kind: String, retried: Bool) throws {
         let body: MessageBody =
@@ -98,7 +99,7 @@ import Testing
         let attribution = attribution("kept", publisher: 1, country: "US")
         guard
             case .plan(var plan)? = try effects(
-                step.step(.none, message: message(attribution), crowd: &crowd, schema: nil, now: 0, using: &generator)
+                step.step(.absent, message: message(attribution), crowd: &crowd, schema: nil, now: 0, using: &generator)
             ).store
         else { throw StepFailure("no plan") }
         // A value, so that each window prepares its postback.
