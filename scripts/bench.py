@@ -10,7 +10,7 @@ device), so that every service works: events/s through all five, CPU per process
 per event, and the first-window postbacks received."""
 
 import json, os, re, shutil, signal, subprocess, sys, tempfile, time, urllib.request
-from harness import Processes, cpu_seconds, free_port, http, redis_cli, rss_mib, wait_http
+from harness import Processes, cpu_seconds, free_port, http, partitioned, redis_cli, rss_mib, wait_http
 
 BIN = sys.argv[1]
 OUT = os.path.abspath(sys.argv[2])
@@ -41,7 +41,17 @@ def until(predicate, seconds=600, every=0.05):
     return False
 
 
+def xlen(stream):
+    """XLEN summed over the stream's partitions."""
+    return sum(int(redis("XLEN", name) or 0) for name in partitioned(stream))
+
+
 def group_done(stream, group):
+    """Every partition of `stream` read and acknowledged by `group`."""
+    return all(partition_done(name, group) for name in partitioned(stream))
+
+
+def partition_done(stream, group):
     info = subprocess.run(["redis-cli", "-p", str(REDIS_PORT), "--json", "XINFO", "GROUPS", stream], capture_output=True, text=True).stdout
     try:
         for entry in json.loads(info):
@@ -98,7 +108,7 @@ try:
 
     # verifier: N signed impressions (and an install per 4) waiting on `events`.
     load("impressions", N, ["--key-file", os.path.join(keys, "network.private.pem")])
-    events = int(redis("XLEN", "events"))
+    events = xlen("events")
     started = time.time()
     verifier = worker("verifier")
     until(lambda: group_done("events", "verifier"))
@@ -106,7 +116,7 @@ try:
     cpu = cpu_seconds(verifier.pid)
     results["verifier"] = {"events": events, "impressions": N, "wall_s": wall, "cpu_s": cpu,
                            "impressions_per_cpu_s": N / cpu, "ratio_to_openssl_verify": N / cpu / results["openssl"]["verify_per_s"],
-                           "rejected": int(redis("XLEN", "rejected"))}
+                           "rejected": xlen("rejected")}
 
     # attribution-winner: the verified impressions and installs.
     installs = events - N
@@ -116,7 +126,7 @@ try:
     wall = time.time() - started
     results["attribution_winner"] = {"messages": events, "conversions": installs, "wall_s": wall, "cpu_s": cpu_seconds(winner.pid),
                                      "messages_per_s": events / wall, "conversions_per_s": installs / wall,
-                                     "attributions": int(redis("XLEN", "attributions"))}
+                                     "attributions": xlen("attributions")}
 
     # scheduler: the attributed conversions become plans with window timers.
     started = time.time()
@@ -211,7 +221,7 @@ try:
     app_key = http("POST", f"{ingest}/v1/admin/advertised-apps/1108187390/keys", {}, token)["app-key"]
     time.sleep(2)
     received_before = http("GET", f"http://127.0.0.1:{receiver_port}/stats")["accepted"]
-    attributions_before = int(redis("XLEN", "attributions"))
+    attributions_before = xlen("attributions")
     cpu_before = {name: cpu_seconds(p.pid) for name, p in five.items()}
     redis_cpu_before, commands_before = redis_counters()
     started = time.time()
@@ -221,9 +231,9 @@ try:
     offered = json.loads(output.strip().splitlines()[-1])
     until(lambda: all(group_done(stream, group) for stream, group in
                       [("events", "verifier"), ("verified", "attribution-winner"), ("winner:settled", "attribution-winner"),
-                       ("attributions", "scheduler")]) and redis("ZCARD", "winner:settling:due") == "0")
+                       ("attributions", "scheduler")]) and all(redis("ZCARD", name + ":due") == "0" for name in partitioned("winner:settling")))
     planned_s = time.time() - started
-    messages = int(redis("XLEN", "attributions")) - attributions_before
+    messages = xlen("attributions") - attributions_before
     installs = offered["accepted"] // 3  # every third request is an install, each with its impression
     until(lambda: http("GET", f"http://127.0.0.1:{receiver_port}/stats")["accepted"] - received_before >= installs, 60)
     wall = time.time() - started

@@ -10,7 +10,7 @@ acknowledged and every postback that fell due; the run fails on anything unaccou
 """
 
 import argparse, base64, json, os, re, signal, socket, subprocess, sys, threading, time
-from harness import Processes, free_port, http, redis_cli, wait_http, wait_redis
+from harness import Processes, free_port, http, partitioned, redis_cli, wait_http, wait_redis
 
 parser = argparse.ArgumentParser()
 parser.add_argument("bin")
@@ -156,8 +156,11 @@ def main():
     wait_idle(timeout=(35 + 6 + 9) * DAY + 120)
     duplicates += receiver_stats(receiver).get("duplicates", 0)
     dead = processes.dead()
-    flat = redis_cli(REDIS_PORT, "HGETALL", "dispatcher:stats").split("\n")
-    dispatcher = {flat[i]: int(flat[i + 1]) for i in range(0, len(flat) - 1, 2)}
+    dispatcher = {}
+    for name in partitioned("dispatcher:stats"):
+        flat = redis_cli(REDIS_PORT, "HGETALL", name).split("\n")
+        for i in range(0, len(flat) - 1, 2):
+            dispatcher[flat[i]] = dispatcher.get(flat[i], 0) + int(flat[i + 1])
 
     print("==> ledger", flush=True)
     ledger = tool("ledger", "--redis-url", REDIS_URL, "--acknowledgements", acks, "--received", received,

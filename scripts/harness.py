@@ -48,6 +48,15 @@ def rss_mib(pid):
     return 0.0
 
 
+PARTITIONS = 16  # the services' default PARTITIONS
+
+
+def partitioned(base, count=PARTITIONS):
+    """Every partition's name of a stream or key: `<base>:{pNN}` (docs/architecture.md, Redis keys)."""
+    width = len(str(count - 1))
+    return [f"{base}:{{p{i:0{width}d}}}" for i in range(count)]
+
+
 def redis_cli(port, *args):
     return subprocess.run(["redis-cli", "-p", str(port), *map(str, args)], capture_output=True, text=True).stdout.strip()
 

@@ -24,7 +24,7 @@ and schemathesis only."""
 import argparse, base64, collections, json, os, re, shutil, signal, socket, subprocess, sys, threading, time, uuid
 from http.client import HTTPConnection
 
-from harness import free_port, rss_mib
+from harness import free_port, partitioned, rss_mib
 
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -162,7 +162,17 @@ class Redis:
         raise RuntimeError(f"unexpected RESP reply {line!r}")
 
     def stream(self, name):
-        """Every entry of a stream as decoded envelopes ({type, id, time, schema, body})."""
+        """Every entry of every partition of a stream as decoded envelopes ({type, id, time, schema, body})."""
+        return [entry for partition in partitioned(name) for entry in self.partition(partition)]
+
+    def entries(self, name):
+        """Every raw (id, fields) entry of every partition of a stream."""
+        return [entry for partition in partitioned(name) for entry in self("XRANGE", partition, "-", "+")]
+
+    def length(self, name):
+        return sum(self("XLEN", partition) for partition in partitioned(name))
+
+    def partition(self, name):
         entries, start = [], "-"
         while True:
             batch = self("XRANGE", name, start, "+", "COUNT", 1000)
@@ -178,6 +188,9 @@ class Redis:
             start = "(" + batch[-1][0].decode()
 
     def group_done(self, stream, group):
+        return all(self.partition_done(name, group) for name in partitioned(stream))
+
+    def partition_done(self, stream, group):
         try:
             groups = self("XINFO", "GROUPS", stream)
         except RuntimeError:
@@ -1279,7 +1292,7 @@ def main():
     # What the stages dead-lettered: any event id in there explains a missing verdict.
     dead_letters = {}
     for stream in ("verifier:dead", "attribution-winner:dead", "scheduler:dead", "dispatcher:dead"):
-        for entry_id, fields in redis("XRANGE", stream, "-", "+"):
+        for entry_id, fields in redis.entries(stream):
             text = b" ".join(fields).decode("utf-8", "replace")
             for event in re.findall(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", text):
                 dead_letters.setdefault(event, stream)
@@ -1341,7 +1354,7 @@ def main():
         else:
             unaccounted[f"{entry.get('type')} UNACCOUNTED"] += 1
             violations.append(f"`verified` holds {entry.get('type')} {event} that no valid request produced")
-    dead = {s: redis("XLEN", s) for s in ("verifier:dead", "attribution-winner:dead", "scheduler:dead", "dispatcher:dead")}
+    dead = {s: redis.length(s) for s in ("verifier:dead", "attribution-winner:dead", "scheduler:dead", "dispatcher:dead")}
     for s, n in dead.items():
         if n:
             violations.append(f"{n} messages in {s}: a message broke a stage")

@@ -17,14 +17,14 @@ struct AttributionWinnerCommand {
             func stage(_ input: WinnerStep.Input) -> AttributionWinnerStage {
                 AttributionWinnerStage(
                     step: WinnerStep(policy: service.policy, input: input, settleMilliseconds: Milliseconds(settle)),
-                    clock: service.clock)
+                    partitioning: service.partitioning, clock: service.clock)
             }
             try await service.run(
                 services: [
                     try service.worker(
-                        stage(.verified), stream: StreamNames.verified, group: ConsumerGroups.attributionWinner.name),
+                        stage(.verified), stream: StreamNames.verified, group: ConsumerGroups.attributionWinner),
                     try service.worker(
-                        stage(.settled), stream: StreamNames.conversionsSettled, group: ConsumerGroups.attributionWinner.name),
+                        stage(.settled), stream: StreamNames.conversionsSettled, group: ConsumerGroups.attributionWinner),
                     try service.timerLoop(DelayedQueues.settlingConversions),
                 ])
         }

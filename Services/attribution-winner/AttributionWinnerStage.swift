@@ -9,11 +9,13 @@ import ServiceRuntime
 /// replica racing on the same device makes EXEC fail, and the batch is redone from fresh state.
 struct AttributionWinnerStage: StreamStage {
     let step: WinnerStep
+    let partitioning: Partitioning
     let clock: @Sendable () -> Milliseconds
 
     /// The batch decoded once, with the states it touches in first-seen order.
     struct Batch: Sendable {
         var envelopes: [Envelope?]
+        var partitions: [Partition]
         var scopes: [WinnerStep.Scope]
         var reengagementDevices: [String]
     }
@@ -23,7 +25,7 @@ struct AttributionWinnerStage: StreamStage {
         var seenScopes = Set<WinnerStep.Scope>()
         var seenDevices = Set<String>()
         return Batch(
-            envelopes: envelopes,
+            envelopes: envelopes, partitions: entries.map { partitioning[$0.partition] },
             scopes: envelopes.compactMap { $0.flatMap(WinnerStep.scope(of:)) }.filter { seenScopes.insert($0).inserted },
             reengagementDevices: envelopes.compactMap { $0.flatMap(WinnerStep.reengagementDevice(of:)) }
                 .filter { seenDevices.insert($0).inserted })
@@ -31,8 +33,11 @@ struct AttributionWinnerStage: StreamStage {
 
     func reads(for batch: Batch) -> StageReads {
         // WATCHed: a replica racing on the same device (or the same device's caps) redoes its batch.
-        let states = batch.scopes.map(DeviceKeys.winnerState)
-        let caps = batch.reengagementDevices.map { DeviceKeys.winnerReengagements(device: $0) }
+        // Every message of a device is in the device's partition, so its keys are too.
+        let states = batch.scopes.map { DeviceKeys.winnerState($0, in: partitioning.of(device: $0.device)) }
+        let caps = batch.reengagementDevices.map {
+            DeviceKeys.winnerReengagements(device: $0, in: partitioning.of(device: $0))
+        }
         return StageReads(
             watch: states + caps,
             commands: states.map { RedisCommand("GET", $0) } + caps.map { RedisCommand("ZRANGE", $0, "0", "-1", "WITHSCORES") })
@@ -49,7 +54,7 @@ struct AttributionWinnerStage: StreamStage {
             reengagements[device] = stride(from: 1, to: flat.count, by: 2).compactMap { flat[$0].int }
         }
         let now = clock()
-        return batch.envelopes.map { envelope -> StageOutcome in
+        return zip(batch.envelopes, batch.partitions).map { envelope, partition -> StageOutcome in
             guard let envelope, let scope = WinnerStep.scope(of: envelope) else {
                 return .failed("attribution-winner takes verified impressions, conversions, updates and activity")
             }
@@ -61,28 +66,29 @@ struct AttributionWinnerStage: StreamStage {
             case .done(let effects):
                 states[scope] = effects.state
                 if let device, let record = effects.reengagement { reengagements[device, default: []].append(record.time) }
-                return .write(commands(for: effects, scope: scope), counts: effects.counts.map(StageCount.init))
+                return .write(
+                    commands(for: effects, scope: scope, in: partition), counts: effects.counts.map(StageCount.init))
             }
         }
     }
 
     /// The step's effects as Redis commands: state, settling conversion, cap record, refusal, outputs.
-    func commands(for effects: WinnerStep.Effects, scope: WinnerStep.Scope) -> [RedisCommand] {
+    func commands(for effects: WinnerStep.Effects, scope: WinnerStep.Scope, in partition: Partition) -> [RedisCommand] {
         let json = (try? JSONCoding.encoder.encode(effects.state)).map(Array.init) ?? []
-        var commands = [RedisCommand.set(DeviceKeys.winnerState(scope), json, expiringAfter: effects.keepStateFor)]
+        var commands = [RedisCommand.set(DeviceKeys.winnerState(scope, in: partition), json, expiringAfter: effects.keepStateFor)]
         if let (message, dueAt) = effects.settle {
-            commands += DelayedQueues.settlingConversions.schedule(
+            commands += DelayedQueues.settlingConversions(partition).schedule(
                 id: message.id, dueAtMilliseconds: dueAt, message: message.encoded())
         }
         if let record = effects.reengagement {
-            let key = DeviceKeys.winnerReengagements(device: scope.device)
+            let key = DeviceKeys.winnerReengagements(device: scope.device, in: partition)
             commands += [
                 RedisCommand("ZADD", key, String(record.time), record.conversionIdentifier),
                 RedisCommand("ZREMRANGEBYSCORE", key, "-inf", String(record.dropThrough)),
                 RedisCommand("PEXPIRE", key, String(record.keepFor)),
             ]
         }
-        if let refusal = effects.refusal { commands.append(refusal.rejection.entry(at: refusal.at)) }
-        return commands + effects.outputs.map { StreamCommands.add(StreamNames.attributions, message: $0.encoded()) }
+        if let refusal = effects.refusal { commands.append(refusal.rejection.entry(at: refusal.at, in: partition)) }
+        return commands + effects.outputs.map { StreamCommands.add(StreamNames.attributions(partition), message: $0.encoded()) }
     }
 }

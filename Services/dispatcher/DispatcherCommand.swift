@@ -37,11 +37,11 @@ struct DispatcherCommand {
                     destinations: DestinationResolver(
                         policy: try service.environment.value(.postbackURLAllowList)),
                     limiter: HostLimiter(limit: perHost)),
-                clock: service.clock)
+                partitioning: service.partitioning, clock: service.clock)
             do {
                 try await service.run(
                     services: [
-                        try service.worker(stage, stream: StreamNames.postbacks, group: ConsumerGroups.dispatcher.name),
+                        try service.worker(stage, stream: StreamNames.postbacks, group: ConsumerGroups.dispatcher),
                         try service.timerLoop(DelayedQueues.deliveryRetries),
                         heartbeat,
                     ])

@@ -11,11 +11,13 @@ struct DispatcherStage: StreamStage {
     let step: DispatcherStep
     let signer: PostbackSigner
     let delivery: PostbackDelivery
+    let partitioning: Partitioning
     let clock: @Sendable () -> Milliseconds
 
     /// The batch decoded once, with the ad networks and advertised apps whose registrations it needs.
     struct Batch: Sendable {
         var envelopes: [Envelope?]
+        var partitions: [Partition]
         var networks: [String]
         var apps: [String]
     }
@@ -24,7 +26,8 @@ struct DispatcherStage: StreamStage {
         let envelopes = entries.map { try? Envelope.decode($0.message) }
         let needed = envelopes.compactMap { $0.flatMap(DispatcherStep.registrationsNeeded(by:)) }
         return Batch(
-            envelopes: envelopes, networks: Self.unique(needed.map(\.network)), apps: Self.unique(needed.compactMap(\.app)))
+            envelopes: envelopes, partitions: entries.map { partitioning[$0.partition] },
+            networks: Self.unique(needed.map(\.network)), apps: Self.unique(needed.compactMap(\.app)))
     }
 
     static func unique(_ values: [String]) -> [String] {
@@ -33,7 +36,8 @@ struct DispatcherStage: StreamStage {
     }
 
     func reads(for batch: Batch) -> StageReads {
-        StageReads(commands: [
+        // The registry, outside the partition's transaction (nothing here is WATCHed).
+        StageReads(lookups: [
             RedisCommand(["HMGET", RegistryKeys.adNetworks] + (batch.networks.isEmpty ? ["-"] : batch.networks)),
             RedisCommand(["HMGET", RegistryKeys.advertisedApps] + (batch.apps.isEmpty ? ["-"] : batch.apps)),
         ])
@@ -55,12 +59,13 @@ struct DispatcherStage: StreamStage {
         // Waits count from the failure, not from the batch's start: a slow POST must not shorten the next wait.
         let failedAt = clock()
         var generator = KernelRandom()
-        return work.map { item -> StageOutcome in
+        return zip(work, batch.partitions).map { item, partition -> StageOutcome in
+            let stats = StageKeys.dispatcherStats(partition)
             switch item {
             case .retry(let reason):
                 return .failed(reason)
             case .done(let work):
-                var commands = work.undeliverable.flatMap { deadLetter($0.delivery, reason: $0.reason) }
+                var commands = work.undeliverable.flatMap { deadLetter($0.delivery, reason: $0.reason, in: partition) }
                 var counts: [StageCount] = []
                 for attempt in work.deliveries {
                     let (verdict, count) = step.verdict(
@@ -68,15 +73,15 @@ struct DispatcherStage: StreamStage {
                     counts.append(StageCount(count))
                     switch verdict {
                     case .delivered:
-                        commands.append(RedisCommand("HINCRBY", StageKeys.dispatcherStats, "delivered", "1"))
+                        commands.append(RedisCommand("HINCRBY", stats, "delivered", "1"))
                     case .retry(let retry, let due):
                         commands +=
-                            DelayedQueues.deliveryRetries.schedule(
+                            DelayedQueues.deliveryRetries(partition).schedule(
                                 id: retry.deliveryIdentifier, dueAtMilliseconds: due,
                                 message: Envelope(id: retry.deliveryIdentifier, time: due, body: .deliveryRetry(retry)).encoded())
-                            + [RedisCommand("HINCRBY", StageKeys.dispatcherStats, "failed-attempts", "1")]
+                            + [RedisCommand("HINCRBY", stats, "failed-attempts", "1")]
                     case .dead(let record, let reason):
-                        commands += deadLetter(record, reason: reason)
+                        commands += deadLetter(record, reason: reason, in: partition)
                     }
                 }
                 return .write(commands, counts: counts)
@@ -96,14 +101,14 @@ struct DispatcherStage: StreamStage {
         }
     }
 
-    func deadLetter(_ retry: DeliveryRetry, reason: String) -> [RedisCommand] {
+    func deadLetter(_ retry: DeliveryRetry, reason: String, in partition: Partition) -> [RedisCommand] {
         var fields = [
-            "XADD", StreamNames.deliveriesDead, "*", "postback-identifier", retry.postbackIdentifier, "destination",
+            "XADD", StreamNames.deliveriesDead(partition), "*", "postback-identifier", retry.postbackIdentifier, "destination",
             (retry.destination ?? .adNetwork).rawValue, "error", reason,
         ]
         var record = retry
         record.lastError = reason
         if let json = try? JSONCoding.encoder.encode(record) { fields += ["retry", String(decoding: json, as: UTF8.self)] }
-        return [RedisCommand(fields), RedisCommand("HINCRBY", StageKeys.dispatcherStats, "dead-lettered", "1")]
+        return [RedisCommand(fields), RedisCommand("HINCRBY", StageKeys.dispatcherStats(partition), "dead-lettered", "1")]
     }
 }

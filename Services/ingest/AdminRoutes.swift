@@ -15,6 +15,7 @@ struct AdminRoutes {
     /// Checked without DNS here (syntax, https, IP literals); the dispatcher checks resolved addresses
     /// before every POST, since a name's answers can change after registration.
     let destinations: DestinationPolicy
+    let partitioning: Partitioning
     let clock: @Sendable () -> Milliseconds
 
     func add(to router: Router<BasicRequestContext>, catalog: RouteCatalog) {
@@ -59,9 +60,9 @@ struct AdminRoutes {
         catalog.on(admin, prefix: prefix, .get, "/advertised-apps/:item/rejections") { _, context in
             try await recentRejections(RejectionLog.appKey(String(try Self.itemIdentifier(context))))
         }
-        DeadLetterRoutes(redis: redis, clock: clock).add(to: admin, prefix: prefix, catalog: catalog)
-        DeviceErasure(redis: redis).add(to: admin, prefix: prefix, catalog: catalog)
-        SchemaRoutes(redis: redis, maxBodyBytes: 262_144, publisher: EventPublisher(redis: redis))
+        DeadLetterRoutes(redis: redis, partitioning: partitioning, clock: clock).add(to: admin, prefix: prefix, catalog: catalog)
+        DeviceErasure(redis: redis, partitioning: partitioning).add(to: admin, prefix: prefix, catalog: catalog)
+        SchemaRoutes(redis: redis, maxBodyBytes: 262_144, publisher: EventPublisher(redis: redis, partitioning: partitioning))
             .addAdmin(to: admin, prefix: prefix, catalog: catalog)
     }
 

@@ -4,34 +4,46 @@ import Hummingbird
 import RedisStreams
 import ServiceRuntime
 
-/// Dead letters of the dispatcher (`deliveries:dead`): postbacks whose destination never answered 2xx
-/// within 9 retries in 9 days, or may not be sent to at all. An operator lists them and, once the
-/// destination is fixed, replays one or all: a replay is a fresh series of attempts, signed again with
-/// the current key (same postback-identifier, so receivers deduplicate).
+/// Dead letters of the dispatcher (`deliveries:dead`, one stream per partition): postbacks whose
+/// destination never answered 2xx within 9 retries in 9 days, or may not be sent to at all. An operator
+/// lists them and, once the destination is fixed, replays one or all: a replay is a fresh series of
+/// attempts, signed again with the current key (same postback-identifier, so receivers deduplicate).
+/// A dead letter's id is `<partition>-<stream entry id>`: entry ids are unique only within a stream.
 struct DeadLetterRoutes {
     let redis: RedisConnection
+    let partitioning: Partitioning
     let clock: @Sendable () -> Milliseconds
 
     func add(to admin: some RouterMethods<BasicRequestContext>, prefix: String, catalog: RouteCatalog) {
         catalog.on(admin, prefix: prefix, .get, "/dead-letters") { request, _ in
             let count = try RequestParameters.deadLetterCount(request.uri.queryParameters["count"].map(String.init))
-            let entries = try await redis.send(
-                RedisCommand("XREVRANGE", StreamNames.deliveriesDead, "+", "-", "COUNT", String(count))
-            ).elements.compactMap(StreamPages.Entry.init).map(Self.item)
-            let total = try await redis.send(RedisCommand("XLEN", StreamNames.deliveriesDead)).int ?? 0
-            return try AdminRoutes.json(object: ["dead-letters": entries, "total": total] as [String: Any])
+            let partitions = partitioning.partitions
+            // The newest `count` of each partition, then the newest `count` of those (entry ids start
+            // with their time in ms).
+            let replies = try await redis.pipeline(
+                partitions.map { RedisCommand("XREVRANGE", StreamNames.deliveriesDead($0), "+", "-", "COUNT", String(count)) }
+                    + partitions.map { RedisCommand("XLEN", StreamNames.deliveriesDead($0)) })
+            let newest = zip(partitions, replies).flatMap { partition, reply in
+                reply.elements.compactMap(StreamPages.Entry.init).map { (partition, $0) }
+            }.sorted { (StreamTrim.EntryID($0.1.id)?.milliseconds ?? 0) > (StreamTrim.EntryID($1.1.id)?.milliseconds ?? 0) }
+            let total = replies.suffix(partitions.count).reduce(0) { $0 + ($1.int ?? 0) }
+            return try AdminRoutes.json(
+                object: ["dead-letters": newest.prefix(count).map { Self.item($1, in: $0) }, "total": total] as [String: Any])
         }
         catalog.on(admin, prefix: prefix, .post, "/dead-letters/:id/replay") { _, context in
             let id = try context.parameters.require("id")
-            guard StreamTrim.EntryID(id) != nil else {
+            guard let (partition, entryID) = Self.parse(id, partitioning) else {
                 throw ProblemDetails.badRequest(
-                    .invalidDeadLetterIdentifier, "dead letter ids are stream ids like 1700000000000-0")
+                    .invalidDeadLetterIdentifier,
+                    "dead letter ids are <partition>-<stream entry id> as listed, like 7-1700000000000-0")
             }
-            let found = try await redis.send(RedisCommand("XRANGE", StreamNames.deliveriesDead, id, id)).elements
+            let found = try await redis.send(
+                RedisCommand("XRANGE", StreamNames.deliveriesDead(partition), entryID, entryID)
+            ).elements
             guard let entry = found.first.flatMap(StreamPages.Entry.init) else {
                 throw ProblemDetails(.notFound, reason: .unknownDeadLetter, detail: "no dead letter \(id)")
             }
-            guard try await replay([entry]) == 1 else {
+            guard try await replay([entry], in: partition) == 1 else {
                 throw ProblemDetails(
                     .conflict, reason: .notReplayable, detail: "dead letter \(id) holds no delivery record to replay")
             }
@@ -39,24 +51,34 @@ struct DeadLetterRoutes {
         }
         catalog.on(admin, prefix: prefix, .post, "/dead-letters/replay") { _, _ in
             var replayed = 0
-            // In pages, oldest first, so a large backlog is not one giant transaction.
-            try await StreamPages.forEach(StreamNames.deliveriesDead, size: 500, on: redis) { page in
-                replayed += try await replay(page)
+            // In pages, oldest first per partition, so a large backlog is not one giant transaction.
+            for partition in partitioning.partitions {
+                try await StreamPages.forEach(StreamNames.deliveriesDead(partition), size: 500, on: redis) { page in
+                    replayed += try await replay(page, in: partition)
+                }
             }
             return try AdminRoutes.json(object: ["replayed": replayed])
         }
     }
 
-    /// Moves each replayable entry back to `postbacks` as a fresh delivery and deletes it from the dead
-    /// letters, in one transaction; returns how many were replayable.
-    func replay(_ entries: [StreamPages.Entry]) async throws -> Int {
+    /// `<partition>-<ms>-<seq>` as the partition and the stream entry id.
+    static func parse(_ id: String, _ partitioning: Partitioning) -> (Partition, String)? {
+        guard let dash = id.firstIndex(of: "-"), let index = Int(id[..<dash]), (0..<partitioning.count).contains(index),
+            StreamTrim.EntryID(String(id[id.index(after: dash)...])) != nil
+        else { return nil }
+        return (partitioning[index], String(id[id.index(after: dash)...]))
+    }
+
+    /// Moves each replayable entry back to its partition's `postbacks` as a fresh delivery and deletes
+    /// it from the dead letters, in one transaction; returns how many were replayable.
+    func replay(_ entries: [StreamPages.Entry], in partition: Partition) async throws -> Int {
         var commands: [RedisCommand] = []
         for entry in entries {
             guard let retry = Self.retry(in: entry)?.replay() else { continue }
             let envelope = Envelope(time: clock(), body: .deliveryRetry(retry))
             commands += [
-                StreamCommands.add(StreamNames.postbacks, message: envelope.encoded()),
-                RedisCommand("XDEL", StreamNames.deliveriesDead, entry.id),
+                StreamCommands.add(StreamNames.postbacks(partition), message: envelope.encoded()),
+                RedisCommand("XDEL", StreamNames.deliveriesDead(partition), entry.id),
             ]
         }
         guard !commands.isEmpty else { return 0 }
@@ -72,10 +94,10 @@ struct DeadLetterRoutes {
     }
 
     /// What an operator needs to see; the signed body and order stay inside.
-    static func item(_ entry: StreamPages.Entry) -> [String: Any] {
+    static func item(_ entry: StreamPages.Entry, in partition: Partition) -> [String: Any] {
         let fields = fields(of: entry)
         var item: [String: Any] = [
-            "id": entry.id, "postback-identifier": fields["postback-identifier"] ?? "",
+            "id": "\(partition.index)-\(entry.id)", "postback-identifier": fields["postback-identifier"] ?? "",
             "destination": fields["destination"] ?? PostbackDestination.adNetwork.rawValue, "error": fields["error"] ?? "",
         ]
         if let retry = retry(in: entry) {

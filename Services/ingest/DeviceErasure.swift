@@ -7,9 +7,11 @@ import ServiceRuntime
 /// `DELETE /v1/admin/devices/{device-identifier}`: erases everything the pipeline holds about one
 /// device: attribution-winner's pools and re-engagement history, the verifier's view sets, ingest's
 /// idempotency records, and every stream entry or settling conversion that still names it (events not
-/// yet processed are erased too: that is the point). Postbacks never named the device.
+/// yet processed are erased too: that is the point). Postbacks never named the device. Everything
+/// about a device is in the device's partition, so only that partition is searched.
 struct DeviceErasure {
     let redis: RedisConnection
+    let partitioning: Partitioning
 
     /// Streams whose entries may name a device: the path up to attribution-winner and its dead letters.
     static let streams =
@@ -27,8 +29,9 @@ struct DeviceErasure {
     }
 
     func erase(_ device: String) async throws -> (keys: Int, entries: Int) {
+        let partition = partitioning.of(device: device)
         var keys = 0
-        for pattern in DeviceKeys.patterns(device: device) {
+        for pattern in DeviceKeys.patterns(device: device, in: partition) {
             var cursor = "0"
             repeat {
                 let reply = try await redis.send(RedisCommand("SCAN", cursor, "MATCH", pattern, "COUNT", "1000")).elements
@@ -41,7 +44,7 @@ struct DeviceErasure {
         let needle = Array(
             String(decoding: try JSONSerialization.data(withJSONObject: [device]), as: UTF8.self).dropFirst().dropLast().utf8)
         var entries = 0
-        for stream in Self.streams {
+        for stream in Self.streams.map({ $0(partition) }) {
             try await StreamPages.forEach(stream, on: redis) { page in
                 let matching = page.filter { entry in entry.fields.elements.contains { ($0.bytes ?? []).contains(needle) } }
                 if !matching.isEmpty {
@@ -50,7 +53,7 @@ struct DeviceErasure {
             }
         }
         // Conversions waiting out their settle time.
-        let settling = DelayedQueues.settlingConversions
+        let settling = DelayedQueues.settlingConversions(partition)
         for item in try await settling.items(on: redis) where item.message.contains(needle) {
             _ = try await redis.pipeline(settling.cancel(id: item.id))
             entries += 1

@@ -4,37 +4,39 @@ import Foundation
 import RedisStreams
 import ServiceRuntime
 
-/// Puts an accepted event on `events`, in one atomic script with the checks that must not be split
-/// from it: the app key (conversions and updates), and the `Idempotency-Key` record, so a retried
-/// request returns the first answer and a crash can never leave a record without its event.
+/// Puts an accepted event on its device's partition of `events`, in one atomic script with the
+/// `Idempotency-Key` record, so a retried request returns the first answer and a crash can never leave
+/// a record without its event: both keys are in the device's partition (the record's scope includes
+/// the device), hence in one hash slot on Redis Cluster.
+///
+/// The app key is checked just before, outside the script: the registry lives under its own hash tag,
+/// in another slot. That is safe because the check and the publish are ordered within the request,
+/// and app keys are only ever added: a key that passed the check is still valid when the event is
+/// written. (Were keys ever revoked, a request in flight at the revocation would be accepted, exactly
+/// as if it had arrived a moment earlier.)
 struct EventPublisher: Sendable {
     let redis: RedisConnection
+    let partitioning: Partitioning
     /// How long an idempotency key is remembered.
     let idempotencyTTL = Retention.idempotency
 
     static let script = RedisScript(
         """
-        -- KEYS: events stream, app keys hash, idempotency key
-        -- ARGV: envelope, app key hash ('' = none needed), expected app, request fingerprint,
-        --       idempotency ttl ms, event id, use idempotency ('1'/'0')
-        if ARGV[2] ~= '' then
-            local app = redis.call('HGET', KEYS[2], ARGV[2])
-            if not app then return {'unauthorized'} end
-            if app ~= ARGV[3] then return {'forbidden'} end
-        end
-        if ARGV[7] == '1' then
-            local existing = redis.call('GET', KEYS[3])
+        -- KEYS: events stream, idempotency key
+        -- ARGV: envelope, request fingerprint, idempotency ttl ms, event id, use idempotency ('1'/'0')
+        if ARGV[5] == '1' then
+            local existing = redis.call('GET', KEYS[2])
             if existing then
                 local space = string.find(existing, ' ', 1, true)
-                if string.sub(existing, 1, space - 1) ~= ARGV[4] then return {'conflict'} end
+                if string.sub(existing, 1, space - 1) ~= ARGV[2] then return {'conflict'} end
                 return {'replayed', string.sub(existing, space + 1)}
             end
         end
         redis.call('XADD', KEYS[1], '*', 'e', ARGV[1])
-        if ARGV[7] == '1' then
-            redis.call('SET', KEYS[3], ARGV[4] .. ' ' .. ARGV[6], 'PX', ARGV[5])
+        if ARGV[5] == '1' then
+            redis.call('SET', KEYS[2], ARGV[2] .. ' ' .. ARGV[4], 'PX', ARGV[3])
         end
-        return {'accepted', ARGV[6]}
+        return {'accepted', ARGV[4]}
         """)
 
     enum Caller {
@@ -42,44 +44,54 @@ struct EventPublisher: Sendable {
         case signedImpression
         /// Conversions and updates carry the advertised app's key, issued by the admin API.
         case app(key: String?, item: ItemIdentifier)
+
+        /// Who the idempotency record belongs to: the app, or `-` for impressions.
+        var scope: String {
+            switch self {
+            case .signedImpression: "-"
+            case .app(_, let item): String(item)
+            }
+        }
     }
 
-    /// Publishes `envelope`; answers 202 with the event id (the first one, for a retried request).
-    /// `scope` keeps one caller's idempotency keys apart from another's (the app, or the device).
-    func publish(_ envelope: Envelope, route: String, scope: String, caller: Caller, idempotencyKey: String?, body: Data)
-        async throws -> String
-    {
-        var keyHash = ""
-        var expectedApp = ""
+    /// Publishes `envelope` in `device`'s partition; answers the event id (the first one, for a
+    /// retried request). An `Idempotency-Key` is remembered per route, caller and device.
+    func publish(
+        _ envelope: Envelope, route: String, device: String, caller: Caller, idempotencyKey: String?, body: Data
+    ) async throws -> String {
         if case .app(let key, let item) = caller {
             guard let key, !key.isEmpty else {
                 throw ProblemDetails(
                     .unauthorized, reason: .missingAppKey,
                     detail: "conversions and updates need the app's key: Authorization: Bearer <app key>")
             }
-            keyHash = AppKeys.hash(key)
-            expectedApp = String(item)
+            let owner = try await redis.send(RedisCommand("HGET", RegistryKeys.appKeys, AppKeys.hash(key))).string
+            guard let owner else {
+                throw ProblemDetails(.unauthorized, reason: .invalidAppKey, detail: "the app key is not one the admin API issued")
+            }
+            guard owner == String(item) else {
+                throw ProblemDetails(
+                    .forbidden, reason: .appKeyMismatch, detail: "this app key belongs to another advertised app")
+            }
         }
         if let idempotencyKey { try RequestChecks.idempotencyKey(idempotencyKey) }
         let fingerprint = SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined()
+        let partition = partitioning.of(device: device)
         let reply = try await Self.script.run(
             keys: [
-                StreamNames.events, RegistryKeys.appKeys,
-                StageKeys.idempotency(route: route, scope: scope, key: idempotencyKey ?? "-"),
+                StreamNames.events(partition),
+                DeviceKeys.idempotency(
+                    device: device, route: route, caller: caller.scope, key: idempotencyKey ?? "-", in: partition),
             ],
             arguments: [
-                envelope.encoded(), Array(keyHash.utf8), Array(expectedApp.utf8), Array(fingerprint.utf8),
-                Array(String(idempotencyTTL).utf8), Array(envelope.id.utf8), Array((idempotencyKey == nil ? "0" : "1").utf8),
+                envelope.encoded(), Array(fingerprint.utf8), Array(String(idempotencyTTL).utf8), Array(envelope.id.utf8),
+                Array((idempotencyKey == nil ? "0" : "1").utf8),
             ],
             on: redis)
         let parts = reply.elements.compactMap(\.string)
         switch parts.first {
         case "accepted", "replayed":
             return parts.count > 1 ? parts[1] : envelope.id
-        case "unauthorized":
-            throw ProblemDetails(.unauthorized, reason: .invalidAppKey, detail: "the app key is not one the admin API issued")
-        case "forbidden":
-            throw ProblemDetails(.forbidden, reason: .appKeyMismatch, detail: "this app key belongs to another advertised app")
         case "conflict":
             throw ProblemDetails(
                 .unprocessableContent, reason: .idempotencyKeyReused,

@@ -12,8 +12,9 @@ struct EventRoutes {
     let maxBodyBytes: Int
     /// How long a key no dispatcher signs with any more stays in the JWKS.
     let signingKeyGrace: Milliseconds
+    let partitioning: Partitioning
     let clock: @Sendable () -> Milliseconds
-    var publisher: EventPublisher { EventPublisher(redis: redis) }
+    var publisher: EventPublisher { EventPublisher(redis: redis, partitioning: partitioning) }
 
     struct Accepted: Encodable {
         let eventIdentifier: String
@@ -32,7 +33,7 @@ struct EventRoutes {
                 .report(receivedAt: clock())
             let envelope = Envelope(time: report.interaction.time, body: .impressionReported(report))
             return try await accept(
-                envelope, request, route: "impressions", scope: report.deviceIdentifier, caller: .signedImpression, body: body)
+                envelope, request, route: "impressions", device: report.deviceIdentifier, caller: .signedImpression, body: body)
         }
         catalog.on(router, .post, "/v1/conversions") { request, _ in
             try Self.requireAppKey(request)
@@ -44,7 +45,7 @@ struct EventRoutes {
             let envelope = Envelope(id: id, time: report.time, body: .conversionReported(report))
             let caller = EventPublisher.Caller.app(key: request.bearerToken, item: report.advertisedItemIdentifier)
             return try await accept(
-                envelope, request, route: "conversions", scope: String(report.advertisedItemIdentifier), caller: caller,
+                envelope, request, route: "conversions", device: report.deviceIdentifier, caller: caller,
                 body: body,
                 tagged: report.conversionType == .reengagement)
         }
@@ -56,7 +57,7 @@ struct EventRoutes {
             let envelope = Envelope(time: report.time, body: .updateReported(report))
             let caller = EventPublisher.Caller.app(key: request.bearerToken, item: report.advertisedItemIdentifier)
             return try await accept(
-                envelope, request, route: "updates", scope: String(report.advertisedItemIdentifier), caller: caller, body: body)
+                envelope, request, route: "updates", device: report.deviceIdentifier, caller: caller, body: body)
         }
         catalog.on(router, .post, "/v1/activity") { request, _ in
             try Self.requireAppKey(request)
@@ -66,7 +67,7 @@ struct EventRoutes {
             let envelope = Envelope(time: report.time, body: .activityReported(report))
             let caller = EventPublisher.Caller.app(key: request.bearerToken, item: report.advertisedItemIdentifier)
             return try await accept(
-                envelope, request, route: "activity", scope: String(report.advertisedItemIdentifier), caller: caller, body: body)
+                envelope, request, route: "activity", device: report.deviceIdentifier, caller: caller, body: body)
         }
         SchemaRoutes(redis: redis, maxBodyBytes: maxBodyBytes, publisher: publisher).addPublic(to: router, catalog: catalog)
         catalog.on(router, .get, "/.well-known/jwks.json") { _, _ -> Response in
@@ -97,11 +98,11 @@ struct EventRoutes {
     }
 
     private func accept(
-        _ envelope: Envelope, _ request: Request, route: String, scope: String, caller: EventPublisher.Caller, body: Data,
+        _ envelope: Envelope, _ request: Request, route: String, device: String, caller: EventPublisher.Caller, body: Data,
         tagged: Bool = false
     ) async throws -> Response {
         let id = try await publisher.publish(
-            envelope, route: route, scope: scope, caller: caller, idempotencyKey: request.idempotencyKey,
+            envelope, route: route, device: device, caller: caller, idempotencyKey: request.idempotencyKey,
             body: body)
         return Response.json(Accepted(eventIdentifier: id, conversionTag: tagged ? id : nil), status: .accepted)
     }

@@ -26,7 +26,8 @@ struct IngestCommand {
         help.answer()
         if let text = printedOnly(CommandLine.arguments) { return print(text) }
         try await PipelineService.main(help) { service in
-            let settings = try IngestSettings(service.environment, policy: service.policy, clock: service.clock)
+            let settings = try IngestSettings(
+                service.environment, policy: service.policy, partitioning: service.partitioning, clock: service.clock)
             try await service.run(services: []) { router, redis in
                 IngestRoutes.add(to: router, catalog: RouteCatalog(), redis: redis, settings: settings)
             }
@@ -57,10 +58,11 @@ enum IngestRoutes {
     ) {
         AdminRoutes(
             redis: redis, adminToken: settings.adminToken, keyRotationGrace: settings.keyRotationGrace,
-            destinations: settings.destinations, clock: settings.clock
+            destinations: settings.destinations, partitioning: settings.partitioning, clock: settings.clock
         ).add(to: router, catalog: catalog)
         EventRoutes(
-            redis: redis, maxBodyBytes: settings.maxBodyBytes, signingKeyGrace: settings.signingKeyGrace, clock: settings.clock
+            redis: redis, maxBodyBytes: settings.maxBodyBytes, signingKeyGrace: settings.signingKeyGrace,
+            partitioning: settings.partitioning, clock: settings.clock
         ).add(to: router, catalog: catalog)
         catalog.on(router, .get, "/openapi.json") { _, _ in
             var headers = HTTPFields()
@@ -77,13 +79,17 @@ struct IngestSettings {
     /// Where postback URLs and copy endpoints may point.
     let destinations: DestinationPolicy
     let signingKeyGrace: Milliseconds
+    /// The deployment's partitions: where each event, idempotency record and dead letter lives.
+    let partitioning: Partitioning
     /// The service's clock (`receivedAt`, rotations, the JWKS grace, replays).
     let clock: @Sendable () -> Milliseconds
 
     init(
         adminToken: String, maxBodyBytes: Int, keyRotationGrace: Milliseconds, destinations: DestinationPolicy,
-        signingKeyGrace: Milliseconds, clock: @escaping @Sendable () -> Milliseconds
+        signingKeyGrace: Milliseconds, partitioning: Partitioning = Partitioning(),
+        clock: @escaping @Sendable () -> Milliseconds
     ) {
+        self.partitioning = partitioning
         self.adminToken = adminToken
         self.maxBodyBytes = maxBodyBytes
         self.keyRotationGrace = keyRotationGrace
@@ -92,8 +98,12 @@ struct IngestSettings {
         self.clock = clock
     }
 
-    init(_ environment: ServiceEnvironment, policy: TimePolicy, clock: @escaping @Sendable () -> Milliseconds) throws {
+    init(
+        _ environment: ServiceEnvironment, policy: TimePolicy, partitioning: Partitioning,
+        clock: @escaping @Sendable () -> Milliseconds
+    ) throws {
         self.clock = clock
+        self.partitioning = partitioning
         adminToken = try environment.value(.adminToken)
         maxBodyBytes = try environment.value(.maxBodyBytes)
         keyRotationGrace = KeySetPublication.rotationGrace(try environment.value(.keyRotationGraceHours))

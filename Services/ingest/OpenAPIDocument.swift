@@ -512,7 +512,7 @@ enum OpenAPIDocument {
             },
             "/v1/admin/dead-letters/{id}/replay": {
               "parameters": [
-                {"name": "id", "in": "path", "required": true, "schema": {"type": "string", "pattern": "^[0-9]+-[0-9]+$"}, "description": "dead letter (stream entry) id"}
+                {"name": "id", "in": "path", "required": true, "schema": {"type": "string", "pattern": "^[0-9]+-[0-9]+-[0-9]+$"}, "description": "dead letter id as listed: `<partition>-<stream entry id>`, e.g. `7-1700000000000-0`"}
               ],
               "post": {
                 "summary": "Replay one dead letter: a fresh series of attempts, signed with the current key",

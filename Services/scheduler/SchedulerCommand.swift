@@ -20,11 +20,11 @@ struct SchedulerCommand {
             let stage = SchedulerStage(
                 step: SchedulerStep(
                     policy: service.policy, thresholds: thresholds, windowCloseGraceMilliseconds: Milliseconds(grace)),
-                clock: service.clock)
+                partitioning: service.partitioning, clock: service.clock)
             try await service.run(
                 services: [
-                    try service.worker(stage, stream: StreamNames.attributions, group: ConsumerGroups.scheduler.name),
-                    try service.worker(stage, stream: StreamNames.schedulerTimers, group: ConsumerGroups.scheduler.name),
+                    try service.worker(stage, stream: StreamNames.attributions, group: ConsumerGroups.scheduler),
+                    try service.worker(stage, stream: StreamNames.schedulerTimers, group: ConsumerGroups.scheduler),
                     try service.timerLoop(DelayedQueues.windowTimers),
                 ] + DelayedQueues.heldPostbacks.map { try service.timerLoop($0) })
         }

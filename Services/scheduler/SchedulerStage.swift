@@ -3,16 +3,22 @@ import Foundation
 import RedisStreams
 import ServiceRuntime
 
-/// One batch: WATCH and GET the plans it touches (plus crowd counters and the app's current schema for
-/// new attributions), run the model's `SchedulerStep` per message, then write the plans, window timers,
-/// held postbacks and crowd counts, and acknowledge, in one transaction.
+/// One batch: look up the crowd counters (every partition's shard) and the app's current schema for
+/// new attributions, WATCH and GET the plans it touches (in their partition), run the model's
+/// `SchedulerStep` per message, then write the plans, window timers, held postbacks and the crowd
+/// counts of the batch's partition, and acknowledge, in one transaction.
+///
+/// Crowd counts are read unWATCHed, as before partitioning: a tier assessed from a count that another
+/// replica raises a moment later is the tier of a crowd one conversion smaller, never a larger one.
 struct SchedulerStage: StreamStage {
     let step: SchedulerStep
+    let partitioning: Partitioning
     let clock: @Sendable () -> Milliseconds
 
     struct Batch: Sendable {
         var envelopes: [Envelope?] = []
-        var conversions: [String] = []  // plans to read, first-seen order
+        var partitions: [Partition] = []
+        var conversions: [(id: String, partition: Partition)] = []  // plans to read, first-seen order
         var crowds: [Crowd] = []  // crowd counters to read
         var schemaApps: [ItemIdentifier] = []  // advertised apps whose current schema a new plan pins
     }
@@ -24,9 +30,11 @@ struct SchedulerStage: StreamStage {
         var seenApps = Set<ItemIdentifier>()
         for entry in entries {
             let envelope = try? Envelope.decode(entry.message)
+            let partition = partitioning[entry.partition]
             batch.envelopes.append(envelope)
+            batch.partitions.append(partition)
             guard let envelope, let id = SchedulerStep.conversionIdentifier(of: envelope) else { continue }
-            if seenConversions.insert(id).inserted { batch.conversions.append(id) }
+            if seenConversions.insert(id).inserted { batch.conversions.append((id, partition)) }
             guard case .conversionAttributed(let attribution) = envelope.body else { continue }
             batch.crowds += Crowd.all(for: attribution).filter { seenCrowds.insert($0).inserted }
             if seenApps.insert(attribution.advertisedItemIdentifier).inserted {
@@ -37,33 +45,40 @@ struct SchedulerStage: StreamStage {
     }
 
     func reads(for batch: Batch) -> StageReads {
-        let plans = batch.conversions.map { StageKeys.plan(conversion: $0) }
-        var commands = plans.map { RedisCommand("GET", $0) }
-        commands += batch.crowds.map { RedisCommand("HGETALL", StageKeys.crowd($0)) }
-        if !batch.schemaApps.isEmpty {
-            commands.append(RedisCommand(["HMGET", RegistryKeys.currentSchemas] + batch.schemaApps.map(String.init)))
+        let plans = batch.conversions.map { StageKeys.plan(conversion: $0.id, in: $0.partition) }
+        var lookups = batch.crowds.flatMap { crowd in
+            partitioning.partitions.map { RedisCommand("HGETALL", StageKeys.crowd(crowd, in: $0)) }
         }
-        return StageReads(watch: plans, commands: commands)
+        if !batch.schemaApps.isEmpty {
+            lookups.append(RedisCommand(["HMGET", RegistryKeys.currentSchemas] + batch.schemaApps.map(String.init)))
+        }
+        return StageReads(watch: plans, commands: plans.map { RedisCommand("GET", $0) }, lookups: lookups)
     }
 
     func decide(_ batch: Batch, state: [RedisReply]) async -> [StageOutcome] {
         var replies = state[...]
-        var plans: [String: SchedulerStep.PlanState] = [:]
-        for (id, reply) in zip(batch.conversions, replies.prefix(batch.conversions.count)) {
-            plans[id] = Self.planState(reply)
-        }
-        replies = replies.dropFirst(batch.conversions.count)
         var counters: [Crowd: [Int64: Int]] = [:]
-        for (crowd, reply) in zip(batch.crowds, replies.prefix(batch.crowds.count)) {
-            counters[crowd] = Self.dayBuckets(reply)
+        for crowd in batch.crowds {
+            // The crowd's count per day: the sum of every partition's shard.
+            for reply in replies.prefix(partitioning.count) {
+                counters[crowd, default: [:]].merge(Self.dayBuckets(reply), uniquingKeysWith: +)
+            }
+            replies = replies.dropFirst(partitioning.count)
         }
-        replies = replies.dropFirst(batch.crowds.count)
-        let schemas = replies.first?.decodedFields(batch.schemaApps, as: ConversionValueSchema.self) ?? [:]
+        var schemas: [ItemIdentifier: ConversionValueSchema] = [:]
+        if !batch.schemaApps.isEmpty {
+            schemas = replies.first?.decodedFields(batch.schemaApps, as: ConversionValueSchema.self) ?? [:]
+            replies = replies.dropFirst()
+        }
+        var plans: [String: SchedulerStep.PlanState] = [:]
+        for (conversion, reply) in zip(batch.conversions, replies) {
+            plans[conversion.id] = Self.planState(reply)
+        }
         var crowd = CrowdCounts(read: counters)
         var generator = KernelRandom()
         let now = clock()
 
-        return batch.envelopes.map { envelope -> StageOutcome in
+        return zip(batch.envelopes, batch.partitions).map { envelope, partition -> StageOutcome in
             guard let envelope, let id = SchedulerStep.conversionIdentifier(of: envelope) else {
                 return .failed("scheduler takes attributions, attributed updates and window timers")
             }
@@ -78,17 +93,18 @@ struct SchedulerStage: StreamStage {
                 return .failed(reason)
             case .done(let effects):
                 if let stored = effects.store { plans[id] = stored }
-                return .write(commands(for: effects, conversion: id), counts: effects.counts.map(StageCount.init))
+                return .write(
+                    commands(for: effects, conversion: id, in: partition), counts: effects.counts.map(StageCount.init))
             }
         }
     }
 
     /// The step's effects as Redis commands: plan (or marker), crowd counts, timers, held postbacks.
-    func commands(for effects: SchedulerStep.Effects, conversion id: String) -> [RedisCommand] {
+    func commands(for effects: SchedulerStep.Effects, conversion id: String, in partition: Partition) -> [RedisCommand] {
         var commands: [RedisCommand] = []
         if let increment = effects.crowd {
             for crowd in increment.crowds {
-                let key = StageKeys.crowd(crowd)
+                let key = StageKeys.crowd(crowd, in: partition)
                 commands += [
                     RedisCommand("HINCRBY", key, String(increment.day), "1"),
                     RedisCommand(["HDEL", key] + increment.staleDays.map(String.init)),
@@ -97,10 +113,10 @@ struct SchedulerStage: StreamStage {
             }
         }
         for timer in effects.timers {
-            commands += DelayedQueues.windowTimers.schedule(
+            commands += DelayedQueues.windowTimers(partition).schedule(
                 id: timer.identifier, dueAtMilliseconds: timer.dueAt, message: timer.message.encoded())
         }
-        let key = StageKeys.plan(conversion: id)
+        let key = StageKeys.plan(conversion: id, in: partition)
         switch effects.store {
         case .finished?:
             commands.append(
@@ -112,7 +128,7 @@ struct SchedulerStage: StreamStage {
             break
         }
         for postback in effects.held {
-            let queue = DelayedQueues.heldPostbacks[postback.order.payload.postbackSequenceIndex]
+            let queue = DelayedQueues.heldPostbacks[postback.order.payload.postbackSequenceIndex](partition)
             let message = CompactHeldPostback.encode(postback.order, dueAt: postback.dueAt)
             if let old = postback.replacing {
                 commands += queue.replace(

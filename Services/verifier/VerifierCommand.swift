@@ -13,11 +13,12 @@ struct VerifierCommand {
                     "checks every event's signature and rules; valid ones go on to attribution-winner, the rest are refused with a reason code."
             )
         ) { service in
-            let stage = VerifierStage(step: VerifierStep(policy: service.policy))
+            let stage = VerifierStage(
+                step: VerifierStep(policy: service.policy), partitioning: service.partitioning, claims: service.connection())
             try await service.run(
                 services: [
                     try service.worker(
-                        stage, stream: StreamNames.events, group: ConsumerGroups.verifier.name,
+                        stage, stream: StreamNames.events, group: ConsumerGroups.verifier,
                         unreadOutputs: [StreamNames.rejected])
                 ])
         }

@@ -4,20 +4,30 @@ import Foundation
 import RedisStreams
 import ServiceRuntime
 
-/// The verifier's batch: one read pipeline (replay markers, registry entries, the devices' recent
-/// views), the model's `VerifierStep` per event, then one transaction that marks impressions as seen,
-/// records views, writes `verified` / `rejected` (and the refusal logs ingest's admin API shows), and
-/// acknowledges.
+/// The verifier's batch: the registry entries it needs (looked up outside the partition's
+/// transaction), the devices' recent views (WATCHed, in the partition), the registration and
+/// signature checks, then the replay claims of the impressions that passed them, the model's
+/// `VerifierStep` per event, and one transaction that records views, writes `verified` / `rejected`
+/// and acknowledges. The refusal logs ingest's admin API shows are written right after the commit.
+///
+/// Replay markers are keyed by impression id, not device: an impression replayed with another device
+/// id lands in another partition, so the marker cannot join the device's transaction. Each verified
+/// impression claims its marker with `SET NX GET` before the transaction, holding the event id: a
+/// marker holding another event's id means replay; one holding this event's id is this event's own
+/// claim (a batch redone after a WATCH conflict, or a dead letter replayed), so it passes.
 struct VerifierStage: StreamStage {
     let step: VerifierStep
+    let partitioning: Partitioning
+    /// For the replay claims (cross-partition): not the worker's connection, whose WATCH must not mix with them.
+    let claims: RedisConnection
 
     struct Batch: Sendable {
         var envelopes: [Envelope?] = []
+        var partitions: [Partition] = []
         var parsed: [Int: Result<SignedImpression, VerifierStep.Refusal>] = [:]
-        var impressions: [String] = []  // ids whose replay markers to read
         var registry = RegistrySnapshot.Request()
-        /// Each view impression's scope and interval, in the order the reads ask for them.
-        var views: [(scope: VerifierStep.ViewScope, interval: ViewInterval)] = []
+        /// Each view impression's scope, interval and partition, in the order the reads ask for them.
+        var views: [(scope: VerifierStep.ViewScope, interval: ViewInterval, partition: Partition)] = []
     }
 
     func prepare(_ entries: [StreamEntry]) -> Batch {
@@ -27,7 +37,9 @@ struct VerifierStage: StreamStage {
         var advertised = Set<ItemIdentifier>()
         for (index, entry) in entries.enumerated() {
             let envelope = try? Envelope.decode(entry.message)
+            let partition = partitioning[entry.partition]
             batch.envelopes.append(envelope)
+            batch.partitions.append(partition)
             switch envelope?.body {
             case .impressionReported(let report):
                 let parsed = SignedImpression.parse(report)
@@ -37,8 +49,9 @@ struct VerifierStage: StreamStage {
                 networks.insert(payload.adNetworkIdentifier.rawValue)
                 publishers.insert(payload.publisherItemIdentifier)
                 advertised.insert(payload.advertisedItemIdentifier)
-                batch.impressions.append(payload.impressionIdentifier)
-                if let view = VerifierStep.view(of: report, payload: payload) { batch.views.append(view) }
+                if let view = VerifierStep.view(of: report, payload: payload) {
+                    batch.views.append((view.0, view.1, partition))
+                }
             case .conversionReported(let report): advertised.insert(report.advertisedItemIdentifier)
             case .updateReported(let report): advertised.insert(report.advertisedItemIdentifier)
             case .activityReported(let report): advertised.insert(report.advertisedItemIdentifier)
@@ -51,61 +64,86 @@ struct VerifierStage: StreamStage {
     }
 
     func reads(for batch: Batch) -> StageReads {
-        // WATCH the replay markers and view sets: two replicas given the same impression (or overlapping
-        // views of one device) cannot both accept.
-        let markers = batch.impressions.map { StageKeys.replayMarker(impression: $0) }
-        let viewKeys = batch.views.map { DeviceKeys.verifierViews($0.scope) }
+        // WATCH the view sets: two replicas given overlapping views of one device cannot both accept.
+        let viewKeys = batch.views.map { DeviceKeys.verifierViews($0.scope, in: $0.partition) }
         let viewReads = zip(viewKeys, batch.views).map { RedisCommand("ZRANGEBYSCORE", $0, "(\($1.interval.begin)", "+inf") }
-        return StageReads(
-            watch: markers + Set(viewKeys).sorted(),
-            commands: markers.map { RedisCommand("EXISTS", $0) } + batch.registry.commands + viewReads)
+        return StageReads(watch: Set(viewKeys).sorted(), commands: viewReads, lookups: batch.registry.commands)
     }
 
     func decide(_ batch: Batch, state: [RedisReply]) async -> [StageOutcome] {
         var facts = VerifierStep.Facts()
-        for (impression, reply) in zip(batch.impressions, state) where reply.int == 1 { facts.seen.insert(impression) }
-        let registry = RegistrySnapshot(request: batch.registry, state: state, offset: batch.impressions.count).registry
+        let registry = RegistrySnapshot(request: batch.registry, state: state, offset: 0).registry
         // Views already recorded that end after each new view begins (the only ones it can overlap).
-        let viewReplies = state.dropFirst(batch.impressions.count + batch.registry.commands.count)
-        for (view, reply) in zip(batch.views, viewReplies) {
+        for (view, reply) in zip(batch.views, state.dropFirst(batch.registry.commands.count)) {
             facts.views[view.scope, default: []] += reply.elements.compactMap { $0.string.flatMap(ViewInterval.init(member:)) }
+        }
+        var parsed = batch.parsed
+        for (index, result) in batch.parsed {
+            guard case .impressionReported(let report) = batch.envelopes[index]?.body else { continue }
+            parsed[index] = step.verified(result, report: report, registry: registry)
+        }
+        do {
+            facts.seen = try await claimReplayMarkers(batch, parsed: parsed)
+        } catch {
+            return batch.envelopes.map { _ in .failed("claiming replay markers failed: \(error)") }
         }
         return batch.envelopes.indices.map { index -> StageOutcome in
             guard let envelope = batch.envelopes[index] else { return .failed("not a pipeline envelope") }
-            switch step.step(envelope, parsed: batch.parsed[index], registry: registry, facts: &facts) {
+            let partition = batch.partitions[index]
+            switch step.step(envelope, parsed: parsed[index], registry: registry, facts: &facts, verified: true) {
             case .retry(let reason):
                 return .failed(reason)
-            case .done(.verified(let message, let markSeen, let view, let keepFor)):
+            case .done(.verified(let message, _, let view, let keepFor)):
                 var commands: [RedisCommand] = []
-                if let markSeen {
-                    commands.append(.set(StageKeys.replayMarker(impression: markSeen), Array("1".utf8), expiringAfter: keepFor))
-                }
                 if let (scope, interval) = view {
-                    let key = DeviceKeys.verifierViews(scope)
+                    let key = DeviceKeys.verifierViews(scope, in: partition)
                     commands += [
                         RedisCommand("ZADD", key, String(interval.end), interval.member),
                         RedisCommand("ZREMRANGEBYSCORE", key, "-inf", String(interval.end - keepFor)),
                         RedisCommand("PEXPIRE", key, String(keepFor)),
                     ]
                 }
-                return .write(commands + [StreamCommands.add(StreamNames.verified, message: message.encoded())])
+                return .write(commands + [StreamCommands.add(StreamNames.verified(partition), message: message.encoded())])
             case .done(.refused(let rejection, let log, let counts)):
-                return .write(Self.rejection(rejection, at: envelope.time, log: log), counts: counts.map(StageCount.init))
+                return .write(
+                    [rejection.entry(at: envelope.time, in: partition)], counts: counts.map(StageCount.init),
+                    after: Self.refusalLog(rejection, log: log))
             }
         }
     }
 
-    /// The `rejected` entry and the refusal log of its network (or app).
-    static func rejection(_ rejection: Rejection, at time: Milliseconds, log: VerifierStep.RefusalLog?) -> [RedisCommand] {
-        var commands = [rejection.entry(at: time)]
-        if let log, let json = try? JSONCoding.encoder.encode(rejection) {
-            let key = RejectionLog.key(log)
-            commands += [
-                RedisCommand(bytes: [Array("LPUSH".utf8), Array(key.utf8), Array(json)]),
-                RedisCommand("LTRIM", key, "0", String(RejectionLog.capacity - 1)),
-                RedisCommand("PEXPIRE", key, String(Retention.rejectionLog)),
-            ]
+    /// Claims the replay marker of every impression that passed verification (one pipeline, split by
+    /// node on a cluster); returns the impression ids already claimed by another event.
+    func claimReplayMarkers(
+        _ batch: Batch, parsed: [Int: Result<SignedImpression, VerifierStep.Refusal>]
+    ) async throws -> Set<String> {
+        let claiming = parsed.keys.sorted().compactMap { index -> (impression: String, event: String)? in
+            guard case .success(let impression)? = parsed[index], let envelope = batch.envelopes[index] else { return nil }
+            return (impression.payload.impressionIdentifier, envelope.id)
         }
-        return commands
+        let keepFor = String(Retention.impressionFreshness(step.policy))
+        let replies = try await claims.pipeline(
+            claiming.map {
+                RedisCommand(
+                    "SET", StageKeys.replayMarker(impression: $0.impression, partitioning), $0.event, "NX", "GET", "PX", keepFor)
+            })
+        var seen = Set<String>()
+        for (claim, reply) in zip(claiming, replies) {
+            if let message = reply.errorMessage { throw RedisError(.server, message) }
+            // nil: claimed now; this event's id: claimed by this event before.
+            if let holder = reply.string, holder != claim.event { seen.insert(claim.impression) }
+        }
+        return seen
+    }
+
+    /// The refusal log of the refused event's network (or app), newest first, capped.
+    static func refusalLog(_ rejection: Rejection, log: VerifierStep.RefusalLog?) -> [RedisCommand] {
+        guard let log, let json = try? JSONCoding.encoder.encode(rejection) else { return [] }
+        let key = RejectionLog.key(log)
+        return [
+            RedisCommand(bytes: [Array("LPUSH".utf8), Array(key.utf8), Array(json)]),
+            RedisCommand("LTRIM", key, "0", String(RejectionLog.capacity - 1)),
+            RedisCommand("PEXPIRE", key, String(Retention.rejectionLog)),
+        ]
     }
 }

@@ -15,6 +15,10 @@ public struct PipelineService: Sendable {
     public let logger: Logger
     public let policy: TimePolicy
     public let redisConfiguration: RedisConfiguration
+    /// The deployment's partitions (`PARTITIONS`).
+    public let partitioning: Partitioning
+    /// Whether Redis is a cluster (`REDIS_CLUSTER`): then a transaction stays in one partition.
+    public let cluster: Bool
     public let registry: PrometheusCollectorRegistry
 
     /// A service's `main`: answers `--help` from `help`, bootstraps the service named there and runs
@@ -43,9 +47,17 @@ public struct PipelineService: Sendable {
         }
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        var redis = try environment.value(.redisURL)
+        let cluster = try environment.value(.redisCluster)
+        if cluster, redis.database != 0 {
+            throw ConfigurationError(
+                key: "REDIS_URL", problem: "a Redis Cluster has only database 0, got \(redis.database) with REDIS_CLUSTER=true")
+        }
+        redis.cluster = cluster
         return PipelineService(
             name: name, environment: environment, logger: Logger(label: name), policy: try environment.value(.timeScale),
-            redisConfiguration: try environment.value(.redisURL), registry: registry)
+            redisConfiguration: redis, partitioning: try environment.value(.partitions), cluster: cluster,
+            registry: registry)
     }
 
     /// The services' clock: wall-clock milliseconds, handed to the stages (the steps take `now` as a value).
@@ -56,10 +68,12 @@ public struct PipelineService: Sendable {
         RedisConnection(configuration: redisConfiguration, logger: logger)
     }
 
-    /// The standard worker configuration for a stage reading `stream` as consumer group `group`.
-    public func workerConfiguration(stream: String, group: String) throws -> StageWorkerConfiguration {
+    /// The standard worker configuration for a stage reading every partition of `stream` as `group`.
+    public func workerConfiguration(stream: PartitionedName, group: ConsumerGroup) throws -> StageWorkerConfiguration {
         var configuration = StageWorkerConfiguration(
-            stream: stream, group: group, consumer: try environment.value(.consumerName))
+            group: group.name, consumer: try environment.value(.consumerName),
+            partitions: group.partitions(of: stream, partitioning))
+        configuration.partitionsShareTransactions = !cluster
         configuration.batchSize = try environment.value(.batchSize)
         configuration.claimIdleMilliseconds = Int(try environment.value(.claimIdleMilliseconds))
         configuration.maxAttempts = try environment.value(.maxAttempts)
@@ -69,24 +83,26 @@ public struct PipelineService: Sendable {
         return configuration
     }
 
-    /// A stage's worker; it also trims `unreadOutputs` (streams it writes that no group reads).
+    /// A stage's worker over every partition of `stream`; it also trims `unreadOutputs` (streams it
+    /// writes that no group reads).
     public func worker<Stage: StreamStage>(
-        _ stage: Stage, stream: String, group: String, unreadOutputs: [String] = []
+        _ stage: Stage, stream: PartitionedName, group: ConsumerGroup, unreadOutputs: [PartitionedName] = []
     ) throws -> StageService<Stage> {
         var configuration = try workerConfiguration(stream: stream, group: group)
-        configuration.unreadOutputs = unreadOutputs
+        configuration.unreadOutputs = unreadOutputs.flatMap { $0.all(partitioning) }
         return StageService(
             worker: StageWorker(
                 configuration: configuration, stage: stage,
                 connection: connection(), logger: logger, observer: StageMetrics()))
     }
 
-    public func timerLoop(_ queue: DelayedQueue) throws -> DelayedQueueService {
+    /// The timer loop of every partition of `queue`: one pipeline per poll.
+    public func timerLoop(_ queue: PartitionedQueue) throws -> DelayedQueueService {
         let poll = Int(try environment.value(.timerPollMilliseconds))
         return DelayedQueueService(
             pump: DelayedQueuePump(
-                queue: queue, connection: connection(), pollMilliseconds: poll, clock: { WallClock.nowMilliseconds() },
-                logger: logger))
+                queues: queue.all(partitioning), connection: connection(), pollMilliseconds: poll,
+                clock: { WallClock.nowMilliseconds() }, logger: logger))
     }
 
     /// Runs the HTTP server (operations routes plus whatever `routes` adds) and `services` until a signal.
@@ -98,18 +114,19 @@ public struct PipelineService: Sendable {
         let port = try environment.value(.httpPort).port(for: name)
         let idle = try environment.value(.httpIdleTimeoutMilliseconds)
         let httpRedis = connection()
+        try await PartitionRecord.check(partitioning, on: httpRedis, logger: logger)
         let router = Router()
         router.add(middleware: ProblemMiddleware())
         router.add(middleware: BodyDeadline.Middleware(timeout: .milliseconds(idle)))
         OperationsRoutes.add(
             to: router, redis: httpRedis, registry: registry,
-            groups: services.compactMap { ($0 as? any ConsumerGroupService)?.consumerGroup })
+            groups: services.flatMap { ($0 as? any ConsumerGroupService)?.consumerGroups ?? [] })
         try routes(router, httpRedis)
         let app = Application(
             router: router, server: .http1(configuration: .init(idleTimeout: .milliseconds(idle))),
             configuration: .init(address: .hostname(host, port: port), serverName: name), logger: logger)
         logger.info("starting", metadata: ["http.host": "\(host)", "http.port": "\(port)", "time.scale": "\(policy.scale)"])
-        let gauges = SnapshotGauges(connection: connection())
+        let gauges = SnapshotGauges(connection: connection(), partitioning: partitioning)
         let group = ServiceGroup(
             configuration: .init(
                 services: services.map { .init(service: $0) } + [.init(service: gauges), .init(service: app)],

@@ -1,4 +1,6 @@
 import Foundation
+import RedisStreams
+import ServiceRuntime
 import TestSupport
 import Testing
 
@@ -49,6 +51,24 @@ struct CommandLineTests {
         ),
         ("dispatcher", "DELIVERY_TIMEOUT_MS=0", "configuration DELIVERY_TIMEOUT_MS: must be an integer in 1...300000, got 0"),
     ]
+
+    /// The partition count is fixed per deployment: recorded by the first service, checked by the rest.
+    @Test func aServiceWithAnotherPartitionCountRefusesToStart() async throws {
+        let redis = try await RedisServer.start()
+        defer { redis.stop() }
+        let connection = redis.connect()
+        try await PartitionRecord.check(Partitioning(count: 8), on: connection, logger: .test("test.partitions"))
+        #expect(try await connection.send(RedisCommand("GET", RegistryKeys.partitions)).string == "8", "the first records")
+        try await PartitionRecord.check(Partitioning(count: 8), on: connection, logger: .test("test.partitions"))
+        let other = try Self.run("scheduler", environment: ["REDIS_URL=\(redis.url)"])
+        let errors = String(decoding: other.stderr, as: UTF8.self)
+        #expect(other.status == 1, "\(errors)")
+        #expect(
+            errors.split(separator: "\n").last.map(String.init)
+                == "configuration PARTITIONS: is 16, but this Redis holds a pipeline with 8 partitions; start every service with PARTITIONS=8 (the count is fixed per deployment)",
+            "\(errors)")
+        #expect(!errors.contains("Fatal error") && !errors.contains("Backtrac"))
+    }
 
     @Test(arguments: badConfigurations)
     func badConfigurationIsOneLineAndExitOne(service: String, setting: String, line: String) throws {

@@ -89,9 +89,8 @@ extension PipelineSuites {
                 }
             }
             let settled = try await eventually(timeout: .seconds(20), every: .milliseconds(200)) {
-                let pending = try await connection.send(RedisCommand("XPENDING", StreamNames.verified, "attribution-winner"))
-                return try await streamLength(StreamNames.verified, on: connection) == devices.count * 6
-                    && pending.elements.first?.int == 0
+                let pending = try await pendingCount(StreamNames.verified, group: "attribution-winner", on: connection)
+                return try await streamLength(StreamNames.verified, on: connection) == devices.count * 6 && pending == 0
             }
             try #require(settled, "\(pipeline.logs())")
             try await Task.sleep(for: .milliseconds(500))
@@ -110,7 +109,7 @@ extension PipelineSuites {
             #expect(Set(attributed.map(\.winner.impressionIdentifier)).count == devices.count, "each impression won once")
             #expect(updates.values.reduce(0, +) == devices.count * 3, "every update reached its conversion")
             #expect(Set(updates.keys) == Set(attributed.map(\.conversionIdentifier)))
-            #expect(try await streamLength("attribution-winner:dead", on: connection) == 0)
+            #expect(try await streamLength(ConsumerGroups.attributionWinner.deadLetterStream, on: connection) == 0)
         }
     }
 }

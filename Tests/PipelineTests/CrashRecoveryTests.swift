@@ -49,7 +49,7 @@ extension PipelineSuites {
             }
             let watcher = redis.connect()
             func pendingCount() async throws -> Int64 {
-                try await watcher.send(RedisCommand("XPENDING", StreamNames.events, "verifier")).elements.first?.int ?? 0
+                Int64(try await PipelineTests.pendingCount(StreamNames.events, group: "verifier", on: watcher))
             }
 
             try await post(200)
@@ -91,8 +91,8 @@ extension PipelineSuites {
             #expect(verified.count == total, "each impression verified once")
             #expect(Set(verified) == identifiers, "none lost")
             #expect(try await streamLength(StreamNames.rejected, on: connection) == 0, "none refused as a replay")
-            let pending = try await connection.send(RedisCommand("XPENDING", StreamNames.events, "verifier"))
-            #expect(pending.elements.first?.int == 0, "nothing left pending")
+            let pending = try await PipelineTests.pendingCount(StreamNames.events, group: "verifier", on: connection)
+            #expect(pending == 0, "nothing left pending")
         }
     }
 }

@@ -63,7 +63,10 @@ extension PipelineSuites {
         func release(_ orders: [PostbackOrder], on pipeline: Pipeline) async throws {
             let now = WallClock.nowMilliseconds()
             _ = try await pipeline.connection.pipeline(
-                orders.map { StreamCommands.add(StreamNames.postbacks, message: CompactHeldPostback.encode($0, dueAt: now)) })
+                orders.map {
+                    StreamCommands.add(
+                        StreamNames.postbacks(testPartitioning[0]), message: CompactHeldPostback.encode($0, dueAt: now))
+                })
         }
 
         struct Attempt: Decodable {
@@ -137,8 +140,12 @@ extension PipelineSuites {
             #expect(
                 Set(letters.compactMap { $0["postback-identifier"] as? String }) == Set(orders.map(\.payload.postbackIdentifier)))
             let unknown = try await http.send(
-                "POST", "\(pipeline.processes.ingestURL)/v1/admin/dead-letters/1-0/replay", token: token)
+                "POST", "\(pipeline.processes.ingestURL)/v1/admin/dead-letters/0-1-0/replay", token: token)
             #expect(unknown.status == 404)
+            // A bare stream id names no partition: entry ids are unique only within one partition's stream.
+            let bare = try await http.send(
+                "POST", "\(pipeline.processes.ingestURL)/v1/admin/dead-letters/1-0/replay", token: token)
+            #expect(bare.status == 400 && bare.json["reason"] as? String == "invalid-dead-letter-id")
             let unauthorized = try await http.send("POST", "\(pipeline.processes.ingestURL)/v1/admin/dead-letters/replay")
             #expect(unauthorized.status == 401)
 
@@ -250,8 +257,8 @@ extension PipelineSuites {
                 ($0["payload"] as? [String: Any])?["postback-identifier"] as? String
             }
             #expect(received.count == orders.count && Set(received) == Set(orders.map(\.payload.postbackIdentifier)))
-            let pending = try await pipeline.connection.send(RedisCommand("XPENDING", StreamNames.postbacks, "dispatcher"))
-            #expect(pending.elements.first?.int == 0)
+            let pending = try await pendingCount(StreamNames.postbacks, group: "dispatcher", on: pipeline.connection)
+            #expect(pending == 0)
             #expect(try await streamLength(StreamNames.deliveriesDead, on: pipeline.connection) == 0)
             #expect(atKill < orders.count, "the kill landed before the run finished")
         }

@@ -143,11 +143,11 @@ extension PipelineSuites {
                 let routed = try await streamRecords(StreamNames.attributions, on: connection).filter {
                     $0.message?.contains("update.attributed") == true
                 }
-                let pending = try await connection.send(RedisCommand("XPENDING", StreamNames.attributions, "scheduler"))
-                return routed.count == 2 && pending.elements.first?.int == 0
+                let pending = try await pendingCount(StreamNames.attributions, group: "scheduler", on: connection)
+                return routed.count == 2 && pending == 0
             }
             #expect(lateHandled, "the late update was routed and acknowledged\n\(pipeline.logs())")
-            #expect(try await streamLength("scheduler:dead", on: connection) == 0)
+            #expect(try await streamLength(ConsumerGroups.scheduler.deadLetterStream, on: connection) == 0)
             #expect(pipeline.receivedPostbacks().count == 4)
 
             // Every body verifies against the JWKS ingest publishes, with the dispatcher's key id.

@@ -78,6 +78,15 @@ extension PipelineSuites {
                 #"{"device-identifier":"device-\#(UUID().uuidString)","skadnetwork-impression":\#(json),"interaction":\#(interaction)}"#
         }
 
+        /// Two devices in different partitions.
+        static let replayDevices: (String, String) = {
+            let first = "replay-device-0"
+            let second = (1...).lazy.map { "replay-device-\($0)" }.first {
+                testPartitioning.of(device: $0) != testPartitioning.of(device: first)
+            }!
+            return (first, second)
+        }()
+
         static func impressionBody(_ jws: String, device: String = "device-\(UUID().uuidString)", interaction: String? = nil)
             -> String
         {
@@ -110,7 +119,7 @@ extension PipelineSuites {
             }
             #expect(answer.hasPrefix("HTTP/1.1 408"), "\(answer)")
             #expect(answer.contains("body-timeout"), "\(answer)")
-            let events = try await redis.connect().send(RedisCommand("XLEN", StreamNames.events)).int
+            let events = try await streamLength(StreamNames.events, on: redis.connect())
             #expect(events == 0)
         }
 
@@ -603,12 +612,17 @@ extension PipelineSuites {
                     body: update(#""fineConversionValue":2"#).replacingOccurrences(of: "\(Self.app)", with: "\(Self.otherApp)"),
                     token: otherKey, idempotencyKey: "corpus-1", expect: .ingest(202, "")),
                 // Order-dependent refusals: after the accepted ones above.
+                // The replay comes from a device in another partition: the replay marker is the impression's,
+                // not the device's, so partitioning by device does not let it through.
                 Case(
-                    name: "replayed impression", body: Self.impressionBody(Self.jws(header: header, payload: replayed, key: key)),
+                    name: "replayed impression",
+                    body: Self.impressionBody(
+                        Self.jws(header: header, payload: replayed, key: key), device: Self.replayDevices.0),
                     expect: .verified),
                 Case(
-                    name: "replayed impression, second time",
-                    body: Self.impressionBody(Self.jws(header: header, payload: replayed, key: key)),
+                    name: "replayed impression, second time, from a device in another partition",
+                    body: Self.impressionBody(
+                        Self.jws(header: header, payload: replayed, key: key), device: Self.replayDevices.1),
                     expect: .verifier(.impressionReplayed)),
                 Case(
                     name: "overlapping view of the same network",
@@ -694,7 +708,9 @@ extension PipelineSuites {
             let rejections = try #require(listed.json["rejections"] as? [[String: Any]])
             #expect(rejections.count >= 10)
             #expect(rejections.allSatisfy { $0["ad-network-identifier"] as? String == Self.network })
-            #expect(try await streamLength("verifier:dead", on: connection) == 0, "no message broke the verifier")
+            #expect(
+                try await streamLength(ConsumerGroups.verifier.deadLetterStream, on: connection) == 0,
+                "no message broke the verifier")
 
             // Refusals are counted per reason on the verifier's /metrics.
             let verifier = try #require(pipeline.url(of: "verifier"))

@@ -137,7 +137,7 @@ extension PipelineSuites {
                 try await plans().values.allSatisfy { $0?.windowsDone[0] == true }
             }
             let waited = try await plans().values.allSatisfy { ($0?.reported.count ?? 9) <= 1 }
-            let held = try await connection.send(RedisCommand("ZCARD", DelayedQueues.heldPostbacks[0].dueKey)).int
+            let held = try await queueCount(DelayedQueues.heldPostbacks[0], on: connection)
             pipeline.signal("attribution-winner", SIGCONT)
             try #require(closed, "window 0 closes while the updates wait\n\(pipeline.logs())")
             #expect(waited, "the updates had not reached the scheduler when window 0 closed")

@@ -56,7 +56,9 @@ extension PipelineSuites {
                 #expect(reply.status == 202)
                 let order = DeliveryTests.order(network: load.network)
                 load.postbacks.insert(order.payload.postbackIdentifier)
-                releases.append(StreamCommands.add(StreamNames.postbacks, message: CompactHeldPostback.encode(order, dueAt: now)))
+                releases.append(
+                    StreamCommands.add(
+                        StreamNames.postbacks(testPartitioning[0]), message: CompactHeldPostback.encode(order, dueAt: now)))
             }
             _ = try await connection.pipeline(releases)
         }
@@ -85,8 +87,8 @@ extension PipelineSuites {
                 (StreamNames.events, "verifier"), (StreamNames.verified, "attribution-winner"),
                 (StreamNames.postbacks, "dispatcher"),
             ] {
-                let pending = try await connection.send(RedisCommand("XPENDING", stream, group))
-                #expect(pending.elements.first?.int == 0, "nothing pending on \(stream)")
+                let pending = try await pendingCount(stream, group: group, on: connection)
+                #expect(pending == 0, "nothing pending on \(stream)")
             }
         }
 
@@ -133,7 +135,8 @@ extension PipelineSuites {
             try await push(120, load, pipeline, connection)
             // A replica joins the group with its first read, once its process is up (slower on a busy machine).
             let joined = try await eventually {
-                try await PipelineSnapshot.read(on: connection).groups.first { $0.group == "verifier" }?.consumers == 3
+                try await PipelineSnapshot.read(on: connection, testPartitioning).groups.first { $0.group == "verifier" }?
+                    .consumers == 3
             }
             #expect(joined, "three verifier replicas in the group")
             async let flowing: Void = push(80, load, pipeline, connection)
@@ -156,8 +159,10 @@ extension PipelineSuites {
             _ = try await http.send("POST", "\(pipeline.receiverURL)/control", json: ["fail-share": 1])
             try await push(20, load, pipeline, connection)
             let waiting = try await eventually(timeout: .seconds(15)) {
-                try await PipelineSnapshot.read(on: connection).queues.first { $0.name == DelayedQueues.deliveryRetries.name }?
-                    .count == 20
+                try await PipelineSnapshot.read(on: connection, testPartitioning).queues.first {
+                    $0.name == DelayedQueues.deliveryRetries.name
+                }?
+                .count == 20
             }
             try #require(waiting, "deliveries wait for their retry\n\(pipeline.logs())")
             // The first retries wait only tens of ms at this scale, so the 20 are briefly back on `postbacks`
@@ -182,7 +187,8 @@ extension PipelineSuites {
             let ready = try await http.send("GET", "\(dispatcher)/ready")
             #expect(ready.status == 200, "ready once its consumer group exists: \(ready.json)")
             // A group that vanished (say, its stream was deleted) makes the service not ready.
-            _ = try await connection.send(RedisCommand("XGROUP", "DESTROY", StreamNames.postbacks, "dispatcher"))
+            _ = try await connection.send(
+                RedisCommand("XGROUP", "DESTROY", StreamNames.postbacks(testPartitioning[3]), "dispatcher"))
             let unready = try await http.send("GET", "\(dispatcher)/ready")
             #expect(unready.status == 503 && unready.json["reason"] as? String == "consumer-group-missing")
             let exported = try await eventually(timeout: .seconds(15), every: .milliseconds(500)) {

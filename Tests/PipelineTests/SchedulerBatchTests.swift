@@ -36,38 +36,45 @@ extension PipelineSuites {
             let finished = Self.attribution("finished-conversion", publisher: 7_001, app: 8_001, country: "US", at: now)
             let fresh = Self.attribution("fresh-conversion", publisher: 7_002, app: 8_002, country: "FR", at: now)
 
+            // Both conversions' devices are in one partition here: the stream tells the scheduler which.
+            let partition = testPartitioning[0]
             // The finished conversion's crowds are large (tier 3); the fresh one's are empty (tier 0).
             let day = String(CrowdDayBuckets.day(of: now, policy: .realTime))
             for crowd in Crowd.all(for: finished) {
-                _ = try await connection.send(RedisCommand("HSET", StageKeys.crowd(crowd), day, "50000"))
+                _ = try await connection.send(RedisCommand("HSET", StageKeys.crowd(crowd, in: partition), day, "50000"))
             }
             _ = try await connection.send(
                 RedisCommand(bytes: [
-                    Array("SET".utf8), Array(StageKeys.plan(conversion: "finished-conversion").utf8),
+                    Array("SET".utf8), Array(StageKeys.plan(conversion: "finished-conversion", in: partition).utf8),
                     StageKeys.finishedPlanMarker,
                 ]))
             for attribution in [finished, fresh] {
                 let envelope = Envelope(
                     id: attribution.conversionIdentifier, time: now, body: .conversionAttributed(attribution))
-                _ = try await connection.send(StreamCommands.add(StreamNames.attributions, message: envelope.encoded()))
+                _ = try await connection.send(
+                    StreamCommands.add(StreamNames.attributions(partition), message: envelope.encoded()))
             }
 
             let pipeline = try PipelineProcesses(redis: redis, timeScale: 1, only: ["scheduler"])
             defer { pipeline.stop() }
             let planned = try await eventually(timeout: .seconds(20)) {
-                try await connection.send(RedisCommand("EXISTS", StageKeys.plan(conversion: "fresh-conversion"))).int == 1
+                try await connection.send(RedisCommand("EXISTS", StageKeys.plan(conversion: "fresh-conversion", in: partition)))
+                    .int == 1
             }
             try #require(planned, "the fresh conversion is planned\n\(pipeline.logs())")
             let bytes = try #require(
-                try await connection.send(RedisCommand("GET", StageKeys.plan(conversion: "fresh-conversion"))).bytes)
+                try await connection.send(RedisCommand("GET", StageKeys.plan(conversion: "fresh-conversion", in: partition)))
+                    .bytes)
             let plan = try JSONCoding.decoder.decode(PostbackPlan.self, from: Data(bytes))
             #expect(plan.crowd.tier == .zero, "a crowd of one is tier 0, got \(plan.crowd)")
             #expect(plan.crowd.sourceIdentifierDigits == 2)
             // The finished plan stays finished, and its crowd was not counted again.
-            let marker = try await connection.send(RedisCommand("GET", StageKeys.plan(conversion: "finished-conversion"))).string
+            let marker = try await connection.send(
+                RedisCommand("GET", StageKeys.plan(conversion: "finished-conversion", in: partition))
+            ).string
             #expect(marker == "finished")
             let publisherCount = try await connection.send(
-                RedisCommand("HGET", StageKeys.crowd(.publisherApp(7_001)), day)
+                RedisCommand("HGET", StageKeys.crowd(.publisherApp(7_001), in: partition), day)
             ).string
             #expect(publisherCount == "50000")
         }

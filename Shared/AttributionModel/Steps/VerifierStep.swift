@@ -101,9 +101,24 @@ public struct VerifierStep: Sendable {
         )
     }
 
-    /// One event. `parsed` is the impression's parse (nil for other events).
+    /// An impression's parse after the registration, signature and payload checks: a success is an
+    /// impression that may claim its replay marker (only a genuine signer can consume an impression
+    /// id); pass the result to `step` with `verified: true` so the signature is not checked twice.
+    public func verified<Impression: VerifiableImpression>(
+        _ parsed: Result<Impression, Refusal>, report: ImpressionReport, registry: Registry
+    ) -> Result<Impression, Refusal> {
+        guard case .success(let impression) = parsed else { return parsed }
+        do throws(Refusal) {
+            try verify(impression, report: report, registry: registry)
+            return .success(impression)
+        } catch { return .failure(error) }
+    }
+
+    /// One event. `parsed` is the impression's parse (nil for other events); `verified` says it went
+    /// through `verified(_:report:registry:)` already.
     public func step<Impression: VerifiableImpression>(
-        _ envelope: Envelope, parsed: Result<Impression, Refusal>?, registry: Registry, facts: inout Facts
+        _ envelope: Envelope, parsed: Result<Impression, Refusal>?, registry: Registry, facts: inout Facts,
+        verified: Bool = false
     ) -> StepOutcome<Effects> {
         func refuse(_ refusal: Refusal, app: ItemIdentifier? = nil) -> StepOutcome<Effects> {
             let rejection = Rejection(
@@ -131,9 +146,11 @@ public struct VerifierStep: Sendable {
             case nil: return .retry("impression was not parsed")
             }
             let payload = impression.payload
-            do throws(Refusal) {
-                try verify(impression, report: report, registry: registry)
-            } catch { return refuse(error) }
+            if !verified {
+                do throws(Refusal) {
+                    try verify(impression, report: report, registry: registry)
+                } catch { return refuse(error) }
+            }
             func refusal(_ reason: RejectionReason, _ detail: String) -> Refusal {
                 Refusal(
                     reason: reason, detail: detail, adNetworkIdentifier: payload.adNetworkIdentifier.rawValue,

@@ -10,6 +10,8 @@ public struct RedisConfiguration: Sendable, Equatable {
     public var connectTimeoutMilliseconds: Int = 2_000
     /// How long one round trip may take; must exceed every `BLOCK` used on the connection.
     public var commandTimeoutMilliseconds: Int = 5_000
+    /// Whether `host:port` is one node of a Redis Cluster (commands are then routed by hash slot).
+    public var cluster: Bool = false
 
     /// A configuration from its parts.
     public init(host: String = "127.0.0.1", port: Int = 6379, database: Int = 0) {

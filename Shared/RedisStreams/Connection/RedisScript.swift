@@ -1,25 +1,52 @@
 import Synchronization
 
-/// A Lua script run atomically by Redis: loaded once (SCRIPT LOAD), then run by its SHA-1; when the
-/// server's script cache was emptied (restart, failover, SCRIPT FLUSH) it is loaded again.
+/// A Lua script run atomically by Redis, by its SHA-1 (EVALSHA).
+///
+/// The SHA-1 comes from one SCRIPT LOAD. A node whose script cache lacks the script (restart,
+/// failover, SCRIPT FLUSH, or simply another node of a Redis Cluster than the one that loaded it)
+/// answers NOSCRIPT; that call is then sent once more as EVAL with the source, which also caches the
+/// script on that node. So no call fails for want of a load, and nothing is loaded on every node up front.
 public final class RedisScript: Sendable {
     public let source: String
     private let sha = Mutex<String?>(nil)
 
     public init(_ source: String) { self.source = source }
 
-    /// Runs the script with binary-safe keys and arguments; an error reply is thrown.
-    public func run(keys: [String], arguments: [[UInt8]], on connection: RedisConnection) async throws -> RedisReply {
-        let tail = [Array(String(keys.count).utf8)] + keys.map { Array($0.utf8) } + arguments
-        for _ in 0..<2 {
-            let sha = try await self.loadedSHA(on: connection)
-            do {
-                return try await connection.send(RedisCommand(bytes: [Array("EVALSHA".utf8), Array(sha.utf8)] + tail))
-            } catch let error as RedisError where error.serverErrorPrefix == "NOSCRIPT" {
-                self.sha.withLock { $0 = nil }
-            }
+    /// One call's keys and binary-safe arguments.
+    public struct Call: Sendable {
+        public var keys: [String]
+        public var arguments: [[UInt8]]
+        public init(keys: [String], arguments: [[UInt8]]) {
+            self.keys = keys
+            self.arguments = arguments
         }
-        throw RedisError(.unexpectedReply, "script could not be loaded")
+    }
+
+    /// Runs the script once; an error reply is thrown.
+    public func run(keys: [String], arguments: [[UInt8]], on connection: RedisConnection) async throws -> RedisReply {
+        let reply = try await self.runAll([Call(keys: keys, arguments: arguments)], on: connection)[0]
+        if let message = reply.errorMessage { throw RedisError(.server, message) }
+        return reply
+    }
+
+    /// Runs every call in one pipeline (the transport may split it by node); one reply per call, error
+    /// replies included.
+    public func runAll(_ calls: [Call], on connection: RedisConnection) async throws -> [RedisReply] {
+        guard !calls.isEmpty else { return [] }
+        let sha = try await self.loadedSHA(on: connection)
+        var replies = try await connection.pipeline(calls.map { self.command("EVALSHA", sha, $0) })
+        let missing = replies.indices.filter { replies[$0].errorMessage?.hasPrefix("NOSCRIPT") == true }
+        if !missing.isEmpty {
+            let retried = try await connection.pipeline(missing.map { self.command("EVAL", self.source, calls[$0]) })
+            for (index, reply) in zip(missing, retried) { replies[index] = reply }
+        }
+        return replies
+    }
+
+    private func command(_ name: String, _ script: String, _ call: Call) -> RedisCommand {
+        RedisCommand(
+            bytes: [Array(name.utf8), Array(script.utf8), Array(String(call.keys.count).utf8)] + call.keys.map { Array($0.utf8) }
+                + call.arguments)
     }
 
     private func loadedSHA(on connection: RedisConnection) async throws -> String {

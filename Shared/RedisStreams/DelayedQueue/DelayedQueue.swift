@@ -60,19 +60,34 @@ public struct DelayedQueue: Sendable {
 
     /// Atomically moves up to `limit` items due at or before `now`, earliest first; returns how many moved.
     public func releaseDue(now: Int64, limit: Int = 500, on connection: RedisConnection) async throws -> Int {
+        try await Self.releaseDue([self], now: now, limit: limit, on: connection)[0]
+    }
+
+    /// `releaseDue` for several queues in one pipeline (one round trip per Redis node): how many moved
+    /// from each, in order. Each queue's move is its own script, atomic in its own slot.
+    public static func releaseDue(
+        _ queues: [DelayedQueue], now: Int64, limit: Int = 500, on connection: RedisConnection
+    ) async throws -> [Int] {
         let arguments = [String(now), String(max(1, limit))].map { Array($0.utf8) }
-        let reply =
-            switch layout {
-            case .hashed:
-                try await DelayedQueueScript.hashed.run(
-                    keys: [self.dueKey, self.itemsKey, self.target], arguments: arguments, on: connection)
-            case .compact:
-                try await DelayedQueueScript.compact.run(keys: [self.dueKey, self.target], arguments: arguments, on: connection)
+        func calls(_ layout: Layout) -> [(Int, RedisScript.Call)] {
+            queues.enumerated().filter { $0.element.layout == layout }.map { index, queue in
+                let keys =
+                    layout == .hashed ? [queue.dueKey, queue.itemsKey, queue.target] : [queue.dueKey, queue.target]
+                return (index, RedisScript.Call(keys: keys, arguments: arguments))
             }
-        guard let moved = reply.int else {
-            throw RedisError(.unexpectedReply, "delayed queue script returned \(reply)")
         }
-        return Int(moved)
+        var moved = [Int](repeating: 0, count: queues.count)
+        for (layout, script) in [(Layout.hashed, DelayedQueueScript.hashed), (.compact, DelayedQueueScript.compact)] {
+            let indexed = calls(layout)
+            let replies = try await script.runAll(indexed.map(\.1), on: connection)
+            for ((index, _), reply) in zip(indexed, replies) {
+                guard let count = reply.int else {
+                    throw RedisError(.unexpectedReply, "delayed queue script returned \(reply)")
+                }
+                moved[index] = Int(count)
+            }
+        }
+        return moved
     }
 
     /// ZCARD, then the earliest item with its score: a snapshot reads many queues in one pipeline and

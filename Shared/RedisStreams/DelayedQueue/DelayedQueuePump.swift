@@ -1,8 +1,9 @@
 import Logging
 
-/// The timer loop of a `DelayedQueue`: releases due items, then sleeps; safe to run in several replicas.
+/// The timer loop of one or more `DelayedQueue`s (a queue's partitions): releases due items of all of
+/// them in one pipeline, then sleeps; safe to run in several replicas.
 public final class DelayedQueuePump: Sendable {
-    private let queue: DelayedQueue
+    private let queues: [DelayedQueue]
     private let connection: RedisConnection
     private let pollMilliseconds: Int
     private let limit: Int
@@ -10,34 +11,49 @@ public final class DelayedQueuePump: Sendable {
     private let logger: Logger
 
     /// A pump; `clock` returns "now" in milliseconds (injected so tests and time-scaled runs control it).
+    public convenience init(
+        queue: DelayedQueue, connection: RedisConnection, pollMilliseconds: Int = 100, limit: Int = 500,
+        clock: @escaping @Sendable () -> Int64, logger: Logger
+    ) {
+        self.init(
+            queues: [queue], connection: connection, pollMilliseconds: pollMilliseconds, limit: limit, clock: clock,
+            logger: logger)
+    }
+
+    /// A pump over several queues (`queues` must not be empty).
     public init(
-        queue: DelayedQueue,
+        queues: [DelayedQueue],
         connection: RedisConnection,
         pollMilliseconds: Int = 100,
         limit: Int = 500,
         clock: @escaping @Sendable () -> Int64,
         logger: Logger
     ) {
-        self.queue = queue
+        precondition(!queues.isEmpty, "a pump needs a queue")
+        self.queues = queues
         self.connection = connection
         self.pollMilliseconds = max(1, pollMilliseconds)
         self.limit = max(1, limit)
         self.clock = clock
         var logger = logger
-        logger[metadataKey: "queue"] = .string(queue.name)
+        logger[metadataKey: "queue"] = .string(queues[0].name)
         self.logger = logger
     }
 
     /// Until cancelled: release while a full batch moved (a backlog), then sleep `pollMilliseconds`; rethrows only `closed`.
     public func run() async throws {
-        self.logger.info("delayed queue pump started", metadata: ["target": "\(self.queue.target)"])
+        self.logger.info(
+            "delayed queue pump started", metadata: ["target": "\(self.queues[0].target)", "queues": "\(self.queues.count)"])
         while !Task.isCancelled {
             do {
-                let moved = try await self.queue.releaseDue(now: self.clock(), limit: self.limit, on: self.connection)
-                if moved > 0 {
-                    self.logger.debug("released due items", metadata: ["count": "\(moved)"])
+                let moved = try await DelayedQueue.releaseDue(
+                    self.queues, now: self.clock(), limit: self.limit, on: self.connection)
+                let total = moved.reduce(0, +)
+                if total > 0 {
+                    self.logger.debug("released due items", metadata: ["count": "\(total)"])
                 }
-                if moved == self.limit { continue }
+                // A backlog in any queue: release again at once.
+                if moved.contains(self.limit) { continue }
             } catch let error as RedisError where error.code == .closed {
                 self.logger.info("delayed queue pump stopped: connection closed")
                 throw error

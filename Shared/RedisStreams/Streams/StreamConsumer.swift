@@ -10,18 +10,21 @@ public struct StreamConsumer: Sendable {
     public let batchSize: Int
     /// How long a read waits for new entries; 0 means do not wait.
     public let blockMilliseconds: Int
+    /// The hash counting failed attempts per entry id (`<group>:attempts` unless given).
+    public let attemptsKey: String
 
     /// A consumer; `blockMilliseconds` must stay below the connection's command timeout.
-    public init(stream: String, group: String, consumer: String, batchSize: Int = 100, blockMilliseconds: Int = 1000) {
+    public init(
+        stream: String, group: String, consumer: String, batchSize: Int = 100, blockMilliseconds: Int = 1000,
+        attemptsKey: String? = nil
+    ) {
         self.stream = stream
         self.group = group
         self.consumer = consumer
         self.batchSize = max(1, batchSize)
         self.blockMilliseconds = max(0, blockMilliseconds)
+        self.attemptsKey = attemptsKey ?? "\(group):attempts"
     }
-
-    /// The hash `<group>:attempts` counting failed attempts per entry id.
-    public var attemptsKey: String { "\(self.group):attempts" }
 
     /// Creates the group at the start of the stream (and the stream itself); an existing group is fine.
     public func ensureGroup(on connection: RedisConnection) async throws {

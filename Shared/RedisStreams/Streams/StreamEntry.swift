@@ -4,11 +4,15 @@ public struct StreamEntry: Sendable, Equatable {
     public let id: String
     /// The value of field `e`: the JSON envelope. Empty if the entry has no `e` field.
     public let message: [UInt8]
+    /// The partition whose stream the entry was read from (index into the worker's partitions; 0 when
+    /// there is one stream): the stage builds every key it touches for the entry in that partition.
+    public var partition: Int
 
     /// An entry from its parts.
-    public init(id: String, message: [UInt8]) {
+    public init(id: String, message: [UInt8], partition: Int = 0) {
         self.id = id
         self.message = message
+        self.partition = partition
     }
 }
 

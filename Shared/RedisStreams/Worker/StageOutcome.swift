@@ -2,8 +2,9 @@
 public enum StageOutcome: Sendable, Equatable {
     /// Commit these commands (state and output) in the batch's transaction, which also acks the entry;
     /// once that transaction succeeds (never for a batch redone after a WATCH conflict), `counts` are
-    /// handed to the worker's observer.
-    case write([RedisCommand], counts: [StageCount] = [])
+    /// handed to the worker's observer and `after` is sent: writes outside the batch's partition that
+    /// may be lost if the process dies right after the commit (views such as refusal logs, never state).
+    case write([RedisCommand], counts: [StageCount] = [], after: [RedisCommand] = [])
     /// Leave the entry pending and count an attempt; after `maxAttempts` it is dead-lettered with this text.
     case failed(String)
 }

@@ -10,7 +10,7 @@ extension StageWorker {
     func process(_ batch: [StreamEntry], claimed: Bool) async throws {
         let started = ContinuousClock.now
         let tries = max(1, self.configuration.maxConflictRetries)
-        var written = 0
+        var writtenCount = 0
         var failures: [Failure] = []
         var attemptCounts: [Int64]?  // set when the failure counts already ran inside EXEC
         var unwatch = false
@@ -23,21 +23,23 @@ extension StageWorker {
             let outcomes = await self.decide(batch, prepared: prepared, state: state)
 
             var writes: [RedisCommand] = []
-            var writtenIDs: [String] = []
+            var written: [StreamEntry] = []
             var writtenCounts: [StageCount] = []
+            var after: [RedisCommand] = []
             failures = []
             for (entry, outcome) in zip(batch, outcomes) {
                 switch outcome {
-                case .write(let commands, let counts):
+                case .write(let commands, let counts, let followUps):
                     writes += commands
-                    writtenIDs.append(entry.id)
+                    after += followUps
+                    written.append(entry)
                     writtenCounts += counts
                 case .failed(let error):
                     failures.append(Failure(entry: entry, error: error))
                 }
             }
 
-            if writtenIDs.isEmpty {
+            if written.isEmpty {
                 // Nothing to commit, so no MULTI/EXEC: release the WATCH with the failure counts instead.
                 unwatch = !reads.watch.isEmpty
                 settled = true
@@ -45,7 +47,7 @@ extension StageWorker {
             }
 
             let replies = try await self.connection.pipeline(
-                self.transaction(writes: writes, writtenIDs: writtenIDs, failures: failures, claimed: claimed)
+                self.transaction(writes: writes, written: written, failures: failures, claimed: claimed)
             )
             let exec = replies[replies.count - 1]
             if exec.isNull {
@@ -64,10 +66,11 @@ extension StageWorker {
                 break
             }
             self.logCommandErrors(exec.elements)
-            written = writtenIDs.count
+            writtenCount = written.count
             // Counted only now, before any later bookkeeping can throw: a batch redone after a WATCH
             // conflict decided twice but committed once.
             if !writtenCounts.isEmpty { self.observer?.committed(writtenCounts) }
+            if !after.isEmpty { self.logCommandErrors(try await self.connection.pipeline(after)) }
             attemptCounts = exec.elements.suffix(failures.count).map { $0.int ?? 0 }
             settled = true
             break
@@ -90,7 +93,7 @@ extension StageWorker {
         self.logger.debug(
             "stream batch processed",
             metadata: [
-                "count": "\(batch.count)", "written": "\(written)", "failed": "\(failures.count)",
+                "count": "\(batch.count)", "written": "\(writtenCount)", "failed": "\(failures.count)",
                 "dead": "\(dead.count)",
             ]
         )
@@ -102,26 +105,28 @@ extension StageWorker {
         }
         self.observer?.batchProcessed(
             stage: self.configuration.group,
-            written: written,
+            written: writtenCount,
             failed: failures.count,
             deadLettered: dead.count,
             seconds: seconds
         )
     }
 
-    /// WATCH (if any keys) and the stage's reads in one round trip; returns the replies to the reads.
+    /// The lookups in their own pipeline, then WATCH (if any keys) and the stage's reads in one round
+    /// trip; returns the replies to the lookups followed by those to the reads.
     private func readState(_ reads: StageReads) async throws -> [RedisReply] {
+        let lookups = try await self.connection.pipeline(reads.lookups)
         var commands: [RedisCommand] = []
         if !reads.watch.isEmpty {
             commands.append(RedisCommand(["WATCH"] + reads.watch))
         }
         commands += reads.commands
         let replies = try await self.connection.pipeline(commands)
-        guard !reads.watch.isEmpty else { return replies }
+        guard !reads.watch.isEmpty else { return lookups + replies }
         if let message = replies[0].errorMessage {
             throw RedisError(.server, "WATCH failed: \(message)")
         }
-        return Array(replies.dropFirst())
+        return lookups + replies.dropFirst()
     }
 
     /// The stage's outcomes, guarding against a stage that returns the wrong number of them.
@@ -135,31 +140,45 @@ extension StageWorker {
         return outcomes
     }
 
-    /// MULTI, the writes, one XACK, attempt bookkeeping, EXEC.
+    /// MULTI, the writes, one XACK per partition, attempt bookkeeping, EXEC.
     private func transaction(
         writes: [RedisCommand],
-        writtenIDs: [String],
+        written: [StreamEntry],
         failures: [Failure],
         claimed: Bool
     ) -> [RedisCommand] {
-        let attemptsKey = self.consumer.attemptsKey
         var commands = [RedisCommand("MULTI")]
         commands += writes
-        commands.append(StreamCommands.ack(self.configuration.stream, group: self.configuration.group, ids: writtenIDs))
-        if claimed {
-            // Only redelivered entries can have failed before; fresh ones never have a count to clean up.
-            commands.append(RedisCommand(["HDEL", attemptsKey] + writtenIDs))
+        for (partition, ids) in Self.idsByPartition(written) {
+            let stream = self.configuration.partitions[partition]
+            commands.append(StreamCommands.ack(stream.stream, group: self.configuration.group, ids: ids))
+            if claimed {
+                // Only redelivered entries can have failed before; fresh ones never have a count to clean up.
+                commands.append(RedisCommand(["HDEL", stream.attemptsKey] + ids))
+            }
         }
         // Counted inside the transaction so a WATCH conflict, which redoes the batch, does not count twice.
-        commands += failures.map { RedisCommand("HINCRBY", attemptsKey, $0.entry.id, "1") }
+        commands += failures.map(self.countAttempt)
         commands.append(RedisCommand("EXEC"))
         return commands
+    }
+
+    /// HINCRBY of one failed entry's attempts in its partition.
+    private func countAttempt(_ failure: Failure) -> RedisCommand {
+        RedisCommand("HINCRBY", self.configuration.partitions[failure.entry.partition].attemptsKey, failure.entry.id, "1")
+    }
+
+    /// Entry ids grouped by partition, partitions in ascending order.
+    static func idsByPartition(_ entries: [StreamEntry]) -> [(Int, [String])] {
+        var ids: [Int: [String]] = [:]
+        for entry in entries { ids[entry.partition, default: []].append(entry.id) }
+        return ids.keys.sorted().map { ($0, ids[$0]!) }
     }
 
     /// HINCRBY per failure (and UNWATCH if needed) in one round trip; returns the new counts.
     private func countFailures(_ failures: [Failure], unwatch: Bool) async throws -> [Int64] {
         var commands: [RedisCommand] = unwatch ? [RedisCommand("UNWATCH")] : []
-        commands += failures.map { RedisCommand("HINCRBY", self.consumer.attemptsKey, $0.entry.id, "1") }
+        commands += failures.map(self.countAttempt)
         let replies = try await self.connection.pipeline(commands)
         return replies.suffix(failures.count).map { reply in
             guard let count = reply.int else {
@@ -170,21 +189,24 @@ extension StageWorker {
         }
     }
 
-    /// Moves entries out of attempts into the dead-letter stream, all in one MULTI/EXEC.
+    /// Moves entries out of attempts into their partition's dead-letter stream, all in one MULTI/EXEC.
     func deadLetter(_ dead: [Failure]) async throws {
         guard !dead.isEmpty else { return }
-        let ids = dead.map(\.entry.id)
         var commands = [RedisCommand("MULTI")]
         for failure in dead {
+            let partition = self.configuration.partitions[failure.entry.partition]
             commands.append(
-                StreamCommands.add(self.configuration.deadLetterStream, message: failure.entry.message)
+                StreamCommands.add(partition.deadLetterStream, message: failure.entry.message)
                     .appending("error").appending(failure.error)
-                    .appending("stream").appending(self.configuration.stream)
+                    .appending("stream").appending(partition.stream)
                     .appending("id").appending(failure.entry.id)
             )
         }
-        commands.append(StreamCommands.ack(self.configuration.stream, group: self.configuration.group, ids: ids))
-        commands.append(RedisCommand(["HDEL", self.consumer.attemptsKey] + ids))
+        for (partition, ids) in Self.idsByPartition(dead.map(\.entry)) {
+            let stream = self.configuration.partitions[partition]
+            commands.append(StreamCommands.ack(stream.stream, group: self.configuration.group, ids: ids))
+            commands.append(RedisCommand(["HDEL", stream.attemptsKey] + ids))
+        }
         commands.append(RedisCommand("EXEC"))
         let replies = try await self.connection.pipeline(commands)
         if let message = replies[replies.count - 1].errorMessage {
@@ -195,7 +217,7 @@ extension StageWorker {
                 "stream entry dead-lettered",
                 metadata: [
                     "entry.id": "\(failure.entry.id)", "error": "\(failure.error)",
-                    "dead.stream": "\(self.configuration.deadLetterStream)",
+                    "dead.stream": "\(self.configuration.partitions[failure.entry.partition].deadLetterStream)",
                 ]
             )
         }

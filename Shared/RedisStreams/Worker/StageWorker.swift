@@ -17,7 +17,10 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
     let connection: RedisConnection
     let logger: Logger
     let observer: (any StageObserver)?
-    let consumer: StreamConsumer
+    /// One consumer per partition (index = partition): group creation, claims, pending counts.
+    let consumers: [StreamConsumer]
+    /// Stream name → partition index, for read replies.
+    let partitionIndex: [String: Int]
     let state = Mutex(StageWorkerState())
 
     /// A worker for one stage on one connection; nothing is sent until `run` or `processOnce`.
@@ -35,13 +38,18 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
         logger[metadataKey: "stage"] = .string(configuration.group)
         self.logger = logger
         self.observer = observer
-        self.consumer = StreamConsumer(
-            stream: configuration.stream,
-            group: configuration.group,
-            consumer: configuration.consumer,
-            batchSize: configuration.batchSize,
-            blockMilliseconds: configuration.blockMilliseconds
-        )
+        self.partitionIndex = Dictionary(
+            configuration.partitions.enumerated().map { ($1.stream, $0) }, uniquingKeysWith: { first, _ in first })
+        self.consumers = configuration.partitions.map { partition in
+            StreamConsumer(
+                stream: partition.stream,
+                group: configuration.group,
+                consumer: configuration.consumer,
+                batchSize: configuration.batchSize,
+                blockMilliseconds: configuration.blockMilliseconds,
+                attemptsKey: partition.attemptsKey
+            )
+        }
     }
 
     /// Loops until the task is cancelled, finishing the batch in hand first; rethrows only `closed`.
@@ -49,7 +57,9 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
     /// Other errors (Redis restarting, a network blip) are logged and retried with backoff: the
     /// entries involved are still pending, so nothing is lost by carrying on.
     public func run() async throws {
-        self.logger.info("stage worker started", metadata: ["stream": "\(self.configuration.stream)"])
+        self.logger.info(
+            "stage worker started",
+            metadata: ["stream": "\(self.configuration.stream)", "partitions": "\(self.configuration.partitions.count)"])
         var failuresInARow = 0
         while !Task.isCancelled {
             do {
@@ -73,18 +83,19 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
         self.logger.info("stage worker stopped")
     }
 
-    /// One claim step (if due) and one read, each processed as a batch; returns the entries handled.
+    /// One claim step (if due) and one read over every partition, processed in batches; returns the
+    /// entries handled.
     public func processOnce() async throws -> Int {
         try await self.ensureGroup()
         var handled = try await self.claimIfDue()
         try await self.trimIfDue()
         // A stop requested during the claim should not start a new (blocking) read.
         if Task.isCancelled { return handled }
-        let entries = try await self.groupChecked { try await self.consumer.readNew(on: self.connection) }
-        if !entries.isEmpty {
-            try await self.process(entries, claimed: false)
-            handled += entries.count
+        let entries = try await self.groupChecked { try await self.readNew() }
+        for batch in self.batches(entries) {
+            try await self.process(batch, claimed: false)
         }
+        handled += entries.count
         return handled
     }
 
@@ -100,7 +111,7 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
         guard due else { return }
         let now = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
         var trimmed = 0
-        for stream in [self.configuration.stream] + self.configuration.unreadOutputs {
+        for stream in self.configuration.partitions.map(\.stream) + self.configuration.unreadOutputs {
             trimmed += try await StreamTrim.trim(stream, retentionMilliseconds: retention, now: now, on: self.connection)
         }
         if trimmed > 0 { self.logger.debug("trimmed acknowledged entries", metadata: ["count": "\(trimmed)"]) }
@@ -108,7 +119,7 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
 
     private func ensureGroup() async throws {
         if self.state.withLock({ $0.groupReady }) { return }
-        try await self.consumer.ensureGroup(on: self.connection)
+        for consumer in self.consumers { try await consumer.ensureGroup(on: self.connection) }
         self.state.withLock { $0.groupReady = true }
     }
 
@@ -122,15 +133,25 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
         }
     }
 
+    /// One claim step on each partition whose claim is due.
     private func claimIfDue() async throws -> Int {
+        var handled = 0
+        for partition in self.consumers.indices {
+            handled += try await self.claimIfDue(partition: partition)
+        }
+        return handled
+    }
+
+    private func claimIfDue(partition: Int) async throws -> Int {
+        let consumer = self.consumers[partition]
         let cursor: String? = self.state.withLock { state in
-            if let next = state.nextClaim, ContinuousClock.now < next { return nil }
-            return state.claimCursor
+            if let next = state.nextClaim[partition], ContinuousClock.now < next { return nil }
+            return state.claimCursor[partition] ?? "0-0"
         }
         guard let cursor else { return 0 }
         // Ownership only: Redis leaves the delivery counts alone until each entry is taken below.
         let claim = try await self.groupChecked {
-            try await self.consumer.claimStale(
+            try await consumer.claimStale(
                 minIdleMilliseconds: self.configuration.claimIdleMilliseconds,
                 startingAt: cursor,
                 on: self.connection
@@ -138,19 +159,21 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
         }
         let interval = self.configuration.claimIntervalMilliseconds
         self.state.withLock { state in
-            state.claimCursor = claim.nextCursor
+            state.claimCursor[partition] = claim.nextCursor
             // Keep stepping through a long pending list on later calls; rest only once it is covered.
-            state.nextClaim = claim.isScanComplete ? ContinuousClock.now + .milliseconds(interval) : nil
+            state.nextClaim[partition] = claim.isScanComplete ? ContinuousClock.now + .milliseconds(interval) : nil
         }
         guard !claim.ids.isEmpty else { return 0 }
-        self.logger.info("claimed stale stream entries", metadata: ["count": "\(claim.ids.count)"])
-        let deliveries = try await self.deliveryCounts(claim.ids)
+        self.logger.info(
+            "claimed stale stream entries", metadata: ["count": "\(claim.ids.count)", "stream": "\(consumer.stream)"])
+        let deliveries = try await self.deliveryCounts(claim.ids, consumer: consumer)
         // One at a time: the entry that stopped the last consumer may be among them, and should it stop
         // this one too, the delivery counted is its own, not its batch neighbours'. Past `maxAttempts`
         // deliveries (an entry that failed cleanly is counted in `<group>:attempts`; one whose consumers
         // die holding it never is) it is dead-lettered instead of taking down replica after replica.
         for id in claim.ids {
-            guard let entry = try await self.consumer.claim(id, on: self.connection) else { continue }
+            guard var entry = try await consumer.claim(id, on: self.connection) else { continue }
+            entry.partition = partition
             let count = deliveries[entry.id] ?? 0
             if count >= Int64(self.configuration.maxAttempts) {
                 try await self.deadLetter([
@@ -165,12 +188,12 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
     }
 
     /// Redis's delivery count of each entry (this consumer owns them now).
-    private func deliveryCounts(_ ids: [String]) async throws -> [String: Int64] {
+    private func deliveryCounts(_ ids: [String], consumer: StreamConsumer) async throws -> [String: Int64] {
         guard let first = ids.first, let last = ids.last else { return [:] }
         // One XPENDING over the claimed range, for this consumer (the claim made it the owner).
         let reply = try await self.connection.send(
             RedisCommand(
-                "XPENDING", self.configuration.stream, self.configuration.group, first, last,
+                "XPENDING", consumer.stream, self.configuration.group, first, last,
                 String(ids.count + self.configuration.batchSize), self.configuration.consumer))
         var deliveries: [String: Int64] = [:]
         for item in reply.elements {
@@ -184,10 +207,12 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
 /// What a worker remembers between calls.
 struct StageWorkerState: Sendable {
     var groupReady = false
-    /// Where the next XAUTOCLAIM step starts.
-    var claimCursor = "0-0"
-    /// When the next claim step is due; nil means now.
-    var nextClaim: ContinuousClock.Instant?
+    /// Where each partition's next XAUTOCLAIM step starts (absent: "0-0").
+    var claimCursor: [Int: String] = [:]
+    /// When each partition's next claim step is due; absent means now.
+    var nextClaim: [Int: ContinuousClock.Instant] = [:]
+    /// The pause before the next round of non-blocking reads (partitions read without BLOCK).
+    var idlePause = 1
     /// When the input stream is trimmed next; nil means now.
     var nextTrim: ContinuousClock.Instant?
 }

@@ -6,34 +6,52 @@ import RedisStreams
 // the status view, the ledger and the snapshot gauges all build names through these, so a key's shape
 // changes in one place (docs/architecture.md lists them with their owners).
 
-/// The streams of the one linear path (docs/architecture.md draws them).
-public enum StreamNames {
-    /// ingest → verifier
-    public static let events = "events"
-    /// verifier → attribution-winner
-    public static let verified = "verified"
-    /// refusals, with reason codes (verifier; attribution-winner for conversions it does not attribute)
-    public static let rejected = "rejected"
-    /// attribution-winner's own conversions once their settle time passed, released by its delayed queue
-    public static let conversionsSettled = "winner:settled"
-    /// attribution-winner → scheduler
-    public static let attributions = "attributions"
-    /// the scheduler's own window timers, released by its delayed queue
-    public static let schedulerTimers = "scheduler:timers"
-    /// scheduler (held postbacks, when due) and dispatcher retries → dispatcher
-    public static let postbacks = "postbacks"
-    /// postbacks that exhausted their retries
-    public static let deliveriesDead = "deliveries:dead"
+/// A name that exists once per partition: `<base>:{pNN}`, the partition's hash tag last.
+public struct PartitionedName: Sendable, Hashable, CustomStringConvertible {
+    public let base: String
+    public init(_ base: String) { self.base = base }
+    /// The name in one partition.
+    public func callAsFunction(_ partition: Partition) -> String { "\(base):\(partition.tag)" }
+    /// The name in every partition, by index.
+    public func all(_ partitioning: Partitioning) -> [String] { partitioning.partitions.map(callAsFunction) }
+    public var description: String { base }
 }
 
-/// A stage's consumer group: the streams it reads, its failure counts and its dead letters.
+/// The streams of the one linear path (docs/architecture.md draws them), each once per partition.
+public enum StreamNames {
+    /// ingest → verifier
+    public static let events = PartitionedName("events")
+    /// verifier → attribution-winner
+    public static let verified = PartitionedName("verified")
+    /// refusals, with reason codes (verifier; attribution-winner for conversions it does not attribute)
+    public static let rejected = PartitionedName("rejected")
+    /// attribution-winner's own conversions once their settle time passed, released by its delayed queue
+    public static let conversionsSettled = PartitionedName("winner:settled")
+    /// attribution-winner → scheduler
+    public static let attributions = PartitionedName("attributions")
+    /// the scheduler's own window timers, released by its delayed queue
+    public static let schedulerTimers = PartitionedName("scheduler:timers")
+    /// scheduler (held postbacks, when due) and dispatcher retries → dispatcher
+    public static let postbacks = PartitionedName("postbacks")
+    /// postbacks that exhausted their retries
+    public static let deliveriesDead = PartitionedName("deliveries:dead")
+}
+
+/// A stage's consumer group: the streams it reads, its failure counts and its dead letters, per partition.
 public struct ConsumerGroup: Sendable, Hashable {
     public let name: String
-    public let streams: [String]
-    /// HASH entry id → failed attempts (`StreamConsumer.attemptsKey` builds the same name).
-    public var attemptsKey: String { "\(name):attempts" }
-    /// Entries that ran out of attempts, with their error (`StageWorkerConfiguration` defaults to it).
-    public var deadLetterStream: String { "\(name):dead" }
+    public let streams: [PartitionedName]
+    /// HASH entry id → failed attempts, per partition.
+    public var attempts: PartitionedName { PartitionedName("\(name):attempts") }
+    /// Entries that ran out of attempts, with their error, per partition.
+    public var deadLetterStream: PartitionedName { PartitionedName("\(name):dead") }
+
+    /// What a worker reading `stream` needs for every partition.
+    public func partitions(of stream: PartitionedName, _ partitioning: Partitioning) -> [StreamPartition] {
+        partitioning.partitions.map {
+            StreamPartition(stream: stream($0), attemptsKey: attempts($0), deadLetterStream: deadLetterStream($0))
+        }
+    }
 }
 
 public enum ConsumerGroups {
@@ -46,46 +64,73 @@ public enum ConsumerGroups {
     public static let all = [verifier, attributionWinner, scheduler, dispatcher]
 }
 
+/// A delayed queue that exists once per partition, releasing into the same partition's stream.
+public struct PartitionedQueue: Sendable, Hashable {
+    public let name: String
+    public let target: PartitionedName
+    public let layout: DelayedQueue.Layout
+
+    init(_ name: String, target: PartitionedName, layout: DelayedQueue.Layout = .hashed) {
+        self.name = name
+        self.target = target
+        self.layout = layout
+    }
+
+    /// The queue of one partition: keys `<name>:{pNN}:due` (and `:items`).
+    public func callAsFunction(_ partition: Partition) -> DelayedQueue {
+        DelayedQueue(name: "\(name):\(partition.tag)", target: target(partition), layout: layout)
+    }
+
+    /// The queue of every partition, by index.
+    public func all(_ partitioning: Partitioning) -> [DelayedQueue] { partitioning.partitions.map(callAsFunction) }
+}
+
 /// The delayed queues: a sorted set of due times (plus a hash of messages), moved atomically into a stream.
 public enum DelayedQueues {
     /// conversions waiting out the settle time, released into `winner:settled`
-    public static let settlingConversions = DelayedQueue(name: "winner:settling", target: StreamNames.conversionsSettled)
+    public static let settlingConversions = PartitionedQueue("winner:settling", target: StreamNames.conversionsSettled)
     /// window ends (and kept plans' last releases), released into `scheduler:timers`
-    public static let windowTimers = DelayedQueue(name: "scheduler:windows", target: StreamNames.schedulerTimers)
+    public static let windowTimers = PartitionedQueue("scheduler:windows", target: StreamNames.schedulerTimers)
     /// Held postbacks of one window (0, 1, 2), released into `postbacks` when their random delay ends.
     /// Compact: millions may wait here for days, each one binary sorted-set member; one queue per
     /// window, so `ZCARD` tells operators how many are held for each.
     public static let heldPostbacks = (0..<ConversionWindows.count).map { window in
-        DelayedQueue(name: "scheduler:held:w\(window)", target: StreamNames.postbacks, layout: .compact)
+        PartitionedQueue("scheduler:held:w\(window)", target: StreamNames.postbacks, layout: .compact)
     }
     /// failed deliveries, released into `postbacks` when their retry is due
-    public static let deliveryRetries = DelayedQueue(name: "dispatcher:retries", target: StreamNames.postbacks)
+    public static let deliveryRetries = PartitionedQueue("dispatcher:retries", target: StreamNames.postbacks)
     public static let all = [settlingConversions, windowTimers] + heldPostbacks + [deliveryRetries]
 }
 
-/// Registry keys: written by ingest's admin API (their owner), read by the verifier and dispatcher.
+/// Registry keys: written by ingest's admin API (their owner), read by the verifier and dispatcher
+/// outside their stage transactions. All under one hash tag, so the admin API's transactions over
+/// several of them stay in one slot.
 public enum RegistryKeys {
+    /// The hash tag every registry key carries.
+    public static let tag = "{registry}"
+    /// STRING: the deployment's partition count, recorded by the first service to start.
+    public static let partitions = "registry:\(tag):partitions"
     /// HASH ad network id → `AdNetworkRegistration` JSON
-    public static let adNetworks = "registry:ad-networks"
+    public static let adNetworks = "registry:\(tag):ad-networks"
     /// HASH item id → `PublisherAppConfiguration` JSON
-    public static let publisherApps = "registry:publisher-apps"
+    public static let publisherApps = "registry:\(tag):publisher-apps"
     /// HASH item id → `AdvertisedAppConfiguration` JSON
-    public static let advertisedApps = "registry:advertised-apps"
+    public static let advertisedApps = "registry:\(tag):advertised-apps"
     /// HASH item id → the app's current `ConversionValueSchema` JSON (with its version)
-    public static let currentSchemas = "registry:schemas:current"
+    public static let currentSchemas = "registry:\(tag):schemas:current"
     /// HASH `<item id>:<version>` → every `ConversionValueSchema` an app ever had
-    public static let schemaVersions = "registry:schemas:versions"
+    public static let schemaVersions = "registry:\(tag):schemas:versions"
     /// `schemaVersions`' field for one version of an app's schema.
     public static func schemaVersionField(app: ItemIdentifier, version: Int) -> String { "\(app):\(version)" }
     /// `schemaVersions`' counter of an app's latest version.
     public static func latestSchemaVersionField(app: ItemIdentifier) -> String { "\(app):latest" }
     /// HASH SHA-256 of an app key → the advertised app's item id (keys themselves are never stored)
-    public static let appKeys = "registry:app-keys"
+    public static let appKeys = "registry:\(tag):app-keys"
     /// HASH kid → public JWK JSON: the dispatcher publishes its keys here, ingest serves them.
-    public static let jwks = "registry:jwks"
+    public static let jwks = "registry:\(tag):jwks"
     /// HASH kid → ms when a dispatcher last said it signs with that key (every minute or sooner). A key
     /// no dispatcher uses any more stays in the served JWKS for `SIGNING_KEY_GRACE_HOURS` after that.
-    public static let jwksSeen = "registry:jwks:seen"
+    public static let jwksSeen = "registry:\(tag):jwks:seen"
 }
 
 /// Recent refusals, kept by the verifier (their owner) so an ad network or app team can ask ingest's
@@ -102,56 +147,70 @@ public enum RejectionLog {
     }
 }
 
-/// Keys that embed a device identifier: every one is built here, and device erasure scans by the same shapes.
+/// Keys that embed a device identifier: every one is built here, in the device's partition, and device
+/// erasure deletes by the same shapes.
 public enum DeviceKeys {
     /// attribution-winner's pool, conversions and pending reports per device and advertised app.
-    public static func winnerState(_ scope: WinnerStep.Scope) -> String { "winner:device:\(scope.app):\(scope.device)" }
+    public static func winnerState(_ scope: WinnerStep.Scope, in partition: Partition) -> String {
+        "winner:device:\(partition.tag):\(scope.app):\(scope.device)"
+    }
     /// attribution-winner's re-engagement history of a device across apps (yearly cap).
-    public static func winnerReengagements(device: String) -> String { "winner:reengagements:\(device)" }
+    public static func winnerReengagements(device: String, in partition: Partition) -> String {
+        "winner:reengagements:\(partition.tag):\(device)"
+    }
     /// The verifier's recent views of one network's ads for one app on a device (one open view): a
     /// sorted set of "begin:end" by end.
-    public static func verifierViews(_ scope: VerifierStep.ViewScope) -> String {
-        "verifier:views:\(scope.app):\(scope.network):\(scope.device)"
+    public static func verifierViews(_ scope: VerifierStep.ViewScope, in partition: Partition) -> String {
+        "verifier:views:\(partition.tag):\(scope.app):\(scope.network):\(scope.device)"
     }
-    /// ingest's idempotency records of impressions, scoped per device.
-    public static func impressionIdempotency(device: String, key: String) -> String {
-        StageKeys.idempotency(route: "impressions", scope: device, key: key)
+    /// ingest's idempotency record of one key of one caller (the advertised app; `-` for impressions,
+    /// which are authenticated by their signature) for one device on one route. The device is part of
+    /// its scope so that the record sits in the device's partition, checked and written atomically
+    /// with the event it answers for.
+    public static func idempotency(
+        device: String, route: String, caller: String, key: String, in partition: Partition
+    ) -> String {
+        "ingest:idempotency:\(partition.tag):\(device):\(route):\(caller):\(key)"
     }
 
-    /// SCAN patterns matching every key above for one device (the identifier glob-escaped).
-    public static func patterns(device: String) -> [String] {
+    /// SCAN patterns matching every key above for one device (the identifier glob-escaped), in its partition.
+    public static func patterns(device: String, in partition: Partition) -> [String] {
         let escaped = String(device.flatMap { "*?[]\\".contains($0) ? ["\\", $0] : [$0] })
+        let tag = String(partition.tag.flatMap { "*?[]\\{}".contains($0) ? ["\\", $0] : [$0] })
         return [
-            "winner:device:*:\(escaped)",
-            winnerReengagements(device: escaped),
-            "verifier:views:*:*:\(escaped)",
-            impressionIdempotency(device: escaped, key: "*"),
+            "winner:device:\(tag):*:\(escaped)",
+            "winner:reengagements:\(tag):\(escaped)",
+            "verifier:views:\(tag):*:*:\(escaped)",
+            "ingest:idempotency:\(tag):\(escaped):*",
         ]
     }
 }
 
-/// The stages' other keys, by owner.
+/// The stages' other keys, by owner; each in one partition.
 public enum StageKeys {
-    /// verifier: one impression may be used once; its id is remembered while it could be fresh.
-    public static func replayMarker(impression: String) -> String { "verifier:seen:\(impression)" }
-    /// ingest: the first answer to an `Idempotency-Key` of one caller (`scope`: the app, or the device
-    /// for impressions) on one route.
-    public static func idempotency(route: String, scope: String, key: String) -> String {
-        "ingest:idempotency:\(route):\(scope):\(key)"
+    /// verifier: one impression may be used once, whatever the device that reports it; its id is
+    /// remembered while it could be fresh, in the partition of the impression id (not of the device):
+    /// claimed with SET NX outside the device's transaction (see `VerifierStage`).
+    public static func replayMarker(impression: String, _ partitioning: Partitioning) -> String {
+        "verifier:seen:\(partitioning.of(key: impression).tag):\(impression)"
     }
-    /// scheduler: a conversion's postback plan (or the `finished` marker).
-    public static func plan(conversion: String) -> String { "scheduler:plan:\(conversion)" }
+    /// scheduler: a conversion's postback plan (or the `finished` marker), in its device's partition.
+    public static func plan(conversion: String, in partition: Partition) -> String {
+        "scheduler:plan:\(partition.tag):\(conversion)"
+    }
     /// What a finished plan's key holds instead of the plan.
     public static let finishedPlanMarker = Array("finished".utf8)
-    /// scheduler: one crowd's counter, a hash of day → conversions that day.
-    public static func crowd(_ crowd: Crowd) -> String {
-        switch crowd {
-        case .publisherApp(let item): "scheduler:crowd:publisher:\(item)"
-        case .advertisedApp(let item): "scheduler:crowd:advertised:\(item)"
-        case .country(let code): "scheduler:crowd:country:\(code)"
-        case .source(let app, let network, let truncated): "scheduler:crowd:source:\(app):\(network):\(truncated)"
+    /// scheduler: one partition's shard of a crowd's counter, a hash of day → conversions that day in
+    /// that partition; a tier is assessed from the sum over every partition.
+    public static func crowd(_ crowd: Crowd, in partition: Partition) -> String {
+        let tag = partition.tag
+        return switch crowd {
+        case .publisherApp(let item): "scheduler:crowd:\(tag):publisher:\(item)"
+        case .advertisedApp(let item): "scheduler:crowd:\(tag):advertised:\(item)"
+        case .country(let code): "scheduler:crowd:\(tag):country:\(code)"
+        case .source(let app, let network, let truncated): "scheduler:crowd:\(tag):source:\(app):\(network):\(truncated)"
         }
     }
-    /// dispatcher: HASH of delivered, failed-attempts and dead-lettered counts.
-    public static let dispatcherStats = "dispatcher:stats"
+    /// dispatcher: HASH of delivered, failed-attempts and dead-lettered counts, per partition.
+    public static let dispatcherStats = PartitionedName("dispatcher:stats")
 }

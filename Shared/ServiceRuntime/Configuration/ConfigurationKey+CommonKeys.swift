@@ -143,3 +143,34 @@ extension ConfigurationKey {
         number.rounded() == number && abs(number) < 1e15 ? String(Int64(number)) : String(number)
     }
 }
+
+extension ConfigurationKey.Typed where Value == Partitioning {
+    public static var partitions: Self {
+        let range = 1...Partitioning.maximumCount
+        let standard = Partitioning()
+        return Self(
+            "PARTITIONS", type: "integer", default: (String(standard.count), { standard }),
+            allowed: ConfigurationKey.describe(range), services: ConfigurationKey.allServices,
+            "How many partitions the pipeline's streams and keys are split into, by device. Fixed per deployment: the first service to start records it in Redis, and a service started with another value refuses to start."
+        ) { text throws(ConfigurationKey.Unreadable) in
+            guard let count = Int(text), range.contains(count) else { throw .outside(range, text) }
+            return Partitioning(count: count)
+        }
+    }
+}
+
+extension ConfigurationKey.Typed where Value == Bool {
+    public static var redisCluster: Self {
+        Self(
+            "REDIS_CLUSTER", type: "boolean", default: ("false", { false }), allowed: "true, false",
+            services: ConfigurationKey.allServices,
+            "`true`: `REDIS_URL` names one node of a Redis Cluster (database 0); commands are routed by hash slot and follow MOVED/ASK through resharding and failover. `false`: one Redis."
+        ) { text throws(ConfigurationKey.Unreadable) in
+            switch text.lowercased() {
+            case "true", "1", "yes": return true
+            case "false", "0", "no": return false
+            default: throw ConfigurationKey.Unreadable("must be true or false, got \(text)")
+            }
+        }
+    }
+}

@@ -6,8 +6,12 @@ import RedisStreams
 /// still waiting for their conversion, and what is in flight.
 public struct LedgerReader {
     let connection: RedisConnection
+    let partitioning: Partitioning
 
-    public init(connection: RedisConnection) { self.connection = connection }
+    public init(connection: RedisConnection, partitioning: Partitioning) {
+        self.connection = connection
+        self.partitioning = partitioning
+    }
 
     static let page = 1_000
 
@@ -45,7 +49,7 @@ public struct LedgerReader {
         }
         for stream in PipelineSnapshot.deadLetterStreams where stream != StreamNames.deliveriesDead {
             try await each(stream) { envelope, fields in
-                let cause = "\(stream): \(fields["error"]?.string ?? "no error recorded")"
+                let cause = "\(stream.base): \(fields["error"]?.string ?? "no error recorded")"
                 records.deadLettered[Self.eventIdentifier(of: envelope)] = cause
             }
         }
@@ -57,7 +61,7 @@ public struct LedgerReader {
         }
         let unrouted = acknowledged.filter { reports[$0.eventIdentifier] != nil && records.routed[$0.eventIdentifier] == nil }
         records.waiting = try await waiting(unrouted.compactMap { reports[$0.eventIdentifier] })
-        let snapshot = try await PipelineSnapshot.read(on: connection)
+        let snapshot = try await PipelineSnapshot.read(on: connection, partitioning)
         for group in snapshot.groups {
             records.inFlight["\(group.stream) (\(group.group)) pending"] = group.pending
             records.inFlight["\(group.stream) (\(group.group)) unread"] = group.lag ?? 0
@@ -77,7 +81,10 @@ public struct LedgerReader {
 
     /// Event ids of updates and activity kept in these devices' states.
     private func waiting(_ places: [(device: String, app: ItemIdentifier)]) async throws -> Set<String> {
-        let keys = Set(places.map { DeviceKeys.winnerState(WinnerStep.Scope(device: $0.device, app: $0.app)) })
+        let keys = Set(
+            places.map {
+                DeviceKeys.winnerState(WinnerStep.Scope(device: $0.device, app: $0.app), in: partitioning.of(device: $0.device))
+            })
         guard !keys.isEmpty else { return [] }
         var waiting = Set<String>()
         for reply in try await connection.pipeline(keys.map { RedisCommand("GET", $0) }) {
@@ -88,18 +95,20 @@ public struct LedgerReader {
         return waiting
     }
 
-    /// Every envelope on `stream` (entries that do not decode are skipped), with the entry's fields.
-    private func each(_ stream: String, _ body: (Envelope, [String: RedisReply]) throws -> Void) async throws {
+    /// Every envelope on every partition of `stream` (entries that do not decode are skipped), with the entry's fields.
+    private func each(_ stream: PartitionedName, _ body: (Envelope, [String: RedisReply]) throws -> Void) async throws {
         try await entries(stream) { fields in
             guard let bytes = fields["e"]?.bytes, let envelope = try? Envelope.decode(bytes) else { return }
             try body(envelope, fields)
         }
     }
 
-    /// Every entry of `stream`, oldest first, `page` at a time.
-    private func entries(_ stream: String, _ body: ([String: RedisReply]) throws -> Void) async throws {
-        try await StreamPages.forEach(stream, size: Self.page, on: connection) { page in
-            for entry in page { try body(entry.fieldMap) }
+    /// Every entry of every partition of `stream`, each partition oldest first, `page` at a time.
+    private func entries(_ stream: PartitionedName, _ body: ([String: RedisReply]) throws -> Void) async throws {
+        for name in stream.all(partitioning) {
+            try await StreamPages.forEach(name, size: Self.page, on: connection) { page in
+                for entry in page { try body(entry.fieldMap) }
+            }
         }
     }
 }

@@ -2,14 +2,15 @@ import AttributionModel
 import Foundation
 import RedisStreams
 
-/// Where messages are waiting and why, read from Redis in one pipeline: what `attribution status`
-/// prints and what every service exports as gauges on `/metrics`.
+/// Where messages are waiting and why, read from Redis in one pipeline (split by node on a cluster):
+/// what `attribution status` prints and what every service exports as gauges on `/metrics`. Each
+/// stream, group and queue is summed over its partitions; groups also list their lag per partition.
 public struct PipelineSnapshot: Sendable, Codable {
     /// The pipeline's streams and the consumer group reading each.
-    public static let streams: [(stream: String, group: String?)] =
+    public static let streams: [(stream: PartitionedName, group: String?)] =
         ConsumerGroups.all.flatMap { group in group.streams.map { ($0, Optional(group.name)) } } + [(StreamNames.rejected, nil)]
     public static let deadLetterStreams = ConsumerGroups.all.map(\.deadLetterStream) + [StreamNames.deliveriesDead]
-    public static let delayedQueues: [(queue: DelayedQueue, label: String)] =
+    public static let delayedQueues: [(queue: PartitionedQueue, label: String)] =
         [
             (DelayedQueues.settlingConversions, "settling conversions"),
             (DelayedQueues.windowTimers, "window timers"),
@@ -20,10 +21,13 @@ public struct PipelineSnapshot: Sendable, Codable {
     public struct Group: Sendable, Codable {
         public var stream: String
         public var group: String
+        /// The most consumers any partition's group has (every replica reads every partition).
         public var consumers: Int
         public var pending: Int
-        /// Entries not yet delivered to the group (Redis 7's `lag`); nil when Redis cannot tell.
+        /// Entries not yet delivered to the group (Redis 7's `lag`), summed; nil when Redis cannot tell.
         public var lag: Int?
+        /// The same per partition, by index (nil where Redis cannot tell or the group is missing).
+        public var partitionLag: [Int?]
         /// How long the oldest pending entry has waited for its acknowledgement, ms.
         public var oldestPendingMilliseconds: Int?
     }
@@ -42,55 +46,78 @@ public struct PipelineSnapshot: Sendable, Codable {
     }
 
     public var takenAt: Milliseconds
+    public var partitions: Int
     public var streams: [Stream]
     public var groups: [Group]
     public var queues: [Queue]
     public var deadLetters: [Stream]
 
-    public static func read(on connection: RedisConnection) async throws -> PipelineSnapshot {
+    public static func read(on connection: RedisConnection, _ partitioning: Partitioning) async throws -> PipelineSnapshot {
+        let partitions = partitioning.partitions
         var commands: [RedisCommand] = []
-        for (stream, _) in streams { commands.append(RedisCommand("XLEN", stream)) }
+        for (stream, _) in streams {
+            commands += partitions.map { RedisCommand("XLEN", stream($0)) }
+        }
         for (stream, group) in streams {
             guard group != nil else { continue }
-            commands.append(RedisCommand("XINFO", "GROUPS", stream))
+            commands += partitions.map { RedisCommand("XINFO", "GROUPS", stream($0)) }
         }
         for (stream, group) in streams {
             guard let group else { continue }
-            commands.append(RedisCommand("XPENDING", stream, group, "IDLE", "0", "-", "+", "1"))
+            commands += partitions.map { RedisCommand("XPENDING", stream($0), group, "IDLE", "0", "-", "+", "1") }
         }
-        for (queue, _) in delayedQueues { commands += queue.stateCommands }
-        for stream in deadLetterStreams { commands.append(RedisCommand("XLEN", stream)) }
+        for (queue, _) in delayedQueues { commands += partitions.flatMap { queue($0).stateCommands } }
+        for stream in deadLetterStreams { commands += partitions.map { RedisCommand("XLEN", stream($0)) } }
         // Errors (a stream or group not created yet) come back per command, not for the whole pipeline.
         var replies = try await connection.pipeline(commands)[...]
-        let takenAt = WallClock.nowMilliseconds()
-        var snapshot = PipelineSnapshot(takenAt: takenAt, streams: [], groups: [], queues: [], deadLetters: [])
-        for (stream, _) in streams {
-            snapshot.streams.append(Stream(name: stream, length: Int(replies.removeFirst().int ?? 0)))
+        func next(_ count: Int) -> ArraySlice<RedisReply> {
+            defer { replies = replies.dropFirst(count) }
+            return replies.prefix(count)
         }
-        var infos: [String: [String: RedisReply]] = [:]
+        var snapshot = PipelineSnapshot(
+            takenAt: WallClock.nowMilliseconds(), partitions: partitioning.count, streams: [], groups: [], queues: [],
+            deadLetters: [])
+        for (stream, _) in streams {
+            snapshot.streams.append(Stream(name: stream.base, length: next(partitions.count).reduce(0) { $0 + Int($1.int ?? 0) }))
+        }
+        var infos: [String: [[String: RedisReply]?]] = [:]
         for (stream, group) in streams {
             guard let group else { continue }
-            for info in replies.removeFirst().elements {
-                let fields = info.fieldMap
-                if fields["name"]?.string == group { infos[stream] = fields }
+            infos[stream.base] = next(partitions.count).map { reply in
+                reply.elements.map(\.fieldMap).first { $0["name"]?.string == group }
             }
         }
         for (stream, group) in streams {
             guard let group else { continue }
-            let oldest = replies.removeFirst().elements.first?.elements
-            guard let info = infos[stream] else { continue }
+            let oldest = next(partitions.count).compactMap { reply -> Int? in
+                guard let first = reply.elements.first?.elements, first.count > 2 else { return nil }
+                return first[2].int.map { Int($0) }
+            }
+            let perPartition = infos[stream.base] ?? []
+            guard perPartition.contains(where: { $0 != nil }) else { continue }
+            let lags = perPartition.map { $0?["lag"]?.int.map { Int($0) } }
             snapshot.groups.append(
                 Group(
-                    stream: stream, group: group, consumers: Int(info["consumers"]?.int ?? 0),
-                    pending: Int(info["pending"]?.int ?? 0), lag: info["lag"]?.int.map { Int($0) },
-                    oldestPendingMilliseconds: oldest.flatMap { $0.count > 2 ? $0[2].int.map { Int($0) } : nil }))
+                    stream: stream.base, group: group,
+                    consumers: perPartition.compactMap { $0?["consumers"]?.int }.max().map { Int($0) } ?? 0,
+                    pending: perPartition.reduce(0) { $0 + Int($1?["pending"]?.int ?? 0) },
+                    lag: lags.contains(where: { $0 == nil }) ? nil : lags.reduce(0) { $0 + ($1 ?? 0) },
+                    partitionLag: lags, oldestPendingMilliseconds: oldest.max()))
         }
         for (queue, label) in delayedQueues {
-            let state = DelayedQueue.state(count: replies.removeFirst(), first: replies.removeFirst())
-            snapshot.queues.append(Queue(name: queue.name, label: label, count: state.count, nextDue: state.nextDue))
+            var count = 0
+            var nextDue: Milliseconds?
+            for _ in partitions {
+                let pair = next(2)
+                let state = DelayedQueue.state(count: pair[pair.startIndex], first: pair[pair.startIndex + 1])
+                count += state.count
+                if let due = state.nextDue { nextDue = min(nextDue ?? due, due) }
+            }
+            snapshot.queues.append(Queue(name: queue.name, label: label, count: count, nextDue: nextDue))
         }
         for stream in deadLetterStreams {
-            snapshot.deadLetters.append(Stream(name: stream, length: Int(replies.removeFirst().int ?? 0)))
+            snapshot.deadLetters.append(
+                Stream(name: stream.base, length: next(partitions.count).reduce(0) { $0 + Int($1.int ?? 0) }))
         }
         return snapshot
     }

@@ -8,17 +8,19 @@ import ServiceLifecycle
 /// (labelled by stream, group or queue), so any one scrape target shows the whole pipeline.
 public struct SnapshotGauges: Service {
     let connection: RedisConnection
+    let partitioning: Partitioning
     let interval: Duration
 
-    public init(connection: RedisConnection, interval: Duration = .seconds(5)) {
+    public init(connection: RedisConnection, partitioning: Partitioning, interval: Duration = .seconds(5)) {
         self.connection = connection
+        self.partitioning = partitioning
         self.interval = interval
     }
 
     public func run() async throws {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
-                if let snapshot = try? await PipelineSnapshot.read(on: connection) { Self.export(snapshot) }
+                if let snapshot = try? await PipelineSnapshot.read(on: connection, partitioning) { Self.export(snapshot) }
                 try? await Task.sleep(for: interval)
             }
         }
@@ -34,6 +36,10 @@ public struct SnapshotGauges: Service {
             Gauge(label: "pipeline_group_pending", dimensions: labels).record(group.pending)
             Gauge(label: "pipeline_group_consumers", dimensions: labels).record(group.consumers)
             if let lag = group.lag { Gauge(label: "pipeline_group_lag", dimensions: labels).record(lag) }
+            for (partition, lag) in group.partitionLag.enumerated() {
+                guard let lag else { continue }
+                Gauge(label: "pipeline_partition_lag", dimensions: labels + [("partition", String(partition))]).record(lag)
+            }
             Gauge(label: "pipeline_group_oldest_pending_seconds", dimensions: labels)
                 .record(Double(group.oldestPendingMilliseconds ?? 0) / 1000)
         }

@@ -3,8 +3,8 @@ import RedisStreams
 
 extension Rejection {
     /// The `rejected` entry recording this refusal: one shape for every stage that refuses an event
-    /// (the verifier, attribution-winner), so the ledger and operators read one stream.
-    public func entry(at time: Milliseconds) -> RedisCommand {
-        StreamCommands.add(StreamNames.rejected, message: Envelope(time: time, body: .rejected(self)).encoded())
+    /// (the verifier, attribution-winner), so the ledger and operators read one stream (per partition).
+    public func entry(at time: Milliseconds, in partition: Partition) -> RedisCommand {
+        StreamCommands.add(StreamNames.rejected(partition), message: Envelope(time: time, body: .rejected(self)).encoded())
     }
 }

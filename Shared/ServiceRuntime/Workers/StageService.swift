@@ -6,7 +6,9 @@ import ServiceLifecycle
 public struct StageService<Stage: StreamStage>: Service, ConsumerGroupService {
     let worker: StageWorker<Stage>
 
-    public var consumerGroup: (stream: String, group: String) { (worker.configuration.stream, worker.configuration.group) }
+    public var consumerGroups: [(stream: String, group: String)] {
+        worker.configuration.partitions.map { ($0.stream, worker.configuration.group) }
+    }
 
     public init(worker: StageWorker<Stage>) { self.worker = worker }
 
@@ -15,9 +17,9 @@ public struct StageService<Stage: StreamStage>: Service, ConsumerGroupService {
     }
 }
 
-/// A service that reads a stream as a consumer group: `/ready` checks the group exists.
+/// A service that reads streams (one per partition) as a consumer group: `/ready` checks each group exists.
 public protocol ConsumerGroupService {
-    var consumerGroup: (stream: String, group: String) { get }
+    var consumerGroups: [(stream: String, group: String)] { get }
 }
 
 /// Runs a delayed queue's timer loop as a lifecycle service.

@@ -28,6 +28,7 @@ struct BenchLoadCommand: AsyncParsableCommand {
     func run() async throws {
         let connection = RedisConnection(configuration: try RedisConfiguration(url: redisURL), logger: Logger(label: "bench"))
         let now = Milliseconds(Date().timeIntervalSince1970 * 1000)
+        let partitioning = try await PartitionRecord.read(on: connection)
         var generator = SystemRandomNumberGenerator()
         guard let networkID = AdNetworkIdentifier(network) else { throw ValidationError("--network is not an ad network id") }
         let key = try keyFile.map { try SigningKey.load(file: $0) }
@@ -52,16 +53,19 @@ struct BenchLoadCommand: AsyncParsableCommand {
                 let report = ImpressionReport(
                     deviceIdentifier: device, impression: jws, interaction: .click(at: time, loadedAt: time - 500),
                     receivedAt: now)
+                let partition = partitioning.of(device: device)
                 batch.append(
                     StreamCommands.add(
-                        StreamNames.events, message: Envelope(time: time, body: .impressionReported(report)).encoded()))
+                        StreamNames.events(partition), message: Envelope(time: time, body: .impressionReported(report)).encoded())
+                )
                 if installEvery > 0, index % installEvery == installEvery - 1 {
                     let install = ConversionReport(
                         deviceIdentifier: device, advertisedItemIdentifier: app, conversionType: .download, time: now,
                         countryCode: "US", receivedAt: now)
                     batch.append(
                         StreamCommands.add(
-                            StreamNames.events, message: Envelope(time: now, body: .conversionReported(install)).encoded()))
+                            StreamNames.events(partition),
+                            message: Envelope(time: now, body: .conversionReported(install)).encoded()))
                 }
             case .postbacks, .held:
                 let order = PostbackOrder(
@@ -73,13 +77,16 @@ struct BenchLoadCommand: AsyncParsableCommand {
                         postbackSequenceIndex: 0, didWin: true),
                     adInteractionType: .click, conversionValue: nil, coarseConversionValue: .high, countryCode: nil,
                     isDevelopment: false)
+                // Spread over the partitions as devices would spread them.
+                let partition = partitioning[index % partitioning.count]
                 if kind == .held {
                     let due = now + 2_000
-                    batch += DelayedQueues.heldPostbacks[0].schedule(
+                    batch += DelayedQueues.heldPostbacks[0](partition).schedule(
                         id: "", dueAtMilliseconds: due, message: CompactHeldPostback.encode(order, dueAt: due))
                 } else {
                     batch.append(
-                        StreamCommands.add(StreamNames.postbacks, message: CompactHeldPostback.encode(order, dueAt: now)))
+                        StreamCommands.add(
+                            StreamNames.postbacks(partition), message: CompactHeldPostback.encode(order, dueAt: now)))
                 }
             }
             written += 1

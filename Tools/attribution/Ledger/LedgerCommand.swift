@@ -39,7 +39,8 @@ struct LedgerCommand: AsyncParsableCommand {
             try JSONCoding.decoder.decode(Ledger.Acknowledged.self, from: Data($0.utf8))
         }
         let connection = RedisConnection(configuration: try RedisConfiguration(url: redisURL), logger: Logger(label: "ledger"))
-        var records = try await LedgerReader(connection: connection).read(acknowledged: acknowledged)
+        let partitioning = try await PartitionRecord.read(on: connection)
+        var records = try await LedgerReader(connection: connection, partitioning: partitioning).read(acknowledged: acknowledged)
         await connection.close()
         try readReceived(into: &records, devices: Set(acknowledged.map(\.device)))
         let report = Ledger(acknowledged: acknowledged, records: records, policy: TimePolicy(scale: timeScale)).account()

@@ -19,7 +19,7 @@ struct StatusCommand: AsyncParsableCommand {
 
     func run() async throws {
         let connection = RedisConnection(configuration: try RedisConfiguration(url: redisURL), logger: Logger(label: "status"))
-        let snapshot = try await PipelineSnapshot.read(on: connection)
+        let snapshot = try await PipelineSnapshot.read(on: connection, try await PartitionRecord.read(on: connection))
         await connection.close()
         if json {
             print(String(decoding: try JSONCoding.encoder.encode(snapshot), as: UTF8.self))
