@@ -2,7 +2,10 @@
 # The main job: a local Redis, the five services and the reference receiver, a simulated campaign,
 # and a summary of the signed postbacks the receiver verified. Stops everything it started.
 #
-#   scripts/demo.sh [--devices N] [--time-scale S]
+#   scripts/demo.sh [--devices N] [--time-scale S] [--cluster]
+#
+# --cluster runs it on a local Redis Cluster instead: six redis-server nodes (3 primaries, each with a
+# replica) made into a cluster by `redis-cli --cluster create`, the services with REDIS_CLUSTER=true.
 #
 # The time scale divides every lifecycle duration: at 86400 a day lasts a second, so all three
 # conversion windows (35 days) and their delays play out in under a minute.
@@ -12,11 +15,13 @@ cd "$(dirname "$0")/.."
 
 DEVICES=60
 TIME_SCALE=86400
+CLUSTER=false
 while [ $# -gt 0 ]; do
     case "$1" in
         --devices) DEVICES=$2; shift 2 ;;
         --time-scale) TIME_SCALE=$2; shift 2 ;;
-        *) echo "usage: scripts/demo.sh [--devices N] [--time-scale S]" >&2; exit 2 ;;
+        --cluster) CLUSTER=true; shift ;;
+        *) echo "usage: scripts/demo.sh [--devices N] [--time-scale S] [--cluster]" >&2; exit 2 ;;
     esac
 done
 
@@ -41,9 +46,30 @@ start() {  # start NAME COMMAND...: runs in the background, logs to $RUN/logs/NA
 }
 
 REDIS_PORT=$(free_port)
-echo "==> redis-server on 127.0.0.1:$REDIS_PORT (AOF in $RUN/redis)"
-start redis redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly yes --dir "$RUN/redis"
-for _ in $(seq 1 100); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+if [ "$CLUSTER" = true ]; then
+    NODES=()
+    for i in 1 2 3 4 5 6; do
+        port=$([ "$i" = 1 ] && echo "$REDIS_PORT" || free_port)
+        mkdir -p "$RUN/redis/$port"
+        start "redis-$port" redis-server --port "$port" --bind 127.0.0.1 --cluster-enabled yes \
+            --cluster-config-file nodes.conf --cluster-node-timeout 1000 --save "" --appendonly yes --dir "$RUN/redis/$port"
+        NODES+=("127.0.0.1:$port")
+    done
+    for node in "${NODES[@]}"; do
+        for _ in $(seq 1 100); do redis-cli -p "${node#*:}" ping >/dev/null 2>&1 && break; sleep 0.1; done
+    done
+    echo "==> Redis Cluster: 3 primaries and 3 replicas on ${NODES[*]}"
+    redis-cli --cluster create "${NODES[@]}" --cluster-replicas 1 --cluster-yes >"$RUN/logs/cluster-create.log"
+    for _ in $(seq 1 100); do
+        redis-cli -p "$REDIS_PORT" cluster info | grep -q cluster_state:ok && break
+        sleep 0.1
+    done
+    export REDIS_CLUSTER=true
+else
+    echo "==> redis-server on 127.0.0.1:$REDIS_PORT (AOF in $RUN/redis)"
+    start redis redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly yes --dir "$RUN/redis"
+    for _ in $(seq 1 100); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+fi
 
 "$BIN/attribution" keygen --name pipeline --out "$RUN/keys" >/dev/null
 "$BIN/attribution" keygen --name pipeline-development --out "$RUN/keys" >/dev/null

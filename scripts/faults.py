@@ -6,17 +6,23 @@ for a scaled day, and slow responses (within and beyond the dispatcher's timeout
 and delay has passed and the pipeline is idle, `attribution ledger` accounts for every event ingest
 acknowledged and every postback that fell due; the run fails on anything unaccounted or duplicated.
 
-  faults.py BIN OUT [--devices N] [--time-scale S]
+With --cluster the pipeline runs on a local Redis Cluster (3 primaries, 3 replicas) and the faults are
+the cluster's own: SIGKILL of a primary while the campaign flows (its replica is promoted; the killed
+node comes back as a replica), and resharding that moves the slots of several partitions between
+primaries. Besides the ledger, no stage may dead-letter anything and no service may log CROSSSLOT.
+
+  faults.py BIN OUT [--devices N] [--time-scale S] [--cluster]
 """
 
 import argparse, base64, json, os, re, signal, socket, subprocess, sys, threading, time
-from harness import Processes, free_port, http, partitioned, redis_cli, wait_http, wait_redis
+from harness import Processes, RedisCluster, free_port, http, partitioned, redis_cli, wait_http, wait_redis
 
 parser = argparse.ArgumentParser()
 parser.add_argument("bin")
 parser.add_argument("out")
 parser.add_argument("--devices", type=int, default=600)
 parser.add_argument("--time-scale", type=float, default=28800, help="a day lasts 86400/S seconds")
+parser.add_argument("--cluster", action="store_true", help="run on a local Redis Cluster, with failover and resharding")
 args = parser.parse_args()
 
 BIN, OUT, SCALE = args.bin, os.path.abspath(args.out), args.time_scale
@@ -36,8 +42,14 @@ def tool(*argv, **kwargs):
     return subprocess.run([os.path.join(BIN, "attribution"), *map(str, argv)], capture_output=True, text=True, **kwargs)
 
 
+def redis_tool(*argv):
+    """An `attribution` subcommand that reads the pipeline's Redis."""
+    return tool(*argv, "--redis-url", REDIS_URL, *(["--cluster"] if args.cluster else []))
+
+
 REDIS_PORT = free_port()
 REDIS_URL = f"redis://127.0.0.1:{REDIS_PORT}/0"
+cluster = None
 
 
 def start_redis():
@@ -105,7 +117,13 @@ def devices_in(path, acks):
 
 
 def main():
-    start_redis()
+    global cluster, REDIS_URL
+    if args.cluster:
+        cluster = RedisCluster(processes, OUT)
+        REDIS_URL = cluster.url
+        note(f"cluster of {len(cluster.primaries())} primaries and their replicas on ports {cluster.ports}")
+    else:
+        start_redis()
     keys = os.path.join(OUT, "keys")
     tool("keygen", "--name", "pipeline", "--out", keys, check=True)
     token = os.urandom(24).hex()
@@ -113,6 +131,7 @@ def main():
         "REDIS_URL": REDIS_URL, "TIME_SCALE": str(SCALE), "LOG_LEVEL": "info", "CLAIM_IDLE_MS": "2000",
         "CONVERSION_SETTLE_MS": "250", "WINDOW_CLOSE_GRACE_MS": "400", "POSTBACK_URL_ALLOWLIST": "127.0.0.1",
         "CROWD_TIER_THRESHOLDS": "1,5,20", "DELIVERY_TIMEOUT_MS": "1000",
+        **({"REDIS_CLUSTER": "true"} if args.cluster else {}),
     }
     ingest_port = free_port()
     services = {
@@ -138,7 +157,8 @@ def main():
     tap = ByteTap(receiver_port, sent_bytes)
 
     acks = os.path.join(OUT, "acknowledged.jsonl")
-    print(f"==> campaign: {args.devices} devices, a day lasts {DAY:g} s; {len(TIMELINE)} faults over 40 scaled days", flush=True)
+    timeline = CLUSTER_TIMELINE if args.cluster else TIMELINE
+    print(f"==> campaign: {args.devices} devices, a day lasts {DAY:g} s; {len(timeline)} faults over 40 scaled days", flush=True)
     campaign = subprocess.Popen(
         [os.path.join(BIN, "attribution"), "simulate", "--ingest-url", ingest, "--admin-token", token,
          "--receiver-url", f"http://127.0.0.1:{tap.port}/postbacks", "--devices", str(args.devices), "--time-scale", str(SCALE),
@@ -149,7 +169,7 @@ def main():
             raise SystemExit("the campaign stopped before its first event; see simulate.log")
         time.sleep(0.05)
 
-    duplicates = inject(receiver)
+    duplicates = inject(receiver, timeline)
     if campaign.wait() != 0:
         raise SystemExit("the campaign failed; see simulate.log")
     print("==> campaign done; waiting for every window, delay and retry to pass", flush=True)
@@ -158,30 +178,43 @@ def main():
     dead = processes.dead()
     dispatcher = {}
     for name in partitioned("dispatcher:stats"):
-        flat = redis_cli(REDIS_PORT, "HGETALL", name).split("\n")
+        flat = redis_cli(REDIS_PORT, "HGETALL", name).split("\n") if not cluster else \
+            subprocess.run(["redis-cli", "-c", "-p", str(cluster.ports[0]), "HGETALL", name], capture_output=True,
+                           text=True).stdout.strip().split("\n")
         for i in range(0, len(flat) - 1, 2):
             dispatcher[flat[i]] = dispatcher.get(flat[i], 0) + int(flat[i + 1])
 
     print("==> ledger", flush=True)
-    ledger = tool("ledger", "--redis-url", REDIS_URL, "--acknowledgements", acks, "--received", received,
-                  "--time-scale", SCALE, "--json")
-    text = tool("ledger", "--redis-url", REDIS_URL, "--acknowledgements", acks, "--received", received,
-                "--time-scale", SCALE).stdout
+    ledger = redis_tool("ledger", "--acknowledgements", acks, "--received", received, "--time-scale", SCALE, "--json")
+    text = redis_tool("ledger", "--acknowledgements", acks, "--received", received, "--time-scale", SCALE).stdout
     print(text)
     print(f"    dispatcher: {dispatcher}; redeliveries deduplicated by the receiver: {duplicates}")
     if not ledger.stdout.strip():
         raise SystemExit("attribution ledger failed: " + ledger.stderr)
     leaked = devices_in(sent_bytes, acks)
     print(f"    {os.path.getsize(sent_bytes):,} bytes sent by the dispatcher; device identifiers in them: {len(leaked)}")
+    stage_dead, crossslot = {}, []
+    if cluster:
+        # No stage may dead-letter anything through failover and resharding, and no command may be
+        # refused for spanning slots (the transport refuses such a command itself, before sending).
+        snapshot = json.loads(redis_tool("status", "--json").stdout or "{}")
+        stage_dead = {s["name"]: s["length"] for s in snapshot.get("deadLetters", []) if s["length"] and s["name"] != "deliveries:dead"}
+        for name in ("ingest", "verifier", "attribution-winner", "scheduler", "dispatcher"):
+            with open(os.path.join(OUT, name + ".log"), errors="replace") as log:
+                crossslot += [f"{name}: {line.strip()[:200]}" for line in log if "CROSSSLOT" in line or "crossSlot" in line]
+        print(f"    stage dead letters: {stage_dead or 'none'}; CROSSSLOT in service logs: {len(crossslot)}")
     report = {"devices": args.devices, "dispatcher-bytes": os.path.getsize(sent_bytes), "devices-in-dispatcher-bytes": leaked, "time-scale": SCALE, "faults": faults,
               "redeliveries-deduplicated": duplicates, "dispatcher": dispatcher, "exited-on-their-own": dead,
-              "seconds": round(time.time() - started), "ledger": json.loads(ledger.stdout)}
+              "seconds": round(time.time() - started), "ledger": json.loads(ledger.stdout),
+              "cluster": bool(cluster), "stage-dead-letters": stage_dead, "crossslot": crossslot[:20]}
     write_report(report, text)
     if dead:
         print(f"FAILED: processes exited on their own: {dead}", file=sys.stderr)
     if leaked:
         print(f"FAILED: device identifiers in what the dispatcher sent: {leaked[:5]}", file=sys.stderr)
-    return 0 if ledger.returncode == 0 and not dead and not leaked else 1
+    if stage_dead or crossslot:
+        print(f"FAILED: stage dead letters {stage_dead}, CROSSSLOT lines {crossslot[:3]}", file=sys.stderr)
+    return 0 if ledger.returncode == 0 and not dead and not leaked and not stage_dead and not crossslot else 1
 
 
 # When each fault strikes, in scaled days after the campaign's first event: installs happen in the first
@@ -198,12 +231,62 @@ TIMELINE = [
 ]
 
 
-def inject(receiver):
-    """Plays TIMELINE. Returns the duplicates the receiver counted before each of its restarts."""
-    duplicates, origin = 0, time.time()
-    for day, action, target in TIMELINE:
+# On a cluster: a primary killed during the installs and again while first-window postbacks go out
+# (each time its replica is promoted and the killed node returns as a replica), and slots of several
+# partitions moved between primaries during the updates and again during the later windows.
+CLUSTER_TIMELINE = [
+    (0.4, "failover", None), (1.2, "rejoin", None), (2.5, "reshard", None), (3.5, "failover", None),
+    (4.5, "rejoin", None), (5.0, "kill", "scheduler"), (8.0, "reshard", None), (36.0, "failover", None),
+    (37.0, "rejoin", None),
+]
+
+
+def partition_slots():
+    """Every partition's hash slot (the slot of its tag)."""
+    return [int(redis_cli(cluster.ports[0], "CLUSTER", "KEYSLOT", name)) for name in partitioned("x")]
+
+
+def reshard():
+    """Moves the lowest slots of the primary serving the most partitions, enough to carry two of its
+    partitions, to the primary serving the fewest, with `redis-cli --cluster reshard`."""
+    nodes = {port: slots for port, role, _, slots in cluster.nodes() if role == "master" and slots}
+
+    def owned(slots_text):
+        owned = []
+        for part in slots_text.split():
+            if part.startswith("["):
+                continue
+            low, _, high = part.partition("-")
+            owned += range(int(low), int(high or low) + 1)
+        return sorted(owned)
+
+    by_node = {port: owned(text) for port, text in nodes.items()}
+    partitions = partition_slots()
+    counts = {port: sum(1 for s in partitions if s in set(slots)) for port, slots in by_node.items()}
+    source = max(counts, key=counts.get)
+    target = min(counts, key=counts.get)
+    theirs = [by_node[source].index(s) for s in partitions if s in set(by_node[source])]
+    count = sorted(theirs)[min(1, len(theirs) - 1)] + 1
+    note(f"resharding: {count} slots ({min(2, len(theirs))} partitions among them) from :{source} to :{target}")
+    cluster.reshard(count, source, target)
+    note("resharding done")
+
+
+def inject(receiver, timeline):
+    """Plays `timeline`. Returns the duplicates the receiver counted before each of its restarts."""
+    duplicates, origin, killed = 0, time.time(), []
+    for day, action, target in timeline:
         time.sleep(max(0, origin + day * DAY - time.time()))
-        if action == "kill" and target == "redis":
+        if action == "failover":
+            started_at = time.time()
+            killed.append(cluster.kill_primary())
+            note(f"SIGKILL of primary :{killed[-1]}; a replica took over in {time.time() - started_at:.1f} s")
+        elif action == "rejoin":
+            cluster.restart(killed[-1])
+            note(f"node :{killed[-1]} restarted (rejoins as a replica)")
+        elif action == "reshard":
+            reshard()
+        elif action == "kill" and target == "redis":
             processes.kill("redis")
             note("SIGKILL redis-server")
             time.sleep(0.3)
@@ -241,7 +324,7 @@ def wait_idle(timeout):
     """Until nothing is pending, unread or delayed anywhere (three readings in a row), or the timeout."""
     deadline, quiet = time.time() + timeout, 0
     while time.time() < deadline:
-        status = tool("status", "--redis-url", REDIS_URL, "--json")
+        status = redis_tool("status", "--json")
         try:
             snapshot = json.loads(status.stdout)
             busy = sum(g["pending"] + (g.get("lag") or 0) for g in snapshot["groups"]) + sum(q["count"] for q in snapshot["queues"])

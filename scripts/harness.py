@@ -107,3 +107,87 @@ class Processes:
                 process.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 process.kill()
+
+
+class RedisCluster:
+    """A local Redis Cluster: `nodes` redis-server processes (AOF on, each in its own directory under
+    OUT/cluster) made into a cluster of nodes/2 primaries with one replica each by `redis-cli --cluster
+    create`. Node timeout 1 s, so a killed primary's replica takes over within a few seconds."""
+
+    def __init__(self, processes, out, nodes=6):
+        self.processes, self.ports = processes, [free_port() for _ in range(nodes)]
+        for port in self.ports:
+            directory = os.path.join(out, "cluster", str(port))
+            os.makedirs(directory, exist_ok=True)
+            processes.start(f"redis-{port}", [
+                "redis-server", "--port", str(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
+                "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000", "--save", "",
+                "--appendonly", "yes", "--dir", directory])
+        for port in self.ports:
+            wait_redis(port)
+        created = subprocess.run(
+            ["redis-cli", "--cluster", "create", *[f"127.0.0.1:{p}" for p in self.ports], "--cluster-replicas", "1",
+             "--cluster-yes"], capture_output=True, text=True)
+        if created.returncode != 0:
+            raise SystemExit("redis-cli --cluster create failed:\n" + created.stdout + created.stderr)
+        self.wait_ok()
+
+    @property
+    def url(self):
+        return f"redis://127.0.0.1:{self.ports[0]}/0"
+
+    def nodes(self):
+        """(port, role, node id, slots text) of every node that answers, from CLUSTER NODES."""
+        for port in self.ports:
+            text = redis_cli(port, "CLUSTER", "NODES")
+            if text and "ERR" not in text:
+                rows = []
+                for line in text.splitlines():
+                    fields = line.split()
+                    if "fail" in fields[2] or "noaddr" in fields[2]:
+                        continue
+                    rows.append((int(fields[1].split(":")[1].split("@")[0]), "master" if "master" in fields[2] else "replica",
+                                 fields[0], " ".join(fields[8:])))
+                return rows
+        return []
+
+    def primaries(self):
+        return [port for port, role, _, slots in self.nodes() if role == "master" and slots]
+
+    def wait_ok(self, seconds=30, skip=()):
+        """Until every running node says cluster_state:ok and sees every slot served."""
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            if all("cluster_state:ok" in redis_cli(p, "CLUSTER", "INFO") for p in self.ports if p not in skip):
+                return
+            time.sleep(0.1)
+        raise SystemExit("the cluster did not reach cluster_state:ok")
+
+    def kill_primary(self):
+        """SIGKILL of the primary serving the most slots; returns its port once a replica took over."""
+        port = self.primaries()[0]
+        self.processes.kill(f"redis-{port}")
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            survivors = [p for p in self.ports if p != port]
+            if port not in self.primaries() and all(
+                    "cluster_state:ok" in redis_cli(p, "CLUSTER", "INFO") for p in survivors):
+                return port
+            time.sleep(0.1)
+        raise SystemExit(f"no replica took over from {port}")
+
+    def restart(self, port):
+        """Restart a killed node: it rejoins as a replica of the primary that replaced it."""
+        self.processes.restart(f"redis-{port}")
+        wait_redis(port)
+
+    def reshard(self, slots, source, target):
+        """Moves `slots` slots from primary `source` to primary `target` with `redis-cli --cluster reshard`
+        (MIGRATING/IMPORTING and MIGRATE of every key), while traffic flows."""
+        ids = {port: node_id for port, _, node_id, _ in self.nodes()}
+        moved = subprocess.run(
+            ["redis-cli", "--cluster", "reshard", f"127.0.0.1:{source}", "--cluster-from", ids[source], "--cluster-to",
+             ids[target], "--cluster-slots", str(slots), "--cluster-yes", "--cluster-pipeline", "100"],
+            capture_output=True, text=True)
+        if moved.returncode != 0:
+            raise SystemExit("redis-cli --cluster reshard failed:\n" + moved.stdout[-2000:] + moved.stderr)

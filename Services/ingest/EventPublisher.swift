@@ -17,6 +17,8 @@ import ServiceRuntime
 struct EventPublisher: Sendable {
     let redis: RedisConnection
     let partitioning: Partitioning
+    /// Replicas that must confirm the write before the 202 (`WAIT`), and for how long to wait.
+    var durability = Durability()
     /// How long an idempotency key is remembered.
     let idempotencyTTL = Retention.idempotency
 
@@ -38,6 +40,12 @@ struct EventPublisher: Sendable {
         end
         return {'accepted', ARGV[4]}
         """)
+
+    /// `INGEST_WAIT_REPLICAS` resolved, and `INGEST_WAIT_TIMEOUT_MS`.
+    struct Durability: Sendable {
+        var replicas = 0
+        var timeoutMilliseconds: Milliseconds = 1_000
+    }
 
     enum Caller {
         /// Impressions authenticate through their signature (checked by the verifier).
@@ -77,7 +85,12 @@ struct EventPublisher: Sendable {
         if let idempotencyKey { try RequestChecks.idempotencyKey(idempotencyKey) }
         let fingerprint = SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined()
         let partition = partitioning.of(device: device)
-        let reply = try await Self.script.run(
+        // WAIT goes in the same round trip, to the same node, on the same connection: it returns once
+        // that many replicas hold every write this connection made, the event included.
+        let wait =
+            durability.replicas > 0
+            ? [RedisCommand("WAIT", String(durability.replicas), String(durability.timeoutMilliseconds))] : []
+        let (reply, waited) = try await Self.script.run(
             keys: [
                 StreamNames.events(partition),
                 DeviceKeys.idempotency(
@@ -87,7 +100,14 @@ struct EventPublisher: Sendable {
                 envelope.encoded(), Array(fingerprint.utf8), Array(String(idempotencyTTL).utf8), Array(envelope.id.utf8),
                 Array((idempotencyKey == nil ? "0" : "1").utf8),
             ],
-            on: redis)
+            followedBy: wait, on: redis)
+        if let confirmed = waited.first, (confirmed.int ?? 0) < Int64(durability.replicas) {
+            throw ProblemDetails(
+                .serviceUnavailable, reason: .replicationTimeout,
+                detail:
+                    "the event is written but \(confirmed.int ?? 0) of \(durability.replicas) replicas confirmed it within \(durability.timeoutMilliseconds) ms; retry with the same Idempotency-Key"
+            )
+        }
         let parts = reply.elements.compactMap(\.string)
         switch parts.first {
         case "accepted", "replayed":

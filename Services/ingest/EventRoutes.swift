@@ -13,8 +13,9 @@ struct EventRoutes {
     /// How long a key no dispatcher signs with any more stays in the JWKS.
     let signingKeyGrace: Milliseconds
     let partitioning: Partitioning
+    let durability: EventPublisher.Durability
     let clock: @Sendable () -> Milliseconds
-    var publisher: EventPublisher { EventPublisher(redis: redis, partitioning: partitioning) }
+    var publisher: EventPublisher { EventPublisher(redis: redis, partitioning: partitioning, durability: durability) }
 
     struct Accepted: Encodable {
         let eventIdentifier: String

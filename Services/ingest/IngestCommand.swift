@@ -27,7 +27,8 @@ struct IngestCommand {
         if let text = printedOnly(CommandLine.arguments) { return print(text) }
         try await PipelineService.main(help) { service in
             let settings = try IngestSettings(
-                service.environment, policy: service.policy, partitioning: service.partitioning, clock: service.clock)
+                service.environment, policy: service.policy, partitioning: service.partitioning, cluster: service.cluster,
+                clock: service.clock)
             try await service.run(services: []) { router, redis in
                 IngestRoutes.add(to: router, catalog: RouteCatalog(), redis: redis, settings: settings)
             }
@@ -62,7 +63,7 @@ enum IngestRoutes {
         ).add(to: router, catalog: catalog)
         EventRoutes(
             redis: redis, maxBodyBytes: settings.maxBodyBytes, signingKeyGrace: settings.signingKeyGrace,
-            partitioning: settings.partitioning, clock: settings.clock
+            partitioning: settings.partitioning, durability: settings.durability, clock: settings.clock
         ).add(to: router, catalog: catalog)
         catalog.on(router, .get, "/openapi.json") { _, _ in
             var headers = HTTPFields()
@@ -81,6 +82,8 @@ struct IngestSettings {
     let signingKeyGrace: Milliseconds
     /// The deployment's partitions: where each event, idempotency record and dead letter lives.
     let partitioning: Partitioning
+    /// Replicas to WAIT for before a 202.
+    var durability = EventPublisher.Durability()
     /// The service's clock (`receivedAt`, rotations, the JWKS grace, replays).
     let clock: @Sendable () -> Milliseconds
 
@@ -99,11 +102,14 @@ struct IngestSettings {
     }
 
     init(
-        _ environment: ServiceEnvironment, policy: TimePolicy, partitioning: Partitioning,
+        _ environment: ServiceEnvironment, policy: TimePolicy, partitioning: Partitioning, cluster: Bool,
         clock: @escaping @Sendable () -> Milliseconds
     ) throws {
         self.clock = clock
         self.partitioning = partitioning
+        durability = EventPublisher.Durability(
+            replicas: try environment.value(.ingestWaitReplicas).replicas(cluster: cluster),
+            timeoutMilliseconds: try environment.value(.ingestWaitTimeoutMilliseconds))
         adminToken = try environment.value(.adminToken)
         maxBodyBytes = try environment.value(.maxBodyBytes)
         keyRotationGrace = KeySetPublication.rotationGrace(try environment.value(.keyRotationGraceHours))

@@ -44,6 +44,7 @@ enum OpenAPIDocument {
                   }
                 },
                 "responses": {
+                  "503": {"description": "Redis unavailable (`redis-unreachable`) or the event not yet on a replica (`replication-timeout`): not acknowledged, retry after `Retry-After` seconds with the same `Idempotency-Key`", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
                   "202": {
                     "description": "accepted: the event is in the pipeline",
                     "content": {
@@ -98,6 +99,7 @@ enum OpenAPIDocument {
                   }
                 },
                 "responses": {
+                  "503": {"description": "Redis unavailable (`redis-unreachable`) or the event not yet on a replica (`replication-timeout`): not acknowledged, retry after `Retry-After` seconds with the same `Idempotency-Key`", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
                   "202": {
                     "description": "accepted",
                     "content": {
@@ -158,6 +160,7 @@ enum OpenAPIDocument {
                   }
                 },
                 "responses": {
+                  "503": {"description": "Redis unavailable (`redis-unreachable`) or the event not yet on a replica (`replication-timeout`): not acknowledged, retry after `Retry-After` seconds with the same `Idempotency-Key`", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
                   "202": {
                     "description": "accepted",
                     "content": {
@@ -579,6 +582,7 @@ enum OpenAPIDocument {
                 "security": [{"appKey": []}],
                 "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ActivityReport"}}}},
                 "responses": {
+                  "503": {"description": "Redis unavailable (`redis-unreachable`) or the event not yet on a replica (`replication-timeout`): not acknowledged, retry after `Retry-After` seconds with the same `Idempotency-Key`", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
                   "202": {"description": "accepted", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Accepted"}}}},
                   "400": {"$ref": "#/components/responses/Problem"},
                   "401": {"$ref": "#/components/responses/Problem"},

@@ -11,6 +11,7 @@ struct HTTPTestClient {
         let body: Data
         var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body) as? [String: Any]) ?? [:] }
         var contentType: String?
+        var retryAfter: String? = nil
     }
 
     func send(_ method: String, _ url: String, json: Any? = nil, raw: String? = nil, token: String? = nil) async throws -> Reply {
@@ -27,7 +28,7 @@ struct HTTPTestClient {
         let body = try await response.body.collect(upTo: 1 << 20)
         return Reply(
             status: Int(response.status.code), body: Data(body.readableBytesView),
-            contentType: response.headers.first(name: "Content-Type"))
+            contentType: response.headers.first(name: "Content-Type"), retryAfter: response.headers.first(name: "Retry-After"))
     }
 
     /// Polls until `url` answers 200 (a service has started) or the timeout passes.
@@ -63,6 +64,6 @@ extension HTTPTestClient {
         let body = try await response.body.collect(upTo: 1 << 20)
         return Reply(
             status: Int(response.status.code), body: Data(body.readableBytesView),
-            contentType: response.headers.first(name: "Content-Type"))
+            contentType: response.headers.first(name: "Content-Type"), retryAfter: response.headers.first(name: "Retry-After"))
     }
 }

@@ -31,8 +31,8 @@ final class PipelineProcesses: Sendable {
         return root.appendingPathComponent(".build/debug")
     }
 
-    /// Every service and the receiver, or only the workers named in `only` (a stage tested alone on
-    /// entries a test writes itself).
+    /// Every service and the receiver, or only the services named in `only` (a stage tested alone on
+    /// entries a test writes itself, or ingest alone).
     init(redis: RedisServer, timeScale: Double, extraEnvironment: [String: String] = [:], only: Set<String>? = nil) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("pipeline-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -58,7 +58,13 @@ final class PipelineProcesses: Sendable {
         environment.merge(extraEnvironment) { $1 }
         self.environment = environment
         if let only {
-            for worker in only.sorted() { try start(worker, port: try freeLoopbackPort()) }
+            for name in only.sorted() {
+                if name == "ingest" {
+                    try start("ingest", port: ingestPort, ["ADMIN_TOKEN": adminToken])
+                } else {
+                    try start(name, port: try freeLoopbackPort())
+                }
+            }
             return
         }
         try start("ingest", port: ingestPort, ["ADMIN_TOKEN": adminToken])

@@ -38,7 +38,8 @@ public final class RedisServer: Sendable {
     }
 
     /// Starts a server and waits until it answers PING; retries on a port taken in the meantime.
-    public static func start(appendOnly: Bool = false) async throws -> RedisServer {
+    /// `arguments` are passed on (`["--replicaof", "127.0.0.1", "6379"]` makes a replica).
+    public static func start(appendOnly: Bool = false, arguments: [String] = []) async throws -> RedisServer {
         guard let executable = Self.findExecutable("redis-server") else {
             throw TestSupportError(
                 "redis-server is not on PATH; install it (Debian: apt-get install redis-server) to run these tests"
@@ -47,7 +48,7 @@ public final class RedisServer: Sendable {
         var lastError: any Error = TestSupportError("redis-server did not start")
         for _ in 0..<3 {
             do {
-                return try await Self.launch(executable: executable, appendOnly: appendOnly)
+                return try await Self.launch(executable: executable, appendOnly: appendOnly, arguments: arguments)
             } catch {
                 lastError = error
             }
@@ -83,7 +84,7 @@ public final class RedisServer: Sendable {
         try? FileManager.default.removeItem(at: self.directory)
     }
 
-    private static func launch(executable: URL, appendOnly: Bool) async throws -> RedisServer {
+    private static func launch(executable: URL, appendOnly: Bool, arguments: [String]) async throws -> RedisServer {
         let port = try freeLoopbackPort()
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("redis-test-\(port)-\(UUID().uuidString)", isDirectory: true)
@@ -95,7 +96,7 @@ public final class RedisServer: Sendable {
         process.arguments = [
             "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", appendOnly ? "yes" : "no",
             "--dir", directory.path, "--daemonize", "no", "--logfile", logFile.path,
-        ]
+        ] + arguments
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice

@@ -25,7 +25,8 @@ extension ProblemReason {
             .invalidDeadLetterIdentifier, .destinationInvalid, .destinationNotHTTPS, .destinationPrivateAddress,
             .destinationUnresolvable, .unauthorized, .missingAppKey, .invalidAppKey, .appKeyMismatch, .noSchema,
             .unknownSchemaVersion, .unknownDeadLetter, .notReplayable, .idempotencyKeyReused, .notFound, .methodNotAllowed,
-            .bodyTooLarge, .bodyTimeout, .httpError, .internalError, .redisUnreachable, .consumerGroupMissing:
+            .bodyTooLarge, .bodyTimeout, .httpError, .internalError, .redisUnreachable, .replicationTimeout,
+            .consumerGroupMissing:
             [.problemDetails]
         }
     }

@@ -76,7 +76,9 @@ public enum ProblemReason: String, Sendable, Codable, Hashable, CaseIterable {
     case bodyTimeout = "body-timeout"
     case httpError = "http-error"
     case internalError = "internal-error"
-    // Every service's `/ready`.
+    // Every service's `/ready`; and ingest when Redis cannot take an event (503, retry later).
     case redisUnreachable = "redis-unreachable"
+    /// ingest wrote the event but no replica confirmed it within `INGEST_WAIT_TIMEOUT_MS` (503).
+    case replicationTimeout = "replication-timeout"
     case consumerGroupMissing = "consumer-group-missing"
 }

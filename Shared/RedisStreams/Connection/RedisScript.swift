@@ -29,6 +29,21 @@ public final class RedisScript: Sendable {
         return reply
     }
 
+    /// Runs the script once, then `following` in the same round trip (on Redis Cluster, on the same
+    /// node: `WAIT` after a write); the script's error reply is thrown, the others are returned.
+    public func run(
+        keys: [String], arguments: [[UInt8]], followedBy following: [RedisCommand], on connection: RedisConnection
+    ) async throws -> (RedisReply, [RedisReply]) {
+        let call = Call(keys: keys, arguments: arguments)
+        let sha = try await self.loadedSHA(on: connection)
+        var replies = try await connection.pipeline([self.command("EVALSHA", sha, call)] + following)
+        if replies[0].errorMessage?.hasPrefix("NOSCRIPT") == true {
+            replies = try await connection.pipeline([self.command("EVAL", self.source, call)] + following)
+        }
+        if let message = replies[0].errorMessage { throw RedisError(.server, message) }
+        return (replies[0], Array(replies.dropFirst()))
+    }
+
     /// Runs every call in one pipeline (the transport may split it by node); one reply per call, error
     /// replies included.
     public func runAll(_ calls: [Call], on connection: RedisConnection) async throws -> [RedisReply] {

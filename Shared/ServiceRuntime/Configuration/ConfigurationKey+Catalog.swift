@@ -10,7 +10,7 @@ extension ConfigurationKey {
         row(.redisURL), row(.redisCluster), row(.partitions), row(.timeScale), row(.logLevel), row(.httpHost), row(.httpPort),
         row(.httpIdleTimeoutMilliseconds),
         row(.consumerName), row(.batchSize), row(.claimIdleMilliseconds), row(.maxAttempts), row(.streamRetentionHours),
-        row(.adminToken), row(.maxBodyBytes), row(.keyRotationGraceHours), row(.crowdTierThresholds),
+        row(.adminToken), row(.maxBodyBytes), row(.ingestWaitReplicas), row(.ingestWaitTimeoutMilliseconds), row(.keyRotationGraceHours), row(.crowdTierThresholds),
         row(.timerPollMilliseconds), row(.conversionSettleMilliseconds), row(.windowCloseGraceMilliseconds),
         row(.postbackURLAllowList), row(.signingKeyFile), row(.signingKeyID), row(.developmentSigningKeyFile),
         row(.developmentSigningKeyID), row(.deliveryTimeoutMilliseconds), row(.deliveryConcurrencyPerHost),

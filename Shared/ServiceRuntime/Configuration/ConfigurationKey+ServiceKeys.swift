@@ -117,3 +117,42 @@ extension ConfigurationKey.Typed where Value == DestinationPolicy {
         ) { text in DestinationPolicy(allowList: text) }
     }
 }
+
+/// `INGEST_WAIT_REPLICAS`: how many replicas must confirm an event before ingest answers 202.
+public enum ReplicaWait: Sendable, Hashable {
+    /// 1 on Redis Cluster, 0 on one Redis.
+    case automatic
+    case replicas(Int)
+
+    /// The number to WAIT for.
+    public func replicas(cluster: Bool) -> Int {
+        switch self {
+        case .automatic: cluster ? 1 : 0
+        case .replicas(let count): count
+        }
+    }
+}
+
+extension ConfigurationKey.Typed where Value == ReplicaWait {
+    public static var ingestWaitReplicas: Self {
+        let range = 0...16
+        return Self(
+            "INGEST_WAIT_REPLICAS", type: "integer or auto", default: ("auto", { .automatic }),
+            allowed: "auto, " + ConfigurationKey.describe(range), services: ["ingest"],
+            "Replicas that must hold an event (Redis `WAIT`) before ingest answers 202; `auto` is 1 with `REDIS_CLUSTER=true`, else 0. Replication is asynchronous: without a replica's copy an acknowledged event can vanish when its primary fails."
+        ) { text throws(ConfigurationKey.Unreadable) in
+            if text == "auto" { return .automatic }
+            guard let count = Int(text), range.contains(count) else { throw .outside(range, text) }
+            return .replicas(count)
+        }
+    }
+}
+
+extension ConfigurationKey.Typed where Value == Milliseconds {
+    public static var ingestWaitTimeoutMilliseconds: Self {
+        .milliseconds(
+            "INGEST_WAIT_TIMEOUT_MS", default: 1_000, range: 1...60_000, services: ["ingest"],
+            "How long ingest waits for `INGEST_WAIT_REPLICAS` replicas; past it the answer is 503 `replication-timeout` (the event is written, not yet safe: retry with the same Idempotency-Key)."
+        )
+    }
+}

@@ -1,6 +1,7 @@
 import AttributionModel
 import Foundation
 import Hummingbird
+import RedisStreams
 
 /// RFC 9457 problem JSON with a stable machine-readable `reason` (a `ProblemReason`, encoded as its
 /// string): every 4xx/5xx the API returns.
@@ -30,6 +31,7 @@ public struct ProblemDetails: HTTPResponseError, Codable, Sendable {
         var headers = HTTPFields()
         headers[.contentType] = "application/problem+json"
         if statusCode == 401 { headers[.wwwAuthenticate] = "Bearer" }
+        if statusCode == 503 { headers[.retryAfter] = "1" }
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 
@@ -68,6 +70,13 @@ public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             throw ProblemDetails(error.status, reason: reason, detail: error.body ?? error.status.reasonPhrase)
         } catch is DecodingError {
             throw ProblemDetails.badRequest(.invalidJSON, "the body is not the JSON this route expects")
+        } catch let error as RedisError where error.code != .server {
+            // Redis down, restarting or failing over: worth retrying (with the same Idempotency-Key,
+            // since a request cut off mid-round-trip may or may not have been written).
+            context.logger.warning("redis unavailable", metadata: ["error": "\(error)"])
+            throw ProblemDetails(
+                .serviceUnavailable, reason: .redisUnreachable,
+                detail: "Redis is unavailable; retry with the same Idempotency-Key")
         } catch {
             context.logger.error("request failed", metadata: ["error": "\(error)"])
             throw ProblemDetails(.internalServerError, reason: .internalError, detail: "the request could not be completed")

@@ -16,7 +16,7 @@ struct BenchLoadCommand: AsyncParsableCommand {
     /// `held`: postbacks in the scheduler's first-window held queue, all due 2 s from now.
     enum Kind: String, ExpressibleByArgument { case impressions, postbacks, held }
 
-    @Option(name: .customLong("redis-url")) var redisURL: String
+    @OptionGroup var redis: RedisOptions
     @Option var kind: Kind
     @Option var count: Int
     @Option(help: "Ad network id (registered, with --key-file's public key).") var network: String
@@ -26,7 +26,7 @@ struct BenchLoadCommand: AsyncParsableCommand {
     @Option(help: "One install per this many impressions (impressions only; 0: none).") var installEvery = 4
 
     func run() async throws {
-        let connection = RedisConnection(configuration: try RedisConfiguration(url: redisURL), logger: Logger(label: "bench"))
+        let connection = try redis.connect(label: "bench")
         let now = Milliseconds(Date().timeIntervalSince1970 * 1000)
         let partitioning = try await PartitionRecord.read(on: connection)
         var generator = SystemRandomNumberGenerator()

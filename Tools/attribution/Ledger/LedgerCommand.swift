@@ -19,8 +19,7 @@ struct LedgerCommand: AsyncParsableCommand {
             anything still in a stream or delayed queue is reported as in flight, which fails the check.
             """)
 
-    @Option(name: .customLong("redis-url"), help: "The pipeline's Redis.")
-    var redisURL = "redis://127.0.0.1:6379/0"
+    @OptionGroup var redis: RedisOptions
 
     @Option(help: "The acknowledged events (JSON lines from `attribution simulate --acknowledgements`).")
     var acknowledgements: String
@@ -38,7 +37,7 @@ struct LedgerCommand: AsyncParsableCommand {
         let acknowledged = try Self.lines(acknowledgements).map {
             try JSONCoding.decoder.decode(Ledger.Acknowledged.self, from: Data($0.utf8))
         }
-        let connection = RedisConnection(configuration: try RedisConfiguration(url: redisURL), logger: Logger(label: "ledger"))
+        let connection = try redis.connect(label: "ledger")
         let partitioning = try await PartitionRecord.read(on: connection)
         var records = try await LedgerReader(connection: connection, partitioning: partitioning).read(acknowledged: acknowledged)
         await connection.close()

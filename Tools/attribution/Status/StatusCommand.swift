@@ -11,14 +11,13 @@ struct StatusCommand: AsyncParsableCommand {
         commandName: "status",
         abstract: "Streams, consumer groups (lag, pending, oldest pending), delayed queues and dead letters.")
 
-    @Option(name: .customLong("redis-url"), help: "The pipeline's Redis.")
-    var redisURL = "redis://127.0.0.1:6379/0"
+    @OptionGroup var redis: RedisOptions
 
     @Flag(help: "Print the snapshot as JSON.")
     var json = false
 
     func run() async throws {
-        let connection = RedisConnection(configuration: try RedisConfiguration(url: redisURL), logger: Logger(label: "status"))
+        let connection = try redis.connect(label: "status")
         let snapshot = try await PipelineSnapshot.read(on: connection, try await PartitionRecord.read(on: connection))
         await connection.close()
         if json {

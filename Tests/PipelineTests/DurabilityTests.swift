@@ -1,0 +1,57 @@
+import AttributionModel
+import Crypto
+import Foundation
+import RedisStreams
+import ServiceRuntime
+import TestSupport
+import Testing
+
+extension PipelineSuites {
+    /// Redis replicates asynchronously: ingest answers 202 only once `INGEST_WAIT_REPLICAS` replicas hold
+    /// the event, and 503 `replication-timeout` (with `Retry-After`) when they do not in time.
+    @Suite("Durability: 202 once a replica holds the event")
+    struct DurabilityTests {
+        let http = HTTPTestClient()
+
+        static func impression() -> String {
+            let key = P256.Signing.PrivateKey()
+            let jws = HostileInputTests.jws(
+                header: #"{"alg":"ES256","kid":"\#(HostileInputTests.network)"}"#, payload: HostileInputTests.payload(),
+                key: key)
+            return HostileInputTests.impressionBody(jws)
+        }
+
+        @Test func ingestWaitsForAReplicaBeforeAcknowledging() async throws {
+            let primary = try await RedisServer.start()
+            defer { primary.stop() }
+            let pipeline = try PipelineProcesses(
+                redis: primary, timeScale: 1,
+                extraEnvironment: ["INGEST_WAIT_REPLICAS": "1", "INGEST_WAIT_TIMEOUT_MS": "200"], only: ["ingest"])
+            defer { pipeline.stop() }
+            try #require(try await http.waitUntilUp("\(pipeline.ingestURL)/health"), "ingest started\n\(pipeline.logs())")
+            let url = "\(pipeline.ingestURL)/v1/impressions"
+
+            // No replica: the event is written but nobody confirms it.
+            let unconfirmed = try await http.send(
+                HTTPClientRequestBuilder(method: "POST", url: url, body: Self.impression(), idempotencyKey: "durable-1"))
+            #expect(unconfirmed.status == 503, "\(unconfirmed.json)")
+            #expect(unconfirmed.json["reason"] as? String == "replication-timeout")
+            #expect(unconfirmed.retryAfter == "1")
+
+            let replica = try await RedisServer.start(arguments: ["--replicaof", "127.0.0.1", String(primary.port)])
+            defer { replica.stop() }
+            let attached = try await eventually(timeout: .seconds(15)) {
+                let info = try await primary.connect().send(RedisCommand("INFO", "replication")).string ?? ""
+                return info.contains("connected_slaves:1") && info.contains("state=online")
+            }
+            try #require(attached, "the replica attached")
+            let confirmed = try await http.send(
+                HTTPClientRequestBuilder(method: "POST", url: url, body: Self.impression(), idempotencyKey: "durable-2"))
+            #expect(confirmed.status == 202, "\(confirmed.json)")
+            let id = try #require(confirmed.json["event-identifier"] as? String)
+            // On the replica at the moment of the 202, not some time later.
+            let onReplica = try await streamRecords(StreamNames.events, on: replica.connect()).compactMap(\.message)
+            #expect(onReplica.contains { $0.contains(id) }, "the acknowledged event is on the replica")
+        }
+    }
+}
