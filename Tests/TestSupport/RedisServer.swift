@@ -93,10 +93,11 @@ public final class RedisServer: Sendable {
 
         let process = Process()
         process.executableURL = executable
-        process.arguments = [
-            "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", appendOnly ? "yes" : "no",
-            "--dir", directory.path, "--daemonize", "no", "--logfile", logFile.path,
-        ] + arguments
+        process.arguments =
+            [
+                "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", appendOnly ? "yes" : "no",
+                "--dir", directory.path, "--daemonize", "no", "--logfile", logFile.path,
+            ] + arguments
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
