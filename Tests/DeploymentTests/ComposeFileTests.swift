@@ -27,7 +27,8 @@ struct ComposeFileTests {
 
     static let pipelineServices = ["ingest", "verifier", "attribution-winner", "scheduler", "dispatcher"]
     /// Services from public images, not built here.
-    static let thirdParty: Set<String> = ["redis", "prometheus", "grafana"]
+    static let clusterNodes = (1...6).map { "redis-node-\($0)" }
+    static let thirdParty: Set<String> = Set(["redis", "prometheus", "grafana", "redis-cluster-init"] + clusterNodes)
 
     /// Prometheus scrapes every pipeline service (all replicas, through DNS discovery) at the port it
     /// listens on, and scrapes nothing else.
@@ -125,6 +126,28 @@ struct ComposeFileTests {
         let command = (redis["command"] as? [String] ?? []).joined(separator: " ")
         #expect(command.contains("--appendonly yes"), "Redis runs with AOF")
         #expect(redis["healthcheck"] != nil, "Redis has a health check")
+    }
+
+    /// Profile `cluster`: six cluster-enabled nodes, a job that makes them 3 primaries with a replica
+    /// each, and the services switched to it by REDIS_URL and REDIS_CLUSTER alone.
+    @Test func theClusterProfileRunsSixNodesAndCreatesTheCluster() throws {
+        let services = try Self.services()
+        for name in Self.clusterNodes {
+            let node = try #require(services[name], "compose.yaml runs \(name)")
+            #expect(node["profiles"] as? [String] == ["cluster"], "\(name) only in the cluster profile")
+            let command = (node["command"] as? [String] ?? []).joined(separator: " ")
+            #expect(command.contains("--cluster-enabled yes") && command.contains("--appendonly yes"), "\(name): \(command)")
+            #expect(node["healthcheck"] != nil)
+        }
+        let initJob = try #require(services["redis-cluster-init"])
+        let script = (initJob["command"] as? [String] ?? []).joined(separator: " ")
+        #expect(script.contains("--cluster create") && script.contains("--cluster-replicas 1"), "\(script)")
+        #expect(Set((initJob["depends_on"] as? [String: Any] ?? [:]).keys) == Set(Self.clusterNodes))
+        for name in Self.pipelineServices {
+            let environment = try #require(services[name]?["environment"] as? [String: Any])
+            #expect(environment["REDIS_URL"] as? String == "${REDIS_URL:-redis://redis:6379/0}", "\(name)")
+            #expect(environment["REDIS_CLUSTER"] as? String == "${REDIS_CLUSTER:-false}", "\(name)")
+        }
     }
 
     @Test func dockerfileShipsEveryExecutable() throws {
