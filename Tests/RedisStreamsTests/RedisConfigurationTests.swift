@@ -1,4 +1,5 @@
 import RedisStreams
+import TestSupport
 import Testing
 
 @Suite("RedisConfiguration URL parsing")
@@ -50,9 +51,55 @@ struct RedisConfigurationTests {
     }
 
     @Test("defaults")
-    func defaults() {
+    func defaults() throws {
         let configuration = RedisConfiguration()
         #expect(configuration.url == "redis://127.0.0.1:6379/0")
         #expect(configuration.commandTimeoutMilliseconds > 1_000)
+        #expect(!configuration.cluster, "single node unless asked")
+        #expect(!configuration.checksSlots, "no slot computation unless asked")
+        try configuration.validate()
+        // A URL does not say cluster: that switch is its own configuration key.
+        #expect(try !RedisConfiguration(url: "redis://h:7000/0").cluster)
+    }
+
+    @Test("cluster mode allows database 0 only")
+    func clusterDatabase() throws {
+        var configuration = try RedisConfiguration(url: "redis://seed:7000/0")
+        configuration.cluster = true
+        try configuration.validate()
+
+        configuration.database = 2
+        #expect {
+            try configuration.validate()
+        } throws: { error in
+            let error = error as? RedisError
+            return error?.code == .invalidConfiguration && error?.message.contains("database 0") == true
+        }
+        configuration.cluster = false
+        try configuration.validate()
+    }
+
+    @Test("cluster and checksSlots take part in equality")
+    func equality() {
+        var cluster = RedisConfiguration()
+        cluster.cluster = true
+        var checked = RedisConfiguration()
+        checked.checksSlots = true
+        #expect(cluster != RedisConfiguration())
+        #expect(checked != RedisConfiguration())
+        #expect(cluster != checked)
+    }
+
+    @Test("a cluster connection with a database other than 0 throws before connecting")
+    func clusterDatabaseAtFirstUse() async throws {
+        var configuration = RedisConfiguration(host: "127.0.0.1", port: 1, database: 1)
+        configuration.cluster = true
+        let connection = RedisConnection(configuration: configuration, logger: .test("test"))
+        await #expect {
+            try await connection.send(RedisCommand("PING"))
+        } throws: { error in
+            (error as? RedisError)?.code == .invalidConfiguration
+        }
+        await connection.close()
     }
 }

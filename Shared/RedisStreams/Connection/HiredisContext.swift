@@ -40,6 +40,50 @@ final class HiredisContext: @unchecked Sendable {
         }
     }
 
+    /// Connects now unless connected: cluster routing opens every node of a pipeline before writing to any,
+    /// so a node that refuses fails the call before another node has run part of it.
+    func connect() throws {
+        _ = try self.connected()
+    }
+
+    /// The first half of `execute`: queues every command and flushes the socket without reading, so
+    /// several nodes can work on their parts of a pipeline at once; `read(count:)` collects the replies.
+    func write(_ commands: [RedisCommand]) throws {
+        if let empty = commands.first(where: { $0.arguments.isEmpty }) {
+            throw RedisError(.invalidArgument, "empty redis command: \(empty)")
+        }
+        let context = try self.connected()
+        do {
+            for command in commands {
+                try Self.append(command, to: context)
+            }
+            var done: Int32 = 0
+            while done == 0 {
+                if redisBufferWrite(context, &done) != REDIS_OK {
+                    throw Self.ioError(context, doing: "writing \(commands.count) commands")
+                }
+            }
+        } catch {
+            self.drop()
+            throw error
+        }
+    }
+
+    /// The second half of `execute`: reads `count` replies to commands sent with `write(_:)`.
+    func read(count: Int) throws -> [RedisReply] {
+        if self.isClosed { throw RedisError(.closed, "connection closed") }
+        // Never reconnect here: a fresh socket has no replies coming and would wait out the timeout.
+        guard let context = self.context else {
+            throw RedisError(.io, "reading replies failed: the connection was dropped after writing")
+        }
+        do {
+            return try (0..<count).map { _ in try Self.readReply(from: context) }
+        } catch {
+            self.drop()
+            throw error
+        }
+    }
+
     /// Frees the context for good; later calls throw `closed`.
     func close() {
         self.isClosed = true

@@ -10,8 +10,13 @@ public struct RedisConfiguration: Sendable, Equatable {
     public var connectTimeoutMilliseconds: Int = 2_000
     /// How long one round trip may take; must exceed every `BLOCK` used on the connection.
     public var commandTimeoutMilliseconds: Int = 5_000
-    /// Whether `host:port` is one node of a Redis Cluster (commands are then routed by hash slot).
+    /// Redis Cluster mode: `host:port` is a seed node, commands are routed by hash slot to the primary
+    /// serving it, following `MOVED` and `ASK`. A cluster has only database 0 (see `validate()`).
     public var cluster: Bool = false
+    /// Single-node mode: reject transactions, scripts and multi-key commands whose keys span several hash
+    /// slots, as a cluster would, so tests on one node catch key layouts that would break on a cluster.
+    /// Off by default: no slot is computed at all. Cluster mode always checks.
+    public var checksSlots: Bool = false
 
     /// A configuration from its parts.
     public init(host: String = "127.0.0.1", port: Int = 6379, database: Int = 0) {
@@ -56,6 +61,17 @@ public struct RedisConfiguration: Sendable, Equatable {
             database = parsed
         }
         self.init(host: String(host), port: port, database: database)
+    }
+
+    /// Throws `invalidConfiguration` for combinations no server accepts: a database other than 0 in
+    /// cluster mode (Redis Cluster has no SELECT). Called by cluster routing before every call.
+    public func validate() throws {
+        if self.cluster, self.database != 0 {
+            throw RedisError(
+                .invalidConfiguration,
+                "redis cluster mode needs database 0 (Redis Cluster has no other), not \(self.database)"
+            )
+        }
     }
 
     /// The configuration as a `redis://host:port/db` URL.

@@ -14,19 +14,64 @@ import Synchronization
 /// occupies Swift's cooperative pool, and the one thread serialises use of the non-thread-safe
 /// context. The context is created on first use and dropped after any I/O error; the call that
 /// failed throws and the next call reconnects. Concurrent callers are served one at a time.
+///
+/// With `configuration.cluster` the same calls go to a Redis Cluster: a `ClusterRouter` on the same
+/// thread keeps one context per primary and routes each command by hash slot (see `ClusterRouter`).
 public final class RedisConnection: Sendable {
     /// Where this connection goes.
     public let configuration: RedisConfiguration
     private let logger: Logger
     private let threadPool: NIOThreadPool
-    private let context: HiredisContext
+    private let transport: Transport
     private let isClosed = Atomic<Bool>(false)
+
+    /// What carries the commands; used on the connection's thread only.
+    private enum Transport: Sendable {
+        /// One server: every pipeline is one round trip on one context, checked first with `checksSlots`.
+        case node(HiredisContext, SlotGuard?)
+        /// A cluster: routed by slot over one context per primary.
+        case cluster(ClusterRouter)
+
+        func execute(_ commands: [RedisCommand]) throws -> [RedisReply] {
+            switch self {
+            case .node(let context, nil):
+                return try context.execute(commands)
+            case .node(let context, let slotGuard?):
+                let slots = try slotGuard.check(commands)
+                do {
+                    let replies = try context.execute(commands)
+                    slotGuard.record(commands, slots: slots, replies: replies)
+                    return replies
+                } catch let error as RedisError where error.code == .io || error.code == .protocolError {
+                    // The context dropped its socket, and the server any WATCH with it.
+                    slotGuard.reset()
+                    throw error
+                }
+            case .cluster(let router):
+                return try router.execute(commands)
+            }
+        }
+
+        func close() {
+            switch self {
+            case .node(let context, _): context.close()
+            case .cluster(let router): router.close()
+            }
+        }
+    }
 
     /// Creates the connection and its thread; nothing is sent until the first command.
     public init(configuration: RedisConfiguration, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
-        self.context = HiredisContext(configuration: configuration, logger: logger)
+        if configuration.cluster {
+            self.transport = .cluster(ClusterRouter(configuration: configuration, logger: logger))
+        } else {
+            self.transport = .node(
+                HiredisContext(configuration: configuration, logger: logger),
+                configuration.checksSlots ? SlotGuard() : nil
+            )
+        }
         self.threadPool = NIOThreadPool(numberOfThreads: 1)
         self.threadPool.start()
         // hiredis 0.14 writes with write(2), not send(MSG_NOSIGNAL): writing to a socket the server
@@ -41,7 +86,7 @@ public final class RedisConnection: Sendable {
     deinit {
         // Not closed by its owner: no call can be in flight (each holds a reference), so free here.
         if !self.isClosed.load(ordering: .acquiring) {
-            self.context.close()
+            self.transport.close()
             self.threadPool.shutdownGracefully { _ in }
         }
     }
@@ -55,11 +100,12 @@ public final class RedisConnection: Sendable {
         return reply
     }
 
-    /// Sends all commands in one round trip and returns one reply per command, error replies included.
+    /// Sends all commands in one round trip (in cluster mode, one per node involved) and returns one reply
+    /// per command, in order, error replies included.
     public func pipeline(_ commands: [RedisCommand]) async throws -> [RedisReply] {
         if commands.isEmpty { return [] }
-        return try await self.onConnectionThread { context in
-            try context.execute(commands)
+        return try await self.onConnectionThread { transport in
+            try transport.execute(commands)
         }
     }
 
@@ -67,10 +113,10 @@ public final class RedisConnection: Sendable {
     public func close() async {
         guard self.isClosed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
         else { return }
-        let context = self.context
+        let transport = self.transport
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             self.threadPool.submit { _ in
-                context.close()
+                transport.close()
                 continuation.resume()
             }
         }
@@ -84,19 +130,19 @@ public final class RedisConnection: Sendable {
     /// already cancelled, which would make a stopping stage fail to commit the batch it holds.
     /// A round trip, once asked for, always completes or fails on its own.
     private func onConnectionThread<T: Sendable>(
-        _ body: @escaping @Sendable (HiredisContext) throws -> T
+        _ body: @escaping @Sendable (Transport) throws -> T
     ) async throws -> T {
         if self.isClosed.load(ordering: .acquiring) {
             throw RedisError(.closed, "connection closed")
         }
-        let context = self.context
+        let transport = self.transport
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             self.threadPool.submit { state in
                 guard case .active = state else {
                     continuation.resume(throwing: RedisError(.closed, "connection closed"))
                     return
                 }
-                continuation.resume(with: Result { try body(context) })
+                continuation.resume(with: Result { try body(transport) })
             }
         }
     }

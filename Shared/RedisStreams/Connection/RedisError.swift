@@ -5,6 +5,7 @@ public struct RedisError: Error, CustomStringConvertible, Sendable, Equatable {
         private enum Base: String, Sendable {
             case connectionFailed, io, server, protocolError, closed
             case invalidConfiguration, invalidArgument, unexpectedReply
+            case crossSlot, redirected
         }
 
         private let base: Base
@@ -26,6 +27,13 @@ public struct RedisError: Error, CustomStringConvertible, Sendable, Equatable {
         public static let invalidArgument = Code(.invalidArgument)
         /// A reply did not have the shape the command documents.
         public static let unexpectedReply = Code(.unexpectedReply)
+        /// A transaction, script or multi-key command has keys in several hash slots, which Redis Cluster
+        /// cannot run on one node; thrown before anything is sent (in cluster mode, or with `checksSlots`).
+        public static let crossSlot = Code(.crossSlot)
+        /// Cluster mode: a transaction met a moved or migrating slot, so nothing of it ran, and resending it
+        /// is not safe (its WATCH went out in an earlier pipeline, or the slot's keys are split mid-migration):
+        /// redo the whole read-decide-write cycle, which then reaches the slot's new node.
+        public static let redirected = Code(.redirected)
 
         /// The code's name.
         public var description: String { self.base.rawValue }
