@@ -161,7 +161,7 @@ let package = Package(
         // The repository's own checks: compose services ↔ executables, environment ↔ documented keys.
         .testTarget(
             name: "DeploymentTests",
-            dependencies: ["AttributionModel", "ServiceRuntime", .product(name: "Yams", package: "Yams")],
+            dependencies: ["AttributionModel", "RedisStreams", "ServiceRuntime", .product(name: "Yams", package: "Yams")],
             path: "Tests/DeploymentTests",
             swiftSettings: swiftSettings
         ),

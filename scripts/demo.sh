@@ -52,7 +52,8 @@ if [ "$CLUSTER" = true ]; then
         port=$([ "$i" = 1 ] && echo "$REDIS_PORT" || free_port)
         mkdir -p "$RUN/redis/$port"
         start "redis-$port" redis-server --port "$port" --bind 127.0.0.1 --cluster-enabled yes \
-            --cluster-config-file nodes.conf --cluster-node-timeout 1000 --save "" --appendonly yes --dir "$RUN/redis/$port"
+            --cluster-config-file nodes.conf --cluster-node-timeout 1000 --repl-diskless-sync-delay 0 --save "" \
+            --appendonly yes --dir "$RUN/redis/$port"
         NODES+=("127.0.0.1:$port")
     done
     for node in "${NODES[@]}"; do
@@ -63,6 +64,13 @@ if [ "$CLUSTER" = true ]; then
     for _ in $(seq 1 100); do
         redis-cli -p "$REDIS_PORT" cluster info | grep -q cluster_state:ok && break
         sleep 0.1
+    done
+    # Ingest answers 202 once a replica holds the event: wait until every replica is in sync.
+    for node in "${NODES[@]}"; do
+        for _ in $(seq 1 200); do
+            redis-cli -p "${node#*:}" info replication | grep -q -e role:master -e master_link_status:up && break
+            sleep 0.1
+        done
     done
     export REDIS_CLUSTER=true
 else

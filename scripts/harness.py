@@ -51,10 +51,32 @@ def rss_mib(pid):
 PARTITIONS = 16  # the services' default PARTITIONS
 
 
+def crc16(data):
+    """CRC16-XMODEM, Redis Cluster's key hash."""
+    crc = 0
+    for byte in data:
+        crc ^= byte << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) & 0xFFFF if crc & 0x8000 else (crc << 1) & 0xFFFF
+    return crc
+
+
+def partition_tag(index, count=PARTITIONS):
+    """Partition `index`'s hash tag, as `Partitioning.tag(index:count:)` makes it: `{pNN}`, or `{pNN.k}`
+    with the smallest k whose slot falls in the partition's equal share of the 16384 slots."""
+    name = f"p{index:0{len(str(count - 1))}d}"
+    low, high = 16384 * index // count, 16384 * (index + 1) // count
+    if count > 16384 or low <= crc16(name.encode()) % 16384 < high:
+        return "{" + name + "}"
+    salt = 1
+    while not low <= crc16(f"{name}.{salt}".encode()) % 16384 < high:
+        salt += 1
+    return "{" + f"{name}.{salt}" + "}"
+
+
 def partitioned(base, count=PARTITIONS):
-    """Every partition's name of a stream or key: `<base>:{pNN}` (docs/architecture.md, Redis keys)."""
-    width = len(str(count - 1))
-    return [f"{base}:{{p{i:0{width}d}}}" for i in range(count)]
+    """Every partition's name of a stream or key: `<base>:<tag>` (docs/architecture.md, Redis keys)."""
+    return [f"{base}:{partition_tag(i, count)}" for i in range(count)]
 
 
 def redis_cli(port, *args):
@@ -121,7 +143,8 @@ class RedisCluster:
             os.makedirs(directory, exist_ok=True)
             processes.start(f"redis-{port}", [
                 "redis-server", "--port", str(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
-                "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000", "--save", "",
+                "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000", "--repl-diskless-sync-delay", "0",
+                "--save", "",
                 "--appendonly", "yes", "--dir", directory])
         for port in self.ports:
             wait_redis(port)
@@ -131,6 +154,17 @@ class RedisCluster:
         if created.returncode != 0:
             raise SystemExit("redis-cli --cluster create failed:\n" + created.stdout + created.stderr)
         self.wait_ok()
+        self.wait_replicas()
+
+    def wait_replicas(self, seconds=30, skip=()):
+        """Until every replica's link to its primary is up (ingest waits for a replica's copy)."""
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            if all("role:master" in info or "master_link_status:up" in info
+                   for info in (redis_cli(p, "INFO", "replication") for p in self.ports if p not in skip)):
+                return
+            time.sleep(0.1)
+        raise SystemExit("the replicas did not reach their primaries")
 
     @property
     def url(self):
@@ -180,6 +214,7 @@ class RedisCluster:
         """Restart a killed node: it rejoins as a replica of the primary that replaced it."""
         self.processes.restart(f"redis-{port}")
         wait_redis(port)
+        self.wait_replicas()
 
     def reshard(self, slots, source, target):
         """Moves `slots` slots from primary `source` to primary `target` with `redis-cli --cluster reshard`

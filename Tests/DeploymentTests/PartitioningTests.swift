@@ -1,3 +1,4 @@
+import RedisStreams
 import ServiceRuntime
 import Testing
 
@@ -14,11 +15,23 @@ struct PartitioningTests {
         #expect(Partitioning(count: 3).of(device: device).index == of3)
     }
 
-    @Test func tagsArePaddedHashTags() {
-        #expect(Partitioning(count: 16).partitions.map(\.tag).prefix(3) == ["{p00}", "{p01}", "{p02}"])
+    /// The same list scripts/harness.py computes (`partition_tag`): the scripts read these names.
+    @Test func tagsSpreadThePartitionsOverTheSlots() {
+        #expect(
+            Partitioning(count: 16).partitions.map(\.tag) == [
+                "{p00.62}", "{p01.61}", "{p02}", "{p03.3}", "{p04.12}", "{p05.11}", "{p06.21}", "{p07.22}", "{p08.42}",
+                "{p09.41}", "{p10.62}", "{p11.61}", "{p12.43}", "{p13.40}", "{p14.12}", "{p15.11}",
+            ])
+        #expect(Partitioning(count: 3).partitions.map(\.tag) == ["{p0.1}", "{p1.4}", "{p2.4}"])
         #expect(Partitioning(count: 1).partitions.map(\.tag) == ["{p0}"])
-        #expect(Partitioning(count: 100)[99].tag == "{p99}")
-        #expect(Set(Partitioning(count: 1_024).partitions.map(\.tag)).count == 1_024)
+        for count in [1, 3, 16, 100, 1_024] {
+            let partitioning = Partitioning(count: count)
+            #expect(Set(partitioning.partitions.map(\.tag)).count == count)
+            for partition in partitioning.partitions {
+                let share = ClusterSlot.count * partition.index / count..<ClusterSlot.count * (partition.index + 1) / count
+                #expect(share.contains(ClusterSlot.slot(of: partition.tag)), "\(partition.tag) in its share of the slots")
+            }
+        }
     }
 
     @Test func devicesSpreadEvenly() {
@@ -30,11 +43,12 @@ struct PartitioningTests {
 
     @Test func partitionedNamesEndWithTheTag() {
         let partitioning = Partitioning(count: 4)
-        #expect(StreamNames.events(partitioning[2]) == "events:{p2}")
-        #expect(StreamNames.events.all(partitioning) == ["events:{p0}", "events:{p1}", "events:{p2}", "events:{p3}"])
-        #expect(DelayedQueues.heldPostbacks[1](partitioning[3]).dueKey == "scheduler:held:w1:{p3}:due")
-        #expect(DelayedQueues.heldPostbacks[1](partitioning[3]).target == "postbacks:{p3}")
-        #expect(ConsumerGroups.verifier.attempts(partitioning[0]) == "verifier:attempts:{p0}")
+        let tags = partitioning.partitions.map(\.tag)
+        #expect(StreamNames.events(partitioning[2]) == "events:\(tags[2])")
+        #expect(StreamNames.events.all(partitioning) == tags.map { "events:\($0)" })
+        #expect(DelayedQueues.heldPostbacks[1](partitioning[3]).dueKey == "scheduler:held:w1:\(tags[3]):due")
+        #expect(DelayedQueues.heldPostbacks[1](partitioning[3]).target == "postbacks:\(tags[3])")
+        #expect(ConsumerGroups.verifier.attempts(partitioning[0]) == "verifier:attempts:\(tags[0])")
         #expect(RegistryKeys.adNetworks == "registry:{registry}:ad-networks")
     }
 }

@@ -45,6 +45,9 @@ struct CommandKeysTests {
         Case(command: ["WAIT", "1", "100"], keys: []),
         Case(command: ["CLIENT", "ID"], keys: []),
         Case(command: ["SCAN", "0", "MATCH", "x*"], keys: []),
+        // A pattern naming a hash tag routes the scan to that tag's slot.
+        Case(command: ["SCAN", "0", "MATCH", "winner:device:{p07}:*:d", "COUNT", "10"], keys: ["winner:device:{p07}:*:d"]),
+        Case(command: ["SCAN", "0", "MATCH", "a{p*}b"], keys: []),
         Case(command: ["SELECT", "3"], keys: []),
         // Not listed: argument 1 is taken for the key, as for most data commands.
         Case(command: ["SOMEFUTURECOMMAND", "k", "x"], keys: ["k"]),

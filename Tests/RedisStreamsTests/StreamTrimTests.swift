@@ -65,4 +65,12 @@ struct StreamTrimTests {
         #expect(trimmed == 3)
         #expect(try await streamRecords("s", on: redis).map(\.id) == ["\(recent)-0"])
     }
+
+    /// A partition's stream nobody wrote yet (the verifier trims every partition's `rejected`).
+    @Test func aStreamNotWrittenYetHasNothingToTrim() async throws {
+        let server = try await RedisServer.start()
+        defer { server.stop() }
+        let trimmed = try await StreamTrim.trim("never-written", retentionMilliseconds: 1, now: 10_000, on: server.connect())
+        #expect(trimmed == 0)
+    }
 }

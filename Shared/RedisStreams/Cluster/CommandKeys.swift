@@ -24,6 +24,15 @@ public enum CommandKeys {
         case "XGROUP", "XINFO", "OBJECT":
             // `<subcommand> key …`; HELP has no key.
             return arguments.count > 2 ? [2] : []
+        case "SCAN":
+            // Keyless, but a `MATCH` pattern holding a hash tag can only match keys of that tag's slot:
+            // routed there, the scan covers exactly the node that can hold them (device erasure scans
+            // one partition this way).
+            guard let match = arguments.firstIndex(where: { Self.matches($0, "MATCH") }), match + 1 < arguments.count,
+                let tag = ClusterSlot.hashTag(of: arguments[match + 1]),
+                !tag.contains(where: { [UInt8(ascii: "*"), UInt8(ascii: "?"), UInt8(ascii: "["), UInt8(ascii: "\\")].contains($0) })
+            else { return [] }
+            return [match + 1]
         case "MEMORY":
             return arguments.count > 2 && Self.matches(arguments[1], "USAGE") ? [2] : []
         case "EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL", "FCALL_RO":
@@ -50,10 +59,11 @@ public enum CommandKeys {
         Self.keyIndices(of: command).map { command.arguments[$0] }
     }
 
-    /// Commands that touch no key (or, like SCAN and FLUSHALL, a whole node rather than a key).
+    /// Commands that touch no key (or, like FLUSHALL, a whole node rather than a key; SCAN too, unless
+    /// its MATCH pattern names a hash tag).
     static let keyless: Set<String> = [
         "MULTI", "EXEC", "DISCARD", "UNWATCH", "PING", "ECHO", "ASKING", "SCRIPT", "FUNCTION", "CLUSTER",
-        "INFO", "SELECT", "WAIT", "CLIENT", "CONFIG", "DBSIZE", "FLUSHALL", "FLUSHDB", "SCAN", "TIME",
+        "INFO", "SELECT", "WAIT", "CLIENT", "CONFIG", "DBSIZE", "FLUSHALL", "FLUSHDB", "TIME",
         "READONLY", "READWRITE", "COMMAND", "ROLE", "LASTSAVE", "HELLO", "AUTH", "QUIT", "MIGRATE",
         "RANDOMKEY", "KEYS", "SLOWLOG", "LATENCY", "DEBUG", "SAVE", "BGSAVE", "BGREWRITEAOF", "SHUTDOWN",
         "PUBLISH", "SUBSCRIBE", "UNSUBSCRIBE", "PSUBSCRIBE", "PUNSUBSCRIBE",

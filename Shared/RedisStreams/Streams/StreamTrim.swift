@@ -47,7 +47,11 @@ public enum StreamTrim {
     public static func trim(
         _ stream: String, retentionMilliseconds: UInt64, now: UInt64, approximate: Bool = true, on connection: RedisConnection
     ) async throws -> Int {
-        let groups = try await connection.send(RedisCommand("XINFO", "GROUPS", stream)).elements
+        let info = try await connection.pipeline([RedisCommand("XINFO", "GROUPS", stream)])[0]
+        // A stream not written yet (a partition's `rejected` with nothing refused): nothing to trim.
+        if info.errorMessage?.contains("no such key") == true { return 0 }
+        if let message = info.errorMessage { throw RedisError(.server, message) }
+        let groups = info.elements
         var states: [(lastDelivered: EntryID, oldestPending: EntryID?)] = []
         for info in groups {
             let fields = info.fieldMap

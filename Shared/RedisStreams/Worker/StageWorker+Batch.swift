@@ -46,9 +46,24 @@ extension StageWorker {
                 break
             }
 
-            let replies = try await self.connection.pipeline(
-                self.transaction(writes: writes, written: written, failures: failures, claimed: claimed)
-            )
+            let replies: [RedisReply]
+            do {
+                replies = try await self.connection.pipeline(
+                    self.transaction(writes: writes, written: written, failures: failures, claimed: claimed))
+            } catch let error as RedisError where error.code == .redirected {
+                // Redis Cluster: the partition's slot moved (resharding, failover) after the WATCH; nothing
+                // was written. Read again from the node that serves it now, and decide again.
+                self.logger.info("partition moved, redoing batch", metadata: ["error": "\(error)"])
+                continue
+            } catch let error as RedisError where error.code == .crossSlot {
+                // A stage wrote outside the batch's slot: a bug, refused before anything was sent. Count it
+                // against the entries (they end in dead letters) rather than retry it forever.
+                self.logger.error("stage transaction spans hash slots", metadata: ["error": "\(error)"])
+                failures = batch.map { Failure(entry: $0, error: "\(error)") }
+                unwatch = !reads.watch.isEmpty
+                settled = true
+                break
+            }
             let exec = replies[replies.count - 1]
             if exec.isNull {
                 // A WATCHed key changed after we read it: our decisions may be stale, so decide again.

@@ -6,7 +6,8 @@ import RedisStreams
 public struct Partition: Sendable, Hashable, CustomStringConvertible {
     /// 0 ..< P.
     public let index: Int
-    /// The hash tag, braces included (`{p07}`): Redis Cluster hashes only what is between the braces.
+    /// The hash tag, braces included (`{p07}`, or `{p07.12}`): Redis Cluster hashes only what is
+    /// between the braces. See `Partitioning.tag(index:count:)`.
     public let tag: String
 
     public var description: String { tag }
@@ -29,11 +30,22 @@ public struct Partitioning: Sendable, Equatable {
     public init(count: Int = Partitioning.defaultCount) {
         precondition((1...Self.maximumCount).contains(count), "partitions must be within 1...\(Self.maximumCount)")
         self.count = count
-        let width = String(count - 1).count
-        self.partitions = (0..<count).map { index in
-            let digits = String(index)
-            return Partition(index: index, tag: "{p\(String(repeating: "0", count: max(0, width - digits.count)))\(digits)}")
-        }
+        self.partitions = (0..<count).map { Partition(index: $0, tag: Self.tag(index: $0, count: count)) }
+    }
+
+    /// Partition `index`'s hash tag: `{pNN}` (zero-padded to the width of `count - 1`) when that hashes
+    /// into the partition's share of the slots, the `index`-th of `count` equal ranges; else `{pNN.k}`
+    /// with the smallest `k` that does. So the partitions spread over the slots as evenly as they can,
+    /// and a cluster whose primaries hold equal slot ranges (what `redis-cli --cluster create` makes)
+    /// serves equal numbers of partitions.
+    public static func tag(index: Int, count: Int) -> String {
+        let digits = String(index)
+        let name = "p" + String(repeating: "0", count: max(0, String(count - 1).count - digits.count)) + digits
+        let slots = ClusterSlot.count * index / count..<ClusterSlot.count * (index + 1) / count
+        if count > ClusterSlot.count || slots.contains(ClusterSlot.slot(of: name)) { return "{\(name)}" }
+        // A range of 16384/count slots is hit by one try in count/16384 on average: a few dozen at most.
+        let salt = (1...).first { slots.contains(ClusterSlot.slot(of: "\(name).\($0)")) }!
+        return "{\(name).\(salt)}"
     }
 
     public subscript(_ index: Int) -> Partition { partitions[index] }

@@ -176,7 +176,9 @@ public enum DeviceKeys {
     /// SCAN patterns matching every key above for one device (the identifier glob-escaped), in its partition.
     public static func patterns(device: String, in partition: Partition) -> [String] {
         let escaped = String(device.flatMap { "*?[]\\".contains($0) ? ["\\", $0] : [$0] })
-        let tag = String(partition.tag.flatMap { "*?[]\\{}".contains($0) ? ["\\", $0] : [$0] })
+        // The tag as is: braces are not glob characters, and a pattern holding the partition's hash tag
+        // is routed (SCAN) to the node serving that partition on Redis Cluster.
+        let tag = partition.tag
         return [
             "winner:device:\(tag):*:\(escaped)",
             "winner:reengagements:\(tag):\(escaped)",
