@@ -13,6 +13,15 @@ def free_port():
     return port
 
 
+def port_is_free(port):
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
 def wait_http(url, seconds=60):
     deadline = time.time() + seconds
     while time.time() < deadline:
@@ -137,7 +146,12 @@ class RedisCluster:
     create`. Node timeout 1 s, so a killed primary's replica takes over within a few seconds."""
 
     def __init__(self, processes, out, nodes=6):
-        self.processes, self.ports = processes, [free_port() for _ in range(nodes)]
+        self.processes, self.ports = processes, []
+        while len(self.ports) < nodes:
+            port = free_port()
+            # Each node also listens on its cluster bus, port + 10000: that one must exist and be free too.
+            if port + 10000 <= 65535 and port not in self.ports and port_is_free(port + 10000):
+                self.ports.append(port)
         for port in self.ports:
             directory = os.path.join(out, "cluster", str(port))
             os.makedirs(directory, exist_ok=True)
@@ -198,22 +212,37 @@ class RedisCluster:
         raise SystemExit("the cluster did not reach cluster_state:ok")
 
     def kill_primary(self):
-        """SIGKILL of the primary serving the most slots; returns its port once a replica took over."""
-        port = self.primaries()[0]
-        self.processes.kill(f"redis-{port}")
+        """SIGKILL of a primary; returns its port once one of its replicas serves its slots as primary
+        and every surviving node says cluster_state:ok."""
+        victim, _, victim_id, slots = next((n for n in self.nodes() if n[1] == "master" and n[3]))
+        first_slot = slots.split()[0].split("-")[0]
+        self.processes.kill(f"redis-{victim}")
+        survivors = [p for p in self.ports if p != victim]
         deadline = time.time() + 30
         while time.time() < deadline:
-            survivors = [p for p in self.ports if p != port]
-            if port not in self.primaries() and all(
-                    "cluster_state:ok" in redis_cli(p, "CLUSTER", "INFO") for p in survivors):
-                return port
+            nodes = [n for n in self.nodes() if n[0] != victim]
+            promoted = [n for n in nodes if n[1] == "master" and any(
+                part.split("-")[0] == first_slot for part in n[3].split())]
+            if promoted and all("cluster_state:ok" in redis_cli(p, "CLUSTER", "INFO") for p in survivors):
+                return victim
             time.sleep(0.1)
-        raise SystemExit(f"no replica took over from {port}")
+        views = {p: redis_cli(p, "CLUSTER", "NODES") for p in survivors}
+        raise SystemExit(f"no replica took over from {victim} (first slot {first_slot}); views: {views}")
 
     def restart(self, port):
         """Restart a killed node: it rejoins as a replica of the primary that replaced it."""
         self.processes.restart(f"redis-{port}")
         wait_redis(port)
+        # Until it knows it was replaced (its nodes.conf still says primary) and follows the new primary.
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            info = redis_cli(port, "INFO", "replication")
+            if "role:slave" in info and "master_link_status:up" in info:
+                break
+            time.sleep(0.1)
+        else:
+            raise SystemExit(f"node {port} did not rejoin as a replica")
+        self.wait_ok()
         self.wait_replicas()
 
     def reshard(self, slots, source, target):

@@ -66,6 +66,9 @@ public struct PipelineSnapshot: Sendable, Codable {
             guard let group else { continue }
             commands += partitions.map { RedisCommand("XPENDING", stream($0), group, "IDLE", "0", "-", "+", "1") }
         }
+        for (stream, group) in streams where group != nil {
+            commands += partitions.map { RedisCommand("XREVRANGE", stream($0), "+", "-", "COUNT", "1") }
+        }
         for (queue, _) in delayedQueues { commands += partitions.flatMap { queue($0).stateCommands } }
         for stream in deadLetterStreams { commands += partitions.map { RedisCommand("XLEN", stream($0)) } }
         // Errors (a stream or group not created yet) come back per command, not for the whole pipeline.
@@ -87,22 +90,36 @@ public struct PipelineSnapshot: Sendable, Codable {
                 reply.elements.map(\.fieldMap).first { $0["name"]?.string == group }
             }
         }
-        for (stream, group) in streams {
-            guard let group else { continue }
-            let oldest = next(partitions.count).compactMap { reply -> Int? in
+        var oldest: [String: [Int]] = [:]
+        for (stream, group) in streams where group != nil {
+            oldest[stream.base] = next(partitions.count).compactMap { reply -> Int? in
                 guard let first = reply.elements.first?.elements, first.count > 2 else { return nil }
                 return first[2].int.map { Int($0) }
             }
+        }
+        for (stream, group) in streams {
+            guard let group else { continue }
+            let last = next(partitions.count).map { $0.elements.first?.elements.first?.string.flatMap(StreamTrim.EntryID.init) }
             let perPartition = infos[stream.base] ?? []
             guard perPartition.contains(where: { $0 != nil }) else { continue }
-            let lags = perPartition.map { $0?["lag"]?.int.map { Int($0) } }
+            let lags = zip(perPartition, last).map { info, last -> Int? in
+                // Redis counts lag from entries added and read, counters a stream moved by resharding
+                // (MIGRATE) or failover can carry out of step: a group that was handed the stream's
+                // last entry has nothing unread, whatever the counters say.
+                if let delivered = info?["last-delivered-id"]?.string.flatMap(StreamTrim.EntryID.init),
+                    let last, delivered >= last
+                {
+                    return 0
+                }
+                return info?["lag"]?.int.map { Int($0) }
+            }
             snapshot.groups.append(
                 Group(
                     stream: stream.base, group: group,
                     consumers: perPartition.compactMap { $0?["consumers"]?.int }.max().map { Int($0) } ?? 0,
                     pending: perPartition.reduce(0) { $0 + Int($1?["pending"]?.int ?? 0) },
                     lag: lags.contains(where: { $0 == nil }) ? nil : lags.reduce(0) { $0 + ($1 ?? 0) },
-                    partitionLag: lags, oldestPendingMilliseconds: oldest.max()))
+                    partitionLag: lags, oldestPendingMilliseconds: oldest[stream.base]?.max()))
         }
         for (queue, label) in delayedQueues {
             var count = 0
