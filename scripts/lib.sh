@@ -1,9 +1,12 @@
 # Shared by scripts/demo.sh and scripts/test.sh: install what is missing, find free ports.
 
-# Installs redis-server, hiredis, OpenSSL headers, curl and python3 with `cryptography` when missing.
+# Installs redis-server (and redis-cli), hiredis, OpenSSL headers, curl and python3 with `cryptography`
+# when missing.
 ensure_system_packages() {
     local missing=()
     command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+    # redis-cli (Debian's redis-tools, a dependency of redis-server) creates and reshards local clusters.
+    command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
     [ -f /usr/include/hiredis/hiredis.h ] || missing+=(libhiredis-dev)
     [ -f /usr/include/openssl/ssl.h ] || missing+=(libssl-dev)
     command -v curl >/dev/null 2>&1 || missing+=(curl)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, builds every executable (the end-to-end tests run
-# them as real processes), runs `swift test`, then the short fault-injection run. Tests start their
-# own redis-server on free ports.
+# them as real processes), runs `swift test`, then the short fault-injection runs (one Redis, then a
+# Redis Cluster). Tests start their own redis-server processes (and local clusters) on free ports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -19,4 +19,8 @@ PIPELINE_BIN_DIR="$(swift build --show-bin-path)" swift test "$@"
 if [ $# -eq 0 ]; then
     echo "==> fault-injection run (short form)"
     bash scripts/faults.sh --short
+    # The same on a local Redis Cluster: primaries killed (replicas promoted) and partitions resharded
+    # while the campaign flows; the ledger, no stage dead letters and no CROSSSLOT.
+    echo "==> fault-injection run on a Redis Cluster (short form)"
+    bash scripts/faults.sh --short --cluster
 fi

@@ -41,8 +41,11 @@ extension PipelineSuites {
 
         static func now() -> Milliseconds { Milliseconds(Date().timeIntervalSince1970 * 1000) }
 
-        @Test func happyPathDeliversSignedPostbacksForEveryWindow() async throws {
-            let redis = try await RedisServer.start(appendOnly: true)
+        /// On one Redis (with AOF), and on a real local Redis Cluster.
+        @Test(arguments: TestRedisKind.allCases)
+        func happyPathDeliversSignedPostbacksForEveryWindow(on redisKind: TestRedisKind) async throws {
+            let redis: any TestRedis =
+                redisKind == .single ? try await RedisServer.start(appendOnly: true) : try await redisKind.start()
             defer { redis.stop() }
             // A day lasts half a second; tier thresholds of 1 let one conversion reach tier 3 (all fields).
             let scale = 172_800.0
@@ -122,9 +125,12 @@ extension PipelineSuites {
 
             // Once its last postback is released, the plan (kept until then for late updates) leaves only
             // its marker.
-            let connection = redis.connect()
+            let connection = redis.connect(label: "test.end-to-end")
+            // The plan is in the device's partition (SCAN with the partition's tag goes to its node).
+            let plans = "scheduler:plan:\(testPartitioning.of(device: device).tag):*"
             let marked = try await eventually(timeout: .seconds(10), every: .milliseconds(100)) {
-                let keys = try await connection.send(RedisCommand("KEYS", "scheduler:plan:*")).elements.compactMap(\.string)
+                let scan = try await connection.send(RedisCommand("SCAN", "0", "MATCH", plans, "COUNT", "10000"))
+                let keys = (scan.elements.dropFirst().first?.elements ?? []).compactMap(\.string)
                 let values = try await connection.pipeline(keys.map { RedisCommand("GET", $0) }).map(\.string)
                 return values == ["finished"]
             }

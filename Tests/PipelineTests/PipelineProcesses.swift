@@ -33,7 +33,7 @@ final class PipelineProcesses: Sendable {
 
     /// Every service and the receiver, or only the services named in `only` (a stage tested alone on
     /// entries a test writes itself, or ingest alone).
-    init(redis: RedisServer, timeScale: Double, extraEnvironment: [String: String] = [:], only: Set<String>? = nil) throws {
+    init(redis: any TestRedis, timeScale: Double, extraEnvironment: [String: String] = [:], only: Set<String>? = nil) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("pipeline-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         binaries = Self.binaryDirectory()
@@ -48,7 +48,8 @@ final class PipelineProcesses: Sendable {
         receiverURL = "http://127.0.0.1:\(receiverPort)"
         postbackFile = directory.appendingPathComponent("postbacks.jsonl")
         var environment = [
-            "REDIS_URL": redis.url, "TIME_SCALE": String(timeScale), "LOG_LEVEL": "debug", "CLAIM_IDLE_MS": "1000",
+            "REDIS_URL": redis.url, "REDIS_CLUSTER": redis.cluster ? "true" : "false", "TIME_SCALE": String(timeScale),
+            "LOG_LEVEL": "debug", "CLAIM_IDLE_MS": "1000",
             // Conversions settle 250 ms (wall clock) so that a scenario's impressions posted just after one count.
             "CONVERSION_SETTLE_MS": "250", "WINDOW_CLOSE_GRACE_MS": "400",
             // The receiver listens on http://127.0.0.1: exempt from the https and public-address rules.

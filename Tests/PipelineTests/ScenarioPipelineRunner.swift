@@ -226,11 +226,11 @@ struct ScenarioPlan: Sendable {
 /// Plays scenarios against one running pipeline and checks what its receiver verified.
 final class ScenarioPipelineRunner: Sendable {
     let pipeline: PipelineProcesses
-    let redis: RedisServer
+    let redis: any TestRedis
     let kind: ScenarioPipelineKind
     let http = HTTPTestClient()
 
-    init(pipeline: PipelineProcesses, redis: RedisServer, kind: ScenarioPipelineKind) {
+    init(pipeline: PipelineProcesses, redis: any TestRedis, kind: ScenarioPipelineKind) {
         self.pipeline = pipeline
         self.redis = redis
         self.kind = kind
