@@ -30,7 +30,9 @@ public enum CommandKeys {
             // one partition this way).
             guard let match = arguments.firstIndex(where: { Self.matches($0, "MATCH") }), match + 1 < arguments.count,
                 let tag = ClusterSlot.hashTag(of: arguments[match + 1]),
-                !tag.contains(where: { [UInt8(ascii: "*"), UInt8(ascii: "?"), UInt8(ascii: "["), UInt8(ascii: "\\")].contains($0) })
+                !tag.contains(where: {
+                    [UInt8(ascii: "*"), UInt8(ascii: "?"), UInt8(ascii: "["), UInt8(ascii: "\\")].contains($0)
+                })
             else { return [] }
             return [match + 1]
         case "MEMORY":
