@@ -57,7 +57,7 @@ def rss_mib(pid):
     return 0.0
 
 
-PARTITIONS = 16  # the services' default PARTITIONS
+PARTITIONS = int(os.environ.get("PARTITIONS", "16"))  # the services' PARTITIONS (default 16)
 
 
 def crc16(data):

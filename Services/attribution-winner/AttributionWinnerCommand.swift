@@ -25,7 +25,7 @@ struct AttributionWinnerCommand {
                         stage(.verified), stream: StreamNames.verified, group: ConsumerGroups.attributionWinner),
                     try service.worker(
                         stage(.settled), stream: StreamNames.conversionsSettled, group: ConsumerGroups.attributionWinner),
-                    try service.timerLoop(DelayedQueues.settlingConversions),
+                    try service.timerLoop([DelayedQueues.settlingConversions]),
                 ])
         }
     }

@@ -42,7 +42,7 @@ struct DispatcherCommand {
                 try await service.run(
                     services: [
                         try service.worker(stage, stream: StreamNames.postbacks, group: ConsumerGroups.dispatcher),
-                        try service.timerLoop(DelayedQueues.deliveryRetries),
+                        try service.timerLoop([DelayedQueues.deliveryRetries]),
                         heartbeat,
                     ])
             } catch {

@@ -20,13 +20,16 @@ struct SchedulerCommand {
             let stage = SchedulerStage(
                 step: SchedulerStep(
                     policy: service.policy, thresholds: thresholds, windowCloseGraceMilliseconds: Milliseconds(grace)),
-                partitioning: service.partitioning, clock: service.clock)
+                partitioning: service.partitioning,
+                crowdCache: CrowdCache(maxAge: .milliseconds(try service.environment.value(.crowdCacheMilliseconds))),
+                shardsCrowds: service.cluster,
+                clock: service.clock)
             try await service.run(
                 services: [
                     try service.worker(stage, stream: StreamNames.attributions, group: ConsumerGroups.scheduler),
                     try service.worker(stage, stream: StreamNames.schedulerTimers, group: ConsumerGroups.scheduler),
-                    try service.timerLoop(DelayedQueues.windowTimers),
-                ] + DelayedQueues.heldPostbacks.map { try service.timerLoop($0) })
+                    try service.timerLoop([DelayedQueues.windowTimers] + DelayedQueues.heldPostbacks),
+                ])
         }
     }
 }

@@ -10,16 +10,23 @@ import ServiceRuntime
 ///
 /// Crowd counts are read unWATCHed, as before partitioning: a tier assessed from a count that another
 /// replica raises a moment later is the tier of a crowd one conversion smaller, never a larger one.
+/// A crowd read within `CROWD_CACHE_MS` comes from `CrowdCache` instead (see there).
 struct SchedulerStage: StreamStage {
     let step: SchedulerStep
     let partitioning: Partitioning
+    let crowdCache: CrowdCache
+    /// Redis Cluster: crowd counters are per-partition shards, summed when a tier is assessed. On one
+    /// Redis, one counter per crowd (see `StageKeys.crowd(_:shard:)`).
+    let shardsCrowds: Bool
     let clock: @Sendable () -> Milliseconds
 
     struct Batch: Sendable {
         var envelopes: [Envelope?] = []
         var partitions: [Partition] = []
         var conversions: [(id: String, partition: Partition)] = []  // plans to read, first-seen order
-        var crowds: [Crowd] = []  // crowd counters to read
+        var crowds: [Crowd] = []  // crowd counters the batch needs
+        var fetch: [Crowd] = []  // those to read from Redis (the rest come from the cache)
+        let pending = PendingIncrements()
         var schemaApps: [ItemIdentifier] = []  // advertised apps whose current schema a new plan pins
     }
 
@@ -41,13 +48,14 @@ struct SchedulerStage: StreamStage {
                 batch.schemaApps.append(attribution.advertisedItemIdentifier)
             }
         }
+        batch.fetch = crowdCache.stale(batch.crowds)
         return batch
     }
 
     func reads(for batch: Batch) -> StageReads {
         let plans = batch.conversions.map { StageKeys.plan(conversion: $0.id, in: $0.partition) }
-        var lookups = batch.crowds.flatMap { crowd in
-            partitioning.partitions.map { RedisCommand("HGETALL", StageKeys.crowd(crowd, in: $0)) }
+        var lookups = batch.fetch.flatMap { crowd in
+            shardsOf(crowd).map { RedisCommand("HGETALL", $0) }
         }
         if !batch.schemaApps.isEmpty {
             lookups.append(RedisCommand(["HMGET", RegistryKeys.currentSchemas] + batch.schemaApps.map(String.init)))
@@ -57,14 +65,18 @@ struct SchedulerStage: StreamStage {
 
     func decide(_ batch: Batch, state: [RedisReply]) async -> [StageOutcome] {
         var replies = state[...]
-        var counters: [Crowd: [Int64: Int]] = [:]
-        for crowd in batch.crowds {
+        var fetched: [Crowd: [Int64: Int]] = [:]
+        let repliesPerCrowd = shardsCrowds ? partitioning.count : 1
+        for crowd in batch.fetch {
             // The crowd's count per day: the sum of every partition's shard.
-            for reply in replies.prefix(partitioning.count) {
-                counters[crowd, default: [:]].merge(Self.dayBuckets(reply), uniquingKeysWith: +)
+            fetched[crowd] = [:]
+            for reply in replies.prefix(repliesPerCrowd) {
+                fetched[crowd]?.merge(Self.dayBuckets(reply), uniquingKeysWith: +)
             }
-            replies = replies.dropFirst(partitioning.count)
+            replies = replies.dropFirst(repliesPerCrowd)
         }
+        crowdCache.store(fetched)
+        let counters = crowdCache.counts(batch.crowds.filter { fetched[$0] == nil }).merging(fetched) { $1 }
         var schemas: [ItemIdentifier: ConversionValueSchema] = [:]
         if !batch.schemaApps.isEmpty {
             schemas = replies.first?.decodedFields(batch.schemaApps, as: ConversionValueSchema.self) ?? [:]
@@ -77,6 +89,8 @@ struct SchedulerStage: StreamStage {
         var crowd = CrowdCounts(read: counters)
         var generator = KernelRandom()
         let now = clock()
+        var increments: [CrowdIncrement] = []
+        defer { batch.pending.increments.withLock { $0 = increments } }
 
         return zip(batch.envelopes, batch.partitions).map { envelope, partition -> StageOutcome in
             guard let envelope, let id = SchedulerStep.conversionIdentifier(of: envelope) else {
@@ -93,10 +107,21 @@ struct SchedulerStage: StreamStage {
                 return .failed(reason)
             case .done(let effects):
                 if let stored = effects.store { plans[id] = stored }
+                if let increment = effects.crowd { increments.append(increment) }
                 return .write(
                     commands(for: effects, conversion: id, in: partition), counts: effects.counts.map(StageCount.init))
             }
         }
+    }
+
+    /// The keys a crowd's count is the sum of: every partition's shard, or the one counter.
+    func shardsOf(_ crowd: Crowd) -> [String] {
+        shardsCrowds ? partitioning.partitions.map { StageKeys.crowd(crowd, shard: $0) } : [StageKeys.crowd(crowd, shard: nil)]
+    }
+
+    /// The batch committed: its crowd increments are now in Redis, so in the cache too.
+    func committed(_ batch: Batch) {
+        crowdCache.apply(batch.pending.increments.withLock { $0 })
     }
 
     /// The step's effects as Redis commands: plan (or marker), crowd counts, timers, held postbacks.
@@ -104,7 +129,7 @@ struct SchedulerStage: StreamStage {
         var commands: [RedisCommand] = []
         if let increment = effects.crowd {
             for crowd in increment.crowds {
-                let key = StageKeys.crowd(crowd, in: partition)
+                let key = StageKeys.crowd(crowd, shard: shardsCrowds ? partition : nil)
                 commands += [
                     RedisCommand("HINCRBY", key, String(increment.day), "1"),
                     RedisCommand(["HDEL", key] + increment.staleDays.map(String.init)),

@@ -96,12 +96,14 @@ public struct PipelineService: Sendable {
                 connection: connection(), logger: logger, observer: StageMetrics()))
     }
 
-    /// The timer loop of every partition of `queue`: one pipeline per poll.
-    public func timerLoop(_ queue: PartitionedQueue) throws -> DelayedQueueService {
+    /// One timer loop for every partition of each of `queues`: one pipeline per poll (a round trip per
+    /// Redis node), however many queues and partitions; on one Redis, one script run per layout.
+    public func timerLoop(_ queues: [PartitionedQueue]) throws -> DelayedQueueService {
         let poll = Int(try environment.value(.timerPollMilliseconds))
         return DelayedQueueService(
             pump: DelayedQueuePump(
-                queues: queue.all(partitioning), connection: connection(), pollMilliseconds: poll,
+                queues: queues.flatMap { $0.all(partitioning) }, together: !cluster, connection: connection(),
+                pollMilliseconds: poll,
                 clock: { WallClock.nowMilliseconds() }, logger: logger))
     }
 

@@ -38,10 +38,11 @@ extension PipelineSuites {
 
             // Both conversions' devices are in one partition here: the stream tells the scheduler which.
             let partition = testPartitioning[0]
-            // The finished conversion's crowds are large (tier 3); the fresh one's are empty (tier 0).
+            // The finished conversion's crowds are large (tier 3); the fresh one's are empty (tier 0). One
+            // Redis: one counter per crowd.
             let day = String(CrowdDayBuckets.day(of: now, policy: .realTime))
             for crowd in Crowd.all(for: finished) {
-                _ = try await connection.send(RedisCommand("HSET", StageKeys.crowd(crowd, in: partition), day, "50000"))
+                _ = try await connection.send(RedisCommand("HSET", StageKeys.crowd(crowd, shard: nil), day, "50000"))
             }
             _ = try await connection.send(
                 RedisCommand(bytes: [
@@ -74,7 +75,7 @@ extension PipelineSuites {
             ).string
             #expect(marker == "finished")
             let publisherCount = try await connection.send(
-                RedisCommand("HGET", StageKeys.crowd(.publisherApp(7_001), in: partition), day)
+                RedisCommand("HGET", StageKeys.crowd(.publisherApp(7_001), shard: nil), day)
             ).string
             #expect(publisherCount == "50000")
         }

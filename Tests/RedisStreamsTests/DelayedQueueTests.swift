@@ -48,6 +48,30 @@ struct DelayedQueueTests {
         #expect(try await self.queue.releaseDue(now: 5_000, on: self.redis) == 1)
     }
 
+    @Test(
+        "several queues (a queue's partitions) released at once, each into its own target, one by one or together",
+        arguments: [false, true])
+    func releasesSeveralQueues(together: Bool) async throws {
+        let queues =
+            (0..<3).map { DelayedQueue(name: "held:{p\($0)}", target: "postbacks:{p\($0)}") }
+            + [DelayedQueue(name: "compact:{p0}", target: "postbacks:{p0}", layout: .compact)]
+        var commands: [RedisCommand] = []
+        for (index, queue) in queues.enumerated() {
+            for item in 0...index {
+                commands += queue.schedule(
+                    id: "i\(item)", dueAtMilliseconds: Int64(100 + item), message: Array("q\(index)-i\(item)".utf8))
+            }
+            commands += queue.schedule(id: "later", dueAtMilliseconds: 9_000, message: Array("q\(index)-later".utf8))
+        }
+        _ = try await self.redis.pipeline(commands)
+        let moved = try await DelayedQueue.releaseDue(queues, now: 1_000, limit: 2, together: together, on: self.redis)
+        #expect(moved == [1, 2, 2, 2], "each queue's own count, at most the limit each")
+        #expect(try await streamRecords("postbacks:{p1}", on: self.redis).compactMap(\.message) == ["q1-i0", "q1-i1"])
+        #expect(
+            try await streamRecords("postbacks:{p0}", on: self.redis).compactMap(\.message) == ["q0-i0", "q3-i0", "q3-i1"])
+        #expect(try await DelayedQueue.releaseDue(queues, now: 1_000, together: together, on: self.redis) == [0, 0, 1, 2])
+    }
+
     @Test("limit bounds one release; cancel removes an item; empty queue has no next due")
     func limitAndCancel() async throws {
         try await self.schedule((0..<10).map { ("i\($0)", Int64($0)) })

@@ -61,4 +61,12 @@ public struct CrowdIncrement: Sendable, Hashable {
     public var day: Int64
     public var staleDays: [Int64]
     public var keepFor: Milliseconds
+
+    /// One crowd's day buckets once this increment is stored (what HINCRBY and HDEL leave).
+    public func applied(to buckets: [Int64: Int]) -> [Int64: Int] {
+        var buckets = buckets
+        buckets[day, default: 0] += 1
+        for stale in staleDays { buckets[stale] = nil }
+        return buckets
+    }
 }

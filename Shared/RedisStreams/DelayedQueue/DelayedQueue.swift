@@ -64,27 +64,29 @@ public struct DelayedQueue: Sendable {
     }
 
     /// `releaseDue` for several queues in one pipeline (one round trip per Redis node): how many moved
-    /// from each, in order. Each queue's move is its own script, atomic in its own slot.
+    /// from each, in order. Each queue's move is atomic. `together`: one script run per layout moves
+    /// every queue's items (on one Redis, where a script may touch keys of several slots: one command
+    /// however many partitions); otherwise one run per queue, each in its own slot (Redis Cluster).
     public static func releaseDue(
-        _ queues: [DelayedQueue], now: Int64, limit: Int = 500, on connection: RedisConnection
+        _ queues: [DelayedQueue], now: Int64, limit: Int = 500, together: Bool = false, on connection: RedisConnection
     ) async throws -> [Int] {
         let arguments = [String(now), String(max(1, limit))].map { Array($0.utf8) }
-        func calls(_ layout: Layout) -> [(Int, RedisScript.Call)] {
-            queues.enumerated().filter { $0.element.layout == layout }.map { index, queue in
-                let keys =
-                    layout == .hashed ? [queue.dueKey, queue.itemsKey, queue.target] : [queue.dueKey, queue.target]
-                return (index, RedisScript.Call(keys: keys, arguments: arguments))
-            }
-        }
         var moved = [Int](repeating: 0, count: queues.count)
         for (layout, script) in [(Layout.hashed, DelayedQueueScript.hashed), (.compact, DelayedQueueScript.compact)] {
-            let indexed = calls(layout)
-            let replies = try await script.runAll(indexed.map(\.1), on: connection)
-            for ((index, _), reply) in zip(indexed, replies) {
-                guard let count = reply.int else {
+            let indices = queues.indices.filter { queues[$0].layout == layout }
+            guard !indices.isEmpty else { continue }
+            func keys(_ queue: DelayedQueue) -> [String] {
+                layout == .hashed ? [queue.dueKey, queue.itemsKey, queue.target] : [queue.dueKey, queue.target]
+            }
+            let groups = together ? [indices] : indices.map { [$0] }
+            let replies = try await script.runAll(
+                groups.map { RedisScript.Call(keys: $0.flatMap { keys(queues[$0]) }, arguments: arguments) }, on: connection)
+            for (group, reply) in zip(groups, replies) {
+                let counts = reply.elements.compactMap(\.int)
+                guard counts.count == group.count else {
                     throw RedisError(.unexpectedReply, "delayed queue script returned \(reply)")
                 }
-                moved[index] = Int(count)
+                for (index, count) in zip(group, counts) { moved[index] = Int(count) }
             }
         }
         return moved

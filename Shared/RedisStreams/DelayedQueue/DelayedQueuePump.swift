@@ -7,6 +7,7 @@ public final class DelayedQueuePump: Sendable {
     private let connection: RedisConnection
     private let pollMilliseconds: Int
     private let limit: Int
+    private let together: Bool
     private let clock: @Sendable () -> Int64
     private let logger: Logger
 
@@ -20,9 +21,11 @@ public final class DelayedQueuePump: Sendable {
             logger: logger)
     }
 
-    /// A pump over several queues (`queues` must not be empty).
+    /// A pump over several queues (`queues` must not be empty); `together`: release them all with one
+    /// script run per layout (one Redis only: see `DelayedQueue.releaseDue`).
     public init(
         queues: [DelayedQueue],
+        together: Bool = false,
         connection: RedisConnection,
         pollMilliseconds: Int = 100,
         limit: Int = 500,
@@ -31,12 +34,14 @@ public final class DelayedQueuePump: Sendable {
     ) {
         precondition(!queues.isEmpty, "a pump needs a queue")
         self.queues = queues
+        self.together = together
         self.connection = connection
         self.pollMilliseconds = max(1, pollMilliseconds)
         self.limit = max(1, limit)
         self.clock = clock
         var logger = logger
-        logger[metadataKey: "queue"] = .string(queues[0].name)
+        logger[metadataKey: "queue"] = .string(
+            queues.count == 1 ? queues[0].name : "\(queues[0].name) and \(queues.count - 1) more")
         self.logger = logger
     }
 
@@ -47,7 +52,7 @@ public final class DelayedQueuePump: Sendable {
         while !Task.isCancelled {
             do {
                 let moved = try await DelayedQueue.releaseDue(
-                    self.queues, now: self.clock(), limit: self.limit, on: self.connection)
+                    self.queues, now: self.clock(), limit: self.limit, together: self.together, on: self.connection)
                 let total = moved.reduce(0, +)
                 if total > 0 {
                     self.logger.debug("released due items", metadata: ["count": "\(total)"])

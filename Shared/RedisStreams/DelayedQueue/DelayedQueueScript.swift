@@ -1,31 +1,43 @@
 /// The Lua scripts that move due items into the target stream, atomically, so pumps can race safely.
 public enum DelayedQueueScript {
-    /// Hashed layout. KEYS: due zset, items hash, target stream. ARGV: now (ms), limit. Returns the number moved.
+    /// Hashed layout. KEYS: due zset, items hash, target stream, for each of one or more queues (all
+    /// in one hash slot on Redis Cluster). ARGV: now (ms), limit per queue. Returns the number moved
+    /// from each queue.
     public static let hashed = RedisScript(
         """
-        local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
-        local moved = 0
-        for _, id in ipairs(ids) do
-            local item = redis.call('HGET', KEYS[2], id)
-            if item then
-                redis.call('XADD', KEYS[3], '*', 'e', item)
-                moved = moved + 1
+        local counts = {}
+        for q = 1, #KEYS, 3 do
+            local due, items, target = KEYS[q], KEYS[q + 1], KEYS[q + 2]
+            local ids = redis.call('ZRANGEBYSCORE', due, '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
+            local moved = 0
+            for _, id in ipairs(ids) do
+                local item = redis.call('HGET', items, id)
+                if item then
+                    redis.call('XADD', target, '*', 'e', item)
+                    moved = moved + 1
+                end
+                redis.call('ZREM', due, id)
+                redis.call('HDEL', items, id)
             end
-            redis.call('ZREM', KEYS[1], id)
-            redis.call('HDEL', KEYS[2], id)
+            counts[#counts + 1] = moved
         end
-        return moved
+        return counts
         """)
 
-    /// Compact layout: the member is the message. KEYS: due zset, target stream. ARGV: now (ms), limit.
+    /// Compact layout: the member is the message. KEYS: due zset, target stream, for each of one or
+    /// more queues. ARGV: now (ms), limit per queue. Returns the number moved from each queue.
     public static let compact = RedisScript(
         """
-        local items = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
-        for _, item in ipairs(items) do
-            redis.call('XADD', KEYS[2], '*', 'e', item)
-            redis.call('ZREM', KEYS[1], item)
+        local counts = {}
+        for q = 1, #KEYS, 2 do
+            local items = redis.call('ZRANGEBYSCORE', KEYS[q], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
+            for _, item in ipairs(items) do
+                redis.call('XADD', KEYS[q + 1], '*', 'e', item)
+                redis.call('ZREM', KEYS[q], item)
+            end
+            counts[#counts + 1] = #items
         end
-        return #items
+        return counts
         """)
 
     /// Compact layout, `DelayedQueue.replace`: EVAL source (short, and EVAL cannot fail with NOSCRIPT

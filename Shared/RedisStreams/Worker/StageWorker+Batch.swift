@@ -85,6 +85,7 @@ extension StageWorker {
             // Counted only now, before any later bookkeeping can throw: a batch redone after a WATCH
             // conflict decided twice but committed once.
             if !writtenCounts.isEmpty { self.observer?.committed(writtenCounts) }
+            self.stage.committed(prepared)
             if !after.isEmpty { self.logCommandErrors(try await self.connection.pipeline(after)) }
             attemptCounts = exec.elements.suffix(failures.count).map { $0.int ?? 0 }
             settled = true

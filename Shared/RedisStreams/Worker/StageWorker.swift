@@ -96,6 +96,9 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
             try await self.process(batch, claimed: false)
         }
         handled += entries.count
+        if !entries.isEmpty, entries.count < self.configuration.batchSize, self.configuration.lingerMilliseconds > 0 {
+            try? await Task.sleep(for: .milliseconds(self.configuration.lingerMilliseconds))
+        }
         return handled
     }
 

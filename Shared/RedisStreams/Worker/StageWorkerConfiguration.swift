@@ -20,6 +20,12 @@ public struct StageWorkerConfiguration: Sendable {
     /// different slots), the longest pause between two rounds of non-blocking reads once everything
     /// is idle; the pause starts at 1 ms after a read that found work and doubles up to this.
     public var idlePollMilliseconds = 50
+    /// After a read that found fewer than `batchSize` entries, how long to let more arrive before the
+    /// next read: a worker that keeps up would otherwise read (and commit) a handful of entries at a
+    /// time, paying a read's and a transaction's fixed cost for each handful. Bounded latency (this
+    /// much per stage) for larger batches under load; an idle worker still wakes the moment an entry
+    /// arrives (its read blocks).
+    public var lingerMilliseconds = 5
     /// Pending longer than this (dead consumer) is claimed.
     public var claimIdleMilliseconds = 30_000
     /// How often to look for stale pending entries.

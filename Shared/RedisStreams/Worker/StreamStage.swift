@@ -10,8 +10,15 @@ public protocol StreamStage: Sendable {
     func reads(for batch: Prepared) -> StageReads
     /// One outcome per entry, same order. `state` holds the replies to `reads(for:).commands`.
     func decide(_ batch: Prepared, state: [RedisReply]) async -> [StageOutcome]
+    /// Called once the batch's transaction committed (never for an attempt redone after a WATCH
+    /// conflict): for a stage that keeps a cache of what it wrote.
+    func committed(_ batch: Prepared)
 }
 
 extension StreamStage where Prepared == [StreamEntry] {
     public func prepare(_ batch: [StreamEntry]) -> [StreamEntry] { batch }
+}
+
+extension StreamStage {
+    public func committed(_ batch: Prepared) {}
 }

@@ -202,15 +202,17 @@ public enum StageKeys {
     }
     /// What a finished plan's key holds instead of the plan.
     public static let finishedPlanMarker = Array("finished".utf8)
-    /// scheduler: one partition's shard of a crowd's counter, a hash of day → conversions that day in
-    /// that partition; a tier is assessed from the sum over every partition.
-    public static func crowd(_ crowd: Crowd, in partition: Partition) -> String {
-        let tag = partition.tag
+    /// scheduler: a crowd's counter, a hash of day → conversions that day. On Redis Cluster each
+    /// partition keeps its own shard (`shard`: the partition, in its slot, written in the partition's
+    /// transaction) and a tier is assessed from the sum of every shard; on one Redis, where a
+    /// transaction may span slots, the crowd is one counter (`shard` nil), read with one command.
+    public static func crowd(_ crowd: Crowd, shard: Partition?) -> String {
+        let prefix = shard.map { "scheduler:crowd:\($0.tag)" } ?? "scheduler:crowd"
         return switch crowd {
-        case .publisherApp(let item): "scheduler:crowd:\(tag):publisher:\(item)"
-        case .advertisedApp(let item): "scheduler:crowd:\(tag):advertised:\(item)"
-        case .country(let code): "scheduler:crowd:\(tag):country:\(code)"
-        case .source(let app, let network, let truncated): "scheduler:crowd:\(tag):source:\(app):\(network):\(truncated)"
+        case .publisherApp(let item): "\(prefix):publisher:\(item)"
+        case .advertisedApp(let item): "\(prefix):advertised:\(item)"
+        case .country(let code): "\(prefix):country:\(code)"
+        case .source(let app, let network, let truncated): "\(prefix):source:\(app):\(network):\(truncated)"
         }
     }
     /// dispatcher: HASH of delivered, failed-attempts and dead-lettered counts, per partition.

@@ -11,7 +11,7 @@ extension ConfigurationKey {
         row(.httpIdleTimeoutMilliseconds),
         row(.consumerName), row(.batchSize), row(.claimIdleMilliseconds), row(.maxAttempts), row(.streamRetentionHours),
         row(.adminToken), row(.maxBodyBytes), row(.ingestWaitReplicas), row(.ingestWaitTimeoutMilliseconds),
-        row(.keyRotationGraceHours), row(.crowdTierThresholds),
+        row(.keyRotationGraceHours), row(.crowdTierThresholds), row(.crowdCacheMilliseconds),
         row(.timerPollMilliseconds), row(.conversionSettleMilliseconds), row(.windowCloseGraceMilliseconds),
         row(.postbackURLAllowList), row(.signingKeyFile), row(.signingKeyID), row(.developmentSigningKeyFile),
         row(.developmentSigningKeyID), row(.deliveryTimeoutMilliseconds), row(.deliveryConcurrencyPerHost),

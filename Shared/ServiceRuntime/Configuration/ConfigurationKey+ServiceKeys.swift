@@ -156,3 +156,12 @@ extension ConfigurationKey.Typed where Value == Milliseconds {
         )
     }
 }
+
+extension ConfigurationKey.Typed where Value == Milliseconds {
+    public static var crowdCacheMilliseconds: Self {
+        .milliseconds(
+            "CROWD_CACHE_MS", default: 1_000, range: 0...60_000, services: ["scheduler"],
+            "How long a crowd's count (summed over every partition) is reused before it is read again; the scheduler adds what it commits itself. With several scheduler replicas, another replica's conversions count up to this late: a tier can only come out lower, never higher. 0 reads every time."
+        )
+    }
+}

@@ -47,6 +47,8 @@ public struct PipelineSnapshot: Sendable, Codable {
 
     public var takenAt: Milliseconds
     public var partitions: Int
+    /// Redis Cluster's nodes as the cluster sees them (empty on one Redis).
+    public var nodes: [RedisNode] = []
     public var streams: [Stream]
     public var groups: [Group]
     public var queues: [Queue]
@@ -136,6 +138,42 @@ public struct PipelineSnapshot: Sendable, Codable {
             snapshot.deadLetters.append(
                 Stream(name: stream.base, length: next(partitions.count).reduce(0) { $0 + Int($1.int ?? 0) }))
         }
+        if connection.configuration.cluster {
+            let text = try? await connection.send(RedisCommand("CLUSTER", "NODES")).string
+            snapshot.nodes = RedisNode.parse(clusterNodes: text ?? "", partitioning: partitioning)
+        }
         return snapshot
+    }
+}
+
+/// One node of a Redis Cluster in the status view: its address, role, health and the partitions it serves.
+public struct RedisNode: Sendable, Codable, Hashable {
+    public var address: String
+    /// `primary` or `replica`.
+    public var role: String
+    /// `ok`, or what the cluster says is wrong (`fail`, `fail?` for suspected, `disconnected`).
+    public var health: String
+    /// Partitions (indices) whose hash slot this node serves (primaries only).
+    public var partitions: [Int]
+
+    /// Rows of `CLUSTER NODES`: `<id> <ip:port@bus> <flags> <primary> <ping> <pong> <epoch> <link> <slot>…`.
+    public static func parse(clusterNodes text: String, partitioning: Partitioning) -> [RedisNode] {
+        let slots = partitioning.partitions.map { ClusterSlot.slot(of: $0.tag) }
+        return text.split(separator: "\n").compactMap { line -> RedisNode? in
+            let fields = line.split(separator: " ").map(String.init)
+            guard fields.count >= 8 else { return nil }
+            let flags = Set(fields[2].split(separator: ",").map(String.init))
+            let address = String(fields[1].split(separator: "@").first ?? "")
+            var ranges: [ClosedRange<Int>] = []
+            for range in fields.dropFirst(8) where !range.hasPrefix("[") {
+                let bounds = range.split(separator: "-").compactMap { Int($0) }
+                if let low = bounds.first { ranges.append(low...(bounds.last ?? low)) }
+            }
+            let health =
+                flags.contains("fail") ? "fail" : flags.contains("fail?") ? "fail?" : fields[7] == "connected" ? "ok" : fields[7]
+            return RedisNode(
+                address: address, role: flags.contains("master") ? "primary" : "replica", health: health,
+                partitions: slots.indices.filter { index in ranges.contains { $0.contains(slots[index]) } })
+        }.sorted { ($0.role, $0.address) < ($1.role, $1.address) }
     }
 }

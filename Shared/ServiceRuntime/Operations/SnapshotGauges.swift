@@ -46,6 +46,11 @@ public struct SnapshotGauges: Service {
         for queue in snapshot.queues {
             Gauge(label: "pipeline_delayed_items", dimensions: [("queue", queue.name)]).record(queue.count)
         }
+        for node in snapshot.nodes {
+            let labels = [("node", node.address), ("role", node.role)]
+            Gauge(label: "pipeline_redis_node_up", dimensions: labels).record(node.health == "ok" ? 1 : 0)
+            Gauge(label: "pipeline_redis_node_partitions", dimensions: labels).record(node.partitions.count)
+        }
         for stream in snapshot.deadLetters {
             Gauge(label: "pipeline_dead_letters", dimensions: [("stream", stream.name)]).record(stream.length)
         }

@@ -46,6 +46,13 @@ struct StatusCommand: AsyncParsableCommand {
                     + column(group?.lag.map(String.init) ?? "-", 9, right: true)
                     + column(group?.oldestPendingMilliseconds.map { duration(Int64($0)) } ?? "-", 16, right: true))
         }
+        // Where a backlog sits: the partitions with unread entries, per group.
+        for group in snapshot.groups where group.partitionLag.contains(where: { ($0 ?? 0) > 0 }) {
+            let behind = group.partitionLag.enumerated().compactMap { index, lag in
+                (lag ?? 0) > 0 ? "p\(index): \(lag!)" : nil
+            }
+            lines.append("  \(group.stream) (\(group.group)) unread by partition: " + behind.joined(separator: ", "))
+        }
         lines += ["", column("delayed queue", 32) + column("items", 10, right: true) + "  next due"]
         for queue in snapshot.queues {
             let next = queue.nextDue.map { due in
@@ -53,6 +60,14 @@ struct StatusCommand: AsyncParsableCommand {
                     ? "now (\(duration(snapshot.takenAt - due)) overdue)" : "in \(duration(due - snapshot.takenAt))"
             }
             lines.append(column(queue.label, 32) + column(String(queue.count), 10, right: true) + "  " + (next ?? "-"))
+        }
+        if !snapshot.nodes.isEmpty {
+            lines += ["", column("redis node", 24) + column("role", 9) + column("health", 9) + "partitions"]
+            for node in snapshot.nodes {
+                lines.append(
+                    column(node.address, 24) + column(node.role, 9) + column(node.health, 9)
+                        + (node.partitions.isEmpty ? "-" : node.partitions.map(String.init).joined(separator: " ")))
+            }
         }
         lines += ["", column("dead letters", 32) + column("entries", 10, right: true)]
         for stream in snapshot.deadLetters {

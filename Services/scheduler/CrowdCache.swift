@@ -1,0 +1,71 @@
+import AttributionModel
+import Foundation
+import Synchronization
+
+/// The crowd counters this scheduler read (each the sum of every partition's shard), kept for
+/// `maxAge` and advanced by what this process itself commits.
+///
+/// Summing a crowd costs one read per partition; a batch needs six crowds per conversion. Within
+/// `maxAge` a crowd is served from here: exact while this process is the only scheduler (its own
+/// increments are applied once committed); with several replicas, another replica's conversions show
+/// up to `maxAge` late. A count can only lag, never lead, so a tier can only come out lower (less
+/// data in the postback), never higher: the privacy thresholds hold either way.
+final class CrowdCache: Sendable {
+    struct Entry {
+        var buckets: [Int64: Int]
+        var readAt: ContinuousClock.Instant
+    }
+
+    let maxAge: Duration
+    private let entries = Mutex<[Crowd: Entry]>([:])
+    /// Bounds the memory a long-running scheduler spends: past it, the oldest reads go first.
+    private let capacity = 100_000
+
+    init(maxAge: Duration) { self.maxAge = maxAge }
+
+    /// The crowds among `crowds` that must be read (absent or older than `maxAge`).
+    func stale(_ crowds: [Crowd]) -> [Crowd] {
+        let now = ContinuousClock.now
+        return entries.withLock { entries in
+            crowds.filter { crowd in entries[crowd].map { now - $0.readAt >= maxAge } ?? true }
+        }
+    }
+
+    /// Counts just read from Redis.
+    func store(_ read: [Crowd: [Int64: Int]]) {
+        let now = ContinuousClock.now
+        entries.withLock { entries in
+            if entries.count + read.count > capacity {
+                let expired = entries.filter { now - $0.value.readAt >= maxAge }.map(\.key)
+                for crowd in expired { entries[crowd] = nil }
+                if entries.count + read.count > capacity { entries.removeAll() }
+            }
+            for (crowd, buckets) in read { entries[crowd] = Entry(buckets: buckets, readAt: now) }
+        }
+    }
+
+    /// The cached counts of `crowds` (those present).
+    func counts(_ crowds: [Crowd]) -> [Crowd: [Int64: Int]] {
+        entries.withLock { entries in
+            var counts: [Crowd: [Int64: Int]] = [:]
+            for crowd in crowds { if let entry = entries[crowd] { counts[crowd] = entry.buckets } }
+            return counts
+        }
+    }
+
+    /// This process's committed increments: applied to the crowds it holds.
+    func apply(_ increments: [CrowdIncrement]) {
+        entries.withLock { entries in
+            for increment in increments {
+                for crowd in increment.crowds {
+                    if let entry = entries[crowd] { entries[crowd]?.buckets = increment.applied(to: entry.buckets) }
+                }
+            }
+        }
+    }
+}
+
+/// What one attempt at a batch decided to add to the crowds, handed from `decide` to `committed`.
+final class PendingIncrements: Sendable {
+    let increments = Mutex<[CrowdIncrement]>([])
+}

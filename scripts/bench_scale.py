@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""The scale part of the benchmark (scripts/bench.sh runs it after bench.py, in the same run): all five
+services on one Redis and on a local Redis Cluster of 3 primaries (each with a replica), offered the
+same campaign at a saturating rate; sustained events/s, Redis CPU per event (all nodes, and the
+primaries alone), Redis commands per event, CPU per service; then each service's CPU while idle (the
+pipeline empty, nothing arriving) as a share of one core. Writes OUT/scale.json.
+
+  bench_scale.py BIN OUT
+"""
+
+import json, os, re, subprocess, sys, tempfile, time
+from harness import PARTITIONS, Processes, RedisCluster, cpu_seconds, free_port, http, partitioned, redis_cli, wait_http, wait_redis
+
+BIN, OUT = sys.argv[1], os.path.abspath(sys.argv[2])
+os.makedirs(OUT, exist_ok=True)
+RATE = os.environ.get("BENCH_CAMPAIGN_RATE", "3000")
+IDLE_SECONDS = float(os.environ.get("BENCH_IDLE_SECONDS", "20"))
+SERVICES = ("ingest", "verifier", "attribution-winner", "scheduler", "dispatcher")
+
+
+def until(predicate, seconds=600, every=0.1):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(every)
+    return False
+
+
+def counters(ports):
+    """Redis CPU seconds (user + system) and commands processed, per node."""
+    result = {}
+    for port in ports:
+        cpu, stats = redis_cli(port, "INFO", "cpu"), redis_cli(port, "INFO", "stats")
+        seconds = sum(float(re.search(rf"used_cpu_{kind}:([\d.]+)", cpu).group(1)) for kind in ("user", "sys"))
+        result[port] = (seconds, int(re.search(r"total_commands_processed:(\d+)", stats).group(1)))
+    return result
+
+
+def run(mode):
+    children = Processes(os.path.join(OUT, f"scale-{mode}"))
+    os.makedirs(children.out, exist_ok=True)
+    try:
+        if mode == "cluster":
+            cluster = RedisCluster(children, children.out)
+            ports, primaries, url = cluster.ports, cluster.primaries(), cluster.url
+            redis_env = {"REDIS_URL": url, "REDIS_CLUSTER": "true"}
+            cli = ["redis-cli", "-c", "-p", str(ports[0])]
+        else:
+            port = free_port()
+            children.start("redis", ["redis-server", "--port", str(port), "--save", "", "--appendonly", "yes",
+                                     "--appendfsync", "everysec", "--dir", tempfile.mkdtemp()])
+            wait_redis(port)
+            ports, primaries, url = [port], [port], f"redis://127.0.0.1:{port}/0"
+            redis_env = {"REDIS_URL": url}
+            cli = ["redis-cli", "-p", str(port)]
+
+        def redis(*args):
+            options = [a for a in args if a == "--json"]
+            command = [str(a) for a in args if a != "--json"]
+            return subprocess.run([*cli, *options, *command], capture_output=True, text=True).stdout.strip()
+
+        def group_done(stream, group):
+            """Every partition of `stream` read and acknowledged by `group`."""
+            for name in partitioned(stream):
+                try:
+                    info = json.loads(redis("--json", "XINFO", "GROUPS", name))
+                    entry = next(e for e in info if e.get("name") == group)
+                except (ValueError, StopIteration):
+                    return False
+                if entry.get("pending") != 0:
+                    return False
+                # Lag counters drift when a stream moves between nodes: the last id handed out decides.
+                if (entry.get("lag") or 0) != 0:
+                    last = json.loads(redis("--json", "XINFO", "STREAM", name) or "{}").get("last-generated-id")
+                    if entry.get("last-delivered-id") != last:
+                        return False
+            return True
+
+        keys = os.path.join(children.out, "keys")
+        for name in ("network", "pipeline", "pipeline-development"):
+            subprocess.run([f"{BIN}/attribution", "keygen", "--name", name, "--out", keys], check=True, capture_output=True)
+        receiver_port, ingest_port = free_port(), free_port()
+        common = {**redis_env, "PARTITIONS": str(PARTITIONS), "LOG_LEVEL": "warning", "HTTP_HOST": "127.0.0.1", "POSTBACK_URL_ALLOWLIST": "127.0.0.1",
+                  "STREAM_RETENTION_HOURS": "0", "TIME_SCALE": "86400", "CONVERSION_SETTLE_MS": "250",
+                  "WINDOW_CLOSE_GRACE_MS": "400", "CROWD_TIER_THRESHOLDS": "1,1,1"}
+        token = "bench-admin-token"
+        processes = {"ingest": children.start("ingest", [f"{BIN}/ingest"], {**common, "HTTP_PORT": str(ingest_port), "ADMIN_TOKEN": token})}
+        ingest = f"http://127.0.0.1:{ingest_port}"
+        wait_http(ingest + "/health")
+        for name in SERVICES[1:]:
+            extra = {"SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
+                     "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(keys, "pipeline-development.private.pem")} if name == "dispatcher" else {}
+            processes[name] = children.start(name, [f"{BIN}/{name}"], {**common, "HTTP_PORT": str(free_port()), **extra})
+        until(lambda: '"kid"' in json.dumps(http("GET", ingest + "/.well-known/jwks.json")), 30)
+        children.start("receiver", [f"{BIN}/attribution", "receiver", "--port", str(receiver_port), "--jwks-url",
+                                    ingest + "/.well-known/jwks.json", "--output", os.path.join(children.out, "postbacks.jsonl"),
+                                    "--log-level", "warning"])
+        wait_http(f"http://127.0.0.1:{receiver_port}/health")
+        network = "bench.adattributionkit"
+        http("PUT", f"{ingest}/v1/admin/ad-networks/{network}", {
+            "public-key": open(os.path.join(keys, "network.public.pem")).read(),
+            "postback-url": f"http://127.0.0.1:{receiver_port}/postbacks"}, token)
+        http("PUT", f"{ingest}/v1/admin/publisher-apps/5838492", {"AdNetworkIdentifiers": [network]}, token)
+        http("PUT", f"{ingest}/v1/admin/advertised-apps/1108187390", {}, token)
+        app_key = http("POST", f"{ingest}/v1/admin/advertised-apps/1108187390/keys", {}, token)["app-key"]
+        time.sleep(2)
+
+        for p in primaries:
+            redis_cli(p, "CONFIG", "RESETSTAT")
+        # Idle: everything started, nothing arriving.
+        idle_before = {name: cpu_seconds(p.pid) for name, p in processes.items()}
+        redis_idle_before = counters(ports)
+        time.sleep(IDLE_SECONDS)
+        idle = {name: (cpu_seconds(p.pid) - idle_before[name]) / IDLE_SECONDS for name, p in processes.items()}
+        redis_idle_after = counters(ports)
+        idle["redis"] = sum(redis_idle_after[p][0] - redis_idle_before[p][0] for p in ports) / IDLE_SECONDS
+
+        cpu_before = {name: cpu_seconds(p.pid) for name, p in processes.items()}
+        redis_before = counters(ports)
+        started = time.time()
+        output = subprocess.run([f"{BIN}/attribution", "load", "--ingest-url", ingest, "--rate", RATE, "--duration", "10",
+                                 "--network", network, "--key-file", os.path.join(keys, "network.private.pem"), "--app-key", app_key],
+                                capture_output=True, text=True, check=True).stdout
+        offered = json.loads(output.strip().splitlines()[-1])
+        until(lambda: all(group_done(stream, group) for stream, group in
+                          [("events", "verifier"), ("verified", "attribution-winner"), ("winner:settled", "attribution-winner"),
+                           ("attributions", "scheduler")]), 600, 0.5)
+        planned_s = time.time() - started
+        redis_after = counters(ports)
+        commandstats = {}
+        for p in primaries:
+            for line in redis_cli(p, "INFO", "commandstats").splitlines():
+                match = re.match(r"cmdstat_([\w|]+):calls=(\d+),usec=(\d+)", line)
+                if match:
+                    calls, usec = commandstats.get(match.group(1), (0, 0))
+                    commandstats[match.group(1)] = (calls + int(match.group(2)), usec + int(match.group(3)))
+        cpu = {name: cpu_seconds(p.pid) - cpu_before[name] for name, p in processes.items()}
+        accepted = max(1, offered["accepted"])
+        redis_cpu = {p: redis_after[p][0] - redis_before[p][0] for p in ports}
+        commands = sum(redis_after[p][1] - redis_before[p][1] for p in primaries)
+        return {
+            "mode": mode, "nodes": len(ports), "primaries": len(primaries), "offered": offered, "accepted": offered["accepted"],
+            "planned_s": planned_s, "sustained_per_s": offered["accepted"] / planned_s,
+            "cpu_s": cpu, "service_us_per_event": {name: seconds * 1e6 / accepted for name, seconds in cpu.items()},
+            "redis_cpu_s_all_nodes": sum(redis_cpu.values()),
+            "redis_us_per_event_all_nodes": sum(redis_cpu.values()) * 1e6 / accepted,
+            "redis_us_per_event_primaries": sum(redis_cpu[p] for p in primaries) * 1e6 / accepted,
+            "redis_busiest_primary_share": max(redis_cpu[p] for p in primaries) / max(1e-9, sum(redis_cpu[p] for p in primaries)),
+            "redis_commands_per_event": commands / accepted,
+            "idle_core_share": idle,
+            # Calls per command over the whole run (setup and idle included), busiest first.
+            "commandstats": {name: {"calls": calls, "usec": usec} for name, (calls, usec) in
+                             sorted(commandstats.items(), key=lambda kv: -kv[1][1])[:25]},
+        }
+    finally:
+        children.stop_all()
+
+
+modes = os.environ.get("BENCH_SCALE_MODES", "single,cluster").split(",")
+results = {mode: run(mode) for mode in modes}
+with open(os.path.join(OUT, "scale.json"), "w") as f:
+    json.dump(results, f, indent=2)
+for mode, r in results.items():
+    print(f"{mode}: {r['sustained_per_s']:,.0f} events/s sustained ({r['accepted']:,} accepted at {r['offered']['offeredPerSecond']:,}/s offered); "
+          f"Redis {r['redis_us_per_event_all_nodes']:.0f} µs/event on all {r['nodes']} nodes, {r['redis_us_per_event_primaries']:.0f} on the "
+          f"{r['primaries']} primaries (busiest {r['redis_busiest_primary_share']:.0%}), {r['redis_commands_per_event']:.1f} commands/event; "
+          "idle: " + ", ".join(f"{k} {v:.1%}" for k, v in r["idle_core_share"].items()))
