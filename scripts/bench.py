@@ -10,7 +10,7 @@ device), so that every service works: events/s through all five, CPU per process
 per event, and the first-window postbacks received."""
 
 import json, os, re, shutil, signal, subprocess, sys, tempfile, time, urllib.request
-from harness import Processes, cpu_seconds, free_port, http, partitioned, redis_cli, rss_mib, wait_http
+from harness import Processes, cpu_seconds, free_port, http, partitioned, redis_cli, rss_mib, until, wait_http
 
 BIN = sys.argv[1]
 OUT = os.path.abspath(sys.argv[2])
@@ -32,13 +32,6 @@ def redis_counters():
     return seconds, int(re.search(r"total_commands_processed:(\d+)", stats).group(1))
 
 
-def until(predicate, seconds=600, every=0.05):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(every)
-    return False
 
 
 def xlen(stream):

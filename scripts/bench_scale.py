@@ -9,7 +9,7 @@ pipeline empty, nothing arriving) as a share of one core. Writes OUT/scale.json.
 """
 
 import json, os, re, subprocess, sys, tempfile, time
-from harness import PARTITIONS, Processes, RedisCluster, cpu_seconds, free_port, http, partitioned, redis_cli, wait_http, wait_redis
+from harness import PARTITIONS, Processes, RedisCluster, cpu_seconds, free_port, http, partitioned, redis_cli, until, wait_http, wait_redis
 
 BIN, OUT = sys.argv[1], os.path.abspath(sys.argv[2])
 os.makedirs(OUT, exist_ok=True)
@@ -18,13 +18,6 @@ IDLE_SECONDS = float(os.environ.get("BENCH_IDLE_SECONDS", "20"))
 SERVICES = ("ingest", "verifier", "attribution-winner", "scheduler", "dispatcher")
 
 
-def until(predicate, seconds=600, every=0.1):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(every)
-    return False
 
 
 def counters(ports):
@@ -159,10 +152,54 @@ def run(mode):
 
 modes = os.environ.get("BENCH_SCALE_MODES", "single,cluster").split(",")
 results = {mode: run(mode) for mode in modes}
+
+
+def model(r):
+    """docs/capacity.md's model from one mode's measured per-event costs: Redis primaries kept at half a
+    core each (headroom for failover, resharding and bursts), replicas one per primary, worker cores at
+    70 % busy, for a sustained event rate; 1 billion impressions a day as its average rate times a
+    peak factor of 3."""
+    rates = {"1e4/s": 1e4, "1e5/s": 1e5, "1e6/s": 1e6, "1e9 impressions/day (peak 3x)": 1e9 / 86400 * 3}
+    primary_us = r["redis_us_per_event_primaries"]
+    replica_us = max(0.0, r["redis_us_per_event_all_nodes"] - primary_us) / max(1, r["primaries"])
+    worker_us = sum(r["service_us_per_event"].values())
+    return {name: {"primaries": rate * primary_us / 1e6 / 0.5, "replica_cores": rate * replica_us * r["primaries"] / 1e6,
+                   "worker_cores": rate * worker_us / 1e6 / 0.7} for name, rate in rates.items()}
+
+
+if "cluster" in results:
+    results["model"] = model(results["cluster"])
 with open(os.path.join(OUT, "scale.json"), "w") as f:
     json.dump(results, f, indent=2)
 for mode, r in results.items():
+    if mode == "model":
+        for name, need in r.items():
+            print(f"model {name}: {need['primaries']:.1f} primaries, {need['replica_cores']:.1f} replica cores, {need['worker_cores']:.1f} worker cores")
+        continue
     print(f"{mode}: {r['sustained_per_s']:,.0f} events/s sustained ({r['accepted']:,} accepted at {r['offered']['offeredPerSecond']:,}/s offered); "
           f"Redis {r['redis_us_per_event_all_nodes']:.0f} µs/event on all {r['nodes']} nodes, {r['redis_us_per_event_primaries']:.0f} on the "
           f"{r['primaries']} primaries (busiest {r['redis_busiest_primary_share']:.0%}), {r['redis_commands_per_event']:.1f} commands/event; "
           "idle: " + ", ".join(f"{k} {v:.1%}" for k, v in r["idle_core_share"].items()))
+
+# The scale section of the run's report (bench.py wrote the rest).
+lines = ["", "## Scale: one Redis and a 3-primary Redis Cluster", "",
+         "All five services, the same campaign offered to each (events/s until every conversion is planned). On this "
+         "machine the cluster's six redis-servers share its cores with the services and the load generator, so its "
+         "events/s measures overhead, not capacity; the per-event costs are what docs/capacity.md scales.", "",
+         "| | events/s | Redis µs/event (all nodes) | Redis µs/event (primaries) | busiest primary | commands/event | "
+         "service µs/event | idle, share of a core |", "|---|---|---|---|---|---|---|---|"]
+for mode in ("single", "cluster"):
+    if mode not in results:
+        continue
+    r = results[mode]
+    lines.append(f"| {mode} ({r['primaries']} primar{'y' if r['primaries'] == 1 else 'ies'}, {r['nodes']} node{'s' if r['nodes'] > 1 else ''}) "
+                 f"| {r['sustained_per_s']:,.0f} | {r['redis_us_per_event_all_nodes']:.0f} | {r['redis_us_per_event_primaries']:.0f} "
+                 f"| {r['redis_busiest_primary_share']:.0%} | {r['redis_commands_per_event']:.1f} | "
+                 + ", ".join(f"{k} {v:.0f}" for k, v in r["service_us_per_event"].items()) + " | "
+                 + ", ".join(f"{k} {v:.1%}" for k, v in r["idle_core_share"].items()) + " |")
+if "model" in results:
+    lines += ["", "Model (docs/capacity.md): primaries at half a core, worker cores at 70 %:", ""]
+    lines += [f"- {name}: {need['primaries']:.1f} primaries, {need['replica_cores']:.1f} replica cores, "
+              f"{need['worker_cores']:.1f} worker cores" for name, need in results["model"].items()]
+with open(os.path.join(OUT, "report.md"), "a") as f:
+    f.write("\n".join(lines) + "\n")

@@ -13,6 +13,16 @@ def free_port():
     return port
 
 
+def until(predicate, seconds=600, every=0.05):
+    """Polls `predicate` until it holds or `seconds` pass; whether it held."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(every)
+    return False
+
+
 def port_is_free(port):
     with socket.socket() as s:
         try:

@@ -40,7 +40,7 @@ public final class RedisServer: Sendable {
     /// Starts a server and waits until it answers PING; retries on a port taken in the meantime.
     /// `arguments` are passed on (`["--replicaof", "127.0.0.1", "6379"]` makes a replica).
     public static func start(appendOnly: Bool = false, arguments: [String] = []) async throws -> RedisServer {
-        guard let executable = Self.findExecutable("redis-server") else {
+        guard let executable = findExecutable("redis-server") else {
             throw TestSupportError(
                 "redis-server is not on PATH; install it (Debian: apt-get install redis-server) to run these tests"
             )
@@ -132,14 +132,4 @@ public final class RedisServer: Sendable {
         self.process.withLock { $0?.isRunning ?? false }
     }
 
-    private static func findExecutable(_ name: String) -> URL? {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
-        for directory in path.split(separator: ":") {
-            let candidate = URL(fileURLWithPath: String(directory)).appendingPathComponent(name)
-            if FileManager.default.isExecutableFile(atPath: candidate.path) {
-                return candidate
-            }
-        }
-        return nil
-    }
 }

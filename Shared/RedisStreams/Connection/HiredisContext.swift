@@ -18,26 +18,8 @@ final class HiredisContext: @unchecked Sendable {
 
     /// Sends every command in one write, then reads one reply per command: one round trip.
     func execute(_ commands: [RedisCommand]) throws -> [RedisReply] {
-        if let empty = commands.first(where: { $0.arguments.isEmpty }) {
-            // Redis silently ignores `*0`, so an empty command would wait for a reply until the timeout.
-            throw RedisError(.invalidArgument, "empty redis command: \(empty)")
-        }
-        let context = try self.connected()
-        do {
-            for command in commands {
-                try Self.append(command, to: context)
-            }
-            var replies: [RedisReply] = []
-            replies.reserveCapacity(commands.count)
-            for _ in commands {
-                replies.append(try Self.readReply(from: context))
-            }
-            return replies
-        } catch {
-            // Unread replies or a half-written buffer would pair later replies with the wrong commands.
-            self.drop()
-            throw error
-        }
+        try self.write(commands)
+        return try self.read(count: commands.count)
     }
 
     /// Connects now unless connected: cluster routing opens every node of a pipeline before writing to any,
@@ -50,6 +32,7 @@ final class HiredisContext: @unchecked Sendable {
     /// several nodes can work on their parts of a pipeline at once; `read(count:)` collects the replies.
     func write(_ commands: [RedisCommand]) throws {
         if let empty = commands.first(where: { $0.arguments.isEmpty }) {
+            // Redis silently ignores `*0`, so an empty command would wait for a reply until the timeout.
             throw RedisError(.invalidArgument, "empty redis command: \(empty)")
         }
         let context = try self.connected()
@@ -64,6 +47,7 @@ final class HiredisContext: @unchecked Sendable {
                 }
             }
         } catch {
+            // A half-written buffer would pair later replies with the wrong commands.
             self.drop()
             throw error
         }
