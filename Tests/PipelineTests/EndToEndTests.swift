@@ -156,6 +156,21 @@ extension PipelineSuites {
             #expect(try await streamLength(ConsumerGroups.scheduler.deadLetterStream, on: connection) == 0)
             #expect(pipeline.receivedPostbacks().count == 4)
 
+            // The status view: nothing waiting in any partition; on a cluster, every node healthy and
+            // every partition served by exactly one primary.
+            let snapshot = try await PipelineSnapshot.read(on: connection, testPartitioning)
+            #expect(snapshot.groups.allSatisfy { $0.partitionLag.count == testPartitioning.count })
+            #expect(snapshot.groups.first { $0.group == "verifier" }?.lag == 0, "every event read")
+            if redis.cluster {
+                #expect(snapshot.nodes.count == 6 && snapshot.nodes.allSatisfy { $0.health == "ok" }, "\(snapshot.nodes)")
+                let served = snapshot.nodes.filter { $0.role == "primary" }.flatMap(\.partitions)
+                #expect(served.sorted() == Array(0..<testPartitioning.count), "\(snapshot.nodes)")
+                // Tags spread the partitions over the slots: equal slot ranges serve 16 / 3 partitions each, give or take one.
+                #expect(snapshot.nodes.filter { $0.role == "primary" }.allSatisfy { (4...6).contains($0.partitions.count) })
+            } else {
+                #expect(snapshot.nodes.isEmpty)
+            }
+
             // Every body verifies against the JWKS ingest publishes, with the dispatcher's key id.
             let jwks = try await http.send("GET", "\(pipeline.ingestURL)/.well-known/jwks.json")
             let keys = try JSONDecoder().decode(JWKSet.self, from: jwks.body)

@@ -64,30 +64,37 @@ public struct DelayedQueue: Sendable {
     }
 
     /// `releaseDue` for several queues in one pipeline (one round trip per Redis node): how many moved
-    /// from each, in order. Each queue's move is atomic. `together`: one script run per layout moves
-    /// every queue's items (on one Redis, where a script may touch keys of several slots: one command
-    /// however many partitions); otherwise one run per queue, each in its own slot (Redis Cluster).
+    /// from each, in order. Each queue's move is atomic. Queues whose keys share a hash slot (one
+    /// partition's) go in one script run; `together`: all of them do (one Redis only, where a script may
+    /// touch keys of several slots: one command however many queues and partitions).
     public static func releaseDue(
         _ queues: [DelayedQueue], now: Int64, limit: Int = 500, together: Bool = false, on connection: RedisConnection
     ) async throws -> [Int] {
-        let arguments = [String(now), String(max(1, limit))].map { Array($0.utf8) }
+        var groups: [[Int]] = []
+        if together {
+            groups = [Array(queues.indices)]
+        } else {
+            var bySlot: [Int: [Int]] = [:]
+            for index in queues.indices { bySlot[ClusterSlot.slot(of: queues[index].dueKey), default: []].append(index) }
+            groups = bySlot.keys.sorted().map { bySlot[$0]! }
+        }
+        let calls = groups.map { group in
+            RedisScript.Call(
+                keys: group.flatMap { index in
+                    let queue = queues[index]
+                    return queue.layout == .hashed ? [queue.dueKey, queue.itemsKey, queue.target] : [queue.dueKey, queue.target]
+                },
+                arguments: [
+                    String(now), String(max(1, limit)), group.map { queues[$0].layout == .hashed ? "h" : "c" }.joined(),
+                ].map { Array($0.utf8) })
+        }
         var moved = [Int](repeating: 0, count: queues.count)
-        for (layout, script) in [(Layout.hashed, DelayedQueueScript.hashed), (.compact, DelayedQueueScript.compact)] {
-            let indices = queues.indices.filter { queues[$0].layout == layout }
-            guard !indices.isEmpty else { continue }
-            func keys(_ queue: DelayedQueue) -> [String] {
-                layout == .hashed ? [queue.dueKey, queue.itemsKey, queue.target] : [queue.dueKey, queue.target]
+        for (group, reply) in zip(groups, try await DelayedQueueScript.release.runAll(calls, on: connection)) {
+            let counts = reply.elements.compactMap(\.int)
+            guard counts.count == group.count else {
+                throw RedisError(.unexpectedReply, "delayed queue script returned \(reply)")
             }
-            let groups = together ? [indices] : indices.map { [$0] }
-            let replies = try await script.runAll(
-                groups.map { RedisScript.Call(keys: $0.flatMap { keys(queues[$0]) }, arguments: arguments) }, on: connection)
-            for (group, reply) in zip(groups, replies) {
-                let counts = reply.elements.compactMap(\.int)
-                guard counts.count == group.count else {
-                    throw RedisError(.unexpectedReply, "delayed queue script returned \(reply)")
-                }
-                for (index, count) in zip(group, counts) { moved[index] = Int(count) }
-            }
+            for (index, count) in zip(group, counts) { moved[index] = Int(count) }
         }
         return moved
     }

@@ -1,41 +1,40 @@
 /// The Lua scripts that move due items into the target stream, atomically, so pumps can race safely.
 public enum DelayedQueueScript {
-    /// Hashed layout. KEYS: due zset, items hash, target stream, for each of one or more queues (all
-    /// in one hash slot on Redis Cluster). ARGV: now (ms), limit per queue. Returns the number moved
-    /// from each queue.
-    public static let hashed = RedisScript(
+    /// Moves due items of one or more queues, each in its layout. ARGV: now (ms), limit per queue, and
+    /// the layouts as one letter per queue (`h` hashed, `c` compact). KEYS, per queue in that order:
+    /// hashed: due zset, items hash, target stream; compact: due zset (the member is the message),
+    /// target stream. On Redis Cluster all of one call's keys are in one slot (one partition's
+    /// queues). Returns the number moved from each queue.
+    public static let release = RedisScript(
         """
         local counts = {}
-        for q = 1, #KEYS, 3 do
-            local due, items, target = KEYS[q], KEYS[q + 1], KEYS[q + 2]
-            local ids = redis.call('ZRANGEBYSCORE', due, '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
+        local k = 1
+        for q = 1, #ARGV[3] do
             local moved = 0
-            for _, id in ipairs(ids) do
-                local item = redis.call('HGET', items, id)
-                if item then
-                    redis.call('XADD', target, '*', 'e', item)
-                    moved = moved + 1
+            if string.sub(ARGV[3], q, q) == 'h' then
+                local due, items, target = KEYS[k], KEYS[k + 1], KEYS[k + 2]
+                k = k + 3
+                local ids = redis.call('ZRANGEBYSCORE', due, '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
+                for _, id in ipairs(ids) do
+                    local item = redis.call('HGET', items, id)
+                    if item then
+                        redis.call('XADD', target, '*', 'e', item)
+                        moved = moved + 1
+                    end
+                    redis.call('ZREM', due, id)
+                    redis.call('HDEL', items, id)
                 end
-                redis.call('ZREM', due, id)
-                redis.call('HDEL', items, id)
+            else
+                local due, target = KEYS[k], KEYS[k + 1]
+                k = k + 2
+                local items = redis.call('ZRANGEBYSCORE', due, '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
+                for _, item in ipairs(items) do
+                    redis.call('XADD', target, '*', 'e', item)
+                    redis.call('ZREM', due, item)
+                end
+                moved = #items
             end
             counts[#counts + 1] = moved
-        end
-        return counts
-        """)
-
-    /// Compact layout: the member is the message. KEYS: due zset, target stream, for each of one or
-    /// more queues. ARGV: now (ms), limit per queue. Returns the number moved from each queue.
-    public static let compact = RedisScript(
-        """
-        local counts = {}
-        for q = 1, #KEYS, 2 do
-            local items = redis.call('ZRANGEBYSCORE', KEYS[q], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
-            for _, item in ipairs(items) do
-                redis.call('XADD', KEYS[q + 1], '*', 'e', item)
-                redis.call('ZREM', KEYS[q], item)
-            end
-            counts[#counts + 1] = #items
         end
         return counts
         """)

@@ -19,7 +19,7 @@ public struct StageWorkerConfiguration: Sendable {
     /// When partitions cannot be read with one blocking read (Redis Cluster: their streams are in
     /// different slots), the longest pause between two rounds of non-blocking reads once everything
     /// is idle; the pause starts at 1 ms after a read that found work and doubles up to this.
-    public var idlePollMilliseconds = 50
+    public var idlePollMilliseconds = 100
     /// After a read that found fewer than `batchSize` entries, how long to let more arrive before the
     /// next read: a worker that keeps up would otherwise read (and commit) a handful of entries at a
     /// time, paying a read's and a transaction's fixed cost for each handful. Bounded latency (this
