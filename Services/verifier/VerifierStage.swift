@@ -127,11 +127,17 @@ struct VerifierStage: StreamStage {
                 RedisCommand(
                     "SET", StageKeys.replayMarker(impression: $0.impression, partitioning), $0.event, "NX", "GET", "PX", keepFor)
             })
+        // Claims of one impression by two events of this batch: the first claims it, the second reads
+        // the first's id. That is not a replay from outside the batch: the step refuses the second
+        // itself once the first passes (and passes it if the first is refused for another reason).
+        let batchEvents = Set(claiming.map(\.event))
         var seen = Set<String>()
         for (claim, reply) in zip(claiming, replies) {
             if let message = reply.errorMessage { throw RedisError(.server, message) }
             // nil: claimed now; this event's id: claimed by this event before.
-            if let holder = reply.string, holder != claim.event { seen.insert(claim.impression) }
+            if let holder = reply.string, holder != claim.event, !batchEvents.contains(holder) {
+                seen.insert(claim.impression)
+            }
         }
         return seen
     }

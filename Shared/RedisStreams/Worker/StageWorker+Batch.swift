@@ -86,7 +86,14 @@ extension StageWorker {
             // conflict decided twice but committed once.
             if !writtenCounts.isEmpty { self.observer?.committed(writtenCounts) }
             self.stage.committed(prepared)
-            if !after.isEmpty { self.logCommandErrors(try await self.connection.pipeline(after)) }
+            if !after.isEmpty {
+                // Views written after the commit (refusal logs) may be lost; the batch is done either way.
+                do {
+                    self.logCommandErrors(try await self.connection.pipeline(after))
+                } catch {
+                    self.logger.error("writing after the commit failed", metadata: ["error": "\(error)"])
+                }
+            }
             attemptCounts = exec.elements.suffix(failures.count).map { $0.int ?? 0 }
             settled = true
             break
@@ -132,6 +139,11 @@ extension StageWorker {
     /// trip; returns the replies to the lookups followed by those to the reads.
     private func readState(_ reads: StageReads) async throws -> [RedisReply] {
         let lookups = try await self.connection.pipeline(reads.lookups)
+        // A stage deciding from a failed read (a registry entry, a crowd count) would decide wrongly
+        // and for good: the batch waits for Redis instead (its entries stay pending).
+        if let message = lookups.lazy.compactMap(\.errorMessage).first {
+            throw RedisError(.server, "a lookup failed: \(message)")
+        }
         var commands: [RedisCommand] = []
         if !reads.watch.isEmpty {
             commands.append(RedisCommand(["WATCH"] + reads.watch))

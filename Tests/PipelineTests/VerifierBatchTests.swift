@@ -1,0 +1,63 @@
+import AttributionModel
+import Crypto
+import Foundation
+import RedisStreams
+import ServiceRuntime
+import TestSupport
+import Testing
+
+extension PipelineSuites {
+    /// The verifier decides a whole batch at once: what one event of the batch does must not wrongly
+    /// decide another.
+    @Suite("Verifier batches")
+    struct VerifierBatchTests {
+        let http = HTTPTestClient()
+
+        /// Two reports of one impression in one batch: the first is verified and claims the impression,
+        /// the second is refused as a replay (the claim of an event of the same batch is not a replay
+        /// of the first).
+        @Test func oneImpressionReportedTwiceInOneBatchIsVerifiedOnce() async throws {
+            let redis = try await RedisServer.start()
+            defer { redis.stop() }
+            let ingest = try PipelineProcesses(redis: redis, timeScale: 1, only: ["ingest"])
+            defer { ingest.stop() }
+            try #require(try await http.waitUntilUp("\(ingest.ingestURL)/health"), "ingest started\n\(ingest.logs())")
+            let key = P256.Signing.PrivateKey()
+            for (path, json) in [
+                (
+                    "ad-networks/\(HostileInputTests.network)",
+                    ["public-key": key.publicKey.pemRepresentation, "postback-url": "https://example.com/p"] as [String: Any]
+                ),
+                ("publisher-apps/\(HostileInputTests.publisher)", ["AdNetworkIdentifiers": [HostileInputTests.network]]),
+                ("advertised-apps/\(HostileInputTests.app)", [:]),
+            ] {
+                let reply = try await http.send(
+                    "PUT", "\(ingest.ingestURL)/v1/admin/\(path)", json: json, token: ingest.adminToken)
+                try #require(reply.status == 200, "\(path): \(reply.json)")
+            }
+            let body = HostileInputTests.impressionBody(
+                HostileInputTests.jws(
+                    header: #"{"alg":"ES256","kid":"\#(HostileInputTests.network)"}"#, payload: HostileInputTests.payload(),
+                    key: key),
+                device: "twice-device")
+            for _ in 0..<2 {
+                let reply = try await http.send(
+                    HTTPClientRequestBuilder(method: "POST", url: "\(ingest.ingestURL)/v1/impressions", body: body))
+                try #require(reply.status == 202, "\(reply.json)")
+            }
+
+            // Both wait on the device's partition; the verifier starts now and reads them as one batch.
+            let verifier = try PipelineProcesses(redis: redis, timeScale: 1, only: ["verifier"])
+            defer { verifier.stop() }
+            let connection = redis.connect()
+            let decided = try await eventually(timeout: .seconds(20)) {
+                try await streamLength(StreamNames.verified, on: connection) + streamLength(StreamNames.rejected, on: connection)
+                    >= 2
+            }
+            try #require(decided, "both decided\n\(verifier.logs())")
+            #expect(try await streamLength(StreamNames.verified, on: connection) == 1, "the first is verified")
+            let rejected = try await streamRecords(StreamNames.rejected, on: connection).compactMap(\.message)
+            #expect(rejected.count == 1 && rejected[0].contains("impression-replayed"), "\(rejected)")
+        }
+    }
+}
