@@ -127,19 +127,12 @@ struct VerifierStage: StreamStage {
                 RedisCommand(
                     "SET", StageKeys.replayMarker(impression: $0.impression, partitioning), $0.event, "NX", "GET", "PX", keepFor)
             })
-        // Claims of one impression by two events of this batch: the first claims it, the second reads
-        // the first's id. That is not a replay from outside the batch: the step refuses the second
-        // itself once the first passes (and passes it if the first is refused for another reason).
-        let batchEvents = Set(claiming.map(\.event))
-        var seen = Set<String>()
+        var claimed: [VerifierStep.MarkerClaim] = []
         for (claim, reply) in zip(claiming, replies) {
             if let message = reply.errorMessage { throw RedisError(.server, message) }
-            // nil: claimed now; this event's id: claimed by this event before.
-            if let holder = reply.string, holder != claim.event, !batchEvents.contains(holder) {
-                seen.insert(claim.impression)
-            }
+            claimed.append(.init(impression: claim.impression, event: claim.event, holder: reply.string))
         }
-        return seen
+        return VerifierStep.usedImpressions(claimed)
     }
 
     /// The refusal log of the refused event's network (or app), newest first, capped.

@@ -101,6 +101,29 @@ public struct VerifierStep: Sendable {
         )
     }
 
+    /// One replay-marker claim: an impression id claimed by an event (`SET NX GET` holding the event id),
+    /// and who held the marker before (`holder`, nil when this claim set it).
+    public struct MarkerClaim: Sendable, Hashable {
+        public var impression: String
+        public var event: String
+        public var holder: String?
+        public init(impression: String, event: String, holder: String?) {
+            self.impression = impression
+            self.event = event
+            self.holder = holder
+        }
+    }
+
+    /// The impressions already used, from one batch's marker claims: a marker held by another event is
+    /// a replay, unless that event is in the same batch (the step then refuses the later one itself once
+    /// the earlier passes, and passes it if the earlier is refused for another reason). A marker held by
+    /// the claiming event is its own earlier claim (a batch redone, a dead letter replayed).
+    public static func usedImpressions(_ claims: [MarkerClaim]) -> Set<String> {
+        let batch = Set(claims.map(\.event))
+        return Set(
+            claims.filter { claim in claim.holder.map { $0 != claim.event && !batch.contains($0) } ?? false }.map(\.impression))
+    }
+
     /// An impression's parse after the registration, signature and payload checks: a success is an
     /// impression that may claim its replay marker (only a genuine signer can consume an impression
     /// id); pass the result to `step` with `verified: true` so the signature is not checked twice.

@@ -136,4 +136,19 @@ import Testing
         }
         #expect(rejection.reason == .unknownAdvertisedApp && appLog == .app(42))
     }
+
+    /// Which claims of one batch mean the impression was already used.
+    @Test(
+        arguments: [
+            // (claims as impression/event/holder, used impressions)
+            ([("i1", "e1", nil)], Set<String>()),  // claimed now
+            ([("i1", "e1", "e1")], []),  // this event's own earlier claim (a redone batch, a replayed dead letter)
+            ([("i1", "e2", "e0")], ["i1"]),  // held by an event outside the batch: a replay
+            ([("i1", "e1", nil), ("i1", "e2", "e1")], []),  // twice in the batch: the step decides between them
+            ([("i1", "e1", nil), ("i2", "e2", "e9"), ("i3", "e3", "e3")], ["i2"]),
+        ] as [([(String, String, String?)], Set<String>)])
+    func usedImpressions(claims: [(String, String, String?)], used: Set<String>) {
+        let claimed = claims.map { VerifierStep.MarkerClaim(impression: $0.0, event: $0.1, holder: $0.2) }
+        #expect(VerifierStep.usedImpressions(claimed) == used)
+    }
 }
