@@ -155,7 +155,7 @@ extension Duration {
 
 /// ingest's own counters.
 enum IngestMetrics {
-    /// `ingest_shed_total{reason}`: events refused at once under overload (a batch counts once).
+    /// `ingest_shed_total{reason}`: refusals under overload: a whole request, or a batch item past its rate.
     static func shed(_ reason: ProblemReason) {
         Counter(label: "ingest_shed_total", dimensions: [("reason", reason.rawValue)]).increment()
     }
