@@ -114,7 +114,7 @@ wait_for_http "http://127.0.0.1:$RECEIVER_PORT/health" 30
 echo "==> simulating a campaign of $DEVICES devices"
 "$BIN/attribution" simulate --ingest-url "http://127.0.0.1:$INGEST_PORT" --admin-token "$ADMIN_TOKEN" \
     --receiver-url "http://127.0.0.1:$RECEIVER_PORT/postbacks" --devices "$DEVICES" --time-scale "$TIME_SCALE" \
-    --seed 7 --report "$RUN/simulation.json"
+    --seed 7 --retry-seconds 60 --report "$RUN/simulation.json"
 
 # The last window ends 35 days after the install and its postback may wait 6 more days; retries can
 # add a few. Wait that long in scaled time, then a margin.

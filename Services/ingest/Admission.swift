@@ -12,8 +12,10 @@ import Synchronization
 /// stays bounded. Nothing refused was written.
 ///
 /// - In flight: at most `maxInFlight` events parsed and not yet answered.
-/// - Queueing: while the oldest unanswered publish has waited longer than `queueTarget`, Redis is
-///   not keeping up with what is offered.
+/// - Queueing: while a write has waited longer than `queueTarget` for a free connection, or a round
+///   trip has gone on ten times longer (Redis is not keeping up, or stalls), or while even the
+///   fastest request of the last 100 ms took longer than that from its body to its writes (a standing
+///   queue: ingest's own CPU is not keeping up; CoDel's rule, so a burst alone does not count).
 /// - Lag: while the verifier is more than `maxLag` events behind on `events` (read every 250 ms by
 ///   `run()`, the service half of this type).
 /// - Per caller: a token bucket per ad network or app (`callerRate`, `callerBurst`).
@@ -35,7 +37,20 @@ final class Admission: Service, Sendable {
         var inFlight = 0
         var lag = 0
         var buckets: [String: TokenBucket] = [:]
+        /// The shortest request seen in the current interval, and whether the last full interval's
+        /// shortest was over the target (a standing queue: even the luckiest request waited).
+        var intervalStart = ContinuousClock.now
+        var shortest: Duration?
+        var finished = 0
+        var standingQueue = false
     }
+
+    /// Requests an interval needs before its shortest says anything: below that rate one slow request
+    /// (a pause on a busy machine) is not a queue, and a trickle cannot overload ingest's CPU anyway.
+    static let minimumSamples = 16
+
+    /// CoDel's interval: long enough that a burst does not count as a standing queue.
+    static let interval = Duration.milliseconds(100)
 
     let limits: Limits
     let queue: PublishQueue
@@ -70,9 +85,35 @@ final class Admission: Service, Sendable {
                 detail: "the pipeline is \(lag) events behind (ceiling \(limits.maxLag)); nothing was written, retry later")
         }
         if inFlight >= limits.maxInFlight { throw overloaded("\(inFlight) events are in flight") }
-        let delay = queue.delay()
-        if delay > limits.queueTarget {
-            throw overloaded("writes are waiting \(delay.milliseconds) ms for Redis")
+        // Writes waiting for a connection are queueing; a round trip under way is Redis working,
+        // unless it has gone on for ten times the target (a stall: failover, a paused server).
+        let delays = queue.delays()
+        if delays.queued > limits.queueTarget || delays.inFlight > limits.queueTarget * 10 {
+            throw overloaded("writes are waiting \(max(delays.queued, delays.inFlight).milliseconds) ms for Redis")
+        }
+        let now = ContinuousClock.now
+        let standing = state.withLock { state in
+            // An interval with no request finished says nothing; the queue delay above covers a stall.
+            if now - state.intervalStart >= Self.interval {
+                state.standingQueue =
+                    state.finished >= Self.minimumSamples && (state.shortest ?? .zero) > limits.queueTarget
+                state.shortest = nil
+                state.finished = 0
+                state.intervalStart = now
+            }
+            return state.standingQueue
+        }
+        if standing { throw overloaded("even the fastest requests of the last 100 ms took over \(limits.queueTarget)") }
+    }
+
+    /// How long a taken request took from its body's arrival to its writes being handed over, per
+    /// event: decoding plus waiting for a CPU, the CoDel sojourn. Not the body's upload (a slow client
+    /// is not ingest's queue), nor Redis's round trip and `WAIT` (covered by the publish delays); a
+    /// batch's time is divided by its items, since its own work is not a queue.
+    func record(_ elapsed: Duration) {
+        state.withLock { state in
+            state.shortest = min(state.shortest ?? elapsed, elapsed)
+            state.finished += 1
         }
     }
 
@@ -124,7 +165,11 @@ final class Admission: Service, Sendable {
 
     /// Reads the verifier's backlog on `events` every 250 ms while ingest runs.
     func run() async throws {
-        guard let connection = lagConnection else { return }
+        guard let connection = lagConnection else {
+            // Nothing to read; a service that returned early would stop the whole group.
+            try? await gracefulShutdown()
+            return
+        }
         let stream = StreamNames.events
         let group = ConsumerGroups.verifier.name
         await cancelWhenGracefulShutdown {

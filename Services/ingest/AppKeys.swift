@@ -8,12 +8,12 @@ import Synchronization
 /// Per-app keys: random 32-byte secrets shown once at issue; Redis keeps only their SHA-256.
 enum AppKeys {
     static func hash(_ key: String) -> String {
-        SHA256.hash(data: Data(key.utf8)).map { String(format: "%02x", $0) }.joined()
+        Hex.encode(SHA256.hash(data: Data(key.utf8)))
     }
 
     static func generate() -> String {
         var generator = KernelRandom()
-        return "ak_" + (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+        return "ak_" + Hex.encode((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) })
     }
 }
 

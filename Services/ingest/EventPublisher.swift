@@ -78,7 +78,7 @@ struct EventPublisher: Sendable {
         static func fingerprint(_ bytes: some Sequence<UInt8>) -> String {
             var hasher = SHA256()
             hasher.update(data: Data(bytes))
-            return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+            return Hex.encode(hasher.finalize())
         }
     }
 

@@ -59,6 +59,7 @@ struct EventRoutes {
         if kind.needsAppKey { try Self.requireAppKey(request) }
         try admission.check()
         let body = try await request.collectBody(limit: maxBodyBytes)
+        let started = ContinuousClock.now
         let decoded = try kind.decode(
             body, appKey: request.bearerToken, idempotencyKey: request.idempotencyKey, inBatch: false, receivedAt: clock(),
             withCaller: admission.limits.callerRate > 0)
@@ -68,6 +69,7 @@ struct EventRoutes {
         }
         try admission.reserve(1)
         defer { admission.release(1) }
+        admission.record(ContinuousClock.now - started)
         switch try await publisher.publish([decoded.event])[0] {
         case .success(let id):
             IngestMetrics.answered("accepted")
@@ -83,6 +85,7 @@ struct EventRoutes {
         if kind.needsAppKey { try Self.requireAppKey(request) }
         try admission.check()
         let body = try await request.collectBody(limit: maxBatchBodyBytes)
+        let started = ContinuousClock.now
         let ranges: [Range<Int>]
         do {
             ranges = try BatchBody.items(in: body, format: .init(contentType: request.headers[.contentType]))
@@ -107,6 +110,8 @@ struct EventRoutes {
         decoded = rateLimit(decoded, into: &results)
         try admission.reserve(decoded.count)
         defer { admission.release(decoded.count) }
+        // Per item: a large batch's own work is not a queue.
+        admission.record((ContinuousClock.now - started) / ranges.count)
         let published = try await publisher.publish(decoded.map(\.item.event))
         for ((index, item), result) in zip(decoded, published) {
             results[index] = result.map { ($0, item.event.tagged) }

@@ -71,11 +71,14 @@ final class PublishQueue: Sendable {
         }
     }
 
-    /// How long the oldest unanswered write has waited: the overload signal (zero when idle).
-    func delay(now: ContinuousClock.Instant = .now) -> Duration {
+    /// How long writes have waited: the oldest not yet sent (every connection busy), and the oldest
+    /// round trip under way (whose age includes Redis's own work on a large pipeline). Zero when idle.
+    func delays(now: ContinuousClock.Instant = .now) -> (queued: Duration, inFlight: Duration) {
         state.withLock { state in
-            let oldest = [state.pending.first?.since, state.inFlightSince.values.min()].compactMap { $0 }.min()
-            return oldest.map { now - $0 } ?? .zero
+            (
+                state.pending.first.map { now - $0.since } ?? .zero,
+                state.inFlightSince.values.min().map { now - $0 } ?? .zero
+            )
         }
     }
 

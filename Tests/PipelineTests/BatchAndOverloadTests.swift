@@ -168,7 +168,7 @@ extension PipelineSuites {
             let redis = try await RedisServer.start()
             defer { redis.stop() }
             let pipeline = try PipelineProcesses(
-                redis: redis, timeScale: 1, extraEnvironment: ["INGEST_QUEUE_TARGET_MS": "50"], only: ["ingest"])
+                redis: redis, timeScale: 1, extraEnvironment: ["INGEST_QUEUE_TARGET_MS": "20"], only: ["ingest"])
             defer { pipeline.stop() }
             try #require(try await http.waitUntilUp("\(pipeline.ingestURL)/health"), "ingest started\n\(pipeline.logs())")
             let url = "\(pipeline.ingestURL)/v1/impressions"
@@ -179,7 +179,8 @@ extension PipelineSuites {
             let stalled = Task {
                 try await http.send(HTTPClientRequestBuilder(method: "POST", url: url, body: Self.impression()))
             }
-            try await Task.sleep(for: .milliseconds(300))
+            // Past ten times the target, a round trip under way is a stall.
+            try await Task.sleep(for: .milliseconds(400))
             let started = ContinuousClock.now
             let refused = try await http.send(HTTPClientRequestBuilder(method: "POST", url: url, body: Self.impression()))
             #expect(ContinuousClock.now - started < .milliseconds(500), "refused at once, not queued")

@@ -14,8 +14,9 @@ extension IngestRequests.Impression {
         }
         switch (impression, skadnetworkImpression) {
         case (let jws?, nil):
-            guard !jws.isEmpty, jws.utf8.count <= 8_192, jws.split(separator: ".", omittingEmptySubsequences: false).count == 3
-            else {
+            var dots = 0
+            for byte in jws.utf8 where byte == UInt8(ascii: ".") { dots += 1 }
+            guard !jws.isEmpty, jws.utf8.count <= 8_192, dots == 2 else {
                 throw RequestProblem(.invalidComponents, "impression must be a compact JWS (three base64url parts)")
             }
         case (nil, let skan?):

@@ -50,7 +50,7 @@ extension ConfigurationKey.Typed where Value == Milliseconds {
     public static var ingestQueueTargetMilliseconds: Self {
         .milliseconds(
             "INGEST_QUEUE_TARGET_MS", default: 20, range: 1...10_000, services: ["ingest"],
-            "How long ingest lets a publish wait for Redis: while the oldest unanswered write has waited longer, new event requests are answered at once with 503 `overloaded` and `Retry-After`, so accepted requests stay fast when more is offered than Redis takes."
+            "The queueing ingest tolerates: while a write has waited longer than this for a free Redis connection (or a round trip has gone on ten times longer), or even the fastest request (per event) of the last 100 ms took longer, new event requests are answered at once with 503 `overloaded` and `Retry-After`, so accepted requests stay fast when more is offered than ingest or Redis can take."
         )
     }
 }

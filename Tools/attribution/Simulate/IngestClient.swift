@@ -99,7 +99,7 @@ struct IngestClient: Sendable {
                 answer = try JSONCoding.decoder.decode(BatchAnswer.self, from: Data(buffer: bytes))
             } catch let error as UnexpectedResponse where error.status < 500 && error.status != 429 {
                 throw error
-            } catch where ContinuousClock.now < deadline {
+            } catch  where ContinuousClock.now < deadline {
                 try await Task.sleep(for: pause)
                 pause = min(pause * 2, .seconds(1))
                 continue

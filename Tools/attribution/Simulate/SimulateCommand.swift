@@ -54,7 +54,10 @@ struct SimulateCommand: AsyncParsableCommand {
     @Option(help: "Requests in flight at most.")
     var concurrency = 16
 
-    @Option(help: "Devices per batch request (1–300: impressions, installs and updates go to the …/batch routes); 1 sends each event on its own.")
+    @Option(
+        help:
+            "Devices per batch request (1–300: impressions, installs and updates go to the …/batch routes); 1 sends each event on its own."
+    )
     var batch = 1
 
     @Option(
