@@ -23,6 +23,7 @@ parser.add_argument("out")
 parser.add_argument("--devices", type=int, default=600)
 parser.add_argument("--time-scale", type=float, default=28800, help="a day lasts 86400/S seconds")
 parser.add_argument("--cluster", action="store_true", help="run on a local Redis Cluster, with failover and resharding")
+parser.add_argument("--batch", type=int, default=1, help="devices per batch request (the …/batch routes); 1: one event per request")
 args = parser.parse_args()
 
 BIN, OUT, SCALE = args.bin, os.path.abspath(args.out), args.time_scale
@@ -162,7 +163,7 @@ def main():
     campaign = subprocess.Popen(
         [os.path.join(BIN, "attribution"), "simulate", "--ingest-url", ingest, "--admin-token", token,
          "--receiver-url", f"http://127.0.0.1:{tap.port}/postbacks", "--devices", str(args.devices), "--time-scale", str(SCALE),
-         "--seed", "11", "--retry-seconds", "120", "--acknowledgements", acks, "--report", os.path.join(OUT, "simulation.json")],
+         "--seed", "11", "--retry-seconds", "120", "--batch", str(args.batch), "--acknowledgements", acks, "--report", os.path.join(OUT, "simulation.json")],
         stdout=open(os.path.join(OUT, "simulate.log"), "w"), stderr=subprocess.STDOUT)
     while not (os.path.exists(acks) and os.path.getsize(acks) > 0):
         if campaign.poll() is not None:

@@ -4,11 +4,12 @@
 # ledger accounts for every acknowledged event and every due postback. Exits non-zero on anything
 # unaccounted or delivered twice. Report: run/faults-*/report.md.
 #
-#   scripts/faults.sh [--short] [--devices N] [--time-scale S] [--cluster]
+#   scripts/faults.sh [--short] [--devices N] [--time-scale S] [--cluster] [--batch N]
 #
 # Defaults: 600 devices, a day lasts 3 s (about 3 minutes). --short is the form CI runs
 # (scripts/test.sh): 150 devices, a day per second (under a minute). --cluster runs on a local Redis
-# Cluster (3 primaries, 3 replicas) with failover and resharding as the faults.
+# Cluster (3 primaries, 3 replicas) with failover and resharding as the faults. --batch N sends the
+# campaign N devices per request through the batch routes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -17,9 +18,9 @@ ARGS=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --short) ARGS+=(--devices 150 --time-scale 86400); shift ;;
-        --devices|--time-scale) ARGS+=("$1" "$2"); shift 2 ;;
+        --devices|--time-scale|--batch) ARGS+=("$1" "$2"); shift 2 ;;
         --cluster) ARGS+=(--cluster); shift ;;
-        *) echo "usage: scripts/faults.sh [--short] [--devices N] [--time-scale S] [--cluster]" >&2; exit 2 ;;
+        *) echo "usage: scripts/faults.sh [--short] [--devices N] [--time-scale S] [--cluster] [--batch N]" >&2; exit 2 ;;
     esac
 done
 

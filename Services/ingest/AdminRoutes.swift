@@ -62,7 +62,7 @@ struct AdminRoutes {
         }
         DeadLetterRoutes(redis: redis, partitioning: partitioning, clock: clock).add(to: admin, prefix: prefix, catalog: catalog)
         DeviceErasure(redis: redis, partitioning: partitioning).add(to: admin, prefix: prefix, catalog: catalog)
-        SchemaRoutes(redis: redis, maxBodyBytes: 262_144, publisher: EventPublisher(redis: redis, partitioning: partitioning))
+        SchemaRoutes(redis: redis, maxBodyBytes: 262_144, appKeys: AppKeyOwners(redis: redis))
             .addAdmin(to: admin, prefix: prefix, catalog: catalog)
     }
 

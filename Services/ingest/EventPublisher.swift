@@ -4,10 +4,11 @@ import Foundation
 import RedisStreams
 import ServiceRuntime
 
-/// Puts an accepted event on its device's partition of `events`, in one atomic script with the
+/// Puts accepted events on their devices' partitions of `events`, each in one atomic script with its
 /// `Idempotency-Key` record, so a retried request returns the first answer and a crash can never leave
 /// a record without its event: both keys are in the device's partition (the record's scope includes
-/// the device), hence in one hash slot on Redis Cluster.
+/// the device), hence in one hash slot on Redis Cluster. The scripts of concurrent requests share
+/// pipelined round trips (`PublishQueue`).
 ///
 /// The app key is checked just before, outside the script: the registry lives under its own hash tag,
 /// in another slot. That is safe because the check and the publish are ordered within the request,
@@ -15,10 +16,9 @@ import ServiceRuntime
 /// written. (Were keys ever revoked, a request in flight at the revocation would be accepted, exactly
 /// as if it had arrived a moment earlier.)
 struct EventPublisher: Sendable {
-    let redis: RedisConnection
+    let queue: PublishQueue
+    let appKeys: AppKeyOwners
     let partitioning: Partitioning
-    /// Replicas that must confirm the write before the 202 (`WAIT`), and for how long to wait.
-    var durability = Durability()
     /// How long an idempotency key is remembered.
     let idempotencyTTL = Retention.idempotency
 
@@ -47,7 +47,7 @@ struct EventPublisher: Sendable {
         var timeoutMilliseconds: Milliseconds = 1_000
     }
 
-    enum Caller {
+    enum Caller: Sendable {
         /// Impressions authenticate through their signature (checked by the verifier).
         case signedImpression
         /// Conversions and updates carry the advertised app's key, issued by the admin API.
@@ -62,82 +62,101 @@ struct EventPublisher: Sendable {
         }
     }
 
-    /// Publishes `envelope` in `device`'s partition; answers the event id (the first one, for a
-    /// retried request). An `Idempotency-Key` is remembered per route, caller and device.
-    func publish(
-        _ envelope: Envelope, route: String, device: String, caller: Caller, idempotencyKey: String?, body: Data
-    ) async throws -> String {
-        if case .app(let key, let item) = caller {
+    /// One event, decoded and validated, ready to publish.
+    struct Prepared: Sendable {
+        var envelope: Envelope
+        /// The route's name in idempotency records (`impressions`, `conversions`, …).
+        var route: String
+        var device: String
+        var caller: Caller
+        var idempotencyKey: String?
+        /// SHA-256 of the request (or batch item) bytes: the same key with other bytes is a conflict.
+        var fingerprint: String
+        /// A re-engagement: its id is also its `conversion-tag`.
+        var tagged = false
+
+        static func fingerprint(_ bytes: some Sequence<UInt8>) -> String {
+            var hasher = SHA256()
+            hasher.update(data: Data(bytes))
+            return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        }
+    }
+
+    /// Checks app keys (once per distinct key), then writes every event; one answer per event, in order:
+    /// its event id, or why it was not written. Throws only when Redis could not be reached at all.
+    func publish(_ events: [Prepared]) async throws -> [Result<String, ProblemDetails>] {
+        var results = [Result<String, ProblemDetails>?](repeating: nil, count: events.count)
+        var owners: [String: String?] = [:]
+        for (index, event) in events.enumerated() {
+            guard case .app(let key, let item) = event.caller else { continue }
             guard let key, !key.isEmpty else {
-                throw ProblemDetails(
-                    .unauthorized, reason: .missingAppKey,
-                    detail: "conversions and updates need the app's key: Authorization: Bearer <app key>")
+                results[index] = .failure(
+                    ProblemDetails(
+                        .unauthorized, reason: .missingAppKey,
+                        detail: "conversions and updates need the app's key: Authorization: Bearer <app key>"))
+                continue
             }
-            let owner = try await redis.send(RedisCommand("HGET", RegistryKeys.appKeys, AppKeys.hash(key))).string
-            guard let owner else {
-                throw ProblemDetails(.unauthorized, reason: .invalidAppKey, detail: "the app key is not one the admin API issued")
+            if owners[key] == nil { owners[key] = .some(try await appKeys.owner(of: key)) }
+            guard let owner = owners[key] ?? nil else {
+                results[index] = .failure(
+                    ProblemDetails(.unauthorized, reason: .invalidAppKey, detail: "the app key is not one the admin API issued"))
+                continue
             }
-            guard owner == String(item) else {
-                throw ProblemDetails(
-                    .forbidden, reason: .appKeyMismatch, detail: "this app key belongs to another advertised app")
+            if owner != String(item) {
+                results[index] = .failure(
+                    ProblemDetails(
+                        .forbidden, reason: .appKeyMismatch, detail: "this app key belongs to another advertised app"))
             }
         }
-        if let idempotencyKey { try RequestChecks.idempotencyKey(idempotencyKey) }
-        let fingerprint = SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined()
-        let partition = partitioning.of(device: device)
-        // WAIT goes in the same round trip, to the same node, on the same connection: it returns once
-        // that many replicas hold every write this connection made, the event included.
-        let wait =
-            durability.replicas > 0
-            ? [RedisCommand("WAIT", String(durability.replicas), String(durability.timeoutMilliseconds))] : []
-        let (reply, waited) = try await Self.script.run(
+        let writable = events.indices.filter { results[$0] == nil }
+        let outcomes = try await queue.publish(writable.map { write(events[$0]) })
+        for (index, outcome) in zip(writable, outcomes) { results[index] = answer(outcome, for: events[index]) }
+        return results.map { $0! }
+    }
+
+    private func write(_ event: Prepared) -> PublishQueue.Write {
+        let partition = partitioning.of(device: event.device)
+        let call = RedisScript.Call(
             keys: [
                 StreamNames.events(partition),
                 DeviceKeys.idempotency(
-                    device: device, route: route, caller: caller.scope, key: idempotencyKey ?? "-", in: partition),
+                    device: event.device, route: event.route, caller: event.caller.scope, key: event.idempotencyKey ?? "-",
+                    in: partition),
             ],
             arguments: [
-                envelope.encoded(), Array(fingerprint.utf8), Array(String(idempotencyTTL).utf8), Array(envelope.id.utf8),
-                Array((idempotencyKey == nil ? "0" : "1").utf8),
-            ],
-            followedBy: wait, on: redis)
-        if let confirmed = waited.first, (confirmed.int ?? 0) < Int64(durability.replicas) {
-            throw ProblemDetails(
-                .serviceUnavailable, reason: .replicationTimeout,
-                detail:
-                    "the event is written but \(confirmed.int ?? 0) of \(durability.replicas) replicas confirmed it within \(durability.timeoutMilliseconds) ms; retry with the same Idempotency-Key"
-            )
+                event.envelope.encoded(), Array(event.fingerprint.utf8), Array(String(idempotencyTTL).utf8),
+                Array(event.envelope.id.utf8), Array((event.idempotencyKey == nil ? "0" : "1").utf8),
+            ])
+        return PublishQueue.Write(call: call, partition: partition)
+    }
+
+    private func answer(_ outcome: PublishQueue.Outcome, for event: Prepared) -> Result<String, ProblemDetails> {
+        if let message = outcome.reply.errorMessage {
+            // The script did not run to its end (OOM, a node failing over): nothing of it was written.
+            return .failure(
+                ProblemDetails(
+                    .serviceUnavailable, reason: .redisUnreachable,
+                    detail: "Redis refused the write (\(message.prefix(80))); retry with the same Idempotency-Key"))
         }
-        let parts = reply.elements.compactMap(\.string)
+        if let confirmed = outcome.replicas, confirmed < queue.replicas {
+            return .failure(
+                ProblemDetails(
+                    .serviceUnavailable, reason: .replicationTimeout,
+                    detail:
+                        "the event is written but \(confirmed) of \(queue.replicas) replicas confirmed it within \(queue.waitMilliseconds) ms; retry with the same Idempotency-Key"
+                ))
+        }
+        let parts = outcome.reply.elements.compactMap(\.string)
         switch parts.first {
         case "accepted", "replayed":
-            return parts.count > 1 ? parts[1] : envelope.id
+            return .success(parts.count > 1 ? parts[1] : event.envelope.id)
         case "conflict":
-            throw ProblemDetails(
-                .unprocessableContent, reason: .idempotencyKeyReused,
-                detail: "this Idempotency-Key was used with a different body")
+            return .failure(
+                ProblemDetails(
+                    .unprocessableContent, reason: .idempotencyKeyReused,
+                    detail: "this Idempotency-Key was used with a different body"))
         default:
-            throw ProblemDetails(.internalServerError, reason: .internalError, detail: "unexpected publish result")
+            return .failure(ProblemDetails(.internalServerError, reason: .internalError, detail: "unexpected publish result"))
         }
-    }
-}
-
-extension EventPublisher {
-    /// Whether `key` is an app key of `item` (for read-only calls that publish nothing).
-    func appKeyMatches(_ key: String?, item: ItemIdentifier) async throws -> Bool {
-        guard let key, !key.isEmpty else { return false }
-        return try await redis.send(RedisCommand("HGET", RegistryKeys.appKeys, AppKeys.hash(key))).string == String(item)
-    }
-}
-
-/// Per-app keys: random 32-byte secrets shown once at issue; Redis keeps only their SHA-256.
-enum AppKeys {
-    static func hash(_ key: String) -> String {
-        SHA256.hash(data: Data(key.utf8)).map { String(format: "%02x", $0) }.joined()
-    }
-
-    static func generate() -> String {
-        var generator = KernelRandom()
-        return "ak_" + (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
     }
 }

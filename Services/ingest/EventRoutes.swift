@@ -4,18 +4,19 @@ import Hummingbird
 import RedisStreams
 import ServiceRuntime
 
-/// The event API: each accepted event is on `events` (Redis, AOF) before the 202 goes out, so nothing
+/// The event API: each accepted event is on `events` (Redis, AOF) before its 202 goes out, so nothing
 /// acknowledged is lost. Impressions authenticate by their signature (the verifier's check);
-/// conversions and updates by the advertised app's key.
+/// conversions and updates by the advertised app's key. Every route has a batch form (`…/batch`, up
+/// to 1,000 items, each answered on its own). `Admission` refuses work at once past ingest's bounds.
 struct EventRoutes {
     let redis: RedisConnection
     let maxBodyBytes: Int
+    let maxBatchBodyBytes: Int
     /// How long a key no dispatcher signs with any more stays in the JWKS.
     let signingKeyGrace: Milliseconds
-    let partitioning: Partitioning
-    let durability: EventPublisher.Durability
+    let publisher: EventPublisher
+    let admission: Admission
     let clock: @Sendable () -> Milliseconds
-    var publisher: EventPublisher { EventPublisher(redis: redis, partitioning: partitioning, durability: durability) }
 
     struct Accepted: Encodable {
         let eventIdentifier: String
@@ -28,49 +29,12 @@ struct EventRoutes {
     }
 
     func add(to router: Router<BasicRequestContext>, catalog: RouteCatalog) {
-        catalog.on(router, .post, "/v1/impressions") { request, _ in
-            let body = try await request.collectBody(limit: maxBodyBytes)
-            let report = try Request.decodeJSON(IngestRequests.Impression.self, from: body)
-                .report(receivedAt: clock())
-            let envelope = Envelope(time: report.interaction.time, body: .impressionReported(report))
-            return try await accept(
-                envelope, request, route: "impressions", device: report.deviceIdentifier, caller: .signedImpression, body: body)
+        for kind in EventKind.allCases {
+            catalog.on(router, .post, kind.path) { request, _ in try await single(kind, request) }
+            catalog.on(router, .post, kind.path + "/batch") { request, _ in try await batch(kind, request) }
         }
-        catalog.on(router, .post, "/v1/conversions") { request, _ in
-            try Self.requireAppKey(request)
-            let body = try await request.collectBody(limit: maxBodyBytes)
-            // A re-engagement's tag is its event id: known here, so it goes back in the 202.
-            let id = UUID().uuidString.lowercased()
-            let report = try Request.decodeJSON(IngestRequests.Conversion.self, from: body)
-                .report(receivedAt: clock(), conversionTag: id)
-            let envelope = Envelope(id: id, time: report.time, body: .conversionReported(report))
-            let caller = EventPublisher.Caller.app(key: request.bearerToken, item: report.advertisedItemIdentifier)
-            return try await accept(
-                envelope, request, route: "conversions", device: report.deviceIdentifier, caller: caller,
-                body: body,
-                tagged: report.conversionType == .reengagement)
-        }
-        catalog.on(router, .post, "/v1/conversion-value-updates") { request, _ in
-            try Self.requireAppKey(request)
-            let body = try await request.collectBody(limit: maxBodyBytes)
-            let report = try Request.decodeJSON(IngestRequests.ValueUpdate.self, from: body)
-                .report(receivedAt: clock())
-            let envelope = Envelope(time: report.time, body: .updateReported(report))
-            let caller = EventPublisher.Caller.app(key: request.bearerToken, item: report.advertisedItemIdentifier)
-            return try await accept(
-                envelope, request, route: "updates", device: report.deviceIdentifier, caller: caller, body: body)
-        }
-        catalog.on(router, .post, "/v1/activity") { request, _ in
-            try Self.requireAppKey(request)
-            let body = try await request.collectBody(limit: maxBodyBytes)
-            let report = try Request.decodeJSON(IngestRequests.ActivityReportRequest.self, from: body)
-                .report(receivedAt: clock())
-            let envelope = Envelope(time: report.time, body: .activityReported(report))
-            let caller = EventPublisher.Caller.app(key: request.bearerToken, item: report.advertisedItemIdentifier)
-            return try await accept(
-                envelope, request, route: "activity", device: report.deviceIdentifier, caller: caller, body: body)
-        }
-        SchemaRoutes(redis: redis, maxBodyBytes: maxBodyBytes, publisher: publisher).addPublic(to: router, catalog: catalog)
+        SchemaRoutes(redis: redis, maxBodyBytes: maxBodyBytes, appKeys: publisher.appKeys).addPublic(
+            to: router, catalog: catalog)
         catalog.on(router, .get, "/.well-known/jwks.json") { _, _ -> Response in
             // The dispatchers publish their public keys and say which they still sign with; ingest
             // serves those, and retired ones until their grace ends.
@@ -89,6 +53,93 @@ struct EventRoutes {
         }
     }
 
+    /// One event: 202 with its id, or the problem.
+    private func single(_ kind: EventKind, _ request: Request) async throws -> Response {
+        // Cheap refusals first: no key, or no room, costs no body and no parsing.
+        if kind.needsAppKey { try Self.requireAppKey(request) }
+        try admission.check()
+        let body = try await request.collectBody(limit: maxBodyBytes)
+        let decoded = try kind.decode(
+            body, appKey: request.bearerToken, idempotencyKey: request.idempotencyKey, inBatch: false, receivedAt: clock(),
+            withCaller: admission.limits.callerRate > 0)
+        if let caller = decoded.caller {
+            let (granted, retryAfter) = admission.take(1, caller: caller)
+            if granted == 0 { throw Admission.rateLimited(caller, retryAfter: retryAfter, rate: admission.limits.callerRate) }
+        }
+        try admission.reserve(1)
+        defer { admission.release(1) }
+        switch try await publisher.publish([decoded.event])[0] {
+        case .success(let id):
+            IngestMetrics.answered("accepted")
+            return Response.json(
+                Accepted(eventIdentifier: id, conversionTag: decoded.event.tagged ? id : nil), status: .accepted)
+        case .failure(let problem):
+            throw problem
+        }
+    }
+
+    /// Up to 1,000 events: 200 with one result per item, in order.
+    private func batch(_ kind: EventKind, _ request: Request) async throws -> Response {
+        if kind.needsAppKey { try Self.requireAppKey(request) }
+        try admission.check()
+        let body = try await request.collectBody(limit: maxBatchBodyBytes)
+        let ranges: [Range<Int>]
+        do {
+            ranges = try BatchBody.items(in: body, format: .init(contentType: request.headers[.contentType]))
+        } catch {
+            throw ProblemDetails(
+                error.reason == .batchTooLarge ? .contentTooLarge : .badRequest, reason: error.reason, detail: error.detail)
+        }
+        let receivedAt = clock()
+        let headerKey = request.idempotencyKey
+        var results = [Result<(String, Bool), ProblemDetails>?](repeating: nil, count: ranges.count)
+        var decoded: [(index: Int, item: EventKind.Decoded)] = []
+        for (index, range) in ranges.enumerated() {
+            do {
+                let item = try kind.decode(
+                    body[range], appKey: request.bearerToken, idempotencyKey: headerKey.map { "\($0):\(index)" },
+                    inBatch: true, receivedAt: receivedAt, withCaller: admission.limits.callerRate > 0)
+                decoded.append((index, item))
+            } catch {
+                results[index] = .failure(ProblemDetails(describing: error))
+            }
+        }
+        decoded = rateLimit(decoded, into: &results)
+        try admission.reserve(decoded.count)
+        defer { admission.release(decoded.count) }
+        let published = try await publisher.publish(decoded.map(\.item.event))
+        for ((index, item), result) in zip(decoded, published) {
+            results[index] = result.map { ($0, item.event.tagged) }
+        }
+        let answer = BatchAnswer(results.map { $0! })
+        IngestMetrics.answered("accepted", count: answer.accepted)
+        var response = Response.json(answer, status: .ok)
+        if let retryAfter = answer.retryAfter { response.headers[.retryAfter] = retryAfter }
+        return response
+    }
+
+    /// Items past their caller's rate are answered 429; the rest go on, in order.
+    private func rateLimit(
+        _ items: [(index: Int, item: EventKind.Decoded)], into results: inout [Result<(String, Bool), ProblemDetails>?]
+    ) -> [(index: Int, item: EventKind.Decoded)] {
+        guard admission.limits.callerRate > 0 else { return items }
+        var counts: [String: Int] = [:]
+        for (_, item) in items { counts[item.caller ?? "-", default: 0] += 1 }
+        var allowance: [String: (granted: Int, retryAfter: Milliseconds)] = [:]
+        for (caller, count) in counts { allowance[caller] = admission.take(count, caller: caller) }
+        return items.filter { index, item in
+            let caller = item.caller ?? "-"
+            guard let granted = allowance[caller]?.granted, granted > 0 else {
+                results[index] = .failure(
+                    Admission.rateLimited(
+                        caller, retryAfter: allowance[caller]?.retryAfter ?? 1_000, rate: admission.limits.callerRate))
+                return false
+            }
+            allowance[caller]?.granted = granted - 1
+            return true
+        }
+    }
+
     /// Unauthenticated callers learn nothing about bodies: no key, no parsing.
     static func requireAppKey(_ request: Request) throws {
         guard let key = request.bearerToken, !key.isEmpty else {
@@ -97,15 +148,50 @@ struct EventRoutes {
                 detail: "conversions and updates need the app's key: Authorization: Bearer <app key>")
         }
     }
+}
 
-    private func accept(
-        _ envelope: Envelope, _ request: Request, route: String, device: String, caller: EventPublisher.Caller, body: Data,
-        tagged: Bool = false
-    ) async throws -> Response {
-        let id = try await publisher.publish(
-            envelope, route: route, device: device, caller: caller, idempotencyKey: request.idempotencyKey,
-            body: body)
-        return Response.json(Accepted(eventIdentifier: id, conversionTag: tagged ? id : nil), status: .accepted)
+/// A batch's answer: counts, and one result per item in order (an accepted item's id, or its problem).
+struct BatchAnswer: Encodable {
+    struct Item: Encodable {
+        var status: Int
+        var eventIdentifier: String?
+        var conversionTag: String?
+        var type: String?
+        var title: String?
+        var reason: ProblemReason?
+        var detail: String?
+
+        enum CodingKeys: String, CodingKey {
+            case status, type, title, reason, detail
+            case eventIdentifier = "event-identifier"
+            case conversionTag = "conversion-tag"
+        }
+    }
+
+    var accepted = 0
+    var refused = 0
+    var results: [Item] = []
+    /// The longest `Retry-After` an item asks for (a 429 or 503 item), as the response's header.
+    var retryAfter: String? { problems.compactMap(\.retryAfter).compactMap(Int.init).max().map(String.init) }
+    private var problems: [ProblemDetails] = []
+
+    enum CodingKeys: String, CodingKey { case accepted, refused, results }
+
+    init(_ results: [Result<(String, Bool), ProblemDetails>]) {
+        for result in results {
+            switch result {
+            case .success(let (id, tagged)):
+                accepted += 1
+                self.results.append(Item(status: 202, eventIdentifier: id, conversionTag: tagged ? id : nil))
+            case .failure(let problem):
+                refused += 1
+                problems.append(problem)
+                self.results.append(
+                    Item(
+                        status: problem.statusCode, type: problem.type, title: problem.title, reason: problem.reason,
+                        detail: problem.detail))
+            }
+        }
     }
 }
 

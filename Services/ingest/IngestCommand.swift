@@ -29,8 +29,16 @@ struct IngestCommand {
             let settings = try IngestSettings(
                 service.environment, policy: service.policy, partitioning: service.partitioning, cluster: service.cluster,
                 clock: service.clock)
-            try await service.run(services: []) { router, redis in
-                IngestRoutes.add(to: router, catalog: RouteCatalog(), redis: redis, settings: settings)
+            let queue = PublishQueue(
+                script: EventPublisher.script, connections: (0..<settings.connections).map { _ in service.connection() },
+                replicas: settings.durability.replicas, waitMilliseconds: settings.durability.timeoutMilliseconds,
+                oneNode: !service.cluster)
+            let admission = Admission(
+                limits: settings.limits, queue: queue, lagConnection: service.connection(),
+                partitioning: service.partitioning, clock: service.clock, logger: service.logger)
+            try await service.run(services: [admission]) { router, redis in
+                IngestRoutes.add(
+                    to: router, catalog: RouteCatalog(), redis: redis, settings: settings, queue: queue, admission: admission)
             }
         }
     }
@@ -40,14 +48,18 @@ struct IngestCommand {
         if arguments.contains("--configuration-table") { return ConfigurationKey.markdownTable() }
         if arguments.contains("--openapi") { return OpenAPIDocument.json }
         guard arguments.contains("--routes") else { return nil }
-        // Built exactly as the server builds them; the connection is lazy and never used here.
+        // Built exactly as the server builds them; the connections are lazy and never used here.
         let catalog = RouteCatalog()
+        let redis = RedisConnection(configuration: RedisConfiguration(), logger: .init(label: "routes"))
+        let settings = IngestSettings(
+            adminToken: "-", maxBodyBytes: 1, keyRotationGrace: 0, destinations: .init(), signingKeyGrace: 0, clock: { 0 })
+        let queue = PublishQueue(
+            script: EventPublisher.script, connections: [redis], replicas: 0, waitMilliseconds: 0, oneNode: true)
         IngestRoutes.add(
-            to: Router(), catalog: catalog,
-            redis: RedisConnection(configuration: RedisConfiguration(), logger: .init(label: "routes")),
-            settings: IngestSettings(
-                adminToken: "-", maxBodyBytes: 1, keyRotationGrace: 0, destinations: .init(), signingKeyGrace: 0,
-                clock: { 0 }))
+            to: Router(), catalog: catalog, redis: redis, settings: settings, queue: queue,
+            admission: Admission(
+                limits: .init(), queue: queue, lagConnection: nil, partitioning: settings.partitioning, clock: { 0 },
+                logger: .init(label: "routes")))
         return (catalog.routes + OperationsRoutes.routes).sorted().joined(separator: "\n")
     }
 }
@@ -55,15 +67,18 @@ struct IngestCommand {
 /// Every route ingest serves, in one place.
 enum IngestRoutes {
     static func add(
-        to router: Router<BasicRequestContext>, catalog: RouteCatalog, redis: RedisConnection, settings: IngestSettings
+        to router: Router<BasicRequestContext>, catalog: RouteCatalog, redis: RedisConnection, settings: IngestSettings,
+        queue: PublishQueue, admission: Admission
     ) {
         AdminRoutes(
             redis: redis, adminToken: settings.adminToken, keyRotationGrace: settings.keyRotationGrace,
             destinations: settings.destinations, partitioning: settings.partitioning, clock: settings.clock
         ).add(to: router, catalog: catalog)
         EventRoutes(
-            redis: redis, maxBodyBytes: settings.maxBodyBytes, signingKeyGrace: settings.signingKeyGrace,
-            partitioning: settings.partitioning, durability: settings.durability, clock: settings.clock
+            redis: redis, maxBodyBytes: settings.maxBodyBytes, maxBatchBodyBytes: settings.maxBatchBodyBytes,
+            signingKeyGrace: settings.signingKeyGrace,
+            publisher: EventPublisher(queue: queue, appKeys: AppKeyOwners(redis: redis), partitioning: settings.partitioning),
+            admission: admission, clock: settings.clock
         ).add(to: router, catalog: catalog)
         catalog.on(router, .get, "/openapi.json") { _, _ in
             var headers = HTTPFields()
@@ -76,6 +91,11 @@ enum IngestRoutes {
 struct IngestSettings {
     let adminToken: String
     let maxBodyBytes: Int
+    var maxBatchBodyBytes = 4_194_304
+    /// Connections events are published over.
+    var connections = 4
+    /// When ingest refuses work at once.
+    var limits = Admission.Limits()
     let keyRotationGrace: Milliseconds
     /// Where postback URLs and copy endpoints may point.
     let destinations: DestinationPolicy
@@ -112,6 +132,13 @@ struct IngestSettings {
             timeoutMilliseconds: try environment.value(.ingestWaitTimeoutMilliseconds))
         adminToken = try environment.value(.adminToken)
         maxBodyBytes = try environment.value(.maxBodyBytes)
+        maxBatchBodyBytes = try environment.value(.maxBatchBodyBytes)
+        connections = try environment.value(.ingestRedisConnections)
+        limits = Admission.Limits(
+            maxInFlight: try environment.value(.ingestMaxInFlight),
+            queueTarget: .milliseconds(try environment.value(.ingestQueueTargetMilliseconds)),
+            maxLag: try environment.value(.ingestMaxEventsLag), callerRate: try environment.value(.ingestCallerRate),
+            callerBurst: try environment.value(.ingestCallerBurst))
         keyRotationGrace = KeySetPublication.rotationGrace(try environment.value(.keyRotationGraceHours))
         destinations = try environment.value(.postbackURLAllowList)
         signingKeyGrace = KeySetPublication.grace(try environment.value(.signingKeyGraceHours), policy: policy)

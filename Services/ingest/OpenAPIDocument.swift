@@ -44,7 +44,8 @@ enum OpenAPIDocument {
                   }
                 },
                 "responses": {
-                  "503": {"description": "Redis unavailable (`redis-unreachable`) or the event not yet on a replica (`replication-timeout`): not acknowledged, retry after `Retry-After` seconds with the same `Idempotency-Key`", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
+                  "503": {"description": "not acknowledged; retry after `Retry-After` seconds with the same `Idempotency-Key`. `overloaded` (ingest at capacity: `INGEST_MAX_IN_FLIGHT`, `INGEST_QUEUE_TARGET_MS`) and `pipeline-lagging` (the verifier past `INGEST_MAX_EVENTS_LAG` behind) are answered at once and wrote nothing; `redis-unreachable` (Redis unavailable) and `replication-timeout` (written, not yet on a replica) may have written it", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
+                  "429": {"description": "`rate-limited`: this caller (ad network or app) is past `INGEST_CALLER_RATE`; nothing was written, retry after `Retry-After` seconds", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
                   "202": {
                     "description": "accepted: the event is in the pipeline",
                     "content": {
@@ -99,7 +100,8 @@ enum OpenAPIDocument {
                   }
                 },
                 "responses": {
-                  "503": {"description": "Redis unavailable (`redis-unreachable`) or the event not yet on a replica (`replication-timeout`): not acknowledged, retry after `Retry-After` seconds with the same `Idempotency-Key`", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
+                  "503": {"description": "not acknowledged; retry after `Retry-After` seconds with the same `Idempotency-Key`. `overloaded` (ingest at capacity: `INGEST_MAX_IN_FLIGHT`, `INGEST_QUEUE_TARGET_MS`) and `pipeline-lagging` (the verifier past `INGEST_MAX_EVENTS_LAG` behind) are answered at once and wrote nothing; `redis-unreachable` (Redis unavailable) and `replication-timeout` (written, not yet on a replica) may have written it", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
+                  "429": {"description": "`rate-limited`: this caller (ad network or app) is past `INGEST_CALLER_RATE`; nothing was written, retry after `Retry-After` seconds", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
                   "202": {
                     "description": "accepted",
                     "content": {
@@ -160,7 +162,8 @@ enum OpenAPIDocument {
                   }
                 },
                 "responses": {
-                  "503": {"description": "Redis unavailable (`redis-unreachable`) or the event not yet on a replica (`replication-timeout`): not acknowledged, retry after `Retry-After` seconds with the same `Idempotency-Key`", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
+                  "503": {"description": "not acknowledged; retry after `Retry-After` seconds with the same `Idempotency-Key`. `overloaded` (ingest at capacity: `INGEST_MAX_IN_FLIGHT`, `INGEST_QUEUE_TARGET_MS`) and `pipeline-lagging` (the verifier past `INGEST_MAX_EVENTS_LAG` behind) are answered at once and wrote nothing; `redis-unreachable` (Redis unavailable) and `replication-timeout` (written, not yet on a replica) may have written it", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
+                  "429": {"description": "`rate-limited`: this caller (ad network or app) is past `INGEST_CALLER_RATE`; nothing was written, retry after `Retry-After` seconds", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
                   "202": {
                     "description": "accepted",
                     "content": {
@@ -582,7 +585,8 @@ enum OpenAPIDocument {
                 "security": [{"appKey": []}],
                 "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ActivityReport"}}}},
                 "responses": {
-                  "503": {"description": "Redis unavailable (`redis-unreachable`) or the event not yet on a replica (`replication-timeout`): not acknowledged, retry after `Retry-After` seconds with the same `Idempotency-Key`", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
+                  "503": {"description": "not acknowledged; retry after `Retry-After` seconds with the same `Idempotency-Key`. `overloaded` (ingest at capacity: `INGEST_MAX_IN_FLIGHT`, `INGEST_QUEUE_TARGET_MS`) and `pipeline-lagging` (the verifier past `INGEST_MAX_EVENTS_LAG` behind) are answered at once and wrote nothing; `redis-unreachable` (Redis unavailable) and `replication-timeout` (written, not yet on a replica) may have written it", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
+                  "429": {"description": "`rate-limited`: this caller (ad network or app) is past `INGEST_CALLER_RATE`; nothing was written, retry after `Retry-After` seconds", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
                   "202": {"description": "accepted", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Accepted"}}}},
                   "400": {"$ref": "#/components/responses/Problem"},
                   "401": {"$ref": "#/components/responses/Problem"},
@@ -604,6 +608,65 @@ enum OpenAPIDocument {
                   "401": {"$ref": "#/components/responses/Problem"},
                   "404": {"$ref": "#/components/responses/Problem"},
                   "415": {"$ref": "#/components/responses/Problem"}
+                }
+              }
+            },
+            "/v1/impressions/batch": {
+              "post": {
+                "summary": "Report up to 1,000 impressions in one request; each item is answered on its own",
+                "parameters": [{"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "minLength": 1, "maxLength": 240}, "description": "gives item i (from 0) the key `<header>:<i>` unless it carries its own `idempotency-key`"}],
+                "requestBody": {"required": true, "description": "a JSON array of the single route's objects, or NDJSON (one per line); each may carry `idempotency-key`. At most `MAX_BATCH_BODY_BYTES` (4 MiB by default)", "content": {"application/json": {"schema": {"type": "array", "minItems": 1, "maxItems": 1000, "items": {"allOf": [{"$ref": "#/components/schemas/ImpressionRequest"}, {"$ref": "#/components/schemas/BatchItemKey"}]}}}, "application/x-ndjson": {"schema": {"type": "string", "description": "one JSON object per line, as in the array"}}}},
+                "responses": {
+                  "200": {"description": "one result per item, in order: `status` 202 with its `event-identifier`, or the item's problem (400 invalid item, 401/403 app key, 422 `idempotency-key-reused`, 429 `rate-limited`, 503 `replication-timeout`/`redis-unreachable`). When an item was answered 429 or 503, the response carries the longest `Retry-After` they ask for", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/BatchAnswer"}}}},
+                  "400": {"$ref": "#/components/responses/Problem"},
+                  "401": {"$ref": "#/components/responses/Problem"},
+                  "413": {"$ref": "#/components/responses/Problem"},
+                  "503": {"description": "not acknowledged; retry after `Retry-After` seconds with the same `Idempotency-Key`. `overloaded` (ingest at capacity: `INGEST_MAX_IN_FLIGHT`, `INGEST_QUEUE_TARGET_MS`) and `pipeline-lagging` (the verifier past `INGEST_MAX_EVENTS_LAG` behind) are answered at once and wrote nothing; `redis-unreachable` (Redis unavailable) and `replication-timeout` (written, not yet on a replica) may have written it", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}
+                }
+              }
+            },
+            "/v1/conversions/batch": {
+              "post": {
+                "summary": "Report up to 1,000 conversions in one request; each item is answered on its own",
+                "security": [{"appKey": []}],
+                "parameters": [{"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "minLength": 1, "maxLength": 240}, "description": "gives item i (from 0) the key `<header>:<i>` unless it carries its own `idempotency-key`"}],
+                "requestBody": {"required": true, "description": "a JSON array of the single route's objects, or NDJSON (one per line); each may carry `idempotency-key`. At most `MAX_BATCH_BODY_BYTES` (4 MiB by default)", "content": {"application/json": {"schema": {"type": "array", "minItems": 1, "maxItems": 1000, "items": {"allOf": [{"$ref": "#/components/schemas/ConversionRequest"}, {"$ref": "#/components/schemas/BatchItemKey"}]}}}, "application/x-ndjson": {"schema": {"type": "string", "description": "one JSON object per line, as in the array"}}}},
+                "responses": {
+                  "200": {"description": "one result per item, in order: `status` 202 with its `event-identifier`, or the item's problem (400 invalid item, 401/403 app key, 422 `idempotency-key-reused`, 429 `rate-limited`, 503 `replication-timeout`/`redis-unreachable`). When an item was answered 429 or 503, the response carries the longest `Retry-After` they ask for", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/BatchAnswer"}}}},
+                  "400": {"$ref": "#/components/responses/Problem"},
+                  "401": {"$ref": "#/components/responses/Problem"},
+                  "413": {"$ref": "#/components/responses/Problem"},
+                  "503": {"description": "not acknowledged; retry after `Retry-After` seconds with the same `Idempotency-Key`. `overloaded` (ingest at capacity: `INGEST_MAX_IN_FLIGHT`, `INGEST_QUEUE_TARGET_MS`) and `pipeline-lagging` (the verifier past `INGEST_MAX_EVENTS_LAG` behind) are answered at once and wrote nothing; `redis-unreachable` (Redis unavailable) and `replication-timeout` (written, not yet on a replica) may have written it", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}
+                }
+              }
+            },
+            "/v1/conversion-value-updates/batch": {
+              "post": {
+                "summary": "Report up to 1,000 conversion-value updates in one request; each item is answered on its own",
+                "security": [{"appKey": []}],
+                "parameters": [{"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "minLength": 1, "maxLength": 240}, "description": "gives item i (from 0) the key `<header>:<i>` unless it carries its own `idempotency-key`"}],
+                "requestBody": {"required": true, "description": "a JSON array of the single route's objects, or NDJSON (one per line); each may carry `idempotency-key`. At most `MAX_BATCH_BODY_BYTES` (4 MiB by default)", "content": {"application/json": {"schema": {"type": "array", "minItems": 1, "maxItems": 1000, "items": {"allOf": [{"$ref": "#/components/schemas/ValueUpdateRequest"}, {"$ref": "#/components/schemas/BatchItemKey"}]}}}, "application/x-ndjson": {"schema": {"type": "string", "description": "one JSON object per line, as in the array"}}}},
+                "responses": {
+                  "200": {"description": "one result per item, in order: `status` 202 with its `event-identifier`, or the item's problem (400 invalid item, 401/403 app key, 422 `idempotency-key-reused`, 429 `rate-limited`, 503 `replication-timeout`/`redis-unreachable`). When an item was answered 429 or 503, the response carries the longest `Retry-After` they ask for", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/BatchAnswer"}}}},
+                  "400": {"$ref": "#/components/responses/Problem"},
+                  "401": {"$ref": "#/components/responses/Problem"},
+                  "413": {"$ref": "#/components/responses/Problem"},
+                  "503": {"description": "not acknowledged; retry after `Retry-After` seconds with the same `Idempotency-Key`. `overloaded` (ingest at capacity: `INGEST_MAX_IN_FLIGHT`, `INGEST_QUEUE_TARGET_MS`) and `pipeline-lagging` (the verifier past `INGEST_MAX_EVENTS_LAG` behind) are answered at once and wrote nothing; `redis-unreachable` (Redis unavailable) and `replication-timeout` (written, not yet on a replica) may have written it", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}
+                }
+              }
+            },
+            "/v1/activity/batch": {
+              "post": {
+                "summary": "Report up to 1,000 activity reports in one request; each item is answered on its own",
+                "security": [{"appKey": []}],
+                "parameters": [{"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "minLength": 1, "maxLength": 240}, "description": "gives item i (from 0) the key `<header>:<i>` unless it carries its own `idempotency-key`"}],
+                "requestBody": {"required": true, "description": "a JSON array of the single route's objects, or NDJSON (one per line); each may carry `idempotency-key`. At most `MAX_BATCH_BODY_BYTES` (4 MiB by default)", "content": {"application/json": {"schema": {"type": "array", "minItems": 1, "maxItems": 1000, "items": {"allOf": [{"$ref": "#/components/schemas/ActivityReport"}, {"$ref": "#/components/schemas/BatchItemKey"}]}}}, "application/x-ndjson": {"schema": {"type": "string", "description": "one JSON object per line, as in the array"}}}},
+                "responses": {
+                  "200": {"description": "one result per item, in order: `status` 202 with its `event-identifier`, or the item's problem (400 invalid item, 401/403 app key, 422 `idempotency-key-reused`, 429 `rate-limited`, 503 `replication-timeout`/`redis-unreachable`). When an item was answered 429 or 503, the response carries the longest `Retry-After` they ask for", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/BatchAnswer"}}}},
+                  "400": {"$ref": "#/components/responses/Problem"},
+                  "401": {"$ref": "#/components/responses/Problem"},
+                  "413": {"$ref": "#/components/responses/Problem"},
+                  "503": {"description": "not acknowledged; retry after `Retry-After` seconds with the same `Idempotency-Key`. `overloaded` (ingest at capacity: `INGEST_MAX_IN_FLIGHT`, `INGEST_QUEUE_TARGET_MS`) and `pipeline-lagging` (the verifier past `INGEST_MAX_EVENTS_LAG` behind) are answered at once and wrote nothing; `redis-unreachable` (Redis unavailable) and `replication-timeout` (written, not yet on a replica) may have written it", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}
                 }
               }
             },
@@ -872,6 +935,32 @@ enum OpenAPIDocument {
                     "description": "stable machine-readable code (ProblemReason)",
                     "enum": \#(reasons(in: .problemDetails))
                   }
+                }
+              },
+              "BatchItemKey": {
+                "type": "object",
+                "properties": {"idempotency-key": {"type": "string", "minLength": 1, "maxLength": 255, "description": "this item's Idempotency-Key: a retry with the same key and item returns the first answer"}}
+              },
+              "BatchAnswer": {
+                "type": "object",
+                "required": ["accepted", "refused", "results"],
+                "properties": {
+                  "accepted": {"type": "integer", "description": "items answered 202"},
+                  "refused": {"type": "integer", "description": "items answered with a problem"},
+                  "results": {"type": "array", "items": {"$ref": "#/components/schemas/BatchResult"}, "description": "one per item, in the order sent"}
+                }
+              },
+              "BatchResult": {
+                "type": "object",
+                "required": ["status"],
+                "properties": {
+                  "status": {"type": "integer", "description": "202, or the problem's status"},
+                  "event-identifier": {"type": "string", "description": "when 202"},
+                  "conversion-tag": {"type": "string", "description": "when 202 for a re-engagement conversion"},
+                  "type": {"type": "string"},
+                  "title": {"type": "string"},
+                  "reason": {"type": "string", "description": "when refused: the problem's reason, one of Problem's `reason` values"},
+                  "detail": {"type": "string"}
                 }
               },
               "Accepted": {

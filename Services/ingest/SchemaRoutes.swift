@@ -10,7 +10,7 @@ import ServiceRuntime
 struct SchemaRoutes {
     let redis: RedisConnection
     let maxBodyBytes: Int
-    let publisher: EventPublisher
+    let appKeys: AppKeyOwners
 
     func addAdmin(to admin: some RouterMethods<BasicRequestContext>, prefix: String, catalog: RouteCatalog) {
         catalog.on(admin, prefix: prefix, .put, "/advertised-apps/:item/conversion-value-schema") { request, context in
@@ -55,7 +55,7 @@ struct SchemaRoutes {
             try EventRoutes.requireAppKey(request)
             let input = try Request.decodeJSON(
                 IngestRequests.EvaluationRequest.self, from: try await request.collectBody(limit: maxBodyBytes))
-            guard try await publisher.appKeyMatches(request.bearerToken, item: input.advertisedItemIdentifier) else {
+            guard try await appKeys.matches(request.bearerToken, item: input.advertisedItemIdentifier) else {
                 throw ProblemDetails(
                     .unauthorized, reason: .invalidAppKey,
                     detail: "the app key is not advertised app \(input.advertisedItemIdentifier)'s")

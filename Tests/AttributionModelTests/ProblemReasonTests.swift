@@ -20,7 +20,7 @@ struct ProblemReasonTests {
         "unauthorized", "missing-app-key", "invalid-app-key", "app-key-mismatch", "no-schema", "unknown-schema-version",
         "unknown-dead-letter", "not-replayable", "idempotency-key-reused", "not-found", "method-not-allowed",
         "body-too-large", "body-timeout", "http-error", "internal-error", "redis-unreachable", "consumer-group-missing",
-        "replication-timeout",
+        "replication-timeout", "invalid-batch", "batch-too-large", "overloaded", "pipeline-lagging", "rate-limited",
     ]
 
     @Test func reasonStringsAreTheOnesClientsKnow() {

@@ -26,7 +26,7 @@ extension ProblemReason {
             .destinationUnresolvable, .unauthorized, .missingAppKey, .invalidAppKey, .appKeyMismatch, .noSchema,
             .unknownSchemaVersion, .unknownDeadLetter, .notReplayable, .idempotencyKeyReused, .notFound, .methodNotAllowed,
             .bodyTooLarge, .bodyTimeout, .httpError, .internalError, .redisUnreachable, .replicationTimeout,
-            .consumerGroupMissing:
+            .consumerGroupMissing, .invalidBatch, .batchTooLarge, .overloaded, .pipelineLagging, .rateLimited:
             [.problemDetails]
         }
     }

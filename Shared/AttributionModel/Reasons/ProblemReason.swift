@@ -69,6 +69,10 @@ public enum ProblemReason: String, Sendable, Codable, Hashable, CaseIterable {
     case notReplayable = "not-replayable"
     case idempotencyKeyReused = "idempotency-key-reused"
 
+    // Batch routes: the body as a whole (each item is answered with its own reason).
+    case invalidBatch = "invalid-batch"
+    case batchTooLarge = "batch-too-large"
+
     // HTTP itself: routing, body transfer, and the server's own failures.
     case notFound = "not-found"
     case methodNotAllowed = "method-not-allowed"
@@ -81,4 +85,12 @@ public enum ProblemReason: String, Sendable, Codable, Hashable, CaseIterable {
     /// ingest wrote the event but no replica confirmed it within `INGEST_WAIT_TIMEOUT_MS` (503).
     case replicationTimeout = "replication-timeout"
     case consumerGroupMissing = "consumer-group-missing"
+    // Overload: ingest refuses at once, before the work is done, rather than queueing (503/429 with
+    // `Retry-After`; nothing was written, retry later).
+    /// ingest's publishes are queueing past `INGEST_QUEUE_TARGET_MS`, or `INGEST_MAX_IN_FLIGHT` is reached (503).
+    case overloaded
+    /// The verifier is more than `INGEST_MAX_EVENTS_LAG` events behind on `events` (503).
+    case pipelineLagging = "pipeline-lagging"
+    /// This caller (ad network or app) is past its `INGEST_CALLER_RATE` share (429).
+    case rateLimited = "rate-limited"
 }

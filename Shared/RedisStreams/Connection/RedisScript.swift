@@ -58,6 +58,18 @@ public final class RedisScript: Sendable {
         return replies
     }
 
+    /// The command that runs `call`: EVALSHA by `sha` (from `loaded(on:)`), or EVAL with the source when
+    /// `sha` is nil (after NOSCRIPT), for callers that mix script calls with other commands in one pipeline.
+    public func command(for call: Call, sha: String?) -> RedisCommand {
+        if let sha { return self.command("EVALSHA", sha, call) }
+        return self.command("EVAL", self.source, call)
+    }
+
+    /// The script's SHA-1, loaded once (SCRIPT LOAD on first use).
+    public func loaded(on connection: RedisConnection) async throws -> String {
+        try await self.loadedSHA(on: connection)
+    }
+
     private func command(_ name: String, _ script: String, _ call: Call) -> RedisCommand {
         RedisCommand(
             bytes: [Array(name.utf8), Array(script.utf8), Array(String(call.keys.count).utf8)] + call.keys.map { Array($0.utf8) }

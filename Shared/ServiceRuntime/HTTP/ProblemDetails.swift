@@ -12,13 +12,16 @@ public struct ProblemDetails: HTTPResponseError, Codable, Sendable {
     public var statusCode: Int
     public var detail: String
     public var reason: ProblemReason
+    /// The `Retry-After` header, in seconds: 429 and 503 always carry one (1 unless set).
+    public var retryAfterSeconds: Int?
 
-    public init(_ status: HTTPResponse.Status, reason: ProblemReason, detail: String) {
+    public init(_ status: HTTPResponse.Status, reason: ProblemReason, detail: String, retryAfterSeconds: Int? = nil) {
         self.type = "https://attribution-pipeline.dev/problems/\(reason.rawValue)"
         self.title = status.reasonPhrase
         self.statusCode = status.code
         self.detail = detail
         self.reason = reason
+        self.retryAfterSeconds = retryAfterSeconds
     }
 
     enum CodingKeys: String, CodingKey {
@@ -31,8 +34,13 @@ public struct ProblemDetails: HTTPResponseError, Codable, Sendable {
         var headers = HTTPFields()
         headers[.contentType] = "application/problem+json"
         if statusCode == 401 { headers[.wwwAuthenticate] = "Bearer" }
-        if statusCode == 503 { headers[.retryAfter] = "1" }
+        if let retryAfter = retryAfter { headers[.retryAfter] = retryAfter }
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    /// The `Retry-After` value this answer carries, if any.
+    public var retryAfter: String? {
+        statusCode == 503 || statusCode == 429 ? String(retryAfterSeconds ?? 1) : nil
     }
 
     public static func badRequest(_ reason: ProblemReason, _ detail: String) -> ProblemDetails {

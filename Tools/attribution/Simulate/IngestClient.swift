@@ -56,6 +56,96 @@ struct IngestClient: Sendable {
         return id
     }
 
+    /// Up to 1,000 events of one kind in one request (`…/batch`), each with its own `idempotency-key`;
+    /// items answered 429 or 5xx are sent again (with their keys) for `retryFor`, any other refusal
+    /// stops the run. Returns the event ids in order.
+    @discardableResult
+    func postBatch(_ path: String, _ items: [some Encodable], appKey: String? = nil, devices: [String]) async throws
+        -> [String]
+    {
+        guard !items.isEmpty else { return [] }
+        guard items.count <= BatchBody.maximumItems else {
+            var ids: [String] = []
+            for start in stride(from: 0, to: items.count, by: BatchBody.maximumItems) {
+                let end = min(start + BatchBody.maximumItems, items.count)
+                ids += try await postBatch(path, Array(items[start..<end]), appKey: appKey, devices: Array(devices[start..<end]))
+            }
+            return ids
+        }
+        var ids = [String?](repeating: nil, count: items.count)
+        var bodies: [Data] = []
+        for item in items {
+            // The item's own JSON object with one more member: its key.
+            var json = try JSONCoding.encoder.encode(item)
+            json.removeLast()
+            json.append(contentsOf: Data(#","idempotency-key":"\#(UUID().uuidString)"}"#.utf8))
+            bodies.append(json)
+        }
+        let deadline = ContinuousClock.now + retryFor
+        var pause = Duration.milliseconds(100)
+        while true {
+            let pending = ids.indices.filter { ids[$0] == nil }
+            if pending.isEmpty { break }
+            var body = Data("[".utf8)
+            for (position, index) in pending.enumerated() {
+                if position > 0 { body.append(UInt8(ascii: ",")) }
+                body.append(bodies[index])
+            }
+            body.append(UInt8(ascii: "]"))
+            let answer: BatchAnswer
+            do {
+                let bytes = try await attempt(
+                    .POST, path, ByteBuffer(data: body), bearer: appKey, idempotencyKey: UUID().uuidString)
+                answer = try JSONCoding.decoder.decode(BatchAnswer.self, from: Data(buffer: bytes))
+            } catch let error as UnexpectedResponse where error.status < 500 && error.status != 429 {
+                throw error
+            } catch where ContinuousClock.now < deadline {
+                try await Task.sleep(for: pause)
+                pause = min(pause * 2, .seconds(1))
+                continue
+            }
+            var retry = false
+            for (index, result) in zip(pending, answer.results) {
+                if let id = result.id {
+                    ids[index] = id
+                    try await acknowledgements?.record(
+                        kind: String(path.split(separator: "/").dropLast().last ?? ""), eventIdentifier: id,
+                        device: devices[index])
+                } else if result.status >= 500 || result.status == 429 {
+                    retry = true
+                } else {
+                    throw UnexpectedResponse(
+                        method: "POST", url: baseURL + path, status: result.status,
+                        body: "item \(index): \(result.reason ?? "") \(result.detail ?? "")")
+                }
+            }
+            if retry {
+                guard ContinuousClock.now < deadline else {
+                    throw UnexpectedResponse(
+                        method: "POST", url: baseURL + path, status: 503, body: "items still refused after the retries")
+                }
+                try await Task.sleep(for: pause)
+                pause = min(pause * 2, .seconds(1))
+            }
+        }
+        return ids.map { $0! }
+    }
+
+    /// ingest's 200 answer to a batch.
+    struct BatchAnswer: Decodable {
+        struct Item: Decodable {
+            var status: Int
+            var id: String?
+            var reason: String?
+            var detail: String?
+            enum CodingKeys: String, CodingKey {
+                case status, reason, detail
+                case id = "event-identifier"
+            }
+        }
+        var results: [Item]
+    }
+
     /// Issues a key for the advertised app's conversions and updates.
     func issueAppKey(for item: ItemIdentifier) async throws -> String {
         struct Issued: Decodable {

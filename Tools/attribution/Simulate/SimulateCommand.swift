@@ -54,6 +54,9 @@ struct SimulateCommand: AsyncParsableCommand {
     @Option(help: "Requests in flight at most.")
     var concurrency = 16
 
+    @Option(help: "Devices per batch request (1–300: impressions, installs and updates go to the …/batch routes); 1 sends each event on its own.")
+    var batch = 1
+
     @Option(
         help:
             "Retry requests that failed for no fault of their own (no connection, 5xx, 429) for this many seconds, with one Idempotency-Key each (0: stop at the first failure)."
@@ -80,6 +83,7 @@ struct SimulateCommand: AsyncParsableCommand {
         guard retrySeconds >= 0, retrySeconds.isFinite else {
             throw ValidationError("--retry-seconds must be 0 or more; not \(retrySeconds)")
         }
+        guard (1...300).contains(batch) else { throw ValidationError("--batch must be within 1–300; not \(batch)") }
         guard (1...256).contains(concurrency) else {
             throw ValidationError("--concurrency must be within 1–256; not \(concurrency)")
         }
@@ -102,7 +106,8 @@ struct SimulateCommand: AsyncParsableCommand {
         let simulation = Simulation(
             plan: plan,
             ingest: ingest,
-            receiverURL: receiverURL, policy: TimePolicy(scale: timeScale), concurrency: concurrency, logger: logger)
+            receiverURL: receiverURL, policy: TimePolicy(scale: timeScale), concurrency: concurrency, batch: batch,
+            logger: logger)
         let result: SimulationReport
         do {
             result = try await Self.play(simulation, seed: seed, keysDirectory: keysDir)

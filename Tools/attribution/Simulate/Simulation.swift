@@ -12,6 +12,8 @@ struct Simulation: Sendable {
     let receiverURL: String
     let policy: TimePolicy
     let concurrency: Int
+    /// Devices per batch request in phase 1; 1 sends every event on its own.
+    var batch = 1
     let logger: Logger
 
     /// What the simulated parties sign and authenticate with.
@@ -51,15 +53,32 @@ struct Simulation: Sendable {
     }
 
     /// Phase 1, devices in parallel (each device's own requests in order: impressions before the
-    /// install, so the install finds them).
+    /// install, so the install finds them). With `batch` > 1, that many devices at a time share one
+    /// impressions batch, then one conversions batch, then one updates batch.
     func runDevices(_ credentials: Credentials) async throws -> [DeviceOutcome] {
-        try await concurrentMap(plan.devices, limit: concurrency) { device in
-            try await self.run(device, credentials)
+        guard batch > 1 else {
+            return try await concurrentMap(plan.devices, limit: concurrency) { device in
+                try await self.send(self.requests(for: device, credentials), appKey: credentials.appKey)
+            }
         }
+        let groups = stride(from: 0, to: plan.devices.count, by: batch).map {
+            Array(plan.devices[$0..<min($0 + batch, plan.devices.count)])
+        }
+        return try await concurrentMap(groups, limit: concurrency) { group in
+            try await self.sendBatches(group.map { try self.requests(for: $0, credentials) }, appKey: credentials.appKey)
+        }.flatMap { $0 }
     }
 
-    private func run(_ device: SimulationPlan.DeviceSpec, _ credentials: Credentials) async throws -> DeviceOutcome {
-        var outcome = DeviceOutcome(device: device, impressions: [])
+    /// One device's phase-1 requests, timed now, and what the pipeline should make of them.
+    struct DeviceRequests: Sendable {
+        var outcome: DeviceOutcome
+        var impressions: [IngestRequests.Impression] = []
+        var conversion: IngestRequests.Conversion?
+        var update: IngestRequests.ValueUpdate?
+    }
+
+    private func requests(for device: SimulationPlan.DeviceSpec, _ credentials: Credentials) throws -> DeviceRequests {
+        var requests = DeviceRequests(outcome: DeviceOutcome(device: device, impressions: []))
         for spec in device.impressions {
             let now = WallClock.now()
             let interaction: Interaction
@@ -76,34 +95,60 @@ struct Simulation: Sendable {
                 advertisedItemIdentifier: SimulationPlan.advertisedItem, publisherItemIdentifier: spec.publisher,
                 sourceIdentifier: spec.sourceIdentifier, timestamp: created)
             guard let key = credentials.networkKeys[spec.network] else { preconditionFailure("every planned network has a key") }
-            try await ingest.post(
-                "/v1/impressions",
+            requests.impressions.append(
                 IngestRequests.Impression(
                     deviceIdentifier: device.deviceIdentifier, impression: try ImpressionSigning.sign(payload, with: key),
-                    interaction: interaction),
-                device: device.deviceIdentifier)
-            outcome.impressions.append(
+                    interaction: interaction))
+            requests.outcome.impressions.append(
                 VerifiedImpression(
                     deviceIdentifier: device.deviceIdentifier, payload: payload, interaction: interaction,
                     kind: .adAttributionKit))
         }
-        guard let conversionType = device.install else { return outcome }
-        let conversionTime = WallClock.now()
-        try await ingest.post(
-            "/v1/conversions",
-            IngestRequests.Conversion(
-                deviceIdentifier: device.deviceIdentifier, advertisedItemIdentifier: SimulationPlan.advertisedItem,
-                conversionType: conversionType, time: conversionTime, countryCode: device.countryCode),
-            appKey: credentials.appKey, device: device.deviceIdentifier)
-        outcome.conversionTime = conversionTime
-        outcome.attribution = WinnerSelection.select(
-            from: outcome.impressions, conversionType: conversionType, time: conversionTime,
+        guard let conversionType = device.install else { return requests }
+        // Just after the impressions' times: they are sent first, and the install must find them.
+        let conversionTime = WallClock.now() + 1
+        requests.conversion = IngestRequests.Conversion(
+            deviceIdentifier: device.deviceIdentifier, advertisedItemIdentifier: SimulationPlan.advertisedItem,
+            conversionType: conversionType, time: conversionTime, countryCode: device.countryCode)
+        requests.outcome.conversionTime = conversionTime
+        requests.outcome.attribution = WinnerSelection.select(
+            from: requests.outcome.impressions, conversionType: conversionType, time: conversionTime,
             app: AdvertisedAppConfiguration(itemIdentifier: SimulationPlan.advertisedItem), policy: policy)
         if let update = device.firstUpdate {
-            try await sendUpdate(update, device: device, appKey: credentials.appKey)
-            outcome.updatesSent += 1
+            requests.update = IngestRequests.ValueUpdate(
+                deviceIdentifier: device.deviceIdentifier, advertisedItemIdentifier: SimulationPlan.advertisedItem,
+                time: conversionTime + 1, update: update)
+            requests.outcome.updatesSent = 1
         }
-        return outcome
+        return requests
+    }
+
+    /// One device's requests, one at a time, in order.
+    private func send(_ requests: DeviceRequests, appKey: String) async throws -> DeviceOutcome {
+        let device = requests.outcome.device.deviceIdentifier
+        for impression in requests.impressions { try await ingest.post("/v1/impressions", impression, device: device) }
+        if let conversion = requests.conversion {
+            try await ingest.post("/v1/conversions", conversion, appKey: appKey, device: device)
+        }
+        if let update = requests.update {
+            try await ingest.post("/v1/conversion-value-updates", update, appKey: appKey, device: device)
+        }
+        return requests.outcome
+    }
+
+    /// Several devices' requests as three batches, in the same order per device.
+    private func sendBatches(_ group: [DeviceRequests], appKey: String) async throws -> [DeviceOutcome] {
+        func devices(_ count: (DeviceRequests) -> Int) -> [String] {
+            group.flatMap { Array(repeating: $0.outcome.device.deviceIdentifier, count: count($0)) }
+        }
+        try await ingest.postBatch(
+            "/v1/impressions/batch", group.flatMap(\.impressions), devices: devices { $0.impressions.count })
+        try await ingest.postBatch(
+            "/v1/conversions/batch", group.flatMap(\.conversions), appKey: appKey, devices: devices { $0.conversions.count })
+        try await ingest.postBatch(
+            "/v1/conversion-value-updates/batch", group.flatMap(\.updates), appKey: appKey,
+            devices: devices { $0.updates.count })
+        return group.map(\.outcome)
     }
 
     /// Phase 2: each second update 4 scaled days after its own install (window 1 is days 3–7).
@@ -140,4 +185,9 @@ struct Simulation: Sendable {
             appKey: appKey, device: device.deviceIdentifier)
         return time
     }
+}
+
+extension Simulation.DeviceRequests {
+    var conversions: [IngestRequests.Conversion] { conversion.map { [$0] } ?? [] }
+    var updates: [IngestRequests.ValueUpdate] { update.map { [$0] } ?? [] }
 }

@@ -1,0 +1,56 @@
+import AttributionModel
+import Crypto
+import Foundation
+import RedisStreams
+import ServiceRuntime
+import Synchronization
+
+/// Per-app keys: random 32-byte secrets shown once at issue; Redis keeps only their SHA-256.
+enum AppKeys {
+    static func hash(_ key: String) -> String {
+        SHA256.hash(data: Data(key.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+
+    static func generate() -> String {
+        var generator = KernelRandom()
+        return "ak_" + (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    }
+}
+
+/// Which advertised app an app key belongs to, read from the registry and remembered for a few
+/// seconds, so a busy app's requests do not each cost a registry round trip. Only owners found are
+/// remembered (a key issued a moment ago works at once). App keys are only ever added, so a
+/// remembered owner cannot be stale; were keys ever revoked, one would keep working for up to
+/// `lifetime` on each ingest replica.
+final class AppKeyOwners: Sendable {
+    let redis: RedisConnection
+    let lifetime: Duration
+    let capacity: Int
+    private let remembered = Mutex<[String: (owner: String, until: ContinuousClock.Instant)]>([:])
+
+    init(redis: RedisConnection, lifetime: Duration = .seconds(10), capacity: Int = 10_000) {
+        self.redis = redis
+        self.lifetime = lifetime
+        self.capacity = capacity
+    }
+
+    /// The advertised app `key` was issued for, as its decimal id; nil when no such key was issued.
+    func owner(of key: String) async throws -> String? {
+        let hash = AppKeys.hash(key)
+        let now = ContinuousClock.now
+        if let hit = remembered.withLock({ $0[hash] }), hit.until > now { return hit.owner }
+        guard let owner = try await redis.send(RedisCommand("HGET", RegistryKeys.appKeys, hash)).string else { return nil }
+        remembered.withLock { cache in
+            // Bounded: an attacker with many valid keys could only make it start over.
+            if cache.count >= capacity { cache.removeAll(keepingCapacity: true) }
+            cache[hash] = (owner, now + lifetime)
+        }
+        return owner
+    }
+
+    /// Whether `key` is an app key of `item` (for read-only calls that publish nothing).
+    func matches(_ key: String?, item: ItemIdentifier) async throws -> Bool {
+        guard let key, !key.isEmpty else { return false }
+        return try await owner(of: key) == String(item)
+    }
+}

@@ -1,0 +1,104 @@
+import AttributionCrypto
+import AttributionModel
+import Foundation
+import Hummingbird
+import ServiceRuntime
+
+/// The four event routes, and how one body (or one batch item) of each becomes an event to publish:
+/// decoded once, validated by the model, wrapped in its envelope.
+enum EventKind: String, CaseIterable, Sendable {
+    case impressions
+    case conversions
+    case updates = "conversion-value-updates"
+    case activity
+
+    var path: String { "/v1/\(rawValue)" }
+    /// The name in idempotency records (as before batches existed).
+    var route: String { self == .updates ? "updates" : rawValue }
+    /// Conversions, updates and activity carry the advertised app's key.
+    var needsAppKey: Bool { self != .impressions }
+
+    /// One decoded event, and who sent it for the per-caller rate (nil unless `withCaller`).
+    struct Decoded {
+        var event: EventPublisher.Prepared
+        var caller: String?
+    }
+
+    /// Decodes and validates `bytes`: a whole request body (`idempotencyKey` from its header), or a batch
+    /// item (`inBatch`: its own `idempotency-key` member wins over `idempotencyKey`).
+    func decode(
+        _ bytes: Data, appKey: String?, idempotencyKey: String?, inBatch: Bool, receivedAt: Milliseconds, withCaller: Bool
+    ) throws -> Decoded {
+        let fingerprint = EventPublisher.Prepared.fingerprint(bytes)
+        func prepared(_ envelope: Envelope, device: String, caller: EventPublisher.Caller, key: String?, tagged: Bool = false)
+            throws -> EventPublisher.Prepared
+        {
+            if let key { try RequestChecks.idempotencyKey(key) }
+            return EventPublisher.Prepared(
+                envelope: envelope, route: route, device: device, caller: caller, idempotencyKey: key,
+                fingerprint: fingerprint, tagged: tagged)
+        }
+        switch self {
+        case .impressions:
+            let (request, key) = try Self.decode(IngestRequests.Impression.self, bytes, inBatch: inBatch, idempotencyKey)
+            let report = try request.report(receivedAt: receivedAt)
+            let event = try prepared(
+                Envelope(time: report.interaction.time, body: .impressionReported(report)), device: report.deviceIdentifier,
+                caller: .signedImpression, key: key)
+            return Decoded(event: event, caller: withCaller ? Self.claimedNetwork(request) : nil)
+        case .conversions:
+            let (request, key) = try Self.decode(IngestRequests.Conversion.self, bytes, inBatch: inBatch, idempotencyKey)
+            // A re-engagement's tag is its event id: known here, so it goes back in the answer.
+            let id = UUID().uuidString.lowercased()
+            let report = try request.report(receivedAt: receivedAt, conversionTag: id)
+            let event = try prepared(
+                Envelope(id: id, time: report.time, body: .conversionReported(report)), device: report.deviceIdentifier,
+                caller: .app(key: appKey, item: report.advertisedItemIdentifier), key: key,
+                tagged: report.conversionType == .reengagement)
+            return Decoded(event: event, caller: withCaller ? "app \(report.advertisedItemIdentifier)" : nil)
+        case .updates:
+            let (request, key) = try Self.decode(IngestRequests.ValueUpdate.self, bytes, inBatch: inBatch, idempotencyKey)
+            let report = try request.report(receivedAt: receivedAt)
+            let event = try prepared(
+                Envelope(time: report.time, body: .updateReported(report)), device: report.deviceIdentifier,
+                caller: .app(key: appKey, item: report.advertisedItemIdentifier), key: key)
+            return Decoded(event: event, caller: withCaller ? "app \(report.advertisedItemIdentifier)" : nil)
+        case .activity:
+            let (request, key) = try Self.decode(
+                IngestRequests.ActivityReportRequest.self, bytes, inBatch: inBatch, idempotencyKey)
+            let report = try request.report(receivedAt: receivedAt)
+            let event = try prepared(
+                Envelope(time: report.time, body: .activityReported(report)), device: report.deviceIdentifier,
+                caller: .app(key: appKey, item: report.advertisedItemIdentifier), key: key)
+            return Decoded(event: event, caller: withCaller ? "app \(report.advertisedItemIdentifier)" : nil)
+        }
+    }
+
+    private static func decode<T: Decodable>(_ type: T.Type, _ bytes: Data, inBatch: Bool, _ key: String?) throws -> (
+        T, String?
+    ) {
+        guard inBatch else { return (try Request.decodeJSON(T.self, from: bytes), key) }
+        let item = try Request.decodeJSON(BatchItem<T>.self, from: bytes)
+        return (item.event, item.idempotencyKey ?? key)
+    }
+
+    /// The ad network an impression claims (JWS `kid`, or SKAdNetwork `ad-network-id`): unverified here
+    /// (the verifier checks it), so it only keys the per-caller rate.
+    static func claimedNetwork(_ request: IngestRequests.Impression) -> String {
+        if let skan = request.skadnetworkImpression { return "network \(skan.adNetworkIdentifier.rawValue)" }
+        let header = request.impression?.split(separator: ".", maxSplits: 1).first
+        let kid = header.flatMap { Base64URL.decode($0) }.flatMap { try? JSONDecoder().decode(JWSHeader.self, from: $0) }?.kid
+        return "network \(kid ?? "-")"
+    }
+}
+
+extension ProblemDetails {
+    /// Any error of decoding or validating one event, as the problem its answer carries.
+    init(describing error: any Error) {
+        switch error {
+        case let problem as ProblemDetails: self = problem
+        case let problem as RequestProblem: self.init(problem)
+        default: self = .badRequest(.invalidJSON, "the body is not the JSON this route expects")
+        }
+    }
+}

@@ -1,0 +1,164 @@
+import RedisStreams
+import ServiceRuntime
+import Synchronization
+
+/// Coalesces the publishes of concurrent requests into pipelined round trips over a small pool of
+/// connections. A request's writes wait while every connection is busy; the next free connection
+/// takes everything waiting (up to `maximumWrites`) in one pipeline. So a single-event request costs a
+/// share of a round trip under load, and one round trip when idle: no timer, no added latency.
+///
+/// With `replicas` > 0 each round trip ends in `WAIT` (on Redis Cluster one after each partition's
+/// writes, since `WAIT` covers the writes made before it on the same node and connection); every write
+/// reports what its `WAIT` answered.
+final class PublishQueue: Sendable {
+    struct Write: Sendable {
+        var call: RedisScript.Call
+        var partition: Partition
+    }
+
+    struct Outcome: Sendable {
+        /// The script's reply, or its error reply.
+        var reply: RedisReply
+        /// Replicas that confirmed it (`WAIT`'s answer); nil when nothing waited.
+        var replicas: Int?
+    }
+
+    private struct Pending {
+        let writes: [Write]
+        let since: ContinuousClock.Instant
+        let continuation: CheckedContinuation<[Outcome], any Error>
+    }
+
+    private struct State {
+        var pending: [Pending] = []
+        var idle: [RedisConnection]
+        /// When the oldest request of each round trip under way was queued, by round trip.
+        var inFlightSince: [Int: ContinuousClock.Instant] = [:]
+        var nextRoundTrip = 0
+    }
+
+    let script: RedisScript
+    let replicas: Int
+    let waitMilliseconds: Int64
+    /// Whether one `WAIT` covers a whole round trip (one server), or each partition needs its own (cluster).
+    let oneNode: Bool
+    let maximumWrites: Int
+    private let state: Mutex<State>
+
+    init(
+        script: RedisScript, connections: [RedisConnection], replicas: Int, waitMilliseconds: Int64, oneNode: Bool,
+        maximumWrites: Int = 2_000
+    ) {
+        precondition(!connections.isEmpty)
+        self.script = script
+        self.replicas = replicas
+        self.waitMilliseconds = waitMilliseconds
+        self.oneNode = oneNode
+        self.maximumWrites = maximumWrites
+        self.state = Mutex(State(idle: connections))
+    }
+
+    /// Writes `writes`; one outcome each, in order. Throws when the round trip itself failed (Redis
+    /// unreachable): then nothing is known of these writes, and a retry with the same keys is safe.
+    func publish(_ writes: [Write]) async throws -> [Outcome] {
+        guard !writes.isEmpty else { return [] }
+        return try await withCheckedThrowingContinuation { continuation in
+            let connection = state.withLock { state -> RedisConnection? in
+                state.pending.append(Pending(writes: writes, since: .now, continuation: continuation))
+                return state.idle.popLast()
+            }
+            if let connection { Task { await self.drain(on: connection) } }
+        }
+    }
+
+    /// How long the oldest unanswered write has waited: the overload signal (zero when idle).
+    func delay(now: ContinuousClock.Instant = .now) -> Duration {
+        state.withLock { state in
+            let oldest = [state.pending.first?.since, state.inFlightSince.values.min()].compactMap { $0 }.min()
+            return oldest.map { now - $0 } ?? .zero
+        }
+    }
+
+    /// Runs round trips on `connection` until nothing waits, then gives the connection back.
+    private func drain(on connection: RedisConnection) async {
+        while true {
+            let taken = state.withLock { state -> (Int, [Pending])? in
+                guard !state.pending.isEmpty else {
+                    state.idle.append(connection)
+                    return nil
+                }
+                var count = 0
+                var end = 0
+                while end < state.pending.count, end == 0 || count + state.pending[end].writes.count <= maximumWrites {
+                    count += state.pending[end].writes.count
+                    end += 1
+                }
+                let taken = Array(state.pending[..<end])
+                state.pending.removeFirst(end)
+                let id = state.nextRoundTrip
+                state.nextRoundTrip += 1
+                state.inFlightSince[id] = taken[0].since
+                return (id, taken)
+            }
+            guard let (id, requests) = taken else { return }
+            do {
+                var outcomes = try await roundTrip(requests.flatMap(\.writes), on: connection)[...]
+                for request in requests {
+                    request.continuation.resume(returning: Array(outcomes.prefix(request.writes.count)))
+                    outcomes = outcomes.dropFirst(request.writes.count)
+                }
+            } catch {
+                for request in requests { request.continuation.resume(throwing: error) }
+            }
+            _ = state.withLock { $0.inFlightSince.removeValue(forKey: id) }
+        }
+    }
+
+    /// One pipeline (per node) for `writes`; those a node had no script for are sent again with the source.
+    private func roundTrip(_ writes: [Write], on connection: RedisConnection) async throws -> [Outcome] {
+        let sha = try await script.loaded(on: connection)
+        var outcomes = try await run(writes, sha: sha, on: connection)
+        let missing = outcomes.indices.filter { outcomes[$0].reply.errorMessage?.hasPrefix("NOSCRIPT") == true }
+        if !missing.isEmpty {
+            let retried = try await run(missing.map { writes[$0] }, sha: nil, on: connection)
+            for (index, outcome) in zip(missing, retried) { outcomes[index] = outcome }
+        }
+        return outcomes
+    }
+
+    private func run(_ writes: [Write], sha: String?, on connection: RedisConnection) async throws -> [Outcome] {
+        guard replicas > 0 else {
+            return try await connection.pipeline(writes.map { script.command(for: $0.call, sha: sha) }).map {
+                Outcome(reply: $0, replicas: nil)
+            }
+        }
+        // Groups of writes each followed by one WAIT: the whole round trip on one server, else per partition.
+        var groups: [[Int]] = []
+        if oneNode {
+            groups = [Array(writes.indices)]
+        } else {
+            var byPartition: [Int: Int] = [:]
+            for index in writes.indices {
+                if let group = byPartition[writes[index].partition.index] {
+                    groups[group].append(index)
+                } else {
+                    byPartition[writes[index].partition.index] = groups.count
+                    groups.append([index])
+                }
+            }
+        }
+        let wait = RedisCommand("WAIT", String(replicas), String(waitMilliseconds))
+        let replies = try await connection.pipeline(
+            groups.flatMap { group in group.map { script.command(for: writes[$0].call, sha: sha) } + [wait] })
+        var outcomes = [Outcome?](repeating: nil, count: writes.count)
+        var position = 0
+        for group in groups {
+            let confirmed = replies[position + group.count].int.map { Int($0) } ?? 0
+            for (offset, index) in group.enumerated() {
+                outcomes[index] = Outcome(reply: replies[position + offset], replicas: confirmed)
+            }
+            position += group.count + 1
+        }
+        return outcomes.map { $0! }
+    }
+}

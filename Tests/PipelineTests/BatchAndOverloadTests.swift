@@ -1,0 +1,222 @@
+import AttributionModel
+import Crypto
+import Foundation
+import RedisStreams
+import ServiceRuntime
+import TestSupport
+import Testing
+
+extension PipelineSuites {
+    /// The batch routes answer each item on its own and write each accepted item once; past its bounds
+    /// ingest refuses at once (503/429 with `Retry-After`) and writes nothing it refused.
+    @Suite("Batches and overload")
+    struct BatchAndOverloadTests {
+        let http = HTTPTestClient()
+        typealias Hostile = HostileInputTests
+
+        static func impression(network: String = Hostile.network, key: P256.Signing.PrivateKey = .init()) -> String {
+            Hostile.impressionBody(
+                Hostile.jws(header: #"{"alg":"ES256","kid":"\#(network)"}"#, payload: Hostile.payload(network: network), key: key)
+            )
+        }
+
+        static func results(_ reply: HTTPTestClient.Reply) -> [[String: Any]] {
+            reply.json["results"] as? [[String: Any]] ?? []
+        }
+
+        func eventsWritten(_ redis: RedisServer) async throws -> Int {
+            try await streamLength(StreamNames.events, on: redis.connect())
+        }
+
+        @Test func aBatchAnswersEveryItemInOrderAndWritesEachOnce() async throws {
+            let redis = try await RedisServer.start()
+            defer { redis.stop() }
+            let pipeline = try PipelineProcesses(redis: redis, timeScale: 1, only: ["ingest"])
+            defer { pipeline.stop() }
+            try #require(try await http.waitUntilUp("\(pipeline.ingestURL)/health"), "ingest started\n\(pipeline.logs())")
+            let url = "\(pipeline.ingestURL)/v1/impressions/batch"
+
+            // Valid, invalid JSON inside an item, a bad device id, a keyed one, a bare number.
+            var keyed = Self.impression()
+            keyed.removeLast()
+            keyed += #","idempotency-key":"item-key-1"}"#
+            let items = [
+                Self.impression(), #"{"device-identifier":"d","impression":tru}"#,
+                Self.impression().replacingOccurrences(
+                    of: "\"device-identifier\":\"device-",
+                    with: "\"device-identifier\":\""
+                        + String(repeating: "x", count: 200)),
+                keyed, "42",
+            ]
+            let body = "[" + items.joined(separator: ",\n") + "]"
+            let first = try await http.send(HTTPClientRequestBuilder(method: "POST", url: url, body: body))
+            #expect(first.status == 200, "\(first.json)")
+            let results = Self.results(first)
+            #expect(results.map { $0["status"] as? Int } == [202, 400, 400, 202, 400])
+            #expect(
+                results.map { $0["reason"] as? String } == [
+                    nil, "invalid-json", "invalid-device-identifier", nil, "invalid-json",
+                ])
+            #expect(first.json["accepted"] as? Int == 2)
+            #expect(first.json["refused"] as? Int == 3)
+            #expect(results[0]["event-identifier"] is String)
+            #expect(try await eventsWritten(redis) == 2)
+
+            // The same batch again: the keyed item answers its first id and is not written again.
+            let again = try await http.send(HTTPClientRequestBuilder(method: "POST", url: url, body: body))
+            #expect(Self.results(again)[3]["event-identifier"] as? String == results[3]["event-identifier"] as? String)
+            #expect(try await eventsWritten(redis) == 3, "only the unkeyed valid item is written again")
+
+            // NDJSON, with the header's key giving item i the key `<header>:<i>`.
+            let ndjson = [Self.impression(), Self.impression()].joined(separator: "\n") + "\n"
+            let request = HTTPClientRequestBuilder(
+                method: "POST", url: url, body: ndjson, contentType: "application/x-ndjson", idempotencyKey: "nd")
+            let lines = try await http.send(request)
+            #expect(Self.results(lines).map { $0["status"] as? Int } == [202, 202], "\(lines.json)")
+            let linesAgain = try await http.send(request)
+            #expect(
+                Self.results(linesAgain).map { $0["event-identifier"] as? String }
+                    == Self.results(lines).map { $0["event-identifier"] as? String })
+            #expect(try await eventsWritten(redis) == 5)
+
+            // Whole-body refusals.
+            let many = "[" + Array(repeating: Self.impression(), count: 1_001).joined(separator: ",") + "]"
+            for (body, status, reason) in [
+                (many, 413, "batch-too-large"), ("[]", 400, "invalid-batch"), ("{}", 400, "invalid-batch"),
+                ("[{}", 400, "invalid-batch"),
+            ] {
+                let reply = try await http.send(HTTPClientRequestBuilder(method: "POST", url: url, body: body))
+                #expect(reply.status == status, "\(reply.json)")
+                #expect(reply.json["reason"] as? String == reason)
+                #expect(reply.contentType == "application/problem+json")
+            }
+            #expect(try await eventsWritten(redis) == 5)
+        }
+
+        @Test func appBatchesCheckTheKeyPerItem() async throws {
+            let redis = try await RedisServer.start()
+            defer { redis.stop() }
+            let pipeline = try PipelineProcesses(redis: redis, timeScale: 1, only: ["ingest"])
+            defer { pipeline.stop() }
+            try #require(try await http.waitUntilUp("\(pipeline.ingestURL)/health"), "ingest started\n\(pipeline.logs())")
+            let key = P256.Signing.PrivateKey()
+            let appKey = try await pipeline.registerCampaign(
+                network: Hostile.network, publicKeyPEM: key.publicKey.pemRepresentation, publisher: Hostile.publisher,
+                app: Hostile.app, http: http)
+            let url = "\(pipeline.ingestURL)/v1/conversions/batch"
+            let t = Hostile.now()
+            func conversion(_ app: ItemIdentifier, type: String = "download") -> String {
+                #"{"device-identifier":"device-\#(UUID().uuidString)","advertised-item-identifier":\#(app),"conversion-type":"\#(type)","time":\#(t)}"#
+            }
+            let body =
+                "["
+                + [conversion(Hostile.app), conversion(Hostile.otherApp), conversion(Hostile.app, type: "re-engagement")]
+                .joined(separator: ",") + "]"
+            let unauthenticated = try await http.send(HTTPClientRequestBuilder(method: "POST", url: url, body: body))
+            #expect(unauthenticated.status == 401)
+            #expect(unauthenticated.json["reason"] as? String == "missing-app-key")
+            let wrong = try await http.send(HTTPClientRequestBuilder(method: "POST", url: url, body: body, token: "ak_nope"))
+            #expect(Self.results(wrong).map { $0["reason"] as? String } == Array(repeating: "invalid-app-key", count: 3))
+            let reply = try await http.send(HTTPClientRequestBuilder(method: "POST", url: url, body: body, token: appKey))
+            let results = Self.results(reply)
+            #expect(results.map { $0["status"] as? Int } == [202, 403, 202], "\(reply.json)")
+            #expect(results[1]["reason"] as? String == "app-key-mismatch")
+            #expect(results[0]["conversion-tag"] == nil)
+            #expect(results[2]["conversion-tag"] as? String == results[2]["event-identifier"] as? String)
+            #expect(try await eventsWritten(redis) == 2)
+        }
+
+        @Test func pastTheLagCeilingIngestRefusesAtOnceAndWritesNothing() async throws {
+            let redis = try await RedisServer.start()
+            defer { redis.stop() }
+            // The verifier is up only to create its group; stopped, it lets `events` pile up.
+            let pipeline = try PipelineProcesses(
+                redis: redis, timeScale: 1, extraEnvironment: ["INGEST_MAX_EVENTS_LAG": "5"], only: ["ingest", "verifier"])
+            defer { pipeline.stop() }
+            try #require(try await http.waitUntilUp("\(pipeline.ingestURL)/health"), "ingest started\n\(pipeline.logs())")
+            let groupExists = try await eventually {
+                try await redis.connect().pipeline(
+                    StreamNames.events.all(testPartitioning).map { RedisCommand("XINFO", "GROUPS", $0) }
+                ).allSatisfy { $0.errorMessage == nil }
+            }
+            try #require(groupExists, "the verifier created its group\n\(pipeline.logs())")
+            _ = pipeline.stopGracefully("verifier")
+            let url = "\(pipeline.ingestURL)/v1/impressions/batch"
+            let batch = "[" + Array(repeating: Self.impression(), count: 10).joined(separator: ",") + "]"
+            let filled = try await http.send(HTTPClientRequestBuilder(method: "POST", url: url, body: batch))
+            #expect(filled.json["accepted"] as? Int == 10, "\(filled.json)")
+            // Within a few lag readings (every 250 ms), ingest sheds.
+            var refused: HTTPTestClient.Reply?
+            _ = try await eventually(timeout: .seconds(5)) {
+                let reply = try await http.send(
+                    HTTPClientRequestBuilder(method: "POST", url: "\(pipeline.ingestURL)/v1/impressions", body: Self.impression())
+                )
+                if reply.status == 503 { refused = reply }
+                return reply.status == 503
+            }
+            let answer = try #require(refused, "ingest refused past the ceiling")
+            #expect(answer.json["reason"] as? String == "pipeline-lagging")
+            #expect(answer.retryAfter == "1")
+            let written = try await eventsWritten(redis)
+            let batchRefused = try await http.send(HTTPClientRequestBuilder(method: "POST", url: url, body: batch))
+            #expect(batchRefused.status == 503)
+            #expect(batchRefused.json["reason"] as? String == "pipeline-lagging")
+            #expect(try await eventsWritten(redis) == written, "nothing refused was written")
+        }
+
+        @Test func whileRedisStallsIngestRefusesNewWorkAtOnce() async throws {
+            let redis = try await RedisServer.start()
+            defer { redis.stop() }
+            let pipeline = try PipelineProcesses(
+                redis: redis, timeScale: 1, extraEnvironment: ["INGEST_QUEUE_TARGET_MS": "50"], only: ["ingest"])
+            defer { pipeline.stop() }
+            try #require(try await http.waitUntilUp("\(pipeline.ingestURL)/health"), "ingest started\n\(pipeline.logs())")
+            let url = "\(pipeline.ingestURL)/v1/impressions"
+            // Warm: the script is loaded before Redis stalls.
+            #expect(
+                try await http.send(HTTPClientRequestBuilder(method: "POST", url: url, body: Self.impression())).status == 202)
+            _ = try await redis.connect().send(RedisCommand("CLIENT", "PAUSE", "1500", "WRITE"))
+            let stalled = Task {
+                try await http.send(HTTPClientRequestBuilder(method: "POST", url: url, body: Self.impression()))
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            let started = ContinuousClock.now
+            let refused = try await http.send(HTTPClientRequestBuilder(method: "POST", url: url, body: Self.impression()))
+            #expect(ContinuousClock.now - started < .milliseconds(500), "refused at once, not queued")
+            #expect(refused.status == 503, "\(refused.json)")
+            #expect(refused.json["reason"] as? String == "overloaded")
+            #expect(refused.retryAfter == "1")
+            #expect(try await stalled.value.status == 202, "the request already taken is not lost")
+            #expect(
+                try await http.send(HTTPClientRequestBuilder(method: "POST", url: url, body: Self.impression())).status == 202)
+            #expect(try await eventsWritten(redis) == 3)
+        }
+
+        @Test func oneFloodingNetworkIsHeldToItsRateAndOthersAreNot() async throws {
+            let redis = try await RedisServer.start()
+            defer { redis.stop() }
+            let pipeline = try PipelineProcesses(
+                redis: redis, timeScale: 1, extraEnvironment: ["INGEST_CALLER_RATE": "1", "INGEST_CALLER_BURST": "3"],
+                only: ["ingest"])
+            defer { pipeline.stop() }
+            try #require(try await http.waitUntilUp("\(pipeline.ingestURL)/health"), "ingest started\n\(pipeline.logs())")
+            let flood = "[" + (0..<5).map { _ in Self.impression(network: "flood.example") }.joined(separator: ",") + "]"
+            let reply = try await http.send(
+                HTTPClientRequestBuilder(method: "POST", url: "\(pipeline.ingestURL)/v1/impressions/batch", body: flood))
+            #expect(Self.results(reply).map { $0["status"] as? Int } == [202, 202, 202, 429, 429], "\(reply.json)")
+            #expect(Self.results(reply).last?["reason"] as? String == "rate-limited")
+            #expect(reply.retryAfter == "1")
+            let single = try await http.send(
+                HTTPClientRequestBuilder(
+                    method: "POST", url: "\(pipeline.ingestURL)/v1/impressions", body: Self.impression(network: "flood.example")))
+            #expect(single.status == 429)
+            #expect(single.json["reason"] as? String == "rate-limited")
+            #expect(single.retryAfter == "1")
+            let other = try await http.send(
+                HTTPClientRequestBuilder(
+                    method: "POST", url: "\(pipeline.ingestURL)/v1/impressions", body: Self.impression(network: "calm.example")))
+            #expect(other.status == 202, "another network keeps its own share")
+            #expect(try await eventsWritten(redis) == 4)
+        }
+    }
+}
