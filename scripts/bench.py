@@ -318,7 +318,7 @@ lines = [
     f"Offers of 2× and 5× the capacity ({OVERLOAD_SECONDS:.0f} s each): goodput is accepted events/s (until the last answer) "
     "as a share of the capacity; shed is the share refused at once (503 overloaded or pipeline-lagging, 429); failed counts "
     "timeouts (10 s), other errors and refused items; lost counts accepted impressions that never reached `verified` "
-    f"(attribution-winner consumed all of `verified` before each count). **Accepted and lost: {lost_total}.**", "",
+    f"(attribution-winner consumed all of `verified` before each count). **Accepted events lost: {lost_total}.**", "",
     "| offer | offered (events/s) | goodput (events/s) | of capacity | accepted p99 (ms) | shed | failed | lost |",
     "|---|---|---|---|---|---|---|---|",
     *[overload_row(f"{name.split('_')[0]}, {r['multiple']}× capacity", r) for name, r in overload.items()],

@@ -140,7 +140,7 @@ class Bench:
                 f"({record['backlog_growth_per_s']:+,.0f}/s): " + ("good" if record["good"] else "; ".join(record["why_not"])))
             return record["good"]
 
-        good, bad, rate = None, None, max(1, int(start))
+        good, bad, rate, down = None, None, max(1, int(start)), 0
         for _ in range(MAX_STEPS):
             if run(rate):
                 good = rate
@@ -149,7 +149,8 @@ class Bench:
                 rate = int(rate * FACTOR)
             else:
                 bad = rate
-                if good is not None:
+                down += 1
+                if good is not None or down > 3:  # nothing good four steps down: report no capacity
                     break
                 rate = max(1, int(rate / FACTOR))  # the first step was already too much: step down
         for _ in range(REFINE if good and bad else 0):

@@ -17,9 +17,9 @@ struct LoadCommand: AsyncParsableCommand {
         abstract: "Offer impressions (or a campaign) to ingest at a fixed rate; print the outcome and latency as JSON.",
         discussion: """
             The last line of output is JSON. Counts are events: accepted (answered 202, or a batch item's \
-            202), shed (in requests refused at once under overload: 429, or 503 overloaded or \
-            pipeline-lagging), failed (everything else: no answer within --timeout, other 5xx, refused \
-            batch items). Latency percentiles are per request, counted from when the request was due: \
+            202), shed (refused at once under overload, a whole request or a batch item: 429, or 503 \
+            overloaded or pipeline-lagging), failed (everything else: no answer within --timeout, other \
+            5xx, batch items refused for their content). Latency percentiles are per request, counted from when the request was due: \
             over every request (p50Milliseconds …) and over the accepted ones (acceptedP50Milliseconds …).
             """)
 

@@ -2,8 +2,8 @@ import Foundation
 import NIOCore
 
 /// What one request of a load run came to, counted per event: accepted (202, or a batch item's 202),
-/// shed (the whole request refused at once under overload: 429, or 503 `overloaded` or
-/// `pipeline-lagging`), or failed (everything else: no answer in time, other 5xx, refused items).
+/// shed (refused at once under overload, the whole request or a batch item: 429, or 503 `overloaded`
+/// or `pipeline-lagging`), or failed (everything else: no answer in time, other 5xx, refused items).
 struct LoadOutcome: Sendable {
     var kind: LoadEventKind
     var milliseconds: Double
@@ -17,6 +17,10 @@ struct LoadOutcome: Sendable {
 
     /// The 503 reasons that mean "overloaded, come back later", as opposed to a fault.
     static let shedReasons: Set<String> = ["overloaded", "pipeline-lagging", "rate-limited"]
+
+    static func isShed(status: Int, reason: String) -> Bool {
+        status == 429 || (status == 503 && shedReasons.contains(reason))
+    }
 
     init(kind: LoadEventKind, milliseconds: Double, events: Int) {
         self.kind = kind
@@ -42,13 +46,15 @@ struct LoadOutcome: Sendable {
                     accepted += 1
                 } else {
                     refusals["\(item.status) \(item.reason ?? "")", default: 0] += 1
+                    // An item past the caller's rate (or shed by ingest) is refused for load, not for its content.
+                    if Self.isShed(status: item.status, reason: item.reason ?? "") { shed += 1 }
                 }
             }
-            failed = events - accepted
+            failed = events - accepted - shed
         default:
             let reason = body.flatMap { try? JSONDecoder().decode(Problem.self, from: $0) }?.reason ?? ""
             refusals["\(status) \(reason)", default: 0] += events
-            if status == 429 || (status == 503 && Self.shedReasons.contains(reason)) {
+            if Self.isShed(status: status, reason: reason) {
                 shed = events
             } else {
                 failed = events
