@@ -13,13 +13,13 @@ between the last good and the first bad rate. Each step also records CPU per eve
 /proc, from the step's start until the pipeline has drained), Redis CPU and commands per event, and
 the entries added to the pipeline's streams, so that nothing accepted is lost unnoticed.
 
-Environment: BENCH_RAMP_STEP_SECONDS (3), BENCH_RAMP_FACTOR (1.5), BENCH_RAMP_REFINE (3 bisections),
+Environment: BENCH_RAMP_STEP_SECONDS (5), BENCH_RAMP_FACTOR (1.5), BENCH_RAMP_REFINE (3 bisections),
 BENCH_RAMP_START (250 events/s), BENCH_RAMP_MAX_STEPS (12 rising steps)."""
 
 import json, os, re, subprocess, threading, time
 from harness import RedisConnection, cpu_seconds, entries_added, group_backlog, partitioned
 
-STEP_SECONDS = float(os.environ.get("BENCH_RAMP_STEP_SECONDS", "3"))
+STEP_SECONDS = float(os.environ.get("BENCH_RAMP_STEP_SECONDS", "5"))
 FACTOR = float(os.environ.get("BENCH_RAMP_FACTOR", "1.5"))
 REFINE = int(os.environ.get("BENCH_RAMP_REFINE", "3"))
 START = int(os.environ.get("BENCH_RAMP_START", "250"))
@@ -136,7 +136,9 @@ class Bench:
             record = self.step(rate, batch)
             steps.append(record)
             log(f"  ramp batch {batch}: {rate:,}/s offered → {record['accepted']:,} accepted ({record['accepted_fraction']:.1%}), "
-                f"accepted p99 {record['accepted_p99_ms']:.1f} ms, backlog {record['backlog_before']}→{record['backlog_after']} "
+                f"accepted p99 {record['accepted_p99_ms']:.1f} ms (by kind: "
+                + ", ".join(f"{k} {v:.0f}" for k, v in record["figures"].get("acceptedP99MillisecondsByKind", {}).items())
+                + f"; sent late p99 {record['figures'].get('lateP99Milliseconds', 0):.1f} ms), backlog {record['backlog_before']}→{record['backlog_after']} "
                 f"({record['backlog_growth_per_s']:+,.0f}/s): " + ("good" if record["good"] else "; ".join(record["why_not"])))
             return record["good"]
 

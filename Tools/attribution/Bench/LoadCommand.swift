@@ -68,6 +68,7 @@ struct LoadCommand: AsyncParsableCommand {
                 let due = start + .seconds(Double(request.firstEvent) / Double(rate))
                 try? await Task.sleep(until: due, clock: .continuous)
                 group.addTask {
+                    let late = (ContinuousClock.now - due).seconds * 1000
                     var http = HTTPClientRequest(url: ingestURL + request.path)
                     http.method = .POST
                     http.headers.add(name: "Content-Type", value: "application/json")
@@ -78,14 +79,17 @@ struct LoadCommand: AsyncParsableCommand {
                     do {
                         let response = try await client.execute(http, timeout: timeout)
                         let body = try? await response.body.collect(upTo: 4 * 1024 * 1024)
-                        return LoadOutcome(
+                        var outcome = LoadOutcome(
                             kind: request.kind, milliseconds: (ContinuousClock.now - due).seconds * 1000,
                             events: request.events, batch: request.batch, status: Int(response.status.code), body: body)
+                        outcome.lateMilliseconds = late
+                        return outcome
                     } catch {
                         var outcome = LoadOutcome(
                             kind: request.kind, milliseconds: (ContinuousClock.now - due).seconds * 1000,
                             events: request.events)
                         outcome.failed = request.events
+                        outcome.lateMilliseconds = late
                         outcome.timedOut = (error as? HTTPClientError) == .deadlineExceeded
                         outcome.refusals[outcome.timedOut ? "timeout" : "no answer", default: 0] += request.events
                         return outcome

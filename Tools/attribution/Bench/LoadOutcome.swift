@@ -8,6 +8,8 @@ struct LoadOutcome: Sendable {
     var kind: LoadEventKind
     var milliseconds: Double
     var events: Int
+    /// How late the request was handed to the HTTP client after it was due: the load tool's own lag.
+    var lateMilliseconds = 0.0
     var accepted = 0
     var shed = 0
     var failed = 0
@@ -102,6 +104,11 @@ struct LoadFigures: Codable {
     var acceptedP99Milliseconds: Double
     var acceptedP999Milliseconds: Double
     var acceptedMaxMilliseconds: Double
+    /// The accepted requests' p99 per kind of event (a campaign's batches differ by route).
+    var acceptedP99MillisecondsByKind: [LoadEventKind: Double]
+    /// The p99 of how late requests left this tool after they were due: when it is large, the
+    /// generator (on the same cores as the server) was the bottleneck, not the server.
+    var lateP99Milliseconds: Double
     var signingSeconds: Double
 
     init(rate: Int, batch: Int, seconds: Double, signingSeconds: Double, outcomes: [LoadOutcome]) {
@@ -129,6 +136,10 @@ struct LoadFigures: Codable {
         acceptedP99Milliseconds = Self.percentile(acceptedRequests, 0.99)
         acceptedP999Milliseconds = Self.percentile(acceptedRequests, 0.999)
         acceptedMaxMilliseconds = acceptedRequests.last ?? 0
+        acceptedP99MillisecondsByKind = Dictionary(grouping: outcomes.filter { $0.accepted > 0 }, by: \.kind).mapValues {
+            Self.percentile($0.map(\.milliseconds).sorted(), 0.99)
+        }
+        lateP99Milliseconds = Self.percentile(outcomes.map(\.lateMilliseconds).sorted(), 0.99)
     }
 
     /// The exact percentile of sorted samples (nearest rank; every sample is kept).
