@@ -9,12 +9,13 @@ drained pipeline, and is good when
     partitions, sampled several times a second while the offer runs) does not grow by more than 5 % of
     the offered rate per second (a least-squares slope), and is at most a second's worth at the end.
 The ramp starts low and multiplies the rate by 1.5 until a step is bad, then bisects (geometrically)
-between the last good and the first bad rate. Each step also records CPU per event per process (from
+between the last good and the first bad rate. A bad step is run once more before it counts as bad
+(a single stall on shared cores is not the capacity). Each step also records CPU per event per process (from
 /proc, from the step's start until the pipeline has drained), Redis CPU and commands per event, and
 the entries added to the pipeline's streams, so that nothing accepted is lost unnoticed.
 
 Environment: BENCH_RAMP_STEP_SECONDS (5), BENCH_RAMP_FACTOR (1.5), BENCH_RAMP_REFINE (3 bisections),
-BENCH_RAMP_START (250 events/s), BENCH_RAMP_MAX_STEPS (12 rising steps)."""
+BENCH_RAMP_START (250 events/s), BENCH_RAMP_MAX_STEPS (12 rising steps), BENCH_RAMP_RETRIES (1)."""
 
 import json, os, re, subprocess, threading, time
 from harness import RedisConnection, cpu_seconds, entries_added, group_backlog, partitioned
@@ -24,6 +25,7 @@ FACTOR = float(os.environ.get("BENCH_RAMP_FACTOR", "1.5"))
 REFINE = int(os.environ.get("BENCH_RAMP_REFINE", "3"))
 START = int(os.environ.get("BENCH_RAMP_START", "250"))
 MAX_STEPS = int(os.environ.get("BENCH_RAMP_MAX_STEPS", "12"))
+RETRIES = int(os.environ.get("BENCH_RAMP_RETRIES", "1"))
 ACCEPTED_FRACTION, P99_MS, GROWTH_FRACTION = 0.99, 50.0, 0.05
 
 
@@ -132,14 +134,19 @@ class Bench:
         "steps" (in the order run)}."""
         steps = []
 
-        def run(rate):
+        def run(rate, attempt=1):
             record = self.step(rate, batch)
+            record["attempt"] = attempt
             steps.append(record)
             log(f"  ramp batch {batch}: {rate:,}/s offered → {record['accepted']:,} accepted ({record['accepted_fraction']:.1%}), "
                 f"accepted p99 {record['accepted_p99_ms']:.1f} ms (by kind: "
                 + ", ".join(f"{k} {v:.0f}" for k, v in record["figures"].get("acceptedP99MillisecondsByKind", {}).items())
                 + f"; sent late p99 {record['figures'].get('lateP99Milliseconds', 0):.1f} ms), backlog {record['backlog_before']}→{record['backlog_after']} "
                 f"({record['backlog_growth_per_s']:+,.0f}/s): " + ("good" if record["good"] else "; ".join(record["why_not"])))
+            # A bad step is run again before the search believes it: one stall (an AOF rewrite's fork, a
+            # burst of due postbacks) on these shared cores can fail a step far below capacity.
+            if not record["good"] and attempt <= RETRIES:
+                return run(rate, attempt + 1)
             return record["good"]
 
         good, bad, rate, down = None, None, max(1, int(start)), 0
@@ -165,7 +172,7 @@ class Bench:
                 bad = middle
         at_capacity = max((s for s in steps if s["good"]), key=lambda s: s["rate"], default=None)
         return {"batch": batch, "capacity_per_s": good or 0, "first_bad_per_s": bad, "at_capacity": at_capacity, "steps": steps,
-                "criteria": {"accepted_fraction": ACCEPTED_FRACTION, "accepted_p99_ms": P99_MS,
+                "criteria": {"retries_of_a_bad_step": RETRIES, "accepted_fraction": ACCEPTED_FRACTION, "accepted_p99_ms": P99_MS,
                              "backlog_growth_fraction_of_rate": GROWTH_FRACTION, "step_seconds": STEP_SECONDS, "factor": FACTOR}}
 
 
