@@ -46,8 +46,8 @@ struct LoadPlan {
     var rate: Int
     var batch: Int
 
-    /// `total` events in requests of `batch` events each. Impressions alone reuse 5,000 devices; a
-    /// campaign takes a fresh device per impression and sends, per `batch` devices, the batch of their
+    /// `total` events in requests of `batch` events each, each impression on a fresh device. A
+    /// campaign sends, per `batch` devices, the batch of their
     /// impressions, then the batch of their installs, then the batch of their value updates, so each
     /// impression is sent before its install. With `batch` 1 that is impression, install, update per device.
     func requests(total: Int) async throws -> [LoadRequest] {
@@ -75,7 +75,9 @@ struct LoadPlan {
             while end < slots.count, end - start < batch, slots[end].kind == kind { end += 1 }
             var items: [Data] = []
             for slot in slots[start..<end] {
-                let device = campaign ? "load-\(run)-\(slot.device)" : "load-device-\(slot.device % 5_000)"
+                // A fresh device per impression (or per campaign device): reusing devices across the runs
+                // of a capacity search piles impressions onto each, and the pipeline slows as they grow.
+                let device = "load-\(run)-\(slot.device)"
                 let time = eventTime(slot.index, from: now)
                 switch kind {
                 case .impression:
