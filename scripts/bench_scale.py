@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The scale part of the benchmark (scripts/bench.sh runs it after bench.py, in the same run): all five
 services on one Redis and on a local Redis Cluster of 3 primaries (each with a replica), offered the
-same campaign at a saturating rate; sustained events/s, Redis CPU per event (all nodes, and the
+same campaign at the five services' capacity bench.py found on one Redis (batches; see campaign_offer:
+the cluster, slower on these shared cores, sheds part of it); sustained events/s, Redis CPU per event (all nodes, and the
 primaries alone), Redis commands per event, CPU per service; then each service's CPU while idle (the
 pipeline empty, nothing arriving) as a share of one core. Writes OUT/scale.json.
 
@@ -13,7 +14,20 @@ from harness import PARTITIONS, Processes, RedisCluster, cpu_seconds, free_port,
 
 BIN, OUT = sys.argv[1], os.path.abspath(sys.argv[2])
 os.makedirs(OUT, exist_ok=True)
-RATE = os.environ.get("BENCH_CAMPAIGN_RATE", "3000")
+
+def campaign_offer():
+    """The campaign's rate and batch: BENCH_CAMPAIGN_RATE and BENCH_CAMPAIGN_BATCH when set, else the
+    capacity bench.py found for all five services (report.json, same run) in its batches, so that a
+    slower machine is not offered more than it takes (3000 events/s, single events, without a report)."""
+    try:
+        ramp = json.load(open(os.path.join(OUT, "report.json")))["five_services"]["ramp"]
+        found = (ramp["capacity_per_s"], ramp["batch"]) if ramp["capacity_per_s"] else (3000, 1)
+    except (OSError, KeyError, ValueError):
+        found = (3000, 1)
+    return (os.environ.get("BENCH_CAMPAIGN_RATE", str(found[0])), os.environ.get("BENCH_CAMPAIGN_BATCH", str(found[1])))
+
+
+RATE, BATCH = campaign_offer()
 IDLE_SECONDS = float(os.environ.get("BENCH_IDLE_SECONDS", "20"))
 SERVICES = ("ingest", "verifier", "attribution-winner", "scheduler", "dispatcher")
 
@@ -112,7 +126,7 @@ def run(mode):
         cpu_before = {name: cpu_seconds(p.pid) for name, p in processes.items()}
         redis_before = counters(ports)
         started = time.time()
-        output = subprocess.run([f"{BIN}/attribution", "load", "--ingest-url", ingest, "--rate", RATE, "--duration", "10",
+        output = subprocess.run([f"{BIN}/attribution", "load", "--ingest-url", ingest, "--rate", RATE, "--batch", BATCH, "--duration", "10",
                                  "--network", network, "--key-file", os.path.join(keys, "network.private.pem"), "--app-key", app_key],
                                 capture_output=True, text=True, check=True).stdout
         offered = json.loads(output.strip().splitlines()[-1])
@@ -176,14 +190,16 @@ for mode, r in results.items():
         for name, need in r.items():
             print(f"model {name}: {need['primaries']:.1f} primaries, {need['replica_cores']:.1f} replica cores, {need['worker_cores']:.1f} worker cores")
         continue
-    print(f"{mode}: {r['sustained_per_s']:,.0f} events/s sustained ({r['accepted']:,} accepted at {r['offered']['offeredPerSecond']:,}/s offered); "
+    print(f"{mode}: {r['sustained_per_s']:,.0f} events/s sustained ({r['accepted']:,} accepted, {r['offered'].get('shed', 0):,} shed, "
+          f"at {r['offered']['offeredPerSecond']:,}/s offered in batches of {r['offered'].get('batch', 1)}); "
           f"Redis {r['redis_us_per_event_all_nodes']:.0f} µs/event on all {r['nodes']} nodes, {r['redis_us_per_event_primaries']:.0f} on the "
           f"{r['primaries']} primaries (busiest {r['redis_busiest_primary_share']:.0%}), {r['redis_commands_per_event']:.1f} commands/event; "
           "idle: " + ", ".join(f"{k} {v:.1%}" for k, v in r["idle_core_share"].items()))
 
 # The scale section of the run's report (bench.py wrote the rest).
 lines = ["", "## Scale: one Redis and a 3-primary Redis Cluster", "",
-         "All five services, the same campaign offered to each (events/s until every conversion is planned). On this "
+         f"All five services, the same campaign offered to each ({RATE} events/s in batches of {BATCH}: the capacity the run "
+         "found for one Redis; events/s until every accepted conversion is planned). On this "
          "machine the cluster's six redis-servers share its cores with the services and the load generator, so its "
          "events/s measures overhead, not capacity; the per-event costs are what docs/capacity.md scales.", "",
          "| | events/s | Redis µs/event (all nodes) | Redis µs/event (primaries) | busiest primary | commands/event | "

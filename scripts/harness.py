@@ -98,6 +98,87 @@ def partitioned(base, count=PARTITIONS):
     return [f"{base}:{partition_tag(i, count)}" for i in range(count)]
 
 
+class RedisConnection:
+    """A plain RESP2 connection to one Redis, for polling many figures at once without a redis-cli
+    process per command (the benchmark samples stream lag several times a second)."""
+
+    def __init__(self, port):
+        self.socket = socket.create_connection(("127.0.0.1", port))
+        self.reader = self.socket.makefile("rb")
+
+    def pipeline(self, commands):
+        """Sends every command, then reads every reply; an error reply is returned as a RedisError."""
+        out = bytearray()
+        for command in commands:
+            out += f"*{len(command)}\r\n".encode()
+            for argument in command:
+                data = str(argument).encode()
+                out += f"${len(data)}\r\n".encode() + data + b"\r\n"
+        self.socket.sendall(out)
+        return [self._reply() for _ in commands]
+
+    def _reply(self):
+        line = self.reader.readline()
+        kind, rest = line[:1], line[1:-2]
+        if kind == b"+":
+            return rest.decode()
+        if kind == b"-":
+            return RedisError(rest.decode())
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            size = int(rest)
+            return None if size < 0 else self.reader.read(size + 2)[:-2].decode(errors="replace")
+        if kind == b"*":
+            size = int(rest)
+            return None if size < 0 else [self._reply() for _ in range(size)]
+        raise ConnectionError(f"unexpected RESP reply {line!r}")
+
+    def close(self):
+        self.socket.close()
+
+
+class RedisError(str):
+    """An error reply (`-ERR …`), kept as a value so one failed command does not hide the others."""
+
+
+def group_backlog(connection, pairs, count=PARTITIONS):
+    """How far each (stream, group) is behind, summed over the stream's partitions: entries not yet
+    delivered to the group (XINFO GROUPS lag) plus entries delivered and not acknowledged (pending). A
+    partition whose stream does not exist yet counts 0; a lag Redis cannot tell (nil) counts as
+    entries-added minus entries-read of the stream. Returns {(stream, group): backlog}."""
+    names = [(pair, name) for pair in pairs for name in partitioned(pair[0], count)]
+    replies = connection.pipeline([("XINFO", "GROUPS", name) for _, name in names])
+    missing = [name for (_, name), reply in zip(names, replies) if isinstance(reply, list) and any(
+        dict(zip(g[::2], g[1::2])).get("lag") is None for g in reply)]
+    added = dict(zip(missing, stream_entries_added(connection, missing))) if missing else {}
+    backlog = {pair: 0 for pair in pairs}
+    for (pair, name), reply in zip(names, replies):
+        if not isinstance(reply, list):
+            continue
+        for fields in reply:
+            group = dict(zip(fields[::2], fields[1::2]))
+            if group.get("name") != pair[1]:
+                continue
+            lag = group.get("lag")
+            if lag is None:
+                lag = max(0, added.get(name, 0) - (group.get("entries-read") or 0))
+            backlog[pair] += lag + (group.get("pending") or 0)
+    return backlog
+
+
+def stream_entries_added(connection, names):
+    """XINFO STREAM's entries-added (every entry ever added, trimmed ones included) per stream name; 0
+    for a stream that does not exist."""
+    replies = connection.pipeline([("XINFO", "STREAM", name) for name in names])
+    return [dict(zip(r[::2], r[1::2])).get("entries-added", 0) if isinstance(r, list) else 0 for r in replies]
+
+
+def entries_added(connection, stream, count=PARTITIONS):
+    """Entries ever added to a partitioned stream, summed over its partitions."""
+    return sum(stream_entries_added(connection, partitioned(stream, count)))
+
+
 def redis_cli(port, *args):
     return subprocess.run(["redis-cli", "-p", str(port), *map(str, args)], capture_output=True, text=True).stdout.strip()
 

@@ -5,17 +5,26 @@ import AttributionModel
 import Foundation
 import NIOCore
 
-/// `attribution load`: offers signed impressions to ingest at a fixed rate (open loop) and reports the
-/// answers' latency percentiles. Latency counts from when a request was due, not when it went out, so
-/// a stalled server cannot hide its queueing (no coordinated omission). Every sample is kept, so the
-/// percentiles are exact. With `--app-key` the offer is a campaign that gives all five services work:
-/// per device an impression, then its install, then a value update (a third of the requests each).
+/// `attribution load`: offers signed impressions to ingest at a fixed rate of events (open loop) and
+/// reports what became of them and the answers' latency percentiles. Latency counts from when a request
+/// was due, not when it went out, so a stalled server cannot hide its queueing (no coordinated
+/// omission). Every sample is kept, so the percentiles are exact. With `--app-key` the offer is a
+/// campaign that gives all five services work: per device an impression, then its install, then a value
+/// update (a third of the events each). With `--batch N` the events go N to a request to the batch routes.
 struct LoadCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "load", abstract: "Offer impressions to ingest at a fixed rate; print latency percentiles as JSON.")
+        commandName: "load",
+        abstract: "Offer impressions (or a campaign) to ingest at a fixed rate; print the outcome and latency as JSON.",
+        discussion: """
+            The last line of output is JSON. Counts are events: accepted (answered 202, or a batch item's \
+            202), shed (refused at once under overload, a whole request or a batch item: 429, or 503 \
+            overloaded or pipeline-lagging), failed (everything else: no answer within --timeout, other \
+            5xx, batch items refused for their content). Latency percentiles are per request, counted from when the request was due: \
+            over every request (p50Milliseconds …) and over the accepted ones (acceptedP50Milliseconds …).
+            """)
 
     @Option(name: .customLong("ingest-url")) var ingestURL: String
-    @Option(help: "Requests per second offered.") var rate: Int
+    @Option(help: "Events per second offered (requests per second: rate / batch).") var rate: Int
     @Option(help: "Seconds to offer them for.") var duration: Double
     @Option var network: String
     @Option(name: .customLong("key-file")) var keyFile: String
@@ -23,102 +32,79 @@ struct LoadCommand: AsyncParsableCommand {
     @Option var publisher: ItemIdentifier = 5_838_492
     @Option(name: .customLong("app-key"), help: "The advertised app's key: offer impression, install, update per device.")
     var appKey: String?
+    @Option(help: "Events per request: 1 uses the single-event routes; more (up to 1000) the batch routes, one kind per batch.")
+    var batch: Int = 1
+    @Option(
+        help: """
+            Seconds a request may take, waiting for a connection included, before it counts as failed \
+            (timedOut): a collapsed server cannot stall the run for longer.
+            """)
+    var timeout: Double = 10
 
-    struct Figures: Codable {
-        var offeredPerSecond: Int
-        var seconds: Double
-        var sent: Int
-        var accepted: Int
-        var failed: Int
-        var achievedPerSecond: Double
-        var p50Milliseconds: Double
-        var p99Milliseconds: Double
-        var p999Milliseconds: Double
-        var maxMilliseconds: Double
+    func validate() throws {
+        guard rate > 0, duration > 0 else { throw ValidationError("--rate and --duration must be positive") }
+        guard (1...1_000).contains(batch) else { throw ValidationError("--batch must be between 1 and 1000") }
+        guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
     }
 
     func run() async throws {
-        let key = try SigningKey.load(file: keyFile)
         guard let networkID = AdNetworkIdentifier(network) else { throw ValidationError("--network is not an ad network id") }
-        let total = Int(Double(rate) * duration)
+        let plan = LoadPlan(
+            network: networkID, key: try SigningKey.load(file: keyFile), app: app, publisher: publisher,
+            campaign: appKey != nil, rate: rate, batch: batch)
         // Signed beforehand: the run measures ingest, not this tool's signing.
-        var requests: [(path: String, body: ByteBuffer)] = []
-        requests.reserveCapacity(total)
-        let now = Milliseconds(Date().timeIntervalSince1970 * 1000)
-        let run = UUID().uuidString.prefix(8)
-        for index in 0..<total {
-            let time = now + Milliseconds(Double(index) / Double(rate) * 1000)
-            let step = appKey == nil ? 0 : index % 3
-            // Impressions-only runs reuse 5,000 devices; a campaign needs one fresh device per install.
-            let device = appKey == nil ? "load-device-\(index % 5_000)" : "load-\(run)-\(index / 3)"
-            switch step {
-            case 0:
-                let payload = ImpressionPayload(
-                    impressionIdentifier: UUID().uuidString, adNetworkIdentifier: networkID, advertisedItemIdentifier: app,
-                    publisherItemIdentifier: publisher, sourceIdentifier: index % 10_000, timestamp: time - 1_000)
-                let body: [String: Any] = [
-                    "device-identifier": device, "impression": try ImpressionSigning.sign(payload, with: key),
-                    "interaction": ["type": "click", "loaded-at": time - 500, "time": time],
-                ]
-                requests.append(("/v1/impressions", ByteBuffer(data: try JSONSerialization.data(withJSONObject: body))))
-            case 1:
-                let body = IngestRequests.Conversion(
-                    deviceIdentifier: device, advertisedItemIdentifier: app, conversionType: .download, time: time,
-                    countryCode: "US")
-                requests.append(("/v1/conversions", ByteBuffer(bytes: try JSONCoding.encoder.encode(body))))
-            default:
-                let body = IngestRequests.ValueUpdate(
-                    deviceIdentifier: device, advertisedItemIdentifier: app, time: time,
-                    update: PostbackUpdate(fineConversionValue: index % 64, coarseConversionValue: .medium))
-                requests.append(("/v1/conversion-value-updates", ByteBuffer(bytes: try JSONCoding.encoder.encode(body))))
-            }
-        }
+        let signingStarted = ContinuousClock.now
+        let requests = try await plan.requests(total: Int(Double(rate) * duration))
+        let signingSeconds = (ContinuousClock.now - signingStarted).seconds
+
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool = .init(idleTimeout: .seconds(30), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let (ingestURL, appKey, timeout) = (ingestURL, appKey, TimeAmount.milliseconds(Int64(timeout * 1000)))
         let start = ContinuousClock.now
-        let interval = Duration.seconds(1) / rate
-        let results = await withTaskGroup(of: (Double, Bool).self) { group in
-            for index in 0..<total {
-                let due = start + interval * index
+        let outcomes = await withTaskGroup(of: LoadOutcome.self) { group in
+            for request in requests {
+                // Due when its first event is: `rate` events per second, whatever the batch size.
+                let due = start + .seconds(Double(request.firstEvent) / Double(rate))
                 try? await Task.sleep(until: due, clock: .continuous)
-                let (path, body) = requests[index]
                 group.addTask {
-                    var request = HTTPClientRequest(url: ingestURL + path)
-                    request.method = .POST
-                    request.headers.add(name: "Content-Type", value: "application/json")
-                    if path != "/v1/impressions", let appKey {
-                        request.headers.add(name: "Authorization", value: "Bearer \(appKey)")
+                    let late = (ContinuousClock.now - due).seconds * 1000
+                    var http = HTTPClientRequest(url: ingestURL + request.path)
+                    http.method = .POST
+                    http.headers.add(name: "Content-Type", value: "application/json")
+                    if request.kind.needsAppKey, let appKey {
+                        http.headers.add(name: "Authorization", value: "Bearer \(appKey)")
                     }
-                    request.body = .bytes(body)
-                    let accepted: Bool
+                    http.body = .bytes(request.body)
                     do {
-                        let response = try await client.execute(request, timeout: .seconds(30))
-                        _ = try? await response.body.collect(upTo: 64 * 1024)
-                        accepted = response.status.code == 202
+                        let response = try await client.execute(http, timeout: timeout)
+                        let body = try? await response.body.collect(upTo: 4 * 1024 * 1024)
+                        var outcome = LoadOutcome(
+                            kind: request.kind, milliseconds: (ContinuousClock.now - due).seconds * 1000,
+                            events: request.events, batch: request.batch, status: Int(response.status.code), body: body)
+                        outcome.lateMilliseconds = late
+                        return outcome
                     } catch {
-                        accepted = false
+                        var outcome = LoadOutcome(
+                            kind: request.kind, milliseconds: (ContinuousClock.now - due).seconds * 1000,
+                            events: request.events)
+                        outcome.failed = request.events
+                        outcome.lateMilliseconds = late
+                        outcome.timedOut = (error as? HTTPClientError) == .deadlineExceeded
+                        outcome.refusals[outcome.timedOut ? "timeout" : "no answer", default: 0] += request.events
+                        return outcome
                     }
-                    let latency = ContinuousClock.now - due
-                    return (latency.seconds * 1000, accepted)
                 }
             }
-            var results: [(Double, Bool)] = []
-            for await result in group { results.append(result) }
-            return results
+            var outcomes: [LoadOutcome] = []
+            outcomes.reserveCapacity(requests.count)
+            for await outcome in group { outcomes.append(outcome) }
+            return outcomes
         }
         let elapsed = ContinuousClock.now - start
         try await client.shutdown()
-        let latencies = results.map(\.0).sorted()
-        func percentile(_ p: Double) -> Double {
-            latencies.isEmpty ? 0 : latencies[min(latencies.count - 1, Int((p * Double(latencies.count)).rounded(.up)) - 1)]
-        }
-        let seconds = elapsed.seconds
-        let accepted = results.filter(\.1).count
-        let figures = Figures(
-            offeredPerSecond: rate, seconds: seconds, sent: results.count, accepted: accepted, failed: results.count - accepted,
-            achievedPerSecond: Double(accepted) / seconds, p50Milliseconds: percentile(0.5), p99Milliseconds: percentile(0.99),
-            p999Milliseconds: percentile(0.999), maxMilliseconds: latencies.last ?? 0)
+        let figures = LoadFigures(
+            rate: rate, batch: batch, seconds: elapsed.seconds, signingSeconds: signingSeconds, outcomes: outcomes)
         print(String(decoding: try JSONCoding.encoder.encode(figures), as: UTF8.self))
     }
 }
