@@ -14,8 +14,9 @@ import Synchronization
 /// - In flight: at most `maxInFlight` events parsed and not yet answered.
 /// - Queueing: while a write has waited longer than `queueTarget` for a free connection, or a round
 ///   trip has gone on ten times longer (Redis is not keeping up, or stalls), or while even the
-///   fastest request of the last 100 ms took longer than that from its body to its writes (a standing
-///   queue: ingest's own CPU is not keeping up; CoDel's rule, so a burst alone does not count).
+///   fastest request of the last 100 ms took longer than that from its body to its writes, or even
+///   the least late of ingest's own wake-ups did (a standing queue: ingest's CPU is not keeping up;
+///   CoDel's rule, so a burst alone does not count).
 /// - Lag: while the verifier is more than `maxLag` events behind on `events` (read every 250 ms by
 ///   `run()`, the service half of this type).
 /// - Per caller: a token bucket per ad network or app (`callerRate`, `callerBurst`).
@@ -42,6 +43,10 @@ final class Admission: Service, Sendable {
         var intervalStart = ContinuousClock.now
         var shortest: Duration?
         var finished = 0
+        /// The least late wake-up of the interval, and how many there were (`sampleLateness`).
+        var latest: Duration?
+        var wakes = 0
+        var lastWake = ContinuousClock.now
         var standingQueue = false
     }
 
@@ -96,14 +101,19 @@ final class Admission: Service, Sendable {
             // An interval with no request finished says nothing; the queue delay above covers a stall.
             if now - state.intervalStart >= Self.interval {
                 state.standingQueue =
-                    state.finished >= Self.minimumSamples && (state.shortest ?? .zero) > limits.queueTarget
+                    (state.finished >= Self.minimumSamples && (state.shortest ?? .zero) > limits.queueTarget)
+                    || (state.wakes >= 2 && (state.latest ?? .zero) > limits.queueTarget)
+                    // The sampler itself so late it has not woken for a whole interval.
+                    || now - state.lastWake > Self.interval + limits.queueTarget
                 state.shortest = nil
                 state.finished = 0
+                state.latest = nil
+                state.wakes = 0
                 state.intervalStart = now
             }
             return state.standingQueue
         }
-        if standing { throw overloaded("even the fastest requests of the last 100 ms took over \(limits.queueTarget)") }
+        if standing { throw overloaded("a standing queue: for 100 ms nothing waited less than \(limits.queueTarget)") }
     }
 
     /// How long a taken request took from its body's arrival to its writes being handed over, per
@@ -163,34 +173,56 @@ final class Admission: Service, Sendable {
             .serviceUnavailable, reason: .overloaded, detail: "ingest is at capacity (\(why)); nothing was written, retry later")
     }
 
-    /// Reads the verifier's backlog on `events` every 250 ms while ingest runs.
+    /// While ingest runs: measures how late its own tasks start (every 10 ms), and reads the verifier's
+    /// backlog on `events` every 250 ms when there is a lag ceiling.
     func run() async throws {
-        guard let connection = lagConnection else {
-            // Nothing to read; a service that returned early would stop the whole group.
-            try? await gracefulShutdown()
-            return
-        }
-        let stream = StreamNames.events
-        let group = ConsumerGroups.verifier.name
         await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                do {
-                    let replies = try await connection.pipeline(
-                        stream.all(self.partitioning).map { RedisCommand("XINFO", "GROUPS", $0) })
-                    let lag = replies.reduce(0) { total, reply in
-                        // Unread (`lag`) plus read and unacknowledged (`pending`); a stream or group not
-                        // created yet is an error reply, and nothing behind.
-                        let info = reply.elements.map(\.fieldMap).first { $0["name"]?.string == group }
-                        return total + Int(info?["lag"]?.int ?? 0) + Int(info?["pending"]?.int ?? 0)
-                    }
-                    self.state.withLock { $0.lag = lag }
-                } catch {
-                    self.logger.debug("lag unreadable", metadata: ["error": "\(error)"])
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await self.sampleLateness() }
+                if let connection = self.lagConnection {
+                    group.addTask { await self.readLag(on: connection) }
                 }
-                try? await Task.sleep(for: .milliseconds(250))
             }
         }
-        await connection.close()
+        await lagConnection?.close()
+    }
+
+    /// A task asking to wake in 10 ms waits behind every request handler already queued for a thread:
+    /// how late it wakes is ingest's own queue (requests parsed, not yet served), which no request
+    /// can measure for itself. Samples go into the same 100 ms intervals as `record`.
+    private func sampleLateness() async {
+        let period = Duration.milliseconds(10)
+        while !Task.isCancelled {
+            let asked = ContinuousClock.now
+            try? await Task.sleep(for: period)
+            let late = ContinuousClock.now - asked - period
+            state.withLock { state in
+                state.latest = min(state.latest ?? late, late)
+                state.wakes += 1
+                state.lastWake = ContinuousClock.now
+            }
+        }
+    }
+
+    private func readLag(on connection: RedisConnection) async {
+        let stream = StreamNames.events
+        let group = ConsumerGroups.verifier.name
+        while !Task.isCancelled {
+            do {
+                let replies = try await connection.pipeline(
+                    stream.all(partitioning).map { RedisCommand("XINFO", "GROUPS", $0) })
+                let lag = replies.reduce(0) { total, reply in
+                    // Unread (`lag`) plus read and unacknowledged (`pending`); a stream or group not
+                    // created yet is an error reply, and nothing behind.
+                    let info = reply.elements.map(\.fieldMap).first { $0["name"]?.string == group }
+                    return total + Int(info?["lag"]?.int ?? 0) + Int(info?["pending"]?.int ?? 0)
+                }
+                state.withLock { $0.lag = lag }
+            } catch {
+                logger.debug("lag unreadable", metadata: ["error": "\(error)"])
+            }
+            try? await Task.sleep(for: .milliseconds(250))
+        }
     }
 }
 

@@ -54,6 +54,9 @@ final class PipelineProcesses: Sendable {
             "CONVERSION_SETTLE_MS": "250", "WINDOW_CLOSE_GRACE_MS": "400",
             // The receiver listens on http://127.0.0.1: exempt from the https and public-address rules.
             "POSTBACK_URL_ALLOWLIST": "127.0.0.1", "HTTP_HOST": "127.0.0.1",
+            // Tests send few requests and never retry a 503: on a busy CI machine a 20 ms queueing
+            // target could shed one. The overload tests set their own.
+            "INGEST_QUEUE_TARGET_MS": "500",
             "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
         ]
         environment.merge(extraEnvironment) { $1 }
