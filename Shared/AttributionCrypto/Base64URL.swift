@@ -31,7 +31,11 @@ public enum Base64URL {
     /// Nil for anything but unpadded base64url: other characters, `=` padding, or a length that no
     /// byte string encodes to (4n + 1).
     public static func decode(_ text: some StringProtocol) -> Data? {
-        let utf8 = text.utf8
+        decode(bytes: text.utf8)
+    }
+
+    /// `decode(_:)` of text given as its UTF-8 bytes (a slice of a JWS, without making a String of it).
+    public static func decode(bytes utf8: some Collection<UInt8>) -> Data? {
         guard utf8.count % 4 != 1 else { return nil }
         // Into an array first: appending byte by byte to Data costs a reference-count round trip each.
         var bytes: [UInt8] = []

@@ -120,15 +120,17 @@ public struct PipelineService: Sendable {
         let router = Router()
         router.add(middleware: ProblemMiddleware())
         router.add(middleware: BodyDeadline.Middleware(timeout: .milliseconds(idle)))
+        // Pipeline-wide gauges, read from Redis when /metrics is scraped.
+        let gauges = SnapshotGauges(connection: connection(), partitioning: partitioning)
         OperationsRoutes.add(
             to: router, redis: httpRedis, registry: registry,
-            groups: services.flatMap { ($0 as? any ConsumerGroupService)?.consumerGroups ?? [] })
+            groups: services.flatMap { ($0 as? any ConsumerGroupService)?.consumerGroups ?? [] },
+            beforeMetrics: { await gauges.refresh() })
         try routes(router, httpRedis)
         let app = Application(
             router: router, server: .http1(configuration: .init(idleTimeout: .milliseconds(idle))),
             configuration: .init(address: .hostname(host, port: port), serverName: name), logger: logger)
         logger.info("starting", metadata: ["http.host": "\(host)", "http.port": "\(port)", "time.scale": "\(policy.scale)"])
-        let gauges = SnapshotGauges(connection: connection(), partitioning: partitioning)
         let group = ServiceGroup(
             configuration: .init(
                 services: services.map { .init(service: $0) } + [.init(service: gauges), .init(service: app)],

@@ -141,6 +141,15 @@ extension Envelope: Codable {
 extension Envelope {
     /// The bytes that go into a stream entry.
     public func encoded() -> [UInt8] {
+        // The verifier's output, written without JSONEncoder (same bytes; see Envelope+VerifiedImpressionJSON).
+        if case .impressionVerified(let impression) = body, let json = Self.verifiedImpressionJSON(self, impression) {
+            return json
+        }
+        return jsonEncoded()
+    }
+
+    /// The envelope through JSONEncoder (what `encoded()` returns, whichever way it is written).
+    public func jsonEncoded() -> [UInt8] {
         // Encoding our own value types cannot fail: every field is a plain Codable value.
         (try? Array(JSONCoding.encoder.encode(self))) ?? []
     }

@@ -176,7 +176,9 @@ extension StageWorker {
         claimed: Bool
     ) -> [RedisCommand] {
         var commands = [RedisCommand("MULTI")]
-        commands += writes
+        // Writes of the batch's entries to one key (a device's state, a partition's timers, a crowd
+        // counter) merged into fewer commands with the same effect: see `WriteCoalescing`.
+        commands += WriteCoalescing.coalesce(writes)
         for (partition, ids) in Self.idsByPartition(written) {
             let stream = self.configuration.partitions[partition]
             commands.append(StreamCommands.ack(stream.stream, group: self.configuration.group, ids: ids))

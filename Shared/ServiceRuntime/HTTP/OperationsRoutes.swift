@@ -8,9 +8,10 @@ public enum OperationsRoutes {
     public static let routes = ["GET /health", "GET /ready", "GET /metrics"]
 
     /// `groups`: the consumer groups this service reads; `/ready` answers 503 until each exists.
+    /// `beforeMetrics` runs before `/metrics` answers (refreshing gauges read on demand).
     public static func add(
         to router: Router<some RequestContext>, redis: RedisConnection, registry: PrometheusCollectorRegistry,
-        groups: [(stream: String, group: String)] = []
+        groups: [(stream: String, group: String)] = [], beforeMetrics: @escaping @Sendable () async -> Void = {}
     ) {
         router.get("/health") { _, _ in Response.json(["status": "ok"]) }
         router.get("/ready") { _, _ -> Response in
@@ -32,6 +33,7 @@ public enum OperationsRoutes {
             return Response.json(["status": "ready"])
         }
         router.get("/metrics") { _, _ -> Response in
+            await beforeMetrics()
             var headers = HTTPFields()
             headers[.contentType] = "text/plain; version=0.0.4"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))

@@ -2,14 +2,20 @@ import Metrics
 import RedisStreams
 import ServiceLifecycle
 
-/// Exports the pipeline snapshot as Prometheus gauges every few seconds: stream lengths, consumer-group
-/// lag, pending entries and the age of the oldest, delayed-queue sizes (held postbacks per window,
-/// retries, timers) and dead letters per stage. Every service exports the same pipeline-wide figures
-/// (labelled by stream, group or queue), so any one scrape target shows the whole pipeline.
+/// Exports the pipeline snapshot as Prometheus gauges: stream lengths, consumer-group lag, pending
+/// entries and the age of the oldest, delayed-queue sizes (held postbacks per window, retries, timers)
+/// and dead letters per stage. Every service exports the same pipeline-wide figures (labelled by
+/// stream, group or queue), so any one scrape target shows the whole pipeline.
+///
+/// The snapshot is read when `/metrics` is scraped (`refresh()`), at most once per `interval`, not on
+/// a timer: a snapshot is some 700 Redis commands (every stream, group and queue of every partition),
+/// and five services reading one every 5 s whether or not anyone looks cost Redis more than some of
+/// the stages. A scrape now sees figures at most `interval` old instead of up to 5 s old.
 public struct SnapshotGauges: Service {
     let connection: RedisConnection
     let partitioning: Partitioning
     let interval: Duration
+    private let refresher = Refresher()
 
     public init(connection: RedisConnection, partitioning: Partitioning, interval: Duration = .seconds(5)) {
         self.connection = connection
@@ -17,14 +23,33 @@ public struct SnapshotGauges: Service {
         self.interval = interval
     }
 
+    /// Reads the snapshot and exports it, unless one was started less than `interval` ago (a scrape
+    /// arriving while one is read answers with the previous figures, so the connection is never used
+    /// by two at once). A failed read leaves the previous figures.
+    public func refresh() async {
+        await refresher.refresh(interval: interval) {
+            if let snapshot = try? await PipelineSnapshot.read(on: connection, partitioning) { Self.export(snapshot) }
+        }
+    }
+
     public func run() async throws {
+        // Nothing to do until shutdown but own the connection.
         await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                if let snapshot = try? await PipelineSnapshot.read(on: connection, partitioning) { Self.export(snapshot) }
-                try? await Task.sleep(for: interval)
-            }
+            while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
         }
         await connection.close()
+    }
+
+    /// One refresh at a time, at most one per interval.
+    actor Refresher {
+        var last: ContinuousClock.Instant?
+
+        func refresh(interval: Duration, _ read: @Sendable () async -> Void) async {
+            if let last, ContinuousClock.now - last < interval { return }
+            // Set before the read: the actor is re-entered while it awaits.
+            last = ContinuousClock.now
+            await read()
+        }
     }
 
     static func export(_ snapshot: PipelineSnapshot) {

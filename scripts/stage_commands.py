@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Redis commands per event, per stage and per command type (issue 17: cheaper stages).
+
+Usage: scripts/stage_commands.py BIN OUT  (BIN: the release binaries' directory)
+
+A private Redis (AOF everysec, as in bench.py), a campaign offered to ingest (`attribution load
+--app-key`: impression, install, value update per device, a day lasting a second), then each stage
+alone on what the previous one left, one after the other: ingest, verifier, attribution-winner,
+scheduler (until every window has closed and every held postback is released), dispatcher (until the
+receiver has every postback). Around each phase `INFO commandstats` is read; the difference, minus
+this script's own probes, divided by the campaign's accepted events, is that stage's cost. A stage's
+idle loops (timer polls, gauges) while it waits count too: they are part of what it costs.
+Writes commands.json and commands.md into OUT and prints the table."""
+
+import collections, json, os, re, signal, subprocess, sys, tempfile, time
+from harness import Processes, cpu_seconds, free_port, http, partitioned, redis_cli, until, wait_http
+
+BIN, OUT = sys.argv[1], os.path.abspath(sys.argv[2])
+RATE = int(os.environ.get("CAMPAIGN_RATE", "1500"))
+SECONDS = float(os.environ.get("CAMPAIGN_SECONDS", "10"))
+os.makedirs(OUT, exist_ok=True)
+children = Processes(OUT)
+own = collections.Counter()  # commands this script sent, by name (subtracted from each phase)
+
+
+def redis(*args):
+    own[str(args[0]).lower() if args[0] != "XINFO" else "xinfo|groups"] += 1
+    return redis_cli(PORT, *args)
+
+
+def commandstats():
+    own["info"] += 1
+    text = redis_cli(PORT, "INFO", "commandstats")
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"cmdstat_([^:]+):calls=(\d+)", text)}
+
+
+def group_done(stream, group):
+    for name in partitioned(stream):
+        own["xinfo|groups"] += 1
+        info = subprocess.run(["redis-cli", "-p", str(PORT), "--json", "XINFO", "GROUPS", name], capture_output=True, text=True).stdout
+        try:
+            entry = next(e for e in json.loads(info) if e.get("name") == group)
+        except Exception:
+            return False
+        if entry.get("lag") != 0 or entry.get("pending") != 0:
+            return False
+    return True
+
+
+def queues_empty(*queues):
+    return all(redis("ZCARD", name + ":due") == "0" for queue in queues for name in partitioned(queue))
+
+
+def measure(name, body):
+    own.clear()
+    before = commandstats()
+    started = time.time()
+    body()
+    after = commandstats()
+    delta = {k: after.get(k, 0) - before.get(k, 0) - own.get(k, 0) for k in after}
+    phases[name] = {"wall_s": time.time() - started, "commands": {k: v for k, v in sorted(delta.items()) if v > 0}}
+
+
+phases = {}
+try:
+    PORT = free_port()
+    children.start("redis", ["redis-server", "--port", str(PORT), "--save", "", "--appendonly", "yes", "--appendfsync", "everysec",
+                             "--dir", tempfile.mkdtemp()])
+    until(lambda: redis_cli(PORT, "PING") == "PONG", 10)
+    url, token = f"redis://127.0.0.1:{PORT}/0", "commands-admin-token"
+    keys = os.path.join(OUT, "keys")
+    for name in ("network", "pipeline", "pipeline-development"):
+        subprocess.run([f"{BIN}/attribution", "keygen", "--name", name, "--out", keys], check=True, capture_output=True)
+    receiver_port, ingest_port = free_port(), free_port()
+    scaled = {"TIME_SCALE": "86400", "CONVERSION_SETTLE_MS": "250", "WINDOW_CLOSE_GRACE_MS": "400", "CROWD_TIER_THRESHOLDS": "1,1,1"}
+    common = {"REDIS_URL": url, "LOG_LEVEL": "warning", "HTTP_HOST": "127.0.0.1", "POSTBACK_URL_ALLOWLIST": "127.0.0.1",
+              "STREAM_RETENTION_HOURS": "0", **scaled}
+    ingest_env = {**common, "HTTP_PORT": str(ingest_port), "ADMIN_TOKEN": token}
+    children.start("ingest", [f"{BIN}/ingest"], ingest_env)
+    ingest = f"http://127.0.0.1:{ingest_port}"
+    wait_http(ingest + "/health")
+    network = "bench.adattributionkit"
+    http("PUT", f"{ingest}/v1/admin/ad-networks/{network}",
+         {"public-key": open(os.path.join(keys, "network.public.pem")).read(), "postback-url": f"http://127.0.0.1:{receiver_port}/postbacks"}, token)
+    http("PUT", f"{ingest}/v1/admin/publisher-apps/5838492", {"AdNetworkIdentifiers": [network]}, token)
+    http("PUT", f"{ingest}/v1/admin/advertised-apps/1108187390", {}, token)
+    app_key = http("POST", f"{ingest}/v1/admin/advertised-apps/1108187390/keys", {}, token)["app-key"]
+
+    def worker(name, env=None):
+        return children.start(name, [f"{BIN}/{name}"], {**common, "HTTP_PORT": str(free_port()), **(env or {})})
+
+    def stop(name):
+        children.kill(name, signal.SIGTERM)
+
+    offered = {}
+
+    def ingest_phase():
+        output = subprocess.run([f"{BIN}/attribution", "load", "--ingest-url", ingest, "--rate", str(RATE), "--duration", str(SECONDS),
+                                 "--network", network, "--key-file", os.path.join(keys, "network.private.pem"), "--app-key", app_key],
+                                capture_output=True, text=True, check=True).stdout
+        offered.update(json.loads(output.strip().splitlines()[-1]))
+    measure("ingest", ingest_phase)
+    stop("ingest")
+
+    cpu = {}
+
+    def stage_phase(name, done, env=None):
+        def body():
+            process = worker(name, env)
+            until(done, 900, every=0.5)
+            cpu[name] = cpu_seconds(process.pid)
+            stop(name)
+        measure(name, body)
+
+    stage_phase("verifier", lambda: group_done("events", "verifier"))
+    stage_phase("attribution-winner", lambda: group_done("verified", "attribution-winner")
+                and queues_empty("winner:settling") and group_done("winner:settled", "attribution-winner"))
+    stage_phase("scheduler", lambda: group_done("attributions", "scheduler") and queues_empty(
+        "scheduler:windows", "scheduler:held:w0", "scheduler:held:w1", "scheduler:held:w2")
+        and group_done("scheduler:timers", "scheduler"))
+
+    # The dispatcher publishes its keys; ingest serves them to the receiver, which verifies every postback.
+    children.restart("ingest")
+    wait_http(ingest + "/health")
+    postbacks = sum(int(redis("XLEN", name) or 0) for name in partitioned("postbacks"))
+
+    def dispatcher_phase():
+        process = worker("dispatcher", {"SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
+                                        "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(keys, "pipeline-development.private.pem")})
+        until(lambda: "attribution-pipeline/0" in http("GET", f"{ingest}/.well-known/jwks.json").__str__(), 30)
+        children.start("receiver", [f"{BIN}/attribution", "receiver", "--port", str(receiver_port), "--jwks-url",
+                                    f"{ingest}/.well-known/jwks.json", "--output", os.path.join(OUT, "postbacks.jsonl"), "--log-level", "warning"])
+        wait_http(f"http://127.0.0.1:{receiver_port}/health")
+        until(lambda: group_done("postbacks", "dispatcher") and queues_empty("dispatcher:retries"), 900, every=0.5)
+        cpu["dispatcher"] = cpu_seconds(process.pid)
+        stop("dispatcher")
+    measure("dispatcher", dispatcher_phase)
+    received = http("GET", f"http://127.0.0.1:{receiver_port}/stats").get("accepted", 0)
+finally:
+    children.stop_all()
+
+events = max(1, offered.get("accepted", 0))
+names = sorted({c for p in phases.values() for c in p["commands"]}, key=lambda c: -sum(p["commands"].get(c, 0) for p in phases.values()))
+stages = list(phases)
+lines = [f"Campaign: {offered.get('accepted')} events accepted ({offered.get('offeredPerSecond')}/s offered for {SECONDS:.0f} s), "
+         f"{postbacks} postbacks, {received} received. Redis commands per accepted event:", "",
+         "| command | " + " | ".join(stages) + " | all |", "|---|" + "---|" * (len(stages) + 1)]
+for name in names:
+    row = [phases[s]["commands"].get(name, 0) / events for s in stages]
+    if sum(row) >= 0.005:
+        lines.append(f"| {name} | " + " | ".join(f"{v:.2f}" if v else "" for v in row) + f" | {sum(row):.2f} |")
+totals = [sum(phases[s]["commands"].values()) / events for s in stages]
+lines.append("| **total** | " + " | ".join(f"**{v:.2f}**" for v in totals) + f" | **{sum(totals):.2f}** |")
+lines += ["", "Phase seconds: " + ", ".join(f"{s} {phases[s]['wall_s']:.1f}" for s in stages)
+          + "; stage CPU seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items())]
+open(os.path.join(OUT, "commands.md"), "w").write("\n".join(lines) + "\n")
+open(os.path.join(OUT, "commands.json"), "w").write(json.dumps({"offered": offered, "postbacks": postbacks, "received": received,
+                                                                 "phases": phases, "cpu_s": cpu}, indent=2) + "\n")
+print("\n".join(lines))
