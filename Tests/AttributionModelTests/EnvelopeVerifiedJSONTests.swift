@@ -52,4 +52,43 @@ struct EnvelopeVerifiedJSONTests {
             #expect(try Envelope.decode(envelope.encoded()) == envelope)
         }
     }
+
+    static func reported(_ index: Int, device: String = "device-1", jws: String? = nil) -> Envelope {
+        let interaction =
+            switch index % 3 {
+            case 0: Interaction.click(at: 1_700_000_000_500, loadedAt: 1_700_000_000_000)
+            case 1: Interaction.view(begin: 1_700_000_000_000, end: 1_700_000_003_000)
+            default: Interaction(type: .click, time: index % 2 == 0 ? Int64.min : -5)
+            }
+        let report = ImpressionReport(
+            deviceIdentifier: device, impression: jws ?? "eyJhbGciOiJFUzI1NiJ9.eyJ4IjoxfQ.c2ln-\(index)_x",
+            interaction: interaction, receivedAt: index % 4 == 0 ? Int64.max : 1_700_000_000_900 + Int64(index))
+        return Envelope(id: "event-\(index)", time: 1_700_000_000_000 + Int64(index), body: .impressionReported(report))
+    }
+
+    @Test("impression.reported (ingest): identical bytes over 30 shapes, escaping text and SKAdNetwork reports fall back")
+    func reportedImpressionsToo() throws {
+        for index in 0..<30 {
+            let envelope = Self.reported(index)
+            guard case .impressionReported(let report) = envelope.body else { continue }
+            #expect(Envelope.reportedImpressionJSON(envelope, report) == envelope.jsonEncoded(), "shape \(index)")
+            #expect(try Envelope.decode(envelope.encoded()) == envelope)
+        }
+        for text in ["a\"b", "a\\b", "tab\there", "é", "\u{1}"] {
+            for envelope in [Self.reported(4, device: text), Self.reported(5, jws: text)] {
+                guard case .impressionReported(let report) = envelope.body else { continue }
+                #expect(Envelope.reportedImpressionJSON(envelope, report) == nil)
+                #expect(envelope.encoded() == envelope.jsonEncoded())
+            }
+        }
+        let skan = ImpressionReport(
+            deviceIdentifier: "d",
+            skadnetworkImpression: SKANImpression(
+                adNetworkIdentifier: AdNetworkIdentifier("example.skadnetwork")!, sourceIdentifier: 1, itunesItemIdentifier: 2,
+                nonce: "n", sourceAppIdentifier: 3, fidelityType: 1, timestamp: 4),
+            interaction: .click(at: 5, loadedAt: 4), receivedAt: 6)
+        let skanEnvelope = Envelope(id: "s", time: 5, body: .impressionReported(skan))
+        #expect(Envelope.reportedImpressionJSON(skanEnvelope, skan) == nil)
+        #expect(skanEnvelope.encoded() == skanEnvelope.jsonEncoded())
+    }
 }

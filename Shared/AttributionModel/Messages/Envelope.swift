@@ -145,6 +145,10 @@ extension Envelope {
         if case .impressionVerified(let impression) = body, let json = Self.verifiedImpressionJSON(self, impression) {
             return json
         }
+        // ingest's impressions, the same way.
+        if case .impressionReported(let report) = body, let json = Self.reportedImpressionJSON(self, report) {
+            return json
+        }
         return jsonEncoded()
     }
 
