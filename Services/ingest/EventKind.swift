@@ -29,14 +29,14 @@ enum EventKind: String, CaseIterable, Sendable {
     func decode(
         _ bytes: Data, appKey: String?, idempotencyKey: String?, inBatch: Bool, receivedAt: Milliseconds, withCaller: Bool
     ) throws -> Decoded {
-        let fingerprint = EventPublisher.Prepared.fingerprint(bytes)
         func prepared(_ envelope: Envelope, device: String, caller: EventPublisher.Caller, key: String?, tagged: Bool = false)
             throws -> EventPublisher.Prepared
         {
             if let key { try RequestChecks.idempotencyKey(key) }
+            // Only a keyed event is ever compared with a retry.
             return EventPublisher.Prepared(
                 envelope: envelope, route: route, device: device, caller: caller, idempotencyKey: key,
-                fingerprint: fingerprint, tagged: tagged)
+                fingerprint: key == nil ? "-" : EventPublisher.Prepared.fingerprint(bytes), tagged: tagged)
         }
         switch self {
         case .impressions:

@@ -75,10 +75,8 @@ struct EventPublisher: Sendable {
         /// A re-engagement: its id is also its `conversion-tag`.
         var tagged = false
 
-        static func fingerprint(_ bytes: some Sequence<UInt8>) -> String {
-            var hasher = SHA256()
-            hasher.update(data: Data(bytes))
-            return Hex.encode(hasher.finalize())
+        static func fingerprint(_ bytes: Data) -> String {
+            Hex.encode(SHA256.hash(data: bytes))
         }
     }
 
