@@ -1,6 +1,7 @@
 import AttributionModel
 import Logging
 import Metrics
+import NIOPosix
 import RedisStreams
 import ServiceLifecycle
 import ServiceRuntime
@@ -187,15 +188,28 @@ final class Admission: Service, Sendable {
         await lagConnection?.close()
     }
 
-    /// A task asking to wake in 10 ms waits behind every request handler already queued for a thread:
-    /// how late it wakes is ingest's own queue (requests parsed, not yet served), which no request
-    /// can measure for itself. Samples go into the same 100 ms intervals as `record`.
+    /// A timer asking to fire in 10 ms fires late by the queue ahead of it: on an event loop, the HTTP
+    /// work (parsing, writing answers) of every connection it serves; on Swift's thread pool, every
+    /// request handler already queued. That lateness is ingest's own queue (requests received, not yet
+    /// served), which no request can measure for itself. Each round samples every event loop, and
+    /// then the pool, and keeps the worst: one saturated loop delays all of its connections.
     private func sampleLateness() async {
         let period = Duration.milliseconds(10)
+        let loops = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())
         while !Task.isCancelled {
+            var worst = Duration.zero
+            for loop in loops {
+                let asked = ContinuousClock.now
+                guard
+                    let fired = try? await loop.scheduleTask(in: .milliseconds(10), { ContinuousClock.now }).futureResult
+                        .get()
+                else { return }
+                worst = max(worst, fired - asked - period)
+            }
             let asked = ContinuousClock.now
             try? await Task.sleep(for: period)
-            let late = ContinuousClock.now - asked - period
+            worst = max(worst, ContinuousClock.now - asked - period)
+            let late = worst
             state.withLock { state in
                 state.latest = min(state.latest ?? late, late)
                 state.wakes += 1

@@ -23,6 +23,9 @@ struct LoadCommand: AsyncParsableCommand {
             over every request (p50Milliseconds …) and over the accepted ones (acceptedP50Milliseconds …).
             """)
 
+    @Option(help: "HTTP connections at most (requests beyond them wait for one, and that wait counts in their latency).")
+    var connections = 512
+
     @Option(name: .customLong("ingest-url")) var ingestURL: String
     @Option(help: "Events per second offered (requests per second: rate / batch).") var rate: Int
     @Option(help: "Seconds to offer them for.") var duration: Double
@@ -58,7 +61,10 @@ struct LoadCommand: AsyncParsableCommand {
         let signingSeconds = (ContinuousClock.now - signingStarted).seconds
 
         var configuration = HTTPClient.Configuration()
-        configuration.connectionPool = .init(idleTimeout: .seconds(30), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
+        // Open loop: like many ad servers, not one with a few sockets, so a request never waits here
+        // for a connection while ingest has room (that wait would be the tool's queue, not ingest's).
+        configuration.connectionPool = .init(
+            idleTimeout: .seconds(30), concurrentHTTP1ConnectionsPerHostSoftLimit: connections)
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         let (ingestURL, appKey, timeout) = (ingestURL, appKey, TimeAmount.milliseconds(Int64(timeout * 1000)))
         let start = ContinuousClock.now
