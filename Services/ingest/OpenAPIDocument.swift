@@ -8,6 +8,28 @@ enum OpenAPIDocument {
         "[" + ProblemReason.appearing(in: channel).map { "\"\($0.rawValue)\"" }.joined(separator: ", ") + "]"
     }
 
+    /// A batch route's path item (`…/batch`), the same for every kind of event but its schema.
+    static func batchRoute(_ path: String, _ schema: String, _ what: String, appKey: Bool) -> String {
+        let security = appKey ? #""security": [{"appKey": []}],"# : ""
+        return #"""
+            "\#(path)/batch": {
+              "post": {
+                \#(security)
+                "summary": "Report up to 1,000 \#(what) in one request; each item is answered on its own",
+                "parameters": [{"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "minLength": 1, "maxLength": 240}, "description": "gives item i (from 0) the key `<header>:<i>` unless it carries its own `idempotency-key`"}],
+                "requestBody": {"required": true, "description": "a JSON array of the single route's objects, or NDJSON (one per line); each may carry `idempotency-key`. At most `MAX_BATCH_BODY_BYTES` (4 MiB by default)", "content": {"application/json": {"schema": {"type": "array", "minItems": 1, "maxItems": 1000, "items": {"allOf": [{"$ref": "#/components/schemas/\#(schema)"}, {"$ref": "#/components/schemas/BatchItemKey"}]}}}, "application/x-ndjson": {"schema": {"type": "string", "description": "one JSON object per line, as in the array"}}}},
+                "responses": {
+                  "200": {"description": "one result per item, in order: `status` 202 with its `event-identifier`, or the item's problem (400 invalid item, 401/403 app key, 422 `idempotency-key-reused`, 429 `rate-limited`, 503 `replication-timeout`/`redis-unreachable`). When an item was answered 429 or 503, the response carries the longest `Retry-After` they ask for", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/BatchAnswer"}}}},
+                  "400": {"$ref": "#/components/responses/Problem"},
+                  "401": {"$ref": "#/components/responses/Problem"},
+                  "413": {"$ref": "#/components/responses/Problem"},
+                  "503": {"description": "not acknowledged; retry after `Retry-After` seconds with the same `Idempotency-Key`. `overloaded` (ingest at capacity: `INGEST_MAX_IN_FLIGHT`, `INGEST_QUEUE_TARGET_MS`) and `pipeline-lagging` (the verifier past `INGEST_MAX_EVENTS_LAG` behind) are answered at once and wrote nothing; `redis-unreachable` (Redis unavailable) and `replication-timeout` (written, not yet on a replica) may have written it", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}
+                }
+              }
+            }
+            """#
+    }
+
     static let json = #"""
         {
           "openapi": "3.1.0",
@@ -611,65 +633,10 @@ enum OpenAPIDocument {
                 }
               }
             },
-            "/v1/impressions/batch": {
-              "post": {
-                "summary": "Report up to 1,000 impressions in one request; each item is answered on its own",
-                "parameters": [{"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "minLength": 1, "maxLength": 240}, "description": "gives item i (from 0) the key `<header>:<i>` unless it carries its own `idempotency-key`"}],
-                "requestBody": {"required": true, "description": "a JSON array of the single route's objects, or NDJSON (one per line); each may carry `idempotency-key`. At most `MAX_BATCH_BODY_BYTES` (4 MiB by default)", "content": {"application/json": {"schema": {"type": "array", "minItems": 1, "maxItems": 1000, "items": {"allOf": [{"$ref": "#/components/schemas/ImpressionRequest"}, {"$ref": "#/components/schemas/BatchItemKey"}]}}}, "application/x-ndjson": {"schema": {"type": "string", "description": "one JSON object per line, as in the array"}}}},
-                "responses": {
-                  "200": {"description": "one result per item, in order: `status` 202 with its `event-identifier`, or the item's problem (400 invalid item, 401/403 app key, 422 `idempotency-key-reused`, 429 `rate-limited`, 503 `replication-timeout`/`redis-unreachable`). When an item was answered 429 or 503, the response carries the longest `Retry-After` they ask for", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/BatchAnswer"}}}},
-                  "400": {"$ref": "#/components/responses/Problem"},
-                  "401": {"$ref": "#/components/responses/Problem"},
-                  "413": {"$ref": "#/components/responses/Problem"},
-                  "503": {"description": "not acknowledged; retry after `Retry-After` seconds with the same `Idempotency-Key`. `overloaded` (ingest at capacity: `INGEST_MAX_IN_FLIGHT`, `INGEST_QUEUE_TARGET_MS`) and `pipeline-lagging` (the verifier past `INGEST_MAX_EVENTS_LAG` behind) are answered at once and wrote nothing; `redis-unreachable` (Redis unavailable) and `replication-timeout` (written, not yet on a replica) may have written it", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}
-                }
-              }
-            },
-            "/v1/conversions/batch": {
-              "post": {
-                "summary": "Report up to 1,000 conversions in one request; each item is answered on its own",
-                "security": [{"appKey": []}],
-                "parameters": [{"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "minLength": 1, "maxLength": 240}, "description": "gives item i (from 0) the key `<header>:<i>` unless it carries its own `idempotency-key`"}],
-                "requestBody": {"required": true, "description": "a JSON array of the single route's objects, or NDJSON (one per line); each may carry `idempotency-key`. At most `MAX_BATCH_BODY_BYTES` (4 MiB by default)", "content": {"application/json": {"schema": {"type": "array", "minItems": 1, "maxItems": 1000, "items": {"allOf": [{"$ref": "#/components/schemas/ConversionRequest"}, {"$ref": "#/components/schemas/BatchItemKey"}]}}}, "application/x-ndjson": {"schema": {"type": "string", "description": "one JSON object per line, as in the array"}}}},
-                "responses": {
-                  "200": {"description": "one result per item, in order: `status` 202 with its `event-identifier`, or the item's problem (400 invalid item, 401/403 app key, 422 `idempotency-key-reused`, 429 `rate-limited`, 503 `replication-timeout`/`redis-unreachable`). When an item was answered 429 or 503, the response carries the longest `Retry-After` they ask for", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/BatchAnswer"}}}},
-                  "400": {"$ref": "#/components/responses/Problem"},
-                  "401": {"$ref": "#/components/responses/Problem"},
-                  "413": {"$ref": "#/components/responses/Problem"},
-                  "503": {"description": "not acknowledged; retry after `Retry-After` seconds with the same `Idempotency-Key`. `overloaded` (ingest at capacity: `INGEST_MAX_IN_FLIGHT`, `INGEST_QUEUE_TARGET_MS`) and `pipeline-lagging` (the verifier past `INGEST_MAX_EVENTS_LAG` behind) are answered at once and wrote nothing; `redis-unreachable` (Redis unavailable) and `replication-timeout` (written, not yet on a replica) may have written it", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}
-                }
-              }
-            },
-            "/v1/conversion-value-updates/batch": {
-              "post": {
-                "summary": "Report up to 1,000 conversion-value updates in one request; each item is answered on its own",
-                "security": [{"appKey": []}],
-                "parameters": [{"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "minLength": 1, "maxLength": 240}, "description": "gives item i (from 0) the key `<header>:<i>` unless it carries its own `idempotency-key`"}],
-                "requestBody": {"required": true, "description": "a JSON array of the single route's objects, or NDJSON (one per line); each may carry `idempotency-key`. At most `MAX_BATCH_BODY_BYTES` (4 MiB by default)", "content": {"application/json": {"schema": {"type": "array", "minItems": 1, "maxItems": 1000, "items": {"allOf": [{"$ref": "#/components/schemas/ValueUpdateRequest"}, {"$ref": "#/components/schemas/BatchItemKey"}]}}}, "application/x-ndjson": {"schema": {"type": "string", "description": "one JSON object per line, as in the array"}}}},
-                "responses": {
-                  "200": {"description": "one result per item, in order: `status` 202 with its `event-identifier`, or the item's problem (400 invalid item, 401/403 app key, 422 `idempotency-key-reused`, 429 `rate-limited`, 503 `replication-timeout`/`redis-unreachable`). When an item was answered 429 or 503, the response carries the longest `Retry-After` they ask for", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/BatchAnswer"}}}},
-                  "400": {"$ref": "#/components/responses/Problem"},
-                  "401": {"$ref": "#/components/responses/Problem"},
-                  "413": {"$ref": "#/components/responses/Problem"},
-                  "503": {"description": "not acknowledged; retry after `Retry-After` seconds with the same `Idempotency-Key`. `overloaded` (ingest at capacity: `INGEST_MAX_IN_FLIGHT`, `INGEST_QUEUE_TARGET_MS`) and `pipeline-lagging` (the verifier past `INGEST_MAX_EVENTS_LAG` behind) are answered at once and wrote nothing; `redis-unreachable` (Redis unavailable) and `replication-timeout` (written, not yet on a replica) may have written it", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}
-                }
-              }
-            },
-            "/v1/activity/batch": {
-              "post": {
-                "summary": "Report up to 1,000 activity reports in one request; each item is answered on its own",
-                "security": [{"appKey": []}],
-                "parameters": [{"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "minLength": 1, "maxLength": 240}, "description": "gives item i (from 0) the key `<header>:<i>` unless it carries its own `idempotency-key`"}],
-                "requestBody": {"required": true, "description": "a JSON array of the single route's objects, or NDJSON (one per line); each may carry `idempotency-key`. At most `MAX_BATCH_BODY_BYTES` (4 MiB by default)", "content": {"application/json": {"schema": {"type": "array", "minItems": 1, "maxItems": 1000, "items": {"allOf": [{"$ref": "#/components/schemas/ActivityReport"}, {"$ref": "#/components/schemas/BatchItemKey"}]}}}, "application/x-ndjson": {"schema": {"type": "string", "description": "one JSON object per line, as in the array"}}}},
-                "responses": {
-                  "200": {"description": "one result per item, in order: `status` 202 with its `event-identifier`, or the item's problem (400 invalid item, 401/403 app key, 422 `idempotency-key-reused`, 429 `rate-limited`, 503 `replication-timeout`/`redis-unreachable`). When an item was answered 429 or 503, the response carries the longest `Retry-After` they ask for", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/BatchAnswer"}}}},
-                  "400": {"$ref": "#/components/responses/Problem"},
-                  "401": {"$ref": "#/components/responses/Problem"},
-                  "413": {"$ref": "#/components/responses/Problem"},
-                  "503": {"description": "not acknowledged; retry after `Retry-After` seconds with the same `Idempotency-Key`. `overloaded` (ingest at capacity: `INGEST_MAX_IN_FLIGHT`, `INGEST_QUEUE_TARGET_MS`) and `pipeline-lagging` (the verifier past `INGEST_MAX_EVENTS_LAG` behind) are answered at once and wrote nothing; `redis-unreachable` (Redis unavailable) and `replication-timeout` (written, not yet on a replica) may have written it", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}
-                }
-              }
-            },
+            \#(batchRoute("/v1/impressions", "ImpressionRequest", "impressions", appKey: false)),
+            \#(batchRoute("/v1/conversions", "ConversionRequest", "conversions", appKey: true)),
+            \#(batchRoute("/v1/conversion-value-updates", "ValueUpdateRequest", "conversion-value updates", appKey: true)),
+            \#(batchRoute("/v1/activity", "ActivityReport", "activity reports", appKey: true)),
             "/v1/admin/devices/{device}": {
               "parameters": [{"name": "device", "in": "path", "required": true, "schema": {"type": "string", "minLength": 1, "maxLength": 128}, "description": "device identifier"}],
               "delete": {

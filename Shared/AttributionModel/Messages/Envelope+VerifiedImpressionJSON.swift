@@ -12,15 +12,10 @@ extension Envelope {
         out.reserveCapacity(512)
         out.append(UInt8(ascii: "{"))
         let payload = impression.payload
-        let interaction = impression.interaction
         // Keys in JSONEncoder's `.sortedKeys` order.
         guard out.key("body", first: true), out.byte(UInt8(ascii: "{")),
             out.key("device-identifier", first: true), out.string(impression.deviceIdentifier),
-            out.key("interaction"), out.byte(UInt8(ascii: "{")),
-            interaction.begin.map({ out.key("begin", first: true) && out.number($0) }) ?? true,
-            interaction.loadedAt.map({ out.key("loaded-at", first: interaction.begin == nil) && out.number($0) }) ?? true,
-            out.key("time", first: interaction.begin == nil && interaction.loadedAt == nil), out.number(interaction.time),
-            out.key("type"), out.string(interaction.type.rawValue), out.byte(UInt8(ascii: "}")),
+            out.key("interaction"), out.interaction(impression.interaction),
             out.key("kind"), out.string(impression.kind.rawValue),
             out.key("payload"), out.byte(UInt8(ascii: "{")),
             out.key("ad-network-identifier", first: true), out.string(payload.adNetworkIdentifier.rawValue),
@@ -52,16 +47,11 @@ extension Envelope {
         var out: [UInt8] = []
         out.reserveCapacity(256 + jws.utf8.count)
         out.append(UInt8(ascii: "{"))
-        let interaction = report.interaction
         // Keys in JSONEncoder's `.sortedKeys` order.
         guard out.key("body", first: true), out.byte(UInt8(ascii: "{")),
             out.key("device-identifier", first: true), out.string(report.deviceIdentifier),
             out.key("impression"), out.string(jws),
-            out.key("interaction"), out.byte(UInt8(ascii: "{")),
-            interaction.begin.map({ out.key("begin", first: true) && out.number($0) }) ?? true,
-            interaction.loadedAt.map({ out.key("loaded-at", first: interaction.begin == nil) && out.number($0) }) ?? true,
-            out.key("time", first: interaction.begin == nil && interaction.loadedAt == nil), out.number(interaction.time),
-            out.key("type"), out.string(interaction.type.rawValue), out.byte(UInt8(ascii: "}")),
+            out.key("interaction"), out.interaction(report.interaction),
             out.key("received-at"), out.number(report.receivedAt),
             out.byte(UInt8(ascii: "}")),
             out.key("id"), out.string(envelope.id),
@@ -82,6 +72,15 @@ extension [UInt8] {
         key.withUTF8Buffer { append(contentsOf: $0) }
         append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
         return true
+    }
+
+    /// An `Interaction` object, keys sorted.
+    fileprivate mutating func interaction(_ interaction: Interaction) -> Bool {
+        byte(UInt8(ascii: "{"))
+            && (interaction.begin.map({ key("begin", first: true) && number($0) }) ?? true)
+            && (interaction.loadedAt.map({ key("loaded-at", first: interaction.begin == nil) && number($0) }) ?? true)
+            && key("time", first: interaction.begin == nil && interaction.loadedAt == nil) && number(interaction.time)
+            && key("type") && string(interaction.type.rawValue) && byte(UInt8(ascii: "}"))
     }
 
     fileprivate mutating func byte(_ byte: UInt8) -> Bool {
