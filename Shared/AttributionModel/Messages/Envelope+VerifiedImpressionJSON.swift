@@ -28,12 +28,8 @@ extension Envelope {
             out.key("source-identifier"), out.number(payload.sourceIdentifier),
             out.key("timestamp"), out.number(payload.timestamp), out.byte(UInt8(ascii: "}")),
             out.byte(UInt8(ascii: "}")),
-            out.key("id"), out.string(envelope.id),
-            out.key("schema"), out.number(envelope.schema),
-            out.key("time"), out.number(envelope.time),
-            out.key("type"), out.string(envelope.type.rawValue)
+            out.envelopeFields(envelope)
         else { return nil }
-        out.append(UInt8(ascii: "}"))
         return out
     }
 }
@@ -54,12 +50,8 @@ extension Envelope {
             out.key("interaction"), out.interaction(report.interaction),
             out.key("received-at"), out.number(report.receivedAt),
             out.byte(UInt8(ascii: "}")),
-            out.key("id"), out.string(envelope.id),
-            out.key("schema"), out.number(envelope.schema),
-            out.key("time"), out.number(envelope.time),
-            out.key("type"), out.string(envelope.type.rawValue)
+            out.envelopeFields(envelope)
         else { return nil }
-        out.append(UInt8(ascii: "}"))
         return out
     }
 }
@@ -72,6 +64,12 @@ extension [UInt8] {
         key.withUTF8Buffer { append(contentsOf: $0) }
         append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
         return true
+    }
+
+    /// The envelope's own fields after its body, and the closing brace.
+    fileprivate mutating func envelopeFields(_ envelope: Envelope) -> Bool {
+        key("id") && string(envelope.id) && key("schema") && number(envelope.schema) && key("time")
+            && number(envelope.time) && key("type") && string(envelope.type.rawValue) && byte(UInt8(ascii: "}"))
     }
 
     /// An `Interaction` object, keys sorted.
