@@ -125,7 +125,7 @@ struct EventPublisher: Sendable {
                 event.envelope.encoded(), Array(event.fingerprint.utf8), Array(String(idempotencyTTL).utf8),
                 Array(event.envelope.id.utf8), Array((event.idempotencyKey == nil ? "0" : "1").utf8),
             ])
-        return PublishQueue.Write(call: call, partition: partition)
+        return PublishQueue.Write(call: call, group: partition.index)
     }
 
     private func answer(_ outcome: PublishQueue.Outcome, for event: Prepared) -> Result<String, ProblemDetails> {

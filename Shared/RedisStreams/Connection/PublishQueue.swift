@@ -1,5 +1,3 @@
-import RedisStreams
-import ServiceRuntime
 import Synchronization
 
 /// Coalesces the publishes of concurrent requests into pipelined round trips over a small pool of
@@ -7,20 +5,27 @@ import Synchronization
 /// takes everything waiting (up to `maximumWrites`) in one pipeline. So a single-event request costs a
 /// share of a round trip under load, and one round trip when idle: no timer, no added latency.
 ///
-/// With `replicas` > 0 each round trip ends in `WAIT` (on Redis Cluster one after each partition's
+/// With `replicas` > 0 each round trip ends in `WAIT` (on Redis Cluster one after each group's
 /// writes, since `WAIT` covers the writes made before it on the same node and connection); every write
 /// reports what its `WAIT` answered.
-final class PublishQueue: Sendable {
-    struct Write: Sendable {
-        var call: RedisScript.Call
-        var partition: Partition
+public final class PublishQueue: Sendable {
+    public struct Write: Sendable {
+        public var call: RedisScript.Call
+        /// The writes of one group share one hash slot (ingest: the partition's index): on a cluster
+        /// each group gets its own `WAIT`.
+        public var group: Int
+
+        public init(call: RedisScript.Call, group: Int) {
+            self.call = call
+            self.group = group
+        }
     }
 
-    struct Outcome: Sendable {
+    public struct Outcome: Sendable {
         /// The script's reply, or its error reply.
-        var reply: RedisReply
+        public var reply: RedisReply
         /// Replicas that confirmed it (`WAIT`'s answer); nil when nothing waited.
-        var replicas: Int?
+        public var replicas: Int?
     }
 
     private struct Pending {
@@ -37,15 +42,19 @@ final class PublishQueue: Sendable {
         var nextRoundTrip = 0
     }
 
-    let script: RedisScript
-    let replicas: Int
-    let waitMilliseconds: Int64
-    /// Whether one `WAIT` covers a whole round trip (one server), or each partition needs its own (cluster).
-    let oneNode: Bool
-    let maximumWrites: Int
+    public let script: RedisScript
+    public let replicas: Int
+    public let waitMilliseconds: Int64
+    /// Whether one `WAIT` covers a whole round trip (one server), or each group needs its own (cluster).
+    public let oneNode: Bool
+    public let maximumWrites: Int
     private let state: Mutex<State>
+    private let roundTripCount = Atomic<Int>(0)
 
-    init(
+    /// Round trips made so far (fewer than the requests served, under load).
+    public var roundTrips: Int { roundTripCount.load(ordering: .relaxed) }
+
+    public init(
         script: RedisScript, connections: [RedisConnection], replicas: Int, waitMilliseconds: Int64, oneNode: Bool,
         maximumWrites: Int = 2_000
     ) {
@@ -60,7 +69,7 @@ final class PublishQueue: Sendable {
 
     /// Writes `writes`; one outcome each, in order. Throws when the round trip itself failed (Redis
     /// unreachable): then nothing is known of these writes, and a retry with the same keys is safe.
-    func publish(_ writes: [Write]) async throws -> [Outcome] {
+    public func publish(_ writes: [Write]) async throws -> [Outcome] {
         guard !writes.isEmpty else { return [] }
         return try await withCheckedThrowingContinuation { continuation in
             let connection = state.withLock { state -> RedisConnection? in
@@ -73,7 +82,7 @@ final class PublishQueue: Sendable {
 
     /// How long writes have waited: the oldest not yet sent (every connection busy), and the oldest
     /// round trip under way (whose age includes Redis's own work on a large pipeline). Zero when idle.
-    func delays(now: ContinuousClock.Instant = .now) -> (queued: Duration, inFlight: Duration) {
+    public func delays(now: ContinuousClock.Instant = .now) -> (queued: Duration, inFlight: Duration) {
         state.withLock { state in
             (
                 state.pending.first.map { now - $0.since } ?? .zero,
@@ -104,21 +113,30 @@ final class PublishQueue: Sendable {
                 return (id, taken)
             }
             guard let (id, requests) = taken else { return }
+            let result: Result<[Outcome], any Error>
             do {
-                var outcomes = try await roundTrip(requests.flatMap(\.writes), on: connection)[...]
+                result = .success(try await roundTrip(requests.flatMap(\.writes), on: connection))
+            } catch {
+                result = .failure(error)
+            }
+            // No longer waiting before anyone is told: the answer and the delay signal agree.
+            _ = state.withLock { $0.inFlightSince.removeValue(forKey: id) }
+            switch result {
+            case .success(let all):
+                var outcomes = all[...]
                 for request in requests {
                     request.continuation.resume(returning: Array(outcomes.prefix(request.writes.count)))
                     outcomes = outcomes.dropFirst(request.writes.count)
                 }
-            } catch {
+            case .failure(let error):
                 for request in requests { request.continuation.resume(throwing: error) }
             }
-            _ = state.withLock { $0.inFlightSince.removeValue(forKey: id) }
         }
     }
 
     /// One pipeline (per node) for `writes`; those a node had no script for are sent again with the source.
     private func roundTrip(_ writes: [Write], on connection: RedisConnection) async throws -> [Outcome] {
+        roundTripCount.add(1, ordering: .relaxed)
         let sha = try await script.loaded(on: connection)
         var outcomes = try await run(writes, sha: sha, on: connection)
         let missing = outcomes.indices.filter { outcomes[$0].reply.errorMessage?.hasPrefix("NOSCRIPT") == true }
@@ -135,17 +153,17 @@ final class PublishQueue: Sendable {
                 Outcome(reply: $0, replicas: nil)
             }
         }
-        // Groups of writes each followed by one WAIT: the whole round trip on one server, else per partition.
+        // Groups of writes each followed by one WAIT: the whole round trip on one server, else per group.
         var groups: [[Int]] = []
         if oneNode {
             groups = [Array(writes.indices)]
         } else {
-            var byPartition: [Int: Int] = [:]
+            var byGroup: [Int: Int] = [:]
             for index in writes.indices {
-                if let group = byPartition[writes[index].partition.index] {
+                if let group = byGroup[writes[index].group] {
                     groups[group].append(index)
                 } else {
-                    byPartition[writes[index].partition.index] = groups.count
+                    byGroup[writes[index].group] = groups.count
                     groups.append([index])
                 }
             }

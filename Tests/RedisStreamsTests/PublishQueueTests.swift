@@ -1,0 +1,81 @@
+import RedisStreams
+import TestSupport
+import Testing
+
+/// ingest's write path: concurrent publishes share pipelined round trips, each answered in order, on a
+/// real redis-server.
+@Suite("PublishQueue: coalesced script calls")
+struct PublishQueueTests {
+    /// Appends its argument to a list and answers the list's new length.
+    static let script = RedisScript("return redis.call('RPUSH', KEYS[1], ARGV[1])")
+
+    static func write(_ value: Int, key: String = "list") -> PublishQueue.Write {
+        PublishQueue.Write(call: RedisScript.Call(keys: [key], arguments: [Array(String(value).utf8)]), group: value % 4)
+    }
+
+    @Test("200 concurrent requests over one connection: every write once, answered its own reply, in far fewer round trips")
+    func concurrentRequestsShareRoundTrips() async throws {
+        let server = try await RedisServer.start()
+        defer { server.stop() }
+        let queue = PublishQueue(
+            script: Self.script, connections: [server.connect()], replicas: 0, waitMilliseconds: 0, oneNode: true)
+        let lengths = try await withThrowingTaskGroup(of: (Int, [Int]).self) { group in
+            for request in 0..<200 {
+                group.addTask {
+                    // Each request two writes, to show a request's outcomes stay together and in order.
+                    let outcomes = try await queue.publish([Self.write(request), Self.write(request, key: "other")])
+                    return (request, outcomes.map { Int($0.reply.int ?? -1) })
+                }
+            }
+            var lengths: [Int: [Int]] = [:]
+            for try await (request, replies) in group { lengths[request] = replies }
+            return lengths
+        }
+        #expect(lengths.count == 200)
+        #expect(Set(lengths.values.map { $0[0] }) == Set(1...200), "each write's own reply")
+        #expect(Set(lengths.values.map { $0[1] }) == Set(1...200))
+        let list = try await server.connect().send(RedisCommand("LRANGE", "list", "0", "-1")).elements.compactMap(\.string)
+        #expect(list.count == 200 && Set(list) == Set((0..<200).map(String.init)), "every write exactly once")
+        // Their own reply says where each landed: the list holds each request's value at that place.
+        for (request, replies) in lengths { #expect(list[replies[0] - 1] == String(request)) }
+        #expect(queue.roundTrips < 200, "coalesced: \(queue.roundTrips) round trips for 200 requests")
+        #expect(queue.delays().queued == .zero && queue.delays().inFlight == .zero, "idle again")
+    }
+
+    @Test("a server that lost its scripts (SCRIPT FLUSH, a restart) is sent the source again")
+    func noScriptIsRecovered() async throws {
+        let server = try await RedisServer.start()
+        defer { server.stop() }
+        let queue = PublishQueue(
+            script: Self.script, connections: [server.connect(), server.connect()], replicas: 0, waitMilliseconds: 0,
+            oneNode: true)
+        #expect(try await queue.publish([Self.write(1)])[0].reply.int == 1)
+        _ = try await server.connect().send(RedisCommand("SCRIPT", "FLUSH"))
+        let outcomes = try await queue.publish([Self.write(2), Self.write(3)])
+        #expect(outcomes.map(\.reply.int) == [2, 3])
+    }
+
+    @Test("with replicas to wait for and none attached, every write reports 0 confirmations after the timeout")
+    func waitReportsConfirmations() async throws {
+        let server = try await RedisServer.start()
+        defer { server.stop() }
+        for oneNode in [true, false] {
+            let queue = PublishQueue(
+                script: Self.script, connections: [server.connect()], replicas: 1, waitMilliseconds: 50, oneNode: oneNode)
+            let outcomes = try await queue.publish((0..<6).map { Self.write($0) })
+            #expect(outcomes.count == 6)
+            #expect(outcomes.allSatisfy { $0.replicas == 0 && $0.reply.int != nil }, "\(outcomes)")
+        }
+    }
+
+    @Test("a round trip that cannot be made (Redis gone) fails its requests with a RedisError")
+    func unreachableRedisFailsTheRequests() async throws {
+        let server = try await RedisServer.start()
+        let queue = PublishQueue(
+            script: Self.script, connections: [server.connect()], replicas: 0, waitMilliseconds: 0, oneNode: true)
+        #expect(try await queue.publish([Self.write(1)])[0].reply.int == 1)
+        server.stop()
+        await #expect(throws: RedisError.self) { try await queue.publish([Self.write(2)]) }
+        #expect(queue.delays().inFlight == .zero, "the failed round trip is no longer counted as waiting")
+    }
+}
