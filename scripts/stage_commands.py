@@ -10,7 +10,9 @@ scheduler (until every window has closed and every held postback is released), d
 receiver has every postback). Around each phase `INFO commandstats` is read; the difference, minus
 this script's own probes, divided by the campaign's accepted events, is that stage's cost. A stage's
 idle loops (timer polls, gauges) while it waits count too: they are part of what it costs.
-Writes commands.json and commands.md into OUT and prints the table."""
+Writes commands.json and commands.md into OUT and prints the table. With TOGETHER=1, bench.py's
+five-services figure instead: all five at once, counted until one first-window postback per install
+has arrived (CAMPAIGN_RATE=3000 as there)."""
 
 import collections, json, os, re, signal, subprocess, sys, tempfile, time
 from harness import Processes, cpu_seconds, free_port, http, partitioned, redis_cli, until, wait_http
@@ -37,6 +39,7 @@ def commandstats():
 def group_done(stream, group):
     for name in partitioned(stream):
         own["xinfo|groups"] += 1
+        own["hello"] += 1  # --json speaks RESP3
         info = subprocess.run(["redis-cli", "-p", str(PORT), "--json", "XINFO", "GROUPS", name], capture_output=True, text=True).stdout
         try:
             entry = next(e for e in json.loads(info) if e.get("name") == group)
@@ -62,6 +65,7 @@ def measure(name, body):
 
 
 phases = {}
+TOGETHER = os.environ.get("TOGETHER") == "1"
 try:
     PORT = free_port()
     children.start("redis", ["redis-server", "--port", str(PORT), "--save", "", "--appendonly", "yes", "--appendfsync", "everysec",
@@ -93,6 +97,31 @@ try:
         children.kill(name, signal.SIGTERM)
 
     offered = {}
+    if TOGETHER:
+        # bench.py's last phase: all five at once, a saturating offer, counted from the offer until the
+        # receiver has one first-window postback per install (everything the whole pipeline sent meanwhile).
+        children.start("receiver", [f"{BIN}/attribution", "receiver", "--port", str(receiver_port), "--jwks-url",
+                                    f"{ingest}/.well-known/jwks.json", "--output", os.path.join(OUT, "postbacks.jsonl"), "--log-level", "warning"])
+        for name in ("verifier", "attribution-winner", "scheduler"):
+            worker(name)
+        worker("dispatcher", {"SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
+                              "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(keys, "pipeline-development.private.pem")})
+        wait_http(f"http://127.0.0.1:{receiver_port}/health")
+        time.sleep(2)
+
+        def together():
+            output = subprocess.run([f"{BIN}/attribution", "load", "--ingest-url", ingest, "--rate", str(RATE), "--duration", str(SECONDS),
+                                     "--network", network, "--key-file", os.path.join(keys, "network.private.pem"), "--app-key", app_key],
+                                    capture_output=True, text=True, check=True).stdout
+            offered.update(json.loads(output.strip().splitlines()[-1]))
+            until(lambda: http("GET", f"http://127.0.0.1:{receiver_port}/stats").get("accepted", 0) >= offered["accepted"] // 3, 120, every=0.5)
+        measure("all five", together)
+        children.stop_all()
+        events = max(1, offered["accepted"])
+        commands = phases["all five"]["commands"]
+        print(json.dumps({"offered": offered, "wall_s": phases["all five"]["wall_s"], "commands_per_event": sum(commands.values()) / events,
+                          "by_command": {k: round(v / events, 3) for k, v in sorted(commands.items(), key=lambda kv: -kv[1])}}, indent=1))
+        sys.exit(0)
 
     def ingest_phase():
         output = subprocess.run([f"{BIN}/attribution", "load", "--ingest-url", ingest, "--rate", str(RATE), "--duration", str(SECONDS),
