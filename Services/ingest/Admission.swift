@@ -48,6 +48,8 @@ final class Admission: Service, Sendable {
         var latest: Duration?
         var wakes = 0
         var lastWake = ContinuousClock.now
+        /// When a request last passed `check` (the sampler idles without them).
+        var lastRequest = ContinuousClock.now - .seconds(10)
         var standingQueue = false
     }
 
@@ -99,6 +101,7 @@ final class Admission: Service, Sendable {
         }
         let now = ContinuousClock.now
         let standing = state.withLock { state in
+            state.lastRequest = now
             // An interval with no request finished says nothing; the queue delay above covers a stall.
             if now - state.intervalStart >= Self.interval {
                 state.standingQueue =
@@ -197,6 +200,18 @@ final class Admission: Service, Sendable {
         let period = Duration.milliseconds(10)
         let loops = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())
         while !Task.isCancelled {
+            // Idle (no request for a second), ingest has no queue to measure: sample rarely, so an idle
+            // ingest costs next to nothing.
+            let idle = state.withLock { state in
+                guard ContinuousClock.now - state.lastRequest > .seconds(1) else { return false }
+                // Not overdue while it sleeps on purpose (the rule in `check`).
+                state.lastWake = ContinuousClock.now + .milliseconds(250)
+                return true
+            }
+            if idle {
+                try? await Task.sleep(for: .milliseconds(250))
+                continue
+            }
             var worst = Duration.zero
             for loop in loops {
                 let asked = ContinuousClock.now

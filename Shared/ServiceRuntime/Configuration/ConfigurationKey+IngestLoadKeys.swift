@@ -50,7 +50,7 @@ extension ConfigurationKey.Typed where Value == Milliseconds {
     public static var ingestQueueTargetMilliseconds: Self {
         .milliseconds(
             "INGEST_QUEUE_TARGET_MS", default: 20, range: 1...10_000, services: ["ingest"],
-            "The queueing ingest tolerates: while a write has waited longer than this for a free Redis connection (or a round trip has gone on ten times longer), or even the fastest request (per event) of the last 100 ms took longer, new event requests are answered at once with 503 `overloaded` and `Retry-After`, so accepted requests stay fast when more is offered than ingest or Redis can take."
+            "The queueing ingest tolerates: while a write has waited longer than this for a free Redis connection (or a round trip has gone on ten times longer), or for 100 ms even the fastest request (per event) took longer or ingest's own 10 ms timers (on its event loops and its thread pool) all fired that late, new event requests are answered at once with 503 `overloaded` and `Retry-After`, so accepted requests stay fast when more is offered than ingest or Redis can take."
         )
     }
 }
