@@ -97,7 +97,7 @@ final class Admission: Service, Sendable {
         // unless it has gone on for ten times the target (a stall: failover, a paused server).
         let delays = queue.delays()
         if delays.queued > limits.queueTarget || delays.inFlight > limits.queueTarget * 10 {
-            throw overloaded("writes are waiting \(max(delays.queued, delays.inFlight).milliseconds) ms for Redis")
+            throw overloaded("writes are waiting \(Int(max(delays.queued, delays.inFlight) / .milliseconds(1))) ms for Redis")
         }
         let now = ContinuousClock.now
         let standing = state.withLock { state in
@@ -253,10 +253,6 @@ final class Admission: Service, Sendable {
             try? await Task.sleep(for: .milliseconds(250))
         }
     }
-}
-
-extension Duration {
-    var milliseconds: Int64 { components.seconds * 1_000 + components.attoseconds / 1_000_000_000_000_000 }
 }
 
 /// ingest's own counters.

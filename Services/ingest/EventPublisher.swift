@@ -88,10 +88,7 @@ struct EventPublisher: Sendable {
         for (index, event) in events.enumerated() {
             guard case .app(let key, let item) = event.caller else { continue }
             guard let key, !key.isEmpty else {
-                results[index] = .failure(
-                    ProblemDetails(
-                        .unauthorized, reason: .missingAppKey,
-                        detail: "conversions and updates need the app's key: Authorization: Bearer <app key>"))
+                results[index] = .failure(.missingAppKey)
                 continue
             }
             if owners[key] == nil { owners[key] = .some(try await appKeys.owner(of: key)) }

@@ -148,9 +148,7 @@ struct EventRoutes {
     /// Unauthenticated callers learn nothing about bodies: no key, no parsing.
     static func requireAppKey(_ request: Request) throws {
         guard let key = request.bearerToken, !key.isEmpty else {
-            throw ProblemDetails(
-                .unauthorized, reason: .missingAppKey,
-                detail: "conversions and updates need the app's key: Authorization: Bearer <app key>")
+            throw ProblemDetails.missingAppKey
         }
     }
 }
@@ -198,6 +196,13 @@ struct BatchAnswer: Encodable {
             }
         }
     }
+}
+
+extension ProblemDetails {
+    /// An app route called without `Authorization: Bearer <app key>`.
+    static let missingAppKey = ProblemDetails(
+        .unauthorized, reason: .missingAppKey,
+        detail: "conversions and updates need the app's key: Authorization: Bearer <app key>")
 }
 
 extension Request {
