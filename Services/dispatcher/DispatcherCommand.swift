@@ -37,7 +37,9 @@ struct DispatcherCommand {
                     destinations: DestinationResolver(
                         policy: try service.environment.value(.postbackURLAllowList)),
                     limiter: HostLimiter(limit: perHost)),
-                partitioning: service.partitioning, clock: service.clock)
+                partitioning: service.partitioning,
+                registryCache: RegistryCache(maxAge: .milliseconds(try service.environment.value(.registryCacheMilliseconds))),
+                clock: service.clock)
             do {
                 try await service.run(
                     services: [

@@ -12,6 +12,7 @@ struct DispatcherStage: StreamStage {
     let signer: PostbackSigner
     let delivery: PostbackDelivery
     let partitioning: Partitioning
+    let registryCache: RegistryCache
     let clock: @Sendable () -> Milliseconds
 
     /// The batch decoded once, with the ad networks and advertised apps whose registrations it needs.
@@ -20,14 +21,17 @@ struct DispatcherStage: StreamStage {
         var partitions: [Partition]
         var networks: [String]
         var apps: [String]
+        var registry: RegistryReads
     }
 
     func prepare(_ entries: [StreamEntry]) -> Batch {
         let envelopes = entries.map { try? Envelope.decode($0.message) }
         let needed = envelopes.compactMap { $0.flatMap(DispatcherStep.registrationsNeeded(by:)) }
+        let networks = Self.unique(needed.map(\.network))
+        let apps = Self.unique(needed.compactMap(\.app))
         return Batch(
-            envelopes: envelopes, partitions: entries.map { partitioning[$0.partition] },
-            networks: Self.unique(needed.map(\.network)), apps: Self.unique(needed.compactMap(\.app)))
+            envelopes: envelopes, partitions: entries.map { partitioning[$0.partition] }, networks: networks, apps: apps,
+            registry: RegistryReads(registryCache, [.init(RegistryKeys.adNetworks, networks), .init(RegistryKeys.advertisedApps, apps)]))
     }
 
     static func unique(_ values: [String]) -> [String] {
@@ -37,15 +41,17 @@ struct DispatcherStage: StreamStage {
 
     func reads(for batch: Batch) -> StageReads {
         // The registry, outside the partition's transaction (nothing here is WATCHed).
-        StageReads(lookups: [
-            RedisCommand(["HMGET", RegistryKeys.adNetworks] + (batch.networks.isEmpty ? ["-"] : batch.networks)),
-            RedisCommand(["HMGET", RegistryKeys.advertisedApps] + (batch.apps.isEmpty ? ["-"] : batch.apps)),
-        ])
+        StageReads(lookups: batch.registry.commands())
+    }
+
+    func lookupsCurrent(_ batch: Batch, lookups: [RedisReply]) -> Bool {
+        batch.registry.resolve(lookups[...])
     }
 
     func decide(_ batch: Batch, state: [RedisReply]) async -> [StageOutcome] {
-        let networks = state[0].decodedFields(batch.networks, as: AdNetworkRegistration.self)
-        let apps = state[1].decodedFields(batch.apps, as: AdvertisedAppConfiguration.self)
+        let registry = batch.registry.replies
+        let networks = registry.first?.decodedFields(batch.networks, as: AdNetworkRegistration.self) ?? [:]
+        let apps = registry.dropFirst().first?.decodedFields(batch.apps, as: AdvertisedAppConfiguration.self) ?? [:]
         let now = clock()
         let work = batch.envelopes.map { envelope -> StepOutcome<DispatcherStep.Work> in
             guard let envelope else { return .retry("not a pipeline envelope") }

@@ -96,7 +96,10 @@ struct AdminRoutes {
 
     private func store(_ value: some Encodable, in hash: String, field: String) async throws -> Response {
         let json = try JSONCoding.encoder.encode(value)
-        _ = try await redis.send(RedisCommand(bytes: [Array("HSET".utf8), Array(hash.utf8), Array(field.utf8), Array(json)]))
+        // The version after the write: the stages' registry caches see the change from their next batch.
+        _ = try await redis.pipeline([
+            RedisCommand(bytes: [Array("HSET".utf8), Array(hash.utf8), Array(field.utf8), Array(json)]), RegistryCache.bump,
+        ])
         return Self.json(Array(json))
     }
 

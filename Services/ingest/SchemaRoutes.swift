@@ -36,6 +36,7 @@ struct SchemaRoutes {
                 RedisCommand(bytes: [
                     Array("HSET".utf8), Array(RegistryKeys.currentSchemas.utf8), Array(String(item).utf8), Array(json),
                 ]),
+                RegistryCache.bump,
             ])
             return AdminRoutes.json(Array(json), status: .created)
         }

@@ -3,8 +3,8 @@ import Foundation
 import RedisStreams
 import ServiceRuntime
 
-/// The registry entries one batch needs, read in the batch's single read pipeline (no per-message
-/// lookups): ad networks, publisher apps and advertised apps by id.
+/// The registry entries one batch needs, read in the batch's lookups (no per-message reads) through
+/// the verifier's `RegistryCache`: ad networks, publisher apps and advertised apps by id.
 struct RegistrySnapshot {
     var registry = VerifierStep.Registry()
 
@@ -13,30 +13,22 @@ struct RegistrySnapshot {
         var publisherApps: [ItemIdentifier] = []
         var advertisedApps: [ItemIdentifier] = []
 
-        /// Three HMGETs, one per hash (an HMGET needs at least one field, so absent ones are skipped).
-        var commands: [RedisCommand] {
-            var commands: [RedisCommand] = []
-            if !adNetworks.isEmpty { commands.append(RedisCommand(["HMGET", RegistryKeys.adNetworks] + adNetworks)) }
-            if !publisherApps.isEmpty {
-                commands.append(RedisCommand(["HMGET", RegistryKeys.publisherApps] + publisherApps.map(String.init)))
-            }
-            if !advertisedApps.isEmpty {
-                commands.append(RedisCommand(["HMGET", RegistryKeys.advertisedApps] + advertisedApps.map(String.init)))
-            }
-            return commands
+        /// One want per hash, in `RegistrySnapshot.init`'s order.
+        var wants: [RegistryCache.Want] {
+            [
+                .init(RegistryKeys.adNetworks, adNetworks),
+                .init(RegistryKeys.publisherApps, publisherApps.map(String.init)),
+                .init(RegistryKeys.advertisedApps, advertisedApps.map(String.init)),
+            ]
         }
     }
 
-    /// Reads the replies of `request.commands`, starting at `offset` in `state`.
-    init(request: Request, state: [RedisReply], offset: Int) {
-        var replies = state.dropFirst(offset)[...]
-        // One HMGET per non-empty request, in `commands`' order.
-        func next<Field: Hashable, T: Decodable>(_ fields: [Field], _ type: T.Type) -> [Field: T] {
-            guard !fields.isEmpty, let reply = replies.popFirst() else { return [:] }
-            return reply.decodedFields(fields, as: T.self)
-        }
-        registry.adNetworks = next(request.adNetworks, AdNetworkRegistration.self)
-        registry.publisherApps = next(request.publisherApps, PublisherAppConfiguration.self)
-        registry.advertisedApps = next(request.advertisedApps, AdvertisedAppConfiguration.self)
+    /// Decodes the resolved replies of `reads` (made from `request.wants`).
+    init(request: Request, reads: RegistryReads) {
+        let replies = reads.replies
+        guard replies.count == 3 else { return }
+        registry.adNetworks = replies[0].decodedFields(request.adNetworks, as: AdNetworkRegistration.self)
+        registry.publisherApps = replies[1].decodedFields(request.publisherApps, as: PublisherAppConfiguration.self)
+        registry.advertisedApps = replies[2].decodedFields(request.advertisedApps, as: AdvertisedAppConfiguration.self)
     }
 }

@@ -14,7 +14,8 @@ struct VerifierCommand {
             )
         ) { service in
             let stage = VerifierStage(
-                step: VerifierStep(policy: service.policy), partitioning: service.partitioning, claims: service.connection())
+                step: VerifierStep(policy: service.policy), partitioning: service.partitioning, claims: service.connection(),
+                registryCache: RegistryCache(maxAge: .milliseconds(try service.environment.value(.registryCacheMilliseconds))))
             try await service.run(
                 services: [
                     try service.worker(

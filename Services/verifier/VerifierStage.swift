@@ -20,18 +20,20 @@ struct VerifierStage: StreamStage {
     let partitioning: Partitioning
     /// For the replay claims (cross-partition): not the worker's connection, whose WATCH must not mix with them.
     let claims: RedisConnection
+    let registryCache: RegistryCache
 
     struct Batch: Sendable {
         var envelopes: [Envelope?] = []
         var partitions: [Partition] = []
         var parsed: [Int: Result<SignedImpression, VerifierStep.Refusal>] = [:]
         var registry = RegistrySnapshot.Request()
+        var registryReads: RegistryReads
         /// Each view impression's scope, interval and partition, in the order the reads ask for them.
         var views: [(scope: VerifierStep.ViewScope, interval: ViewInterval, partition: Partition)] = []
     }
 
     func prepare(_ entries: [StreamEntry]) -> Batch {
-        var batch = Batch()
+        var batch = Batch(registryReads: RegistryReads(registryCache, []))
         var networks = Set<String>()
         var publishers = Set<ItemIdentifier>()
         var advertised = Set<ItemIdentifier>()
@@ -60,6 +62,7 @@ struct VerifierStage: StreamStage {
         }
         batch.registry = .init(
             adNetworks: networks.sorted(), publisherApps: publishers.sorted(), advertisedApps: advertised.sorted())
+        batch.registryReads = RegistryReads(registryCache, batch.registry.wants)
         return batch
     }
 
@@ -67,14 +70,18 @@ struct VerifierStage: StreamStage {
         // WATCH the view sets: two replicas given overlapping views of one device cannot both accept.
         let viewKeys = batch.views.map { DeviceKeys.verifierViews($0.scope, in: $0.partition) }
         let viewReads = zip(viewKeys, batch.views).map { RedisCommand("ZRANGEBYSCORE", $0, "(\($1.interval.begin)", "+inf") }
-        return StageReads(watch: Set(viewKeys).sorted(), commands: viewReads, lookups: batch.registry.commands)
+        return StageReads(watch: Set(viewKeys).sorted(), commands: viewReads, lookups: batch.registryReads.commands())
+    }
+
+    func lookupsCurrent(_ batch: Batch, lookups: [RedisReply]) -> Bool {
+        batch.registryReads.resolve(lookups[...])
     }
 
     func decide(_ batch: Batch, state: [RedisReply]) async -> [StageOutcome] {
         var facts = VerifierStep.Facts()
-        let registry = RegistrySnapshot(request: batch.registry, state: state, offset: 0).registry
+        let registry = RegistrySnapshot(request: batch.registry, reads: batch.registryReads).registry
         // Views already recorded that end after each new view begins (the only ones it can overlap).
-        for (view, reply) in zip(batch.views, state.dropFirst(batch.registry.commands.count)) {
+        for (view, reply) in zip(batch.views, state.dropFirst(batch.registryReads.count)) {
             facts.views[view.scope, default: []] += reply.elements.compactMap { $0.string.flatMap(ViewInterval.init(member:)) }
         }
         var parsed = batch.parsed

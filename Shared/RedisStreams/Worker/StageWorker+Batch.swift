@@ -19,7 +19,11 @@ extension StageWorker {
         let prepared = self.stage.prepare(batch)
         for attempt in 1...tries {
             let reads = self.stage.reads(for: prepared)
-            let state = try await self.readState(reads)
+            guard let state = try await self.readState(reads, prepared: prepared) else {
+                // The registry changed since the stage cached part of it: read it again before anything is WATCHed.
+                self.logger.debug("lookups stale, reading again", metadata: ["attempt": "\(attempt)"])
+                continue
+            }
             let outcomes = await self.decide(batch, prepared: prepared, state: state)
 
             var writes: [RedisCommand] = []
@@ -136,14 +140,16 @@ extension StageWorker {
     }
 
     /// The lookups in their own pipeline, then WATCH (if any keys) and the stage's reads in one round
-    /// trip; returns the replies to the lookups followed by those to the reads.
-    private func readState(_ reads: StageReads) async throws -> [RedisReply] {
+    /// trip; returns the replies to the lookups followed by those to the reads, or nil when the stage
+    /// found its lookups stale.
+    private func readState(_ reads: StageReads, prepared: Stage.Prepared) async throws -> [RedisReply]? {
         let lookups = try await self.connection.pipeline(reads.lookups)
         // A stage deciding from a failed read (a registry entry, a crowd count) would decide wrongly
         // and for good: the batch waits for Redis instead (its entries stay pending).
         if let message = lookups.lazy.compactMap(\.errorMessage).first {
             throw RedisError(.server, "a lookup failed: \(message)")
         }
+        guard self.stage.lookupsCurrent(prepared, lookups: lookups) else { return nil }
         var commands: [RedisCommand] = []
         if !reads.watch.isEmpty {
             commands.append(RedisCommand(["WATCH"] + reads.watch))

@@ -8,6 +8,9 @@ public protocol StreamStage: Sendable {
     func prepare(_ batch: [StreamEntry]) -> Prepared
     /// State the decisions for this batch depend on: `watch` keys are WATCHed, then `commands` are sent in one pipeline.
     func reads(for batch: Prepared) -> StageReads
+    /// Takes the replies to `reads(for:).lookups`, before anything is WATCHed or read; false when they
+    /// are stale (a cache the stage keeps was invalidated by them) and must be read again.
+    func lookupsCurrent(_ batch: Prepared, lookups: [RedisReply]) -> Bool
     /// One outcome per entry, same order. `state` holds the replies to `reads(for:).commands`.
     func decide(_ batch: Prepared, state: [RedisReply]) async -> [StageOutcome]
     /// Called once the batch's transaction committed (never for an attempt redone after a WATCH
@@ -21,4 +24,5 @@ extension StreamStage where Prepared == [StreamEntry] {
 
 extension StreamStage {
     public func committed(_ batch: Prepared) {}
+    public func lookupsCurrent(_ batch: Prepared, lookups: [RedisReply]) -> Bool { true }
 }

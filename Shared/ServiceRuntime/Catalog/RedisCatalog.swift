@@ -110,6 +110,8 @@ public enum RegistryKeys {
     public static let tag = "{registry}"
     /// STRING: the deployment's partition count, recorded by the first service to start.
     public static let partitions = "registry:\(tag):partitions"
+    /// STRING counter: raised after every write to a hash the stages cache (`RegistryCache`).
+    public static let version = "registry:\(tag):version"
     /// HASH ad network id → `AdNetworkRegistration` JSON
     public static let adNetworks = "registry:\(tag):ad-networks"
     /// HASH item id → `PublisherAppConfiguration` JSON

@@ -13,7 +13,7 @@ extension ConfigurationKey {
         row(.adminToken), row(.maxBodyBytes), row(.maxBatchBodyBytes), row(.ingestWaitReplicas),
         row(.ingestWaitTimeoutMilliseconds), row(.ingestRedisConnections), row(.ingestMaxInFlight),
         row(.ingestQueueTargetMilliseconds), row(.ingestMaxEventsLag), row(.ingestCallerRate), row(.ingestCallerBurst),
-        row(.keyRotationGraceHours), row(.crowdTierThresholds), row(.crowdCacheMilliseconds),
+        row(.keyRotationGraceHours), row(.crowdTierThresholds), row(.crowdCacheMilliseconds), row(.registryCacheMilliseconds),
         row(.timerPollMilliseconds), row(.conversionSettleMilliseconds), row(.windowCloseGraceMilliseconds),
         row(.postbackURLAllowList), row(.signingKeyFile), row(.signingKeyID), row(.developmentSigningKeyFile),
         row(.developmentSigningKeyID), row(.deliveryTimeoutMilliseconds), row(.deliveryConcurrencyPerHost),

@@ -164,4 +164,11 @@ extension ConfigurationKey.Typed where Value == Milliseconds {
             "How long a crowd's count (summed over every partition) is reused before it is read again; the scheduler adds what it commits itself. With several scheduler replicas, another replica's conversions count up to this late: a tier can only come out lower, never higher. 0 reads every time."
         )
     }
+
+    public static var registryCacheMilliseconds: Self {
+        .milliseconds(
+            "REGISTRY_CACHE_MS", default: 60_000, range: 0...3_600_000, services: ["verifier", "scheduler", "dispatcher"],
+            "How long a registry entry (ad network, app, current schema) a stage read is reused at most. Every admin write raises the registry's version, which each batch reads, so a change is seen by the next batch anyway; this bounds only a change made in Redis by hand. 0 reads every time."
+        )
+    }
 }
