@@ -31,7 +31,8 @@ struct DispatcherStage: StreamStage {
         let apps = Self.unique(needed.compactMap(\.app))
         return Batch(
             envelopes: envelopes, partitions: entries.map { partitioning[$0.partition] }, networks: networks, apps: apps,
-            registry: RegistryReads(registryCache, [.init(RegistryKeys.adNetworks, networks), .init(RegistryKeys.advertisedApps, apps)]))
+            registry: RegistryReads(
+                registryCache, [.init(RegistryKeys.adNetworks, networks), .init(RegistryKeys.advertisedApps, apps)]))
     }
 
     static func unique(_ values: [String]) -> [String] {

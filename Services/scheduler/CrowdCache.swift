@@ -65,7 +65,30 @@ final class CrowdCache: Sendable {
     }
 }
 
-/// What one attempt at a batch decided to add to the crowds, handed from `decide` to `committed`.
+/// What one attempt at a batch decided to add to the crowds, and the counters' upkeep it wrote,
+/// handed from `decide` to `committed`.
 final class PendingIncrements: Sendable {
     let increments = Mutex<[CrowdIncrement]>([])
+    let upkeep = Mutex<[String: CrowdUpkeep]>([:])
+}
+
+/// What this scheduler last did to each crowd counter key besides counting (`CrowdUpkeep`), as
+/// committed. Another replica keeps its own: each trims and extends on its own schedule, which only
+/// repeats work. A counter deleted behind the scheduler's back gets its expiry again within a quarter
+/// of its lifetime, when this memory says to extend it.
+final class CrowdUpkeeps: Sendable {
+    private let entries = Mutex<[String: CrowdUpkeep]>([:])
+    /// Bounds the memory: past it, everything is forgotten (the next increments trim and extend again).
+    private let capacity = 200_000
+
+    subscript(key: String) -> CrowdUpkeep {
+        entries.withLock { $0[key] ?? CrowdUpkeep() }
+    }
+
+    func committed(_ upkeep: [String: CrowdUpkeep]) {
+        entries.withLock { entries in
+            if entries.count + upkeep.count > capacity { entries.removeAll() }
+            entries.merge(upkeep) { $1 }
+        }
+    }
 }

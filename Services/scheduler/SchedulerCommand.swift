@@ -23,6 +23,7 @@ struct SchedulerCommand {
                 partitioning: service.partitioning,
                 crowdCache: CrowdCache(maxAge: .milliseconds(try service.environment.value(.crowdCacheMilliseconds))),
                 shardsCrowds: service.cluster,
+                registryCache: RegistryCache(maxAge: .milliseconds(try service.environment.value(.registryCacheMilliseconds))),
                 clock: service.clock)
             try await service.run(
                 services: [

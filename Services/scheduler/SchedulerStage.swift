@@ -15,9 +15,12 @@ struct SchedulerStage: StreamStage {
     let step: SchedulerStep
     let partitioning: Partitioning
     let crowdCache: CrowdCache
+    let crowdUpkeeps = CrowdUpkeeps()
     /// Redis Cluster: crowd counters are per-partition shards, summed when a tier is assessed. On one
     /// Redis, one counter per crowd (see `StageKeys.crowd(_:shard:)`).
     let shardsCrowds: Bool
+    /// The apps' current schemas (a new plan pins its app's), read outside the transaction.
+    let registryCache: RegistryCache
     let clock: @Sendable () -> Milliseconds
 
     struct Batch: Sendable {
@@ -28,10 +31,11 @@ struct SchedulerStage: StreamStage {
         var fetch: [Crowd] = []  // those to read from Redis (the rest come from the cache)
         let pending = PendingIncrements()
         var schemaApps: [ItemIdentifier] = []  // advertised apps whose current schema a new plan pins
+        var schemas: RegistryReads
     }
 
     func prepare(_ entries: [StreamEntry]) -> Batch {
-        var batch = Batch()
+        var batch = Batch(schemas: RegistryReads(registryCache, []))
         var seenConversions = Set<String>()
         var seenCrowds = Set<Crowd>()
         var seenApps = Set<ItemIdentifier>()
@@ -49,22 +53,30 @@ struct SchedulerStage: StreamStage {
             }
         }
         batch.fetch = crowdCache.stale(batch.crowds)
+        batch.schemas = RegistryReads(registryCache, [.init(RegistryKeys.currentSchemas, batch.schemaApps.map(String.init))])
         return batch
     }
 
     func reads(for batch: Batch) -> StageReads {
         let plans = batch.conversions.map { StageKeys.plan(conversion: $0.id, in: $0.partition) }
-        var lookups = batch.fetch.flatMap { crowd in
-            shardsOf(crowd).map { RedisCommand("HGETALL", $0) }
+        // The registry's lookups first (`RegistryReads` takes them from the front), then the crowds.
+        let lookups =
+            batch.schemas.commands() + batch.fetch.flatMap { crowd in shardsOf(crowd).map { RedisCommand("HGETALL", $0) } }
+        // A plan's key, or beside it the marker of a kept plan that expired (written with it, so WATCHing the plan is enough).
+        let reads = batch.conversions.map {
+            RedisCommand(
+                "MGET", StageKeys.plan(conversion: $0.id, in: $0.partition),
+                StageKeys.finishedPlan(conversion: $0.id, in: $0.partition))
         }
-        if !batch.schemaApps.isEmpty {
-            lookups.append(RedisCommand(["HMGET", RegistryKeys.currentSchemas] + batch.schemaApps.map(String.init)))
-        }
-        return StageReads(watch: plans, commands: plans.map { RedisCommand("GET", $0) }, lookups: lookups)
+        return StageReads(watch: plans, commands: reads, lookups: lookups)
+    }
+
+    func lookupsCurrent(_ batch: Batch, lookups: [RedisReply]) -> Bool {
+        batch.schemas.resolve(lookups[...])
     }
 
     func decide(_ batch: Batch, state: [RedisReply]) async -> [StageOutcome] {
-        var replies = state[...]
+        var replies = state.dropFirst(batch.schemas.count)
         var fetched: [Crowd: [Int64: Int]] = [:]
         let repliesPerCrowd = shardsCrowds ? partitioning.count : 1
         for crowd in batch.fetch {
@@ -77,11 +89,7 @@ struct SchedulerStage: StreamStage {
         }
         crowdCache.store(fetched)
         let counters = crowdCache.counts(batch.crowds.filter { fetched[$0] == nil }).merging(fetched) { $1 }
-        var schemas: [ItemIdentifier: ConversionValueSchema] = [:]
-        if !batch.schemaApps.isEmpty {
-            schemas = replies.first?.decodedFields(batch.schemaApps, as: ConversionValueSchema.self) ?? [:]
-            replies = replies.dropFirst()
-        }
+        let schemas = batch.schemas.replies.first?.decodedFields(batch.schemaApps, as: ConversionValueSchema.self) ?? [:]
         var plans: [String: SchedulerStep.PlanState] = [:]
         for (conversion, reply) in zip(batch.conversions, replies) {
             plans[conversion.id] = Self.planState(reply)
@@ -90,7 +98,11 @@ struct SchedulerStage: StreamStage {
         var generator = KernelRandom()
         let now = clock()
         var increments: [CrowdIncrement] = []
-        defer { batch.pending.increments.withLock { $0 = increments } }
+        var upkeep: [String: CrowdUpkeep] = [:]  // the counters' upkeep this attempt writes
+        defer {
+            batch.pending.increments.withLock { $0 = increments }
+            batch.pending.upkeep.withLock { $0 = upkeep }
+        }
 
         return zip(batch.envelopes, batch.partitions).map { envelope, partition -> StageOutcome in
             guard let envelope, let id = SchedulerStep.conversionIdentifier(of: envelope) else {
@@ -109,7 +121,8 @@ struct SchedulerStage: StreamStage {
                 if let stored = effects.store { plans[id] = stored }
                 if let increment = effects.crowd { increments.append(increment) }
                 return .write(
-                    commands(for: effects, conversion: id, in: partition), counts: effects.counts.map(StageCount.init))
+                    commands(for: effects, conversion: id, in: partition, now: now, upkeep: &upkeep),
+                    counts: effects.counts.map(StageCount.init))
             }
         }
     }
@@ -122,19 +135,25 @@ struct SchedulerStage: StreamStage {
     /// The batch committed: its crowd increments are now in Redis, so in the cache too.
     func committed(_ batch: Batch) {
         crowdCache.apply(batch.pending.increments.withLock { $0 })
+        crowdUpkeeps.committed(batch.pending.upkeep.withLock { $0 })
     }
 
     /// The step's effects as Redis commands: plan (or marker), crowd counts, timers, held postbacks.
-    func commands(for effects: SchedulerStep.Effects, conversion id: String, in partition: Partition) -> [RedisCommand] {
+    /// A crowd counter is trimmed and its expiry extended only when its upkeep says so (`CrowdUpkeep`).
+    func commands(
+        for effects: SchedulerStep.Effects, conversion id: String, in partition: Partition, now: Milliseconds,
+        upkeep: inout [String: CrowdUpkeep]
+    ) -> [RedisCommand] {
         var commands: [RedisCommand] = []
         if let increment = effects.crowd {
             for crowd in increment.crowds {
                 let key = StageKeys.crowd(crowd, shard: shardsCrowds ? partition : nil)
-                commands += [
-                    RedisCommand("HINCRBY", key, String(increment.day), "1"),
-                    RedisCommand(["HDEL", key] + increment.staleDays.map(String.init)),
-                    RedisCommand("PEXPIRE", key, String(increment.keepFor)),
-                ]
+                let last = upkeep[key] ?? crowdUpkeeps[key]
+                let (trim, expire) = last.needs(increment, now: now)
+                commands.append(RedisCommand("HINCRBY", key, String(increment.day), "1"))
+                if trim { commands.append(RedisCommand(["HDEL", key] + increment.staleDays.map(String.init))) }
+                if expire { commands.append(RedisCommand("PEXPIRE", key, String(increment.keepFor))) }
+                upkeep[key] = last.after(increment, now: now, trimmed: trim, expired: expire)
             }
         }
         for timer in effects.timers {
@@ -143,6 +162,16 @@ struct SchedulerStage: StreamStage {
         }
         let key = StageKeys.plan(conversion: id, in: partition)
         switch effects.store {
+        case .plan(let plan)? where effects.keptUntil != nil:
+            // Kept until its last postback leaves, then only the marker remains (no timer to wake it).
+            let kept = max(1, (effects.keptUntil ?? now) - now)
+            let json = (try? JSONCoding.encoder.encode(plan)).map(Array.init) ?? []
+            commands += [
+                .set(key, json, expiringAfter: kept),
+                .set(
+                    StageKeys.finishedPlan(conversion: id, in: partition), StageKeys.finishedPlanMarker,
+                    expiringAfter: kept + Retention.finishedMarker(step.policy)),
+            ]
         case .finished?:
             commands.append(
                 .set(key, StageKeys.finishedPlanMarker, expiringAfter: Retention.finishedMarker(step.policy)))
@@ -166,10 +195,14 @@ struct SchedulerStage: StreamStage {
         return commands
     }
 
+    /// A plan's MGET: its key (a plan or the marker), then the kept plan's marker.
     static func planState(_ reply: RedisReply) -> SchedulerStep.PlanState {
-        guard case .bulk(let bytes) = reply else { return .absent }
+        let values = reply.elements
+        guard let plan = values.first, case .bulk(let bytes) = plan else {
+            return values.dropFirst().first?.bytes == StageKeys.finishedPlanMarker ? .finished : .absent
+        }
         if bytes == StageKeys.finishedPlanMarker { return .finished }
-        return reply.decoded(as: PostbackPlan.self).map { .plan($0) } ?? .absent
+        return plan.decoded(as: PostbackPlan.self).map { .plan($0) } ?? .absent
     }
 
     /// One crowd counter's HGETALL: day → conversions that day.

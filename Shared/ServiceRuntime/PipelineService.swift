@@ -34,6 +34,10 @@ public struct PipelineService: Sendable {
         } catch let error as ConfigurationError {
             FileHandle.standardError.write(Data("\(error)\n".utf8))
             exit(1)
+        } catch {
+            // Anything else that ends the service (its HTTP port taken, say): one line, not a crash backtrace.
+            FileHandle.standardError.write(Data("\(help.name): stopped: \(error)\n".utf8))
+            exit(1)
         }
     }
 

@@ -70,6 +70,20 @@ struct CommandLineTests {
         #expect(!errors.contains("Fatal error") && !errors.contains("Backtrac"))
     }
 
+    /// A failure at start that is not configuration (the HTTP port taken, here by Redis itself) is one
+    /// line and exit 1 too, not a crash backtrace.
+    @Test func aTakenPortIsOneLineAndExitOne() async throws {
+        let redis = try await RedisServer.start()
+        defer { redis.stop() }
+        let port = try #require(redis.url.split(separator: ":").last?.split(separator: "/").first)
+        let result = try Self.run("verifier", environment: ["REDIS_URL=\(redis.url)", "HTTP_PORT=\(port)"])
+        let errors = String(decoding: result.stderr, as: UTF8.self)
+        #expect(result.status == 1, "\(errors)")
+        let last = errors.split(separator: "\n").last.map(String.init) ?? ""
+        #expect(last.hasPrefix("verifier: stopped: ") && last.contains("Address already in use"), "\(errors)")
+        #expect(!errors.contains("Fatal error") && !errors.contains("Backtrac"))
+    }
+
     @Test(arguments: badConfigurations)
     func badConfigurationIsOneLineAndExitOne(service: String, setting: String, line: String) throws {
         let result = try Self.run(service, environment: [setting])

@@ -123,16 +123,20 @@ extension PipelineSuites {
             try await Task.sleep(for: .seconds(1))  // nothing more should come
             #expect(pipeline.receivedPostbacks().count == 4)
 
-            // Once its last postback is released, the plan (kept until then for late updates) leaves only
-            // its marker.
+            // Once its last postback is released, the plan (kept until then for late updates) expires and
+            // leaves only its marker.
             let connection = redis.connect(label: "test.end-to-end")
-            // The plan is in the device's partition (SCAN with the partition's tag goes to its node).
-            let plans = "scheduler:plan:\(testPartitioning.of(device: device).tag):*"
-            let marked = try await eventually(timeout: .seconds(10), every: .milliseconds(100)) {
-                let scan = try await connection.send(RedisCommand("SCAN", "0", "MATCH", plans, "COUNT", "10000"))
+            // Both in the device's partition (SCAN with the partition's tag goes to its node).
+            let tag = testPartitioning.of(device: device).tag
+            func values(_ pattern: String) async throws -> [String?] {
+                let scan = try await connection.send(RedisCommand("SCAN", "0", "MATCH", pattern, "COUNT", "10000"))
                 let keys = (scan.elements.dropFirst().first?.elements ?? []).compactMap(\.string)
-                let values = try await connection.pipeline(keys.map { RedisCommand("GET", $0) }).map(\.string)
-                return values == ["finished"]
+                return try await connection.pipeline(keys.map { RedisCommand("GET", $0) }).map(\.string)
+            }
+            let marked = try await eventually(timeout: .seconds(10), every: .milliseconds(100)) {
+                let plans = try await values("scheduler:plan:\(tag):*")
+                let markers = try await values("scheduler:finished:\(tag):*")
+                return plans.isEmpty && markers == ["finished"]
             }
             #expect(marked, "the finished plan becomes its marker\n\(pipeline.logs())")
 

@@ -176,10 +176,15 @@ extension PipelineSuites {
             try #require(thirdArrived, "D's window-2 postback arrives\n\(pipeline.logs())")
             #expect(try await received(window: 2)["44"] == ["high"], "with the late coarse value")
 
-            // Once every last postback is released, each plan leaves only its marker.
+            // Once every last postback is released, each plan leaves only its marker: a kept plan's key
+            // expires beside `scheduler:finished:…`, a plan finished with nothing held becomes the marker.
             let marked = try await eventually(timeout: .seconds(15), every: .milliseconds(100)) {
                 let plans = try await plans()
-                return plans.count == 4 && plans.values.allSatisfy { $0 == nil }
+                let kept = try await connection.send(RedisCommand("KEYS", "scheduler:finished:*")).elements.compactMap(\.string)
+                let finished = Set(
+                    plans.keys.map { $0.replacingOccurrences(of: "scheduler:plan:", with: "") }
+                        + kept.map { $0.replacingOccurrences(of: "scheduler:finished:", with: "") })
+                return finished.count == 4 && plans.values.allSatisfy { $0 == nil }
             }
             #expect(marked, "finished plans become markers once their postbacks are released")
             let metrics = String(

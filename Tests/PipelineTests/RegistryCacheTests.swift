@@ -117,19 +117,22 @@ extension PipelineSuites {
                 ("publisher-apps/\(HostileInputTests.publisher)", ["AdNetworkIdentifiers": [HostileInputTests.network]]),
                 ("advertised-apps/\(HostileInputTests.app)", [:] as [String: Any]),
             ] {
-                let reply = try await http.send("PUT", "\(pipeline.ingestURL)/v1/admin/\(path)", json: json, token: pipeline.adminToken)
+                let reply = try await http.send(
+                    "PUT", "\(pipeline.ingestURL)/v1/admin/\(path)", json: json, token: pipeline.adminToken)
                 try #require(reply.status == 200, "\(path): \(reply.json)")
             }
             let connection = redis.connect()
             func send(signedWith key: P256.Signing.PrivateKey, expectVerified count: Int) async throws {
                 let jws = HostileInputTests.jws(
-                    header: #"{"alg":"ES256","kid":"\#(HostileInputTests.network)"}"#, payload: HostileInputTests.payload(), key: key)
+                    header: #"{"alg":"ES256","kid":"\#(HostileInputTests.network)"}"#, payload: HostileInputTests.payload(),
+                    key: key)
                 let reply = try await http.send(
                     HTTPClientRequestBuilder(
                         method: "POST", url: "\(pipeline.ingestURL)/v1/impressions", body: HostileInputTests.impressionBody(jws)))
                 try #require(reply.status == 202, "\(reply.json)")
                 let decided = try await eventually(timeout: .seconds(20)) {
-                    try await streamLength(StreamNames.verified, on: connection) + streamLength(StreamNames.rejected, on: connection)
+                    try await streamLength(StreamNames.verified, on: connection)
+                        + streamLength(StreamNames.rejected, on: connection)
                         >= count
                 }
                 try #require(decided, "decided\n\(pipeline.logs())")

@@ -62,11 +62,52 @@ public struct CrowdIncrement: Sendable, Hashable {
     public var staleDays: [Int64]
     public var keepFor: Milliseconds
 
+    public init(crowds: [Crowd], day: Int64, staleDays: [Int64], keepFor: Milliseconds) {
+        self.crowds = crowds
+        self.day = day
+        self.staleDays = staleDays
+        self.keepFor = keepFor
+    }
+
     /// One crowd's day buckets once this increment is stored (what HINCRBY and HDEL leave).
     public func applied(to buckets: [Int64: Int]) -> [Int64: Int] {
         var buckets = buckets
         buckets[day, default: 0] += 1
         for stale in staleDays { buckets[stale] = nil }
         return buckets
+    }
+}
+
+/// What a scheduler last did to one crowd counter besides counting: the day whose stale days it
+/// trimmed, and until when it made the counter live. An increment repeats neither while they hold, so
+/// a busy crowd costs one `HINCRBY` per batch instead of three commands per conversion.
+public struct CrowdUpkeep: Sendable, Hashable {
+    /// The latest day whose stale days were trimmed (`HDEL`).
+    public var trimmedDay: Int64?
+    /// When the expiry last set (`PEXPIRE`) ends, in epoch milliseconds.
+    public var expiresAt: Milliseconds?
+
+    public init(trimmedDay: Int64? = nil, expiresAt: Milliseconds? = nil) {
+        self.trimmedDay = trimmedDay
+        self.expiresAt = expiresAt
+    }
+
+    /// Whether `increment`, stored at `now`, must trim and must extend the expiry. Trimming is needed
+    /// once per new day (an older day's stale days lie before the newer day's, already trimmed or
+    /// expired with the counter). The expiry is extended once less than three quarters of `keepFor`
+    /// remain, so a counter lives at least ¾ `keepFor` (1.5 trailing periods) after its last
+    /// conversion: its counts are never dropped while they can still count.
+    public func needs(_ increment: CrowdIncrement, now: Milliseconds) -> (trim: Bool, expire: Bool) {
+        let trim = trimmedDay.map { increment.day > $0 } ?? true
+        let expire = expiresAt.map { $0 - now < increment.keepFor / 4 * 3 } ?? true
+        return (trim, expire)
+    }
+
+    /// The upkeep once `increment`'s commands (as `needs` said) are stored at `now`.
+    public func after(_ increment: CrowdIncrement, now: Milliseconds, trimmed: Bool, expired: Bool) -> CrowdUpkeep {
+        var next = self
+        if trimmed { next.trimmedDay = max(trimmedDay ?? increment.day, increment.day) }
+        if expired { next.expiresAt = now + increment.keepFor }
+        return next
     }
 }

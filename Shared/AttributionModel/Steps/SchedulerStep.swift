@@ -24,7 +24,7 @@ public struct SchedulerStep: Sendable {
         case plan(PostbackPlan)
     }
 
-    /// A timer message due at `dueAt` (a window's end plus grace, or the release of a kept plan's last postback).
+    /// A timer message due at `dueAt` (a window's end plus grace).
     public struct Timer: Sendable, Hashable {
         public var identifier: String
         public var dueAt: Milliseconds
@@ -34,6 +34,11 @@ public struct SchedulerStep: Sendable {
     public struct Effects: Sendable {
         /// The plan state to store; nil when the message changed nothing (a redelivery, a finished plan).
         public var store: PlanState?
+        /// With a stored plan whose windows are all done but a postback is still held: the plan is kept
+        /// until then (the last one's release: a late update may swap it until it leaves), and from then
+        /// on the conversion is finished. The scheduler stores the plan to expire then, beside a finished
+        /// marker that outlives it; no timer needs to wake it.
+        public var keptUntil: Milliseconds?
         public var timers: [Timer] = []
         /// New held postbacks, and replacements of held ones (`replacing` set).
         public var held: [HeldPostback] = []
@@ -106,6 +111,7 @@ public struct SchedulerStep: Sendable {
             late = plan.isLate(stampedAt: superseded.time)
             held = plan.supersede(at: superseded.time, policy: policy, using: &generator)
         case (.windowClosed(let timer), .plan(let current)):
+            // Window `count` is the wake timer kept plans had before they expired on their own: it changes nothing.
             plan = current
             held = plan.closeWindow(timer.window, policy: policy, using: &generator)
         case (.conversionSuperseded, _), (.windowClosed, _):
@@ -114,14 +120,9 @@ public struct SchedulerStep: Sendable {
             return .retry("unexpected \(envelope.type.rawValue)")
         }
         // Every window done, but a postback still held: a late update may yet swap it, so the plan stays
-        // until the last one is released, when a timer (window `count`) wakes it.
+        // until the last one is released, and the conversion is finished from then on.
         let releasing = plan.keptUntil(now: now)
-        if let releasing {
-            let wake = Envelope(
-                id: "\(id):released", time: releasing,
-                body: .windowClosed(.init(conversionIdentifier: id, window: ConversionWindows.count, time: releasing)))
-            effects.timers.append(Timer(identifier: "\(id):released", dueAt: releasing, message: wake))
-        }
+        effects.keptUntil = releasing
         effects.store = plan.isFinished && releasing == nil ? .finished : .plan(plan)
         for postback in held {
             if let old = postback.replacing {

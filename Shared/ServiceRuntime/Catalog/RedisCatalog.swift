@@ -202,6 +202,11 @@ public enum StageKeys {
     public static func plan(conversion: String, in partition: Partition) -> String {
         "scheduler:plan:\(partition.tag):\(conversion)"
     }
+    /// scheduler: the `finished` marker of a plan kept until its last held postback is released (the
+    /// plan's key expires then; this one outlives it by `Retention.finishedMarker`).
+    public static func finishedPlan(conversion: String, in partition: Partition) -> String {
+        "scheduler:finished:\(partition.tag):\(conversion)"
+    }
     /// What a finished plan's key holds instead of the plan.
     public static let finishedPlanMarker = Array("finished".utf8)
     /// scheduler: a crowd's counter, a hash of day → conversions that day. On Redis Cluster each

@@ -120,7 +120,10 @@ public final class RegistryCache: Sendable {
         }
         guard current || lookup.held.isEmpty else { return nil }
         return lookup.wants.map { want in
-            .array(want.fields.map { field in (read[want.hash]?[field] ?? lookup.held[want.hash]?[field]).map(RedisReply.bulk) ?? .null })
+            .array(
+                want.fields.map { field in
+                    (read[want.hash]?[field] ?? lookup.held[want.hash]?[field]).map(RedisReply.bulk) ?? .null
+                })
         }
     }
 }

@@ -73,6 +73,8 @@ struct ScenarioRuleRunner {
     private var devices: [WinnerStep.Scope: DeviceAttributionState] = [:]
     private var reengagements: [String: [Milliseconds]] = [:]
     private var plans: [String: SchedulerStep.PlanState] = [:]
+    /// Kept plans' expiry (as Redis expires the scheduler's key): finished from then on.
+    private var keptUntil: [String: Milliseconds] = [:]
     private var timers: [Timer] = []
     private var timerSequence = 0
     private var settling: [Envelope] = []
@@ -150,11 +152,15 @@ struct ScenarioRuleRunner {
             let day = CrowdDayBuckets.day(of: attribution.conversionTime, policy: Self.policy)
             for member in Crowd.all(for: attribution) { crowd.read[member] = [day: Self.crowdCount(tier: scenario.tier ?? 3)] }
         }
+        if let kept = keptUntil[id], kept <= now { plans[id] = .finished }
         switch scheduler.step(plans[id] ?? .absent, message: message, crowd: &crowd, schema: nil, now: now, using: &generator) {
         case .retry(let reason):
             run.retried.append("\(message.type.rawValue) \(message.id): \(reason)")
         case .done(let effects):
-            if let store = effects.store { plans[id] = store }
+            if let store = effects.store {
+                plans[id] = store
+                keptUntil[id] = effects.keptUntil
+            }
             for timer in effects.timers {
                 timers.append(Timer(at: timer.dueAt, sequence: timerSequence, message: timer.message))
                 timerSequence += 1

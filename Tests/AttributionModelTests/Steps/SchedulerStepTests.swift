@@ -128,14 +128,22 @@ import Testing
             default: #expect(window == 2, "only the last window may finish the plan")
             }
             if window == 2 {
-                let release = try #require(effects.timers.first)
-                #expect(release.identifier == "kept:released")
-                #expect(release.dueAt == held.map(\.dueAt).max())
+                // Kept until the last held postback leaves, with no timer: the scheduler's key expires then.
+                #expect(effects.timers.isEmpty)
+                #expect(effects.keptUntil == held.map(\.dueAt).max())
                 #expect(effects.store == .plan(plan))
+                // A wake timer from before (window `count`) still finds nothing to do.
+                let wakeAt = try #require(effects.keptUntil)
                 let wake = try self.effects(
                     step.step(
-                        .plan(plan), message: release.message, crowd: &crowd, schema: nil, now: release.dueAt, using: &generator))
-                #expect(wake.store == .finished)
+                        .plan(plan),
+                        message: Envelope(
+                            time: wakeAt,
+                            body: .windowClosed(WindowClosed(conversionIdentifier: "kept", window: 3, time: wakeAt))),
+                        crowd: &crowd, schema: nil, now: wakeAt, using: &generator))
+                #expect(wake.store == .finished && wake.keptUntil == nil && wake.held.isEmpty)
+            } else {
+                #expect(effects.keptUntil == nil)
             }
         }
         #expect(!held.isEmpty)
