@@ -104,7 +104,8 @@ struct SchedulerStage: StreamStage {
             batch.pending.upkeep.withLock { $0 = upkeep }
         }
 
-        return zip(batch.envelopes, batch.partitions).map { envelope, partition -> StageOutcome in
+        var upkeepCommands: [RedisCommand] = []
+        var outcomes = zip(batch.envelopes, batch.partitions).map { envelope, partition -> StageOutcome in
             guard let envelope, let id = SchedulerStep.conversionIdentifier(of: envelope) else {
                 return .failed("scheduler takes attributions, attributed updates and window timers")
             }
@@ -121,10 +122,20 @@ struct SchedulerStage: StreamStage {
                 if let stored = effects.store { plans[id] = stored }
                 if let increment = effects.crowd { increments.append(increment) }
                 return .write(
-                    commands(for: effects, conversion: id, in: partition, now: now, upkeep: &upkeep),
+                    commands(
+                        for: effects, conversion: id, in: partition, now: now, upkeep: &upkeep, upkeepCommands: &upkeepCommands),
                     counts: effects.counts.map(StageCount.init))
             }
         }
+        // The counters' trims and expiries after every increment of the batch (they never touch the day
+        // being counted), so `WriteCoalescing` merges each counter's commands: one HINCRBY per day, then
+        // one HDEL and one PEXPIRE when due.
+        if !upkeepCommands.isEmpty, let last = outcomes.lastIndex(where: \.isWrite),
+            case .write(let commands, let counts, let after) = outcomes[last]
+        {
+            outcomes[last] = .write(commands + upkeepCommands, counts: counts, after: after)
+        }
+        return outcomes
     }
 
     /// The keys a crowd's count is the sum of: every partition's shard, or the one counter.
@@ -139,10 +150,11 @@ struct SchedulerStage: StreamStage {
     }
 
     /// The step's effects as Redis commands: plan (or marker), crowd counts, timers, held postbacks.
-    /// A crowd counter is trimmed and its expiry extended only when its upkeep says so (`CrowdUpkeep`).
+    /// A crowd counter is trimmed and its expiry extended only when its upkeep says so (`CrowdUpkeep`);
+    /// those commands go to `upkeepCommands`, written after the batch's increments.
     func commands(
         for effects: SchedulerStep.Effects, conversion id: String, in partition: Partition, now: Milliseconds,
-        upkeep: inout [String: CrowdUpkeep]
+        upkeep: inout [String: CrowdUpkeep], upkeepCommands: inout [RedisCommand]
     ) -> [RedisCommand] {
         var commands: [RedisCommand] = []
         if let increment = effects.crowd {
@@ -151,8 +163,8 @@ struct SchedulerStage: StreamStage {
                 let last = upkeep[key] ?? crowdUpkeeps[key]
                 let (trim, expire) = last.needs(increment, now: now)
                 commands.append(RedisCommand("HINCRBY", key, String(increment.day), "1"))
-                if trim { commands.append(RedisCommand(["HDEL", key] + increment.staleDays.map(String.init))) }
-                if expire { commands.append(RedisCommand("PEXPIRE", key, String(increment.keepFor))) }
+                if trim { upkeepCommands.append(RedisCommand(["HDEL", key] + increment.staleDays.map(String.init))) }
+                if expire { upkeepCommands.append(RedisCommand("PEXPIRE", key, String(increment.keepFor))) }
                 upkeep[key] = last.after(increment, now: now, trimmed: trim, expired: expire)
             }
         }

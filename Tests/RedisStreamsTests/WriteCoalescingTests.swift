@@ -144,6 +144,19 @@ struct WriteCoalescingTests {
             ])
     }
 
+    @Test("the scheduler's shape: a batch's increments, then one trim and expiry, merge into three commands")
+    func crowdCounterUpkeepLast() {
+        let commands =
+            (0..<4).map { _ in RedisCommand("HINCRBY", "crowd", "100", "1") } + [
+                RedisCommand("HDEL", "crowd", "64", "65"), RedisCommand("PEXPIRE", "crowd", "5000"),
+            ]
+        #expect(
+            WriteCoalescing.coalesce(commands) == [
+                RedisCommand("HINCRBY", "crowd", "100", "4"), RedisCommand("HDEL", "crowd", "64", "65"),
+                RedisCommand("PEXPIRE", "crowd", "5000"),
+            ])
+    }
+
     @Test("a key also touched by a script, a read or a flagged command is left as it was")
     func otherCommandsStopTheMerge() {
         let held = [

@@ -99,7 +99,9 @@ public struct CrowdUpkeep: Sendable, Hashable {
     /// conversion: its counts are never dropped while they can still count.
     public func needs(_ increment: CrowdIncrement, now: Milliseconds) -> (trim: Bool, expire: Bool) {
         let trim = trimmedDay.map { increment.day > $0 } ?? true
-        let expire = expiresAt.map { $0 - now < increment.keepFor / 4 * 3 } ?? true
+        // A trim always comes with an expiry: a counter's increments, HDEL and a last PEXPIRE merge into
+        // three commands in the batch's transaction (`WriteCoalescing`), an HDEL without one would not.
+        let expire = trim || expiresAt.map { $0 - now < increment.keepFor / 4 * 3 } ?? true
         return (trim, expire)
     }
 

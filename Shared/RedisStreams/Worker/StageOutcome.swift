@@ -7,6 +7,11 @@ public enum StageOutcome: Sendable, Equatable {
     case write([RedisCommand], counts: [StageCount] = [], after: [RedisCommand] = [])
     /// Leave the entry pending and count an attempt; after `maxAttempts` it is dead-lettered with this text.
     case failed(String)
+
+    /// Whether the entry's writes are committed (`write`).
+    public var isWrite: Bool {
+        if case .write = self { true } else { false }
+    }
 }
 
 /// One increment of a named counter with its dimensions (what the stage decided, counted once).

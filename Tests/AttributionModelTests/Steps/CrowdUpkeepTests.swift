@@ -13,12 +13,12 @@ import Testing
             // (last trimmed day, last expiry end, increment's day, now, trim?, extend?)
             (nil, nil, 100, 0, true, true),  // never touched by this scheduler: both
             (100, 1_000_000, 100, 0, false, false),  // same day, full lifetime left: only the HINCRBY
-            (100, 1_000_000, 101, 0, true, false),  // a new day: trim once
+            (100, 1_000_000, 101, 0, true, true),  // a new day: trim once (with an expiry, so they merge)
             (101, 1_000_000, 100, 0, false, false),  // a late conversion's older day: already covered
             (100, 1_000_000, 100, 249_999, false, false),  // just over ¾ of the lifetime left
             (100, 1_000_000, 100, 250_001, false, true),  // under ¾ left: extend
             (100, nil, 100, 0, false, true),
-            (nil, 1_000_000, 100, 0, true, false),
+            (nil, 1_000_000, 100, 0, true, true),
         ] as [(Int64?, Milliseconds?, Int64, Milliseconds, Bool, Bool)])
     func needs(trimmed: Int64?, expiresAt: Milliseconds?, day: Int64, now: Milliseconds, trim: Bool, expire: Bool) {
         let needs = CrowdUpkeep(trimmedDay: trimmed, expiresAt: expiresAt).needs(Self.increment(day: day), now: now)
