@@ -123,7 +123,8 @@ struct SchedulerStage: StreamStage {
                 if let increment = effects.crowd { increments.append(increment) }
                 return .write(
                     commands(
-                        for: effects, conversion: id, in: partition, now: now, upkeep: &upkeep, upkeepCommands: &upkeepCommands),
+                        for: effects, conversion: id, in: partition, now: now, known: counters, upkeep: &upkeep,
+                        upkeepCommands: &upkeepCommands),
                     counts: effects.counts.map(StageCount.init))
             }
         }
@@ -154,18 +155,18 @@ struct SchedulerStage: StreamStage {
     /// those commands go to `upkeepCommands`, written after the batch's increments.
     func commands(
         for effects: SchedulerStep.Effects, conversion id: String, in partition: Partition, now: Milliseconds,
-        upkeep: inout [String: CrowdUpkeep], upkeepCommands: inout [RedisCommand]
+        known: [Crowd: [Int64: Int]], upkeep: inout [String: CrowdUpkeep], upkeepCommands: inout [RedisCommand]
     ) -> [RedisCommand] {
         var commands: [RedisCommand] = []
         if let increment = effects.crowd {
             for crowd in increment.crowds {
                 let key = StageKeys.crowd(crowd, shard: shardsCrowds ? partition : nil)
                 let last = upkeep[key] ?? crowdUpkeeps[key]
-                let (trim, expire) = last.needs(increment, now: now)
+                let (trim, expire) = last.needs(increment, now: now, known: known[crowd])
                 commands.append(RedisCommand("HINCRBY", key, String(increment.day), "1"))
-                if trim { upkeepCommands.append(RedisCommand(["HDEL", key] + increment.staleDays.map(String.init))) }
+                if !trim.isEmpty { upkeepCommands.append(RedisCommand(["HDEL", key] + trim.map(String.init))) }
                 if expire { upkeepCommands.append(RedisCommand("PEXPIRE", key, String(increment.keepFor))) }
-                upkeep[key] = last.after(increment, now: now, trimmed: trim, expired: expire)
+                upkeep[key] = last.after(increment, now: now, trimmed: !trim.isEmpty, expired: expire)
             }
         }
         for timer in effects.timers {

@@ -92,16 +92,27 @@ public struct CrowdUpkeep: Sendable, Hashable {
         self.expiresAt = expiresAt
     }
 
-    /// Whether `increment`, stored at `now`, must trim and must extend the expiry. Trimming is needed
-    /// once per new day (an older day's stale days lie before the newer day's, already trimmed or
-    /// expired with the counter). The expiry is extended once less than three quarters of `keepFor`
-    /// remain, so a counter lives at least ¾ `keepFor` (1.5 trailing periods) after its last
-    /// conversion: its counts are never dropped while they can still count.
-    public func needs(_ increment: CrowdIncrement, now: Milliseconds) -> (trim: Bool, expire: Bool) {
-        let trim = trimmedDay.map { increment.day > $0 } ?? true
-        // A trim always comes with an expiry: a counter's increments, HDEL and a last PEXPIRE merge into
-        // three commands in the batch's transaction (`WriteCoalescing`), an HDEL without one would not.
-        let expire = trim || expiresAt.map { $0 - now < increment.keepFor / 4 * 3 } ?? true
+    /// The stale days `increment`, stored at `now`, must delete (none: no `HDEL`), and whether it must
+    /// extend the expiry.
+    ///
+    /// With the counter's days `known` (the counts the scheduler just read or holds), exactly its days
+    /// that fell out of the trailing period: none for a new counter or a fresh one. Without, the week
+    /// before the period once per new day (an older day's stale days lie before the newer day's,
+    /// already trimmed or expired with the counter). The expiry is extended once less than three
+    /// quarters of `keepFor` remain, so a counter lives at least ¾ `keepFor` (1.5 trailing periods)
+    /// after its last conversion: its counts are never dropped while they can still count. A trim
+    /// always comes with an expiry: a counter's increments, HDEL and a last PEXPIRE merge into three
+    /// commands in the batch's transaction (`WriteCoalescing`); an HDEL without one would not.
+    public func needs(_ increment: CrowdIncrement, now: Milliseconds, known: [Int64: Int]?) -> (
+        trim: [Int64], expire: Bool
+    ) {
+        let trim: [Int64]
+        if let known {
+            trim = known.keys.filter { $0 <= increment.day - CrowdDayBuckets.days }.sorted()
+        } else {
+            trim = trimmedDay.map { increment.day > $0 } ?? true ? increment.staleDays : []
+        }
+        let expire = !trim.isEmpty || expiresAt.map { $0 - now < increment.keepFor / 4 * 3 } ?? true
         return (trim, expire)
     }
 
