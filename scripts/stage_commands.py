@@ -115,11 +115,16 @@ try:
                                     capture_output=True, text=True, check=True).stdout
             offered.update(json.loads(output.strip().splitlines()[-1]))
             until(lambda: http("GET", f"http://127.0.0.1:{receiver_port}/stats").get("accepted", 0) >= offered["accepted"] // 3, 120, every=0.5)
+        names = ("ingest", "verifier", "attribution-winner", "scheduler", "dispatcher", "redis")
+        cpu_before = {name: cpu_seconds(children.running[name].pid) for name in names}
         measure("all five", together)
+        cpu = {name: round((cpu_seconds(children.running[name].pid) - cpu_before[name]) * 1e6 / max(1, offered["accepted"]))
+               for name in names}
         children.stop_all()
         events = max(1, offered["accepted"])
         commands = phases["all five"]["commands"]
         print(json.dumps({"offered": offered, "wall_s": phases["all five"]["wall_s"], "commands_per_event": sum(commands.values()) / events,
+                          "cpu_us_per_event": cpu,
                           "by_command": {k: round(v / events, 3) for k, v in sorted(commands.items(), key=lambda kv: -kv[1])}}, indent=1))
         sys.exit(0)
 

@@ -28,6 +28,9 @@ struct DispatcherCommand {
             var configuration = HTTPClient.Configuration()
             configuration.timeout = .init(connect: .milliseconds(Int64(timeout)), read: .milliseconds(Int64(timeout)))
             configuration.connectionPool = .init(idleTimeout: .seconds(60))
+            // Only the checked URL is ever contacted: a 3xx is a failed attempt (retried, then dead-lettered),
+            // never followed to a destination the guard did not see.
+            configuration.redirectConfiguration = .disallow
             let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
             let perHost = try service.environment.value(.deliveryConcurrencyPerHost)
             let stage = DispatcherStage(

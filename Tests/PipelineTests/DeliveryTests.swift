@@ -203,6 +203,29 @@ extension PipelineSuites {
         /// Registration refuses http and private addresses; a URL that changes to a private address after
         /// registration (here written straight into the registry) is refused at delivery and dead-lettered
         /// at once, without retries.
+        /// A destination answering 307 to another URL: the dispatcher never follows it. Every attempt is a
+        /// failure at the registered URL, retried on schedule; nothing reaches the redirect's target.
+        @Test func redirectsAreNeverFollowed() async throws {
+            let pipeline = try await start(scale: 3_600)
+            defer { stop(pipeline) }
+            try await control(
+                pipeline,
+                [
+                    "fail-first": 1_000, "failure": "redirect",
+                    // The receiver's other postback path: an attempt there would be a followed redirect.
+                    "redirect-to": "\(pipeline.processes.receiverURL)\(CopyEndpoint.path)",
+                ])
+            let orders = (0..<3).map { _ in Self.order(network: pipeline.network) }
+            try await release(orders, on: pipeline)
+            let retried = try await eventually(timeout: .seconds(20), every: .milliseconds(100)) {
+                try await attempts(pipeline).count >= 3 * orders.count
+            }
+            try #require(retried, "each postback retried after its 307\n\(pipeline.processes.logs())")
+            let seen = try await attempts(pipeline)
+            #expect(seen.allSatisfy { $0.path == "/postbacks" && !$0.accepted }, "\(seen.map(\.path))")
+            #expect(Set(seen.map(\.postbackIdentifier)) == Set(orders.map(\.payload.postbackIdentifier)))
+        }
+
         @Test func privateAndPlainHTTPDestinationsAreRefused() async throws {
             let pipeline = try await start(scale: 172_800)
             defer { stop(pipeline) }

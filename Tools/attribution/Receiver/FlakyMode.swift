@@ -11,14 +11,16 @@ actor FlakyMode {
         var failFirst: Int = 0
         /// Share of the remaining attempts answered with a failure, 0–1.
         var failShare: Double = 0
-        /// `status` answers `failureStatus`; `timeout` holds the request `hangSeconds`, then answers 504.
+        /// `status` answers `failureStatus`; `timeout` holds the request `hangSeconds`, then answers 504;
+        /// `redirect` answers 307 to `redirectTo` (a sender must not follow it).
         var failure: Failure = .status
+        var redirectTo: String?
         var failureStatus: Int = 500
         var hangSeconds: Double = 30
         /// Every answer to a valid postback (accepted or failed) waits this long first: a slow ad network.
         var delayMilliseconds: Int = 0
 
-        enum Failure: String, Codable, Sendable { case status, timeout }
+        enum Failure: String, Codable, Sendable { case status, timeout, redirect }
 
         enum CodingKeys: String, CodingKey {
             case failFirst = "fail-first"
@@ -27,6 +29,7 @@ actor FlakyMode {
             case failureStatus = "failure-status"
             case hangSeconds = "hang-seconds"
             case delayMilliseconds = "delay-ms"
+            case redirectTo = "redirect-to"
         }
 
         init() {}
@@ -39,6 +42,7 @@ actor FlakyMode {
             failureStatus = try c.decodeIfPresent(Int.self, forKey: .failureStatus) ?? 500
             hangSeconds = try c.decodeIfPresent(Double.self, forKey: .hangSeconds) ?? 30
             delayMilliseconds = try c.decodeIfPresent(Int.self, forKey: .delayMilliseconds) ?? 0
+            redirectTo = try c.decodeIfPresent(String.self, forKey: .redirectTo)
         }
 
         var problem: String? {
@@ -47,6 +51,7 @@ actor FlakyMode {
             if !(400...599).contains(failureStatus) { return "failure-status must be a 4xx or 5xx status" }
             if !(0...600).contains(hangSeconds) { return "hang-seconds must be within 0–600" }
             if !(0...600_000).contains(delayMilliseconds) { return "delay-ms must be within 0–600000" }
+            if failure == .redirect, redirectTo?.isEmpty ?? true { return "failure redirect needs redirect-to" }
             return nil
         }
     }

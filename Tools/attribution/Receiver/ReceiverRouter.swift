@@ -40,7 +40,7 @@ enum ReceiverRouter {
                 return ProblemDetails(
                     status: .badRequest, reason: "invalid-control",
                     detail:
-                        "expected {\"fail-first\", \"fail-share\", \"failure\", \"failure-status\", \"hang-seconds\", \"delay-ms\"}"
+                        "expected {\"fail-first\", \"fail-share\", \"failure\", \"failure-status\", \"hang-seconds\", \"delay-ms\", \"redirect-to\"}"
                 ).response
             }
             if let problem = settings.problem {
@@ -83,6 +83,11 @@ enum ReceiverRouter {
             if settings.failure == .timeout {
                 try? await Task.sleep(for: .milliseconds(Int64(settings.hangSeconds * 1000)))
                 return Response(status: .gatewayTimeout)
+            }
+            if settings.failure == .redirect, let target = settings.redirectTo {
+                var headers = HTTPFields()
+                headers[.location] = target
+                return Response(status: .temporaryRedirect, headers: headers)
             }
             return ProblemDetails(
                 status: .init(code: settings.failureStatus), reason: "flaky-receiver",
