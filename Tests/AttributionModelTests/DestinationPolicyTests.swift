@@ -15,6 +15,15 @@ struct DestinationPolicyTests {
             ("::", false), ("::1", false), ("fc00::1", false), ("fd12:3456::1", false), ("fe80::1", false),
             ("ff02::1", false), ("2001:db8::1", false), ("::ffff:127.0.0.1", false), ("::ffff:8.8.8.8", true),
             ("64:ff9b::10.0.0.1", false), ("64:ff9b::8.8.8.8", true),
+            // IPv6 forms embedding IPv4 (issue 18, finding 3): classified by the IPv4 address inside.
+            ("::127.0.0.1", false), ("::a9fe:a9fe", false), ("::8.8.8.8", true), ("64:ff9b:1::7f00:1", false),
+            ("64:ff9b:1::808:808", false), ("2002:7f00:1::1", false), ("2002:a9fe:a9fe::1", false),
+            ("2002:808:808::1", true), ("::ffff:0:127.0.0.1", false), ("::ffff:0:8.8.8.8", true),
+            ("2001:0:4136:e378:8000:63bf:80ff:fffe", false),  // Teredo, client 127.0.0.1
+            ("2001:0:4136:e378:8000:63bf:f7f7:f7f7", true),  // Teredo, client 8.8.8.8, server 65.54.227.120
+            ("2001:0:a00:1:8000:63bf:f7f7:f7f7", false),  // Teredo via server 10.0.0.1
+            ("2001:2::1", false), ("2001:10::1", false), ("2001:20::1", false), ("3fff::1", false),
+            ("5f00::1", false), ("2001:4860:4860::8888", true), ("2001:200::1", true),
         ] as [(String, Bool)])
     func classifies(_ text: String, _ isPublic: Bool) throws {
         let address = try #require(IPAddress(text), "\(text) parses")
@@ -38,6 +47,10 @@ struct DestinationPolicyTests {
             ("https://10.0.0.5/postbacks", .privateAddress),
             ("https://[::1]:8443/postbacks", .privateAddress),
             ("https://[fd00::5]/", .privateAddress),
+            ("https://[::127.0.0.1]/", .privateAddress),
+            ("https://[::a9fe:a9fe]/", .privateAddress),
+            ("https://[64:ff9b:1::7f00:1]/", .privateAddress),
+            ("https://[2002:7f00:1::1]/", .privateAddress),
             ("https://LOCALHOST/", .privateAddress),
             ("https://api.localhost/", .privateAddress),
             ("http://127.0.0.1:9999/postbacks", nil),  // allow-listed host: any port, http allowed

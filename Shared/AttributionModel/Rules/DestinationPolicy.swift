@@ -154,16 +154,32 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// False for loopback, private (RFC 1918, unique local), shared (CGNAT), link-local, unspecified,
-    /// multicast, benchmarking, documentation and reserved ranges, and for IPv6 forms that embed such an
-    /// IPv4 address (mapped, NAT64).
+    /// multicast, benchmarking, documentation and reserved ranges, and for IPv6 forms that embed an IPv4
+    /// address, which are classified by it: compatible (`::a.b.c.d`), mapped, translated, NAT64, 6to4
+    /// and Teredo (its server and its client). A router or translator on the way may turn such an
+    /// address into the IPv4 one it embeds.
     public var isPublic: Bool {
         if bytes.count == 4 { return Self.isPublicV4(bytes) }
         let b = bytes
-        if b[0..<10].allSatisfy({ $0 == 0 }) && b[10] == 0xFF && b[11] == 0xFF { return Self.isPublicV4(Array(b[12..<16])) }
-        if b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xFF && b[3] == 0x9B && b[4..<12].allSatisfy({ $0 == 0 }) {
-            return Self.isPublicV4(Array(b[12..<16]))  // 64:ff9b::/96
+        let v4 = Array(b[12..<16])
+        let zeros = { (range: Range<Int>) in b[range].allSatisfy { $0 == 0 } }
+        // ::a.b.c.d (compatible; :: and ::1 included) and ::ffff:a.b.c.d (mapped)
+        if zeros(0..<10) && (zeros(10..<12) || (b[10] == 0xFF && b[11] == 0xFF)) { return Self.isPublicV4(v4) }
+        // ::ffff:0:a.b.c.d (translated)
+        if zeros(0..<8) && b[8] == 0xFF && b[9] == 0xFF && zeros(10..<12) { return Self.isPublicV4(v4) }
+        if b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xFF && b[3] == 0x9B {
+            if zeros(4..<12) { return Self.isPublicV4(v4) }  // 64:ff9b::/96 NAT64
+            if b[4] == 0 && b[5] == 1 { return false }  // 64:ff9b:1::/48 local-use NAT64 (RFC 8215)
         }
-        if b[0..<15].allSatisfy({ $0 == 0 }) { return false }  // :: and ::1
+        if b[0] == 0x20 && b[1] == 0x02 { return Self.isPublicV4(Array(b[2..<6])) }  // 2002::/16 6to4
+        if b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 {
+            // 2001::/32 Teredo: its server, and its client (stored inverted)
+            if b[3] == 0 { return Self.isPublicV4(Array(b[4..<8])) && Self.isPublicV4(v4.map { ~$0 }) }
+            if b[3] == 0x02 && zeros(4..<6) { return false }  // 2001:2::/48 benchmarking
+            if b[3] & 0xF0 == 0x10 || b[3] & 0xF0 == 0x20 { return false }  // 2001:10::/28, 2001:20::/28 ORCHID
+        }
+        if b[0] == 0x3F && b[1] == 0xFF && b[2] & 0xF0 == 0 { return false }  // 3fff::/20 documentation
+        if b[0] == 0x5F && b[1] == 0x00 { return false }  // 5f00::/16 segment routing SIDs
         if b[0] & 0xFE == 0xFC { return false }  // fc00::/7 unique local
         if b[0] == 0xFE && b[1] & 0xC0 == 0x80 { return false }  // fe80::/10 link-local
         if b[0] == 0xFE && b[1] & 0xC0 == 0xC0 { return false }  // fec0::/10 site-local (deprecated)
