@@ -72,6 +72,13 @@ let package = Package(
             path: "Shared/ServiceRuntime",
             swiftSettings: swiftSettings
         ),
+        // The dispatcher's HTTP side, apart so tests can drive it: clients pinned to checked addresses.
+        .target(
+            name: "Delivery",
+            dependencies: ["AttributionModel", .product(name: "AsyncHTTPClient", package: "async-http-client")],
+            path: "Shared/Delivery",
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "ingest",
             dependencies: [
@@ -107,7 +114,7 @@ let package = Package(
         .executableTarget(
             name: "dispatcher",
             dependencies: [
-                "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime",
+                "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime", "Delivery",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             path: "Services/dispatcher",
@@ -151,7 +158,7 @@ let package = Package(
         .testTarget(
             name: "PipelineTests",
             dependencies: [
-                "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime", "TestSupport",
+                "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime", "TestSupport", "Delivery",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import AttributionModel
+import Delivery
 import NIOCore
 import RedisStreams
 import ServiceRuntime
@@ -32,11 +33,12 @@ struct DispatcherCommand {
             // never followed to a destination the guard did not see.
             configuration.redirectConfiguration = .disallow
             let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+            let pinned = PinnedClients(configuration: configuration, drain: .milliseconds(Int64(timeout) + 5_000))
             let perHost = try service.environment.value(.deliveryConcurrencyPerHost)
             let stage = DispatcherStage(
                 step: DispatcherStep(policy: service.policy), signer: signer,
                 delivery: PostbackDelivery(
-                    client: client, timeout: .milliseconds(Int64(timeout)),
+                    client: client, pinned: pinned, timeout: .milliseconds(Int64(timeout)),
                     destinations: DestinationResolver(
                         policy: try service.environment.value(.postbackURLAllowList)),
                     limiter: HostLimiter(limit: perHost)),
@@ -51,9 +53,11 @@ struct DispatcherCommand {
                         heartbeat,
                     ])
             } catch {
+                await pinned.shutdown()
                 try? await client.shutdown()
                 throw error
             }
+            await pinned.shutdown()
             try await client.shutdown()
         }
     }

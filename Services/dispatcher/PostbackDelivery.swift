@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import AttributionModel
+import Delivery
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -8,13 +9,21 @@ import ServiceRuntime
 /// One POST of a postback body, after the destination policy (and DNS) allowed its URL: the answer as
 /// `DispatcherStep.Response`, which the model's step judges (delivered, retried, dead-lettered).
 struct PostbackDelivery: Sendable {
+    /// For destinations used as they are (IP literals, allow-listed hosts).
     let client: HTTPClient
+    /// For names: a client that connects only to the address the check approved.
+    let pinned: PinnedClients
     let timeout: TimeAmount
     let destinations: DestinationResolver
     let limiter: HostLimiter
 
     func post(_ body: String, to url: String) async -> DispatcherStep.Response {
-        if let refusal = await destinations.check(url) { return .refused(refusal) }
+        let client: HTTPClient
+        switch await destinations.resolve(url) {
+        case .refused(let refusal): return .refused(refusal)
+        case .direct: client = self.client
+        case .pinned(let name, let address): client = pinned.client(for: name, address: address)
+        }
         let host = DestinationPolicy.parse(url).map { "\($0.host):\($0.port ?? 0)" } ?? url
         return await limiter.withPermit(for: host) {
             var request = HTTPClientRequest(url: url)

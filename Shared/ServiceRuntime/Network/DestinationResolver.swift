@@ -23,24 +23,45 @@ public struct DestinationResolver: Sendable {
         let answers = Mutex<[String: (addresses: [IPAddress], expires: ContinuousClock.Instant)]>([:])
     }
 
+    /// Where a POST to a URL may go.
+    public enum Resolution: Sendable, Equatable {
+        /// Not at all, and why.
+        case refused(DestinationPolicy.Refusal)
+        /// To the URL as it is: an IP literal (already classified) or an allow-listed host.
+        case direct
+        /// To `address`, the checked answer for `host`: the connection must use it, not a second lookup
+        /// whose answer could have changed (DNS rebinding), keeping the name for Host and TLS SNI.
+        case pinned(host: String, address: IPAddress)
+    }
+
     /// Nil when postbacks may go to `url`, else why not.
     public func check(_ url: String) async -> DestinationPolicy.Refusal? {
-        if let refusal = policy.check(url: url) { return refusal }
-        guard let destination = DestinationPolicy.parse(url), !policy.isAllowListed(destination) else { return nil }
-        if IPAddress(destination.host) != nil { return nil }  // a literal: already classified
+        if case .refused(let refusal) = await resolve(url) { return refusal }
+        return nil
+    }
+
+    /// Checks `url` and says which address a POST must connect to.
+    public func resolve(_ url: String) async -> Resolution {
+        if let refusal = policy.check(url: url) { return .refused(refusal) }
+        guard let destination = DestinationPolicy.parse(url), !policy.isAllowListed(destination) else { return .direct }
+        if IPAddress(destination.host) != nil { return .direct }  // a literal: already classified
         let host = destination.host
         let now = ContinuousClock.now
+        var addresses: [IPAddress]
         if let cached = cache.answers.withLock({ $0[host] }), cached.expires > now {
-            return policy.check(url: url, resolved: cached.addresses)
-        }
-        let addresses = (try? await NIOThreadPool.singleton.runIfActive { Self.resolve(host) }) ?? []
-        if !addresses.isEmpty {  // a failed lookup is tried again next time
-            cache.answers.withLock { answers in
-                if answers.count > 10_000 { answers.removeAll() }
-                answers[host] = (addresses, now + .milliseconds(Int64(cacheSeconds * 1000)))
+            addresses = cached.addresses
+        } else {
+            addresses = (try? await NIOThreadPool.singleton.runIfActive { Self.resolve(host) }) ?? []
+            if !addresses.isEmpty {  // a failed lookup is tried again next time
+                cache.answers.withLock { answers in
+                    if answers.count > 10_000 { answers.removeAll() }
+                    answers[host] = (addresses, now + .milliseconds(Int64(cacheSeconds * 1000)))
+                }
             }
         }
-        return policy.check(url: url, resolved: addresses)
+        if let refusal = policy.check(url: url, resolved: addresses) { return .refused(refusal) }
+        // Every answer is public (checked above); the first is the one connected to.
+        return addresses.first.map { .pinned(host: host, address: $0) } ?? .refused(.unresolvable)
     }
 
     static func resolve(_ host: String) -> [IPAddress] {
