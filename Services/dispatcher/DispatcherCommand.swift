@@ -24,7 +24,9 @@ struct DispatcherCommand {
             let heartbeat = KeyHeartbeat(
                 keys: [signer.production, signer.development], connection: service.connection(), grace: grace,
                 clock: service.clock)
-            try await heartbeat.publish()
+            try await RedisRetry.untilAnswered("cannot publish the signing keys to Redis, retrying", logger: service.logger) {
+                try await heartbeat.publish()
+            }
 
             var configuration = HTTPClient.Configuration()
             configuration.timeout = .init(connect: .milliseconds(Int64(timeout)), read: .milliseconds(Int64(timeout)))

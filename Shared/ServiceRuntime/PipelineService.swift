@@ -23,7 +23,8 @@ public struct PipelineService: Sendable {
 
     /// A service's `main`: answers `--help` from `help`, bootstraps the service named there and runs
     /// `body`. Bad configuration ends the process with its one line (`configuration KEY: problem`) on
-    /// standard error and exit status 1, where an error thrown out of `main` would crash with a backtrace.
+    /// standard error and exit status 2 (any other error that stops the service: one line, status 1),
+    /// where an error thrown out of `main` would crash with a backtrace.
     public static func main(
         isolation: isolated (any Actor)? = #isolation, _ help: ServiceHelp,
         _ body: (PipelineService) async throws -> Void
@@ -33,7 +34,7 @@ public struct PipelineService: Sendable {
             try await body(try bootstrap(name: help.name))
         } catch let error as ConfigurationError {
             FileHandle.standardError.write(Data("\(error)\n".utf8))
-            exit(1)
+            exit(2)
         } catch {
             // Anything else that ends the service (its HTTP port taken, say): one line, not a crash backtrace.
             FileHandle.standardError.write(Data("\(help.name): stopped: \(error)\n".utf8))

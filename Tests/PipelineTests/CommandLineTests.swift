@@ -5,7 +5,7 @@ import TestSupport
 import Testing
 
 /// What an operator sees before anything runs: every service answers `--help` with its configuration
-/// keys, and bad configuration prints one clear line and exits 1, never a crash backtrace.
+/// keys, and bad configuration prints one clear line and exits 2, never a crash backtrace.
 @Suite("Service command lines")
 struct CommandLineTests {
     static let services = ["ingest", "verifier", "attribution-winner", "scheduler", "dispatcher"]
@@ -62,7 +62,7 @@ struct CommandLineTests {
         try await PartitionRecord.check(Partitioning(count: 8), on: connection, logger: .test("test.partitions"))
         let other = try Self.run("scheduler", environment: ["REDIS_URL=\(redis.url)"])
         let errors = String(decoding: other.stderr, as: UTF8.self)
-        #expect(other.status == 1, "\(errors)")
+        #expect(other.status == 2, "\(errors)")
         #expect(
             errors.split(separator: "\n").last.map(String.init)
                 == "configuration PARTITIONS: is 16, but this Redis holds a pipeline with 8 partitions; start every service with PARTITIONS=8 (the count is fixed per deployment)",
@@ -84,11 +84,40 @@ struct CommandLineTests {
         #expect(!errors.contains("Fatal error") && !errors.contains("Backtrac"))
     }
 
+    /// Started before its Redis (compose starts them together), the dispatcher waits for it and then
+    /// serves; it used to stop at once while it published its signing keys.
+    @Test func theDispatcherStartedBeforeItsRedisWaitsForIt() async throws {
+        let port = try freeLoopbackPort()
+        let httpPort = try freeLoopbackPort()
+        let dispatcher = Process()
+        dispatcher.executableURL = PipelineProcesses.binaryDirectory().appendingPathComponent("dispatcher")
+        dispatcher.environment = [
+            "REDIS_URL": "redis://127.0.0.1:\(port)/0", "HTTP_PORT": String(httpPort), "LOG_LEVEL": "error",
+        ]
+        dispatcher.standardOutput = FileHandle.nullDevice
+        dispatcher.standardError = FileHandle.nullDevice
+        try dispatcher.run()
+        // SIGKILL: a Process started from the test runner inherits its blocked signals, SIGTERM included.
+        defer { if dispatcher.isRunning { kill(dispatcher.processIdentifier, SIGKILL) } }
+        try await Task.sleep(for: .seconds(1))
+        #expect(dispatcher.isRunning, "still waiting for Redis, not stopped")
+
+        let redis = Process()
+        redis.executableURL = try #require(findExecutable("redis-server"))
+        redis.arguments = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        redis.currentDirectoryURL = FileManager.default.temporaryDirectory
+        redis.standardOutput = FileHandle.nullDevice
+        redis.standardError = FileHandle.nullDevice
+        try redis.run()
+        defer { kill(redis.processIdentifier, SIGKILL) }
+        #expect(try await HTTPTestClient().waitUntilUp("http://127.0.0.1:\(httpPort)/health", timeout: .seconds(20)))
+    }
+
     @Test(arguments: badConfigurations)
-    func badConfigurationIsOneLineAndExitOne(service: String, setting: String, line: String) throws {
+    func badConfigurationIsOneLineAndExitTwo(service: String, setting: String, line: String) throws {
         let result = try Self.run(service, environment: [setting])
         let errors = String(decoding: result.stderr, as: UTF8.self)
-        #expect(result.status == 1, "\(service): \(errors)")
+        #expect(result.status == 2, "\(service): \(errors)")
         // The dispatcher may warn about generated signing keys first; the last line is the one that matters.
         #expect(errors.split(separator: "\n").last.map(String.init) == line, "\(errors)")
         #expect(!errors.contains("Fatal error") && !errors.contains("Backtrac"))

@@ -19,7 +19,7 @@ struct PinnedClientsTests {
         server.standardOutput = FileHandle.nullDevice
         server.standardError = FileHandle.nullDevice
         try server.run()
-        defer { server.terminate() }
+        defer { kill(server.processIdentifier, SIGKILL) }  // inherits the runner's blocked SIGTERM
 
         var configuration = HTTPClient.Configuration()
         configuration.timeout = .init(connect: .seconds(2), read: .seconds(2))

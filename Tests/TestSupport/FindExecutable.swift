@@ -1,7 +1,7 @@
 import Foundation
 
 /// The first executable called `name` on PATH.
-func findExecutable(_ name: String) -> URL? {
+public func findExecutable(_ name: String) -> URL? {
     let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
     for directory in path.split(separator: ":") {
         let candidate = URL(fileURLWithPath: String(directory)).appendingPathComponent(name)
