@@ -66,8 +66,10 @@ struct AttributionWinnerStage: StreamStage {
             case .done(let effects):
                 states[scope] = effects.state
                 if let device, let record = effects.reengagement { reengagements[device, default: []].append(record.time) }
+                // A refused conversion is also listed for its app, after the commit (that list has no partition).
                 return .write(
-                    commands(for: effects, scope: scope, in: partition), counts: effects.counts.map(StageCount.init))
+                    commands(for: effects, scope: scope, in: partition), counts: effects.counts.map(StageCount.init),
+                    after: effects.refusal.map { RejectionLog.append($0.rejection, to: $0.log) } ?? [])
             }
         }
     }

@@ -114,7 +114,7 @@ struct VerifierStage: StreamStage {
             case .done(.refused(let rejection, let log, let counts)):
                 return .write(
                     [rejection.entry(at: envelope.time, in: partition)], counts: counts.map(StageCount.init),
-                    after: Self.refusalLog(rejection, log: log))
+                    after: RejectionLog.append(rejection, to: log))
             }
         }
     }
@@ -140,16 +140,5 @@ struct VerifierStage: StreamStage {
             claimed.append(.init(impression: claim.impression, event: claim.event, holder: reply.string))
         }
         return VerifierStep.usedImpressions(claimed)
-    }
-
-    /// The refusal log of the refused event's network (or app), newest first, capped.
-    static func refusalLog(_ rejection: Rejection, log: VerifierStep.RefusalLog?) -> [RedisCommand] {
-        guard let log, let json = try? JSONCoding.encoder.encode(rejection) else { return [] }
-        let key = RejectionLog.key(log)
-        return [
-            RedisCommand(bytes: [Array("LPUSH".utf8), Array(key.utf8), Array(json)]),
-            RedisCommand("LTRIM", key, "0", String(RejectionLog.capacity - 1)),
-            RedisCommand("PEXPIRE", key, String(Retention.rejectionLog)),
-        ]
     }
 }

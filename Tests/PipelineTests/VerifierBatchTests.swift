@@ -59,5 +59,42 @@ extension PipelineSuites {
             let rejected = try await streamRecords(StreamNames.rejected, on: connection).compactMap(\.message)
             #expect(rejected.count == 1 && rejected[0].contains("impression-replayed"), "\(rejected)")
         }
+
+        /// A conversion attribution-winner refuses (no eligible impression) is listed for its app, like
+        /// the verifier's refusals of the app's events (issue 18, finding 9).
+        @Test func aConversionTheWinnerRefusesIsInTheAppsRefusalList() async throws {
+            let redis = try await RedisServer.start()
+            defer { redis.stop() }
+            let pipeline = try PipelineProcesses(
+                redis: redis, timeScale: 86_400, extraEnvironment: ["CONVERSION_SETTLE_MS": "100"],
+                only: ["ingest", "verifier", "attribution-winner"])
+            defer { pipeline.stop() }
+            try #require(try await http.waitUntilUp("\(pipeline.ingestURL)/health"), "ingest started\n\(pipeline.logs())")
+            let app = HostileInputTests.app
+            let reply = try await http.send(
+                "PUT", "\(pipeline.ingestURL)/v1/admin/advertised-apps/\(app)", json: [:], token: pipeline.adminToken)
+            try #require(reply.status == 200, "\(reply.json)")
+            let appKey = try #require(
+                try await http.send(
+                    "POST", "\(pipeline.ingestURL)/v1/admin/advertised-apps/\(app)/keys", token: pipeline.adminToken
+                )
+                .json["app-key"] as? String)
+            let install = try await http.send(
+                "POST", "\(pipeline.ingestURL)/v1/conversions",
+                json: [
+                    "device-identifier": "never-saw-an-ad", "advertised-item-identifier": app, "conversion-type": "download",
+                    "time": HostileInputTests.now(),
+                ], token: appKey)
+            try #require(install.status == 202, "\(install.json)")
+            let id = try #require(install.json["event-identifier"] as? String)
+            let listed = try await eventually(timeout: .seconds(20), every: .milliseconds(100)) {
+                let list = try await http.send(
+                    "GET", "\(pipeline.ingestURL)/v1/admin/advertised-apps/\(app)/rejections", token: pipeline.adminToken)
+                return (list.json["rejections"] as? [[String: Any]] ?? []).contains {
+                    $0["event-identifier"] as? String == id && $0["reason"] as? String == "no-eligible-impression"
+                }
+            }
+            #expect(listed, "refused by attribution-winner and listed for the app\n\(pipeline.logs())")
+        }
     }
 }

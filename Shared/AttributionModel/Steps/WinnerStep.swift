@@ -85,7 +85,10 @@ public struct WinnerStep: Sendable {
         public var settle: (message: Envelope, dueAt: Milliseconds)?
         public var reengagement: ReengagementRecord?
         /// A conversion not attributed, with its reason (recorded on `rejected`, stamped with the conversion's time).
-        public var refusal: (reason: ConversionEligibility.Refusal, rejection: Rejection, at: Milliseconds)?
+        /// A conversion not attributed: its reason, the `rejected` record, and the refusal list it is
+        /// shown in (its advertised app's, like the verifier's refusals of the app's events).
+        public var refusal:
+            (reason: ConversionEligibility.Refusal, rejection: Rejection, at: Milliseconds, log: VerifierStep.RefusalLog)?
         public var counts: [StepCount] = []
     }
 
@@ -149,7 +152,7 @@ public struct WinnerStep: Sendable {
             let rejection = Rejection(
                 reason: RejectionReason(refusal), detail: "the conversion was not attributed (\(refusal.rawValue))",
                 eventIdentifier: envelope.id)
-            effects.refusal = (refusal, rejection, report.time)
+            effects.refusal = (refusal, rejection, report.time, .app(report.advertisedItemIdentifier))
             // Updates that waited on this conversion go to the one before it.
             effects.outputs += Self.routed(
                 effects.state.routePending(), activities: effects.state.routePendingActivities(), by: envelope)

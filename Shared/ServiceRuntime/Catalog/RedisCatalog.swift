@@ -141,6 +141,18 @@ public enum RejectionLog {
     public static let capacity = 100
     public static func networkKey(_ network: String) -> String { "verifier:rejections:network:\(network)" }
     public static func appKey(_ item: String) -> String { "verifier:rejections:app:\(item)" }
+    /// Adds a refusal to its list (newest first, capped, kept 30 days from the last one): written after
+    /// the stage's commit, outside its partition.
+    public static func append(_ rejection: Rejection, to log: VerifierStep.RefusalLog?) -> [RedisCommand] {
+        guard let log, let json = try? JSONCoding.encoder.encode(rejection) else { return [] }
+        let key = key(log)
+        return [
+            RedisCommand(bytes: [Array("LPUSH".utf8), Array(key.utf8), Array(json)]),
+            RedisCommand("LTRIM", key, "0", String(capacity - 1)),
+            RedisCommand("PEXPIRE", key, String(Retention.rejectionLog)),
+        ]
+    }
+
     public static func key(_ log: VerifierStep.RefusalLog) -> String {
         switch log {
         case .network(let network): networkKey(network)
