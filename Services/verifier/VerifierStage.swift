@@ -46,7 +46,11 @@ struct VerifierStage: StreamStage {
             case .impressionReported(let report):
                 let parsed = SignedImpression.parse(report)
                 batch.parsed[index] = parsed
-                guard case .success(let impression) = parsed else { continue }
+                guard case .success(let impression) = parsed else {
+                    // A refusal naming a network (its kid) is listed for it only if it is registered: look it up.
+                    if case .failure(let refusal) = parsed, let network = refusal.adNetworkIdentifier { networks.insert(network) }
+                    continue
+                }
                 let payload = impression.payload
                 networks.insert(payload.adNetworkIdentifier.rawValue)
                 publishers.insert(payload.publisherItemIdentifier)

@@ -31,12 +31,16 @@ public struct SignedImpression: VerifiableImpression {
         do { jws = try CompactJWS(parsing: report.impression ?? "") } catch {
             throw VerifierStep.Refusal(reason: RejectionReason(error.code), detail: error.reason)
         }
+        // The header's kid names the ad network: such a refusal is listed for it if it is registered.
+        let kid = jws.header.kid.flatMap { $0.isEmpty ? nil : $0 }
         guard jws.header.alg == "ES256" else {
-            throw VerifierStep.Refusal(reason: .unsupportedAlgorithm, detail: "alg must be ES256, not \(jws.header.alg)")
+            throw VerifierStep.Refusal(
+                reason: .unsupportedAlgorithm, detail: "alg must be ES256, not \(jws.header.alg)", adNetworkIdentifier: kid)
         }
         guard let payload = try? JSONCoding.decoder.decode(ImpressionPayload.self, from: jws.payload) else {
             throw VerifierStep.Refusal(
-                reason: .invalidPayload, detail: "payload is not an impression with the spec's keys and types")
+                reason: .invalidPayload, detail: "payload is not an impression with the spec's keys and types",
+                adNetworkIdentifier: kid)
         }
         guard jws.header.kid == payload.adNetworkIdentifier.rawValue else {
             throw VerifierStep.Refusal(

@@ -708,6 +708,10 @@ extension PipelineSuites {
             let rejections = try #require(listed.json["rejections"] as? [[String: Any]])
             #expect(rejections.count >= 10)
             #expect(rejections.allSatisfy { $0["ad-network-identifier"] as? String == Self.network })
+            // Refused before its payload was read (issue 18, finding 9): listed by the header's kid.
+            #expect(
+                rejections.contains { $0["reason"] as? String == RejectionReason.unsupportedAlgorithm.rawValue },
+                "an HS256 impression naming the network is in its list")
             #expect(
                 try await streamLength(ConsumerGroups.verifier.deadLetterStream, on: connection) == 0,
                 "no message broke the verifier")

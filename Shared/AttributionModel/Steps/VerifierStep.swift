@@ -147,7 +147,10 @@ public struct VerifierStep: Sendable {
             let rejection = Rejection(
                 reason: refusal.reason, detail: refusal.detail, eventIdentifier: envelope.id,
                 adNetworkIdentifier: refusal.adNetworkIdentifier, impressionIdentifier: refusal.impressionIdentifier)
-            let log = refusal.adNetworkIdentifier.map(RefusalLog.network) ?? app.map(RefusalLog.app)
+            // Listed only for a registered network or app: an anonymous request naming an unregistered id
+            // (or a forged one) must not make Redis keep a list for it.
+            let network = refusal.adNetworkIdentifier.flatMap { registry.adNetworks[$0] == nil ? nil : RefusalLog.network($0) }
+            let log = network ?? app.flatMap { registry.advertisedApps[$0] == nil ? nil : RefusalLog.app($0) }
             return .done(.refused(rejection, log: log, counts: [.rejection(refusal.reason)]))
         }
         func pass(_ body: MessageBody, markSeen: String? = nil, view: (ViewScope, ViewInterval)? = nil) -> StepOutcome<Effects> {

@@ -115,17 +115,28 @@ import Testing
         #expect(facts.views.values.first?.count == 2)
     }
 
-    /// A refusal is logged for its network when known, else for its advertised app, and counted.
+    /// A refusal is listed for its network when that network is registered, else for its advertised app
+    /// when that app is registered, else nowhere (issue 18: an unregistered or forged id must not make
+    /// Redis keep a list for it); it is counted either way.
     @Test func refusalLogs() {
         var facts = VerifierStep.Facts()
-        var registry = Self.registry
-        registry.adNetworks = [:]
+        var unregistered = Self.registry
+        unregistered.adNetworks = [:]
         let (envelope, impression) = Self.impression("n")
-        guard case .refused(_, let log, let counts)? = run(envelope, impression, registry: registry, facts: &facts) else {
+        guard case .refused(_, let log, let counts)? = run(envelope, impression, registry: unregistered, facts: &facts) else {
             Issue.record("refused")
             return
         }
-        #expect(log == .network(Self.network) && counts == [.rejection(.unknownAdNetwork)])
+        #expect(log == nil && counts == [.rejection(.unknownAdNetwork)])
+
+        var noApps = Self.registry
+        noApps.advertisedApps = [:]
+        let (other, otherImpression) = Self.impression("m")
+        guard case .refused(_, let networkLog, _)? = run(other, otherImpression, registry: noApps, facts: &facts) else {
+            Issue.record("refused")
+            return
+        }
+        #expect(networkLog == .network(Self.network), "a registered network's refusal is listed for it")
 
         let report = ConversionReport(
             deviceIdentifier: "d", advertisedItemIdentifier: 42, conversionType: .download, time: Self.now, receivedAt: Self.now)
@@ -134,7 +145,7 @@ import Testing
             Issue.record("refused")
             return
         }
-        #expect(rejection.reason == .unknownAdvertisedApp && appLog == .app(42))
+        #expect(rejection.reason == .unknownAdvertisedApp && appLog == nil, "an unregistered app gets no list")
     }
 
     /// Which claims of one batch mean the impression was already used.
