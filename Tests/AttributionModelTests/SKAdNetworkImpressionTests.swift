@@ -97,6 +97,19 @@ struct SKAdNetworkImpressionTests {
         #expect(SKANFixture.error { try impression.verifySignature(with: publicKey) }?.code == .invalidSignature)
     }
 
+    /// A signature field far longer than any signature is refused at ingest (issue 18, finding 4: a
+    /// 60,000-character one used to be accepted and kept).
+    @Test func anOverlongSignatureIsRefusedBeforeThePipeline() throws {
+        var impression = try signed()
+        #expect(throws: Never.self) { try impression.validate() }
+        impression.signature = String(repeating: "A", count: 60_000)
+        let overlong = impression
+        #expect(throws: SKANFieldProblem.self) { try overlong.validate() }
+        do { try impression.validate() } catch { #expect(error.key == "signature") }
+        impression.signature = String(repeating: "A", count: SKANImpression.maximumSignatureLength)
+        #expect(throws: Never.self) { try impression.validate() }
+    }
+
     @Test func p192KeyIsRefusedForAnImpression() throws {
         let legacy = try SKANP192SigningKey()
         var impression = Self.unsigned

@@ -83,7 +83,15 @@ public struct SKANImpression: Codable, Sendable, Hashable {
             throw SKANFieldProblem(key: "fidelity-type", "must be 1 (StoreKit-rendered) or 0 (view-through), not \(fidelityType)")
         }
         guard !signature.isEmpty else { throw SKANFieldProblem(key: "signature", "is empty") }
+        // A DER ECDSA P-256 signature is at most 72 bytes, 96 in base64: anything far longer is not one,
+        // and would be carried (and kept) through the pipeline before the verifier refused it.
+        guard signature.utf8.count <= Self.maximumSignatureLength else {
+            throw SKANFieldProblem(key: "signature", "is \(signature.utf8.count) characters; at most \(Self.maximumSignatureLength)")
+        }
     }
+
+    /// The longest `signature` ingest accepts (a base64 DER P-256 signature is at most 96 characters).
+    public static let maximumSignatureLength = 256
 
     enum CodingKeys: String, CodingKey {
         case version
