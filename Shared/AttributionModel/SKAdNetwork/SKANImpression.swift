@@ -86,7 +86,8 @@ public struct SKANImpression: Codable, Sendable, Hashable {
         // A DER ECDSA P-256 signature is at most 72 bytes, 96 in base64: anything far longer is not one,
         // and would be carried (and kept) through the pipeline before the verifier refused it.
         guard signature.utf8.count <= Self.maximumSignatureLength else {
-            throw SKANFieldProblem(key: "signature", "is \(signature.utf8.count) characters; at most \(Self.maximumSignatureLength)")
+            throw SKANFieldProblem(
+                key: "signature", "is \(signature.utf8.count) characters; at most \(Self.maximumSignatureLength)")
         }
     }
 
