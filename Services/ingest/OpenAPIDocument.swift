@@ -1052,7 +1052,9 @@ enum OpenAPIDocument {
                     "type": "integer"
                   },
                   "signature": {
-                    "type": "string"
+                    "type": "string",
+                    "maxLength": 256,
+                    "description": "base64 DER ECDSA P-256 signature (at most 96 characters); longer is refused with invalid-skadnetwork-impression"
                   }
                 }
               },
