@@ -28,71 +28,74 @@ extension PipelineSuites {
             return (reads.replies[0].elements.map(\.string), commands)
         }
 
+        /// A fresh redis-server whose registry holds `a` = 1 (written with its bump), for `body`.
+        func withRegistry(_ body: (RedisConnection) async throws -> Void) async throws {
+            let server = try await RedisServer.start()
+            defer { server.stop() }
+            let redis = server.connect()
+            try await write("a", "1", on: redis)
+            try await body(redis)
+        }
+
         func write(_ field: String, _ value: String, on redis: RedisConnection, bump: Bool = true) async throws {
             _ = try await redis.pipeline([RedisCommand("HSET", hash, field, value)] + (bump ? [RegistryCache.bump] : []))
         }
 
         @Test func heldEntriesAreServedUntilTheVersionMoves() async throws {
-            let server = try await RedisServer.start()
-            defer { server.stop() }
-            let redis = server.connect()
-            let cache = RegistryCache(maxAge: .seconds(60))
-            try await write("a", "1", on: redis)
+            try await withRegistry { redis in
+                let cache = RegistryCache(maxAge: .seconds(60))
 
-            let first = try #require(try await read(cache, ["a", "b"], on: redis))
-            #expect(first.values == ["1", nil])
-            #expect(Self.names(first.commands) == ["GET", "HMGET"])
-            // "a" is held; "b" is absent, so it is read again (a registration a moment later is found at once).
-            let second = try #require(try await read(cache, ["a", "b"], on: redis))
-            #expect(second.values == ["1", nil])
-            #expect(Self.words(second.commands) == [["GET", RegistryKeys.version], ["HMGET", hash, "b"]])
-            let third = try #require(try await read(cache, ["a"], on: redis))
-            #expect(Self.names(third.commands) == ["GET"], "everything held: only the version is read")
+                let first = try #require(try await read(cache, ["a", "b"], on: redis))
+                #expect(first.values == ["1", nil])
+                #expect(Self.names(first.commands) == ["GET", "HMGET"])
+                // "a" is held; "b" is absent, so it is read again (a registration a moment later is found at once).
+                let second = try #require(try await read(cache, ["a", "b"], on: redis))
+                #expect(second.values == ["1", nil])
+                #expect(Self.words(second.commands) == [["GET", RegistryKeys.version], ["HMGET", hash, "b"]])
+                let third = try #require(try await read(cache, ["a"], on: redis))
+                #expect(Self.names(third.commands) == ["GET"], "everything held: only the version is read")
 
-            // A write with its bump: the batch that used the held "a" reads again, then sees the new value.
-            try await write("a", "2", on: redis)
-            #expect(try await read(cache, ["a"], on: redis) == nil)
-            let after = try #require(try await read(cache, ["a"], on: redis))
-            #expect(after.values == ["2"])
-            #expect(Self.names(after.commands) == ["GET", "HMGET"])
+                // A write with its bump: the batch that used the held "a" reads again, then sees the new value.
+                try await write("a", "2", on: redis)
+                #expect(try await read(cache, ["a"], on: redis) == nil)
+                let after = try #require(try await read(cache, ["a"], on: redis))
+                #expect(after.values == ["2"])
+                #expect(Self.names(after.commands) == ["GET", "HMGET"])
 
-            // A newly registered field needs no bump to be found.
-            try await write("b", "3", on: redis, bump: false)
-            #expect(try #require(try await read(cache, ["a", "b"], on: redis)).values == ["2", "3"])
+                // A newly registered field needs no bump to be found.
+                try await write("b", "3", on: redis, bump: false)
+                #expect(try #require(try await read(cache, ["a", "b"], on: redis)).values == ["2", "3"])
+            }
         }
 
         /// A batch that read nothing held is current even when the version moved: its values were read
         /// after the version they are kept under.
         @Test func aBatchReadingEverythingNeverReadsTwice() async throws {
-            let server = try await RedisServer.start()
-            defer { server.stop() }
-            let redis = server.connect()
-            let cache = RegistryCache(maxAge: .seconds(60))
-            try await write("a", "1", on: redis)
-            _ = try #require(try await read(cache, ["a"], on: redis))
-            try await write("c", "9", on: redis)
-            let fresh = try #require(try await read(cache, ["c"], on: redis))
-            #expect(fresh.values == ["9"])
-            // The move dropped "a": read, not served stale.
-            #expect(Self.names(try #require(try await read(cache, ["a"], on: redis)).commands) == ["GET", "HMGET"])
+            try await withRegistry { redis in
+                let cache = RegistryCache(maxAge: .seconds(60))
+                _ = try #require(try await read(cache, ["a"], on: redis))
+                try await write("c", "9", on: redis)
+                let fresh = try #require(try await read(cache, ["c"], on: redis))
+                #expect(fresh.values == ["9"])
+                // The move dropped "a": read, not served stale.
+                #expect(Self.names(try #require(try await read(cache, ["a"], on: redis)).commands) == ["GET", "HMGET"])
+            }
         }
 
         /// A change made by hand (no bump) is seen once the entry is older than `maxAge`; 0 reads every time.
         @Test func maxAgeBoundsAWriteWithoutItsBump() async throws {
-            let server = try await RedisServer.start()
-            defer { server.stop() }
-            let redis = server.connect()
-            let cache = RegistryCache(maxAge: .milliseconds(200))
-            try await write("a", "1", on: redis)
-            _ = try #require(try await read(cache, ["a"], on: redis))
-            try await write("a", "2", on: redis, bump: false)
-            #expect(try #require(try await read(cache, ["a"], on: redis)).values == ["1"], "held, by design")
-            try await Task.sleep(for: .milliseconds(250))
-            #expect(try #require(try await read(cache, ["a"], on: redis)).values == ["2"])
+            try await withRegistry { redis in
+                let cache = RegistryCache(maxAge: .milliseconds(200))
+                _ = try #require(try await read(cache, ["a"], on: redis))
+                try await write("a", "2", on: redis, bump: false)
+                #expect(try #require(try await read(cache, ["a"], on: redis)).values == ["1"], "held, by design")
+                try await Task.sleep(for: .milliseconds(250))
+                #expect(try #require(try await read(cache, ["a"], on: redis)).values == ["2"])
 
-            let never = RegistryCache(maxAge: .zero)
-            _ = try #require(try await read(never, ["a"], on: redis))
-            #expect(Self.names(try #require(try await read(never, ["a"], on: redis)).commands) == ["GET", "HMGET"])
+                let never = RegistryCache(maxAge: .zero)
+                _ = try #require(try await read(never, ["a"], on: redis))
+                #expect(Self.names(try #require(try await read(never, ["a"], on: redis)).commands) == ["GET", "HMGET"])
+            }
         }
 
         /// End to end: an ad network re-registered with a new key while the verifier holds the old

@@ -34,12 +34,6 @@ public struct DestinationResolver: Sendable {
         case pinned(host: String, address: IPAddress)
     }
 
-    /// Nil when postbacks may go to `url`, else why not.
-    public func check(_ url: String) async -> DestinationPolicy.Refusal? {
-        if case .refused(let refusal) = await resolve(url) { return refusal }
-        return nil
-    }
-
     /// Checks `url` and says which address a POST must connect to.
     public func resolve(_ url: String) async -> Resolution {
         if let refusal = policy.check(url: url) { return .refused(refusal) }
