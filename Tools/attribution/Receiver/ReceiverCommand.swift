@@ -12,7 +12,7 @@ struct ReceiverCommand: AsyncParsableCommand {
             Routes: POST /postbacks and POST /.well-known/appattribution/report-attribution/ (verified, \
             deduplicated on postback-identifier, first copy appended to --output; invalid ones get 400 \
             with problem JSON), GET /health, GET /stats. Flaky mode for showing retries: --fail-first, \
-            --fail-share, --failure, --delay-ms; GET/POST /control reads or changes it at run time (same keys, e.g. \
+            --fail-share, --failure, --redirect-to, --delay-ms; GET/POST /control reads or changes it at run time (same keys, e.g. \
             {"fail-share": 1}); GET /attempts lists every attempt with a valid postback and whether it was \
             accepted. Stops on SIGTERM or SIGINT.
             """
@@ -36,7 +36,10 @@ struct ReceiverCommand: AsyncParsableCommand {
     @Option(name: .customLong("fail-share"), help: "Fail this share (0–1) of the other attempts at random.")
     var failShare = 0.0
 
-    @Option(help: "How to fail: `status` (answer --failure-status) or `timeout` (hold the request --hang-seconds, then 504).")
+    @Option(
+        help:
+            "How to fail: `status` (answer --failure-status), `timeout` (hold the request --hang-seconds, then 504) or `redirect` (answer 307 to --redirect-to)."
+    )
     var failure = "status"
 
     @Option(name: .customLong("failure-status"), help: "Status of a deliberate failure.")
@@ -44,6 +47,9 @@ struct ReceiverCommand: AsyncParsableCommand {
 
     @Option(name: .customLong("hang-seconds"), help: "How long a `timeout` failure holds the request.")
     var hangSeconds = 30.0
+
+    @Option(name: .customLong("redirect-to"), help: "Where a `redirect` failure points (a sender must not follow it).")
+    var redirectTo: String?
 
     @Option(name: .customLong("delay-ms"), help: "Answer every valid postback this many milliseconds late (a slow ad network).")
     var delayMilliseconds = 0
@@ -58,6 +64,7 @@ struct ReceiverCommand: AsyncParsableCommand {
         settings.failureStatus = failureStatus
         settings.hangSeconds = hangSeconds
         settings.delayMilliseconds = delayMilliseconds
+        settings.redirectTo = redirectTo
         return settings
     }
 
@@ -65,7 +72,7 @@ struct ReceiverCommand: AsyncParsableCommand {
         guard (0...65_535).contains(port) else { throw ValidationError("--port must be within 0–65535; not \(port)") }
         try HTTPURLValidation.check(jwksURL, flag: "--jwks-url")
         guard FlakyMode.Settings.Failure(rawValue: failure) != nil else {
-            throw ValidationError("--failure must be status or timeout; not \(failure)")
+            throw ValidationError("--failure must be status, timeout or redirect; not \(failure)")
         }
         if let problem = flakySettings.problem { throw ValidationError(problem) }
     }
