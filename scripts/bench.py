@@ -79,7 +79,7 @@ try:
 
     # The pipeline's registry, through ingest's admin API.
     url = f"redis://127.0.0.1:{REDIS_PORT}/0"
-    token = "bench-admin-token"
+    token = "bench-admin-token-of-at-least-32-characters"
     keys = os.path.join(OUT, "keys")
     for name in ("network", "pipeline", "pipeline-development"):
         subprocess.run([f"{BIN}/attribution", "keygen", "--name", name, "--out", keys], check=True, capture_output=True)

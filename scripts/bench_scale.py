@@ -91,7 +91,7 @@ def run(mode):
         common = {**redis_env, "PARTITIONS": str(PARTITIONS), "LOG_LEVEL": "warning", "HTTP_HOST": "127.0.0.1", "POSTBACK_URL_ALLOWLIST": "127.0.0.1",
                   "STREAM_RETENTION_HOURS": "0", "TIME_SCALE": "86400", "CONVERSION_SETTLE_MS": "250",
                   "WINDOW_CLOSE_GRACE_MS": "400", "CROWD_TIER_THRESHOLDS": "1,1,1"}
-        token = "bench-admin-token"
+        token = "bench-admin-token-of-at-least-32-characters"
         processes = {"ingest": children.start("ingest", [f"{BIN}/ingest"], {**common, "HTTP_PORT": str(ingest_port), "ADMIN_TOKEN": token})}
         ingest = f"http://127.0.0.1:{ingest_port}"
         wait_http(ingest + "/health")

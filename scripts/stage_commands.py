@@ -71,7 +71,7 @@ try:
     children.start("redis", ["redis-server", "--port", str(PORT), "--save", "", "--appendonly", "yes", "--appendfsync", "everysec",
                              "--dir", tempfile.mkdtemp()])
     until(lambda: redis_cli(PORT, "PING") == "PONG", 10)
-    url, token = f"redis://127.0.0.1:{PORT}/0", "commands-admin-token"
+    url, token = f"redis://127.0.0.1:{PORT}/0", "commands-admin-token-of-at-least-32-characters"
     keys = os.path.join(OUT, "keys")
     for name in ("network", "pipeline", "pipeline-development"):
         subprocess.run([f"{BIN}/attribution", "keygen", "--name", name, "--out", keys], check=True, capture_output=True)

@@ -76,8 +76,11 @@ struct AttributionWinnerStage: StreamStage {
 
     /// The step's effects as Redis commands: state, settling conversion, cap record, refusal, outputs.
     func commands(for effects: WinnerStep.Effects, scope: WinnerStep.Scope, in partition: Partition) -> [RedisCommand] {
-        let json = (try? JSONCoding.encoder.encode(effects.state)).map(Array.init) ?? []
-        var commands = [RedisCommand.set(DeviceKeys.winnerState(scope, in: partition), json, expiringAfter: effects.keepStateFor)]
+        // Compact binary, not JSON: this blob is read and written on every event of the device (issue 17).
+        let state = (try? CompactCoding.encode(effects.state)) ?? []
+        var commands = [
+            RedisCommand.set(DeviceKeys.winnerState(scope, in: partition), state, expiringAfter: effects.keepStateFor)
+        ]
         if let (message, dueAt) = effects.settle {
             commands += DelayedQueues.settlingConversions(partition).schedule(
                 id: message.id, dueAtMilliseconds: dueAt, message: message.encoded())

@@ -18,16 +18,33 @@ struct PostbackSigner: Sendable {
     let development: Key
 
     static func load(_ environment: ServiceEnvironment, logger: Logger) throws -> PostbackSigner {
-        PostbackSigner(
+        let generating = try environment.value(.developmentMode)
+        let file = try environment.value(.signingKeyFile)
+        // Receivers pin the documented kid and its key: a key made up per process would change both at
+        // every restart, so production needs the file.
+        guard file != nil || generating else {
+            throw ConfigurationError(
+                key: "SIGNING_KEY_FILE", problem: "is required (or DEVELOPMENT_MODE=true to generate a key per process)")
+        }
+        return PostbackSigner(
             production: try key(
-                file: try environment.value(.signingKeyFile), id: try environment.value(.signingKeyID), logger: logger),
+                file: file, setting: "SIGNING_KEY_FILE", id: try environment.value(.signingKeyID), logger: logger),
             development: try key(
-                file: try environment.value(.developmentSigningKeyFile), id: try environment.value(.developmentSigningKeyID),
-                logger: logger))
+                file: try environment.value(.developmentSigningKeyFile), setting: "DEVELOPMENT_SIGNING_KEY_FILE",
+                id: try environment.value(.developmentSigningKeyID), logger: logger))
     }
 
-    static func key(file: String?, id: String, logger: Logger) throws -> Key {
-        if let file { return Key(id: id, privateKey: try SigningKey.load(file: file)) }
+    static func key(file: String?, setting: String, id: String, logger: Logger) throws -> Key {
+        if let file {
+            guard let pem = try? String(contentsOfFile: file, encoding: .utf8) else {
+                throw ConfigurationError(key: setting, problem: "cannot read \(file)")
+            }
+            do {
+                return Key(id: id, privateKey: try SigningKey.load(pem: pem))
+            } catch {
+                throw ConfigurationError(key: setting, problem: "\(file): \(error)")
+            }
+        }
         // A generated key gets a kid of its own, so postbacks signed before a restart still verify
         // against the JWKS (which keeps every published key).
         let privateKey = SigningKey.generate()

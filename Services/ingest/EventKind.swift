@@ -44,8 +44,8 @@ enum EventKind: String, CaseIterable, Sendable {
             let report = try request.report(receivedAt: receivedAt)
             let event = try prepared(
                 Envelope(time: report.interaction.time, body: .impressionReported(report)), device: report.deviceIdentifier,
-                caller: .signedImpression, key: key)
-            return Decoded(event: event, caller: withCaller ? Self.claimedNetwork(request) : nil)
+                caller: .signedImpression(network: key == nil ? "-" : Self.claimedNetworkIdentifier(request)), key: key)
+            return Decoded(event: event, caller: withCaller ? "network \(Self.claimedNetworkIdentifier(request))" : nil)
         case .conversions:
             let (request, key) = try Self.decode(IngestRequests.Conversion.self, bytes, inBatch: inBatch, idempotencyKey)
             // A re-engagement's tag is its event id: known here, so it goes back in the answer.
@@ -83,12 +83,13 @@ enum EventKind: String, CaseIterable, Sendable {
     }
 
     /// The ad network an impression claims (JWS `kid`, or SKAdNetwork `ad-network-id`): unverified here
-    /// (the verifier checks it), so it only keys the per-caller rate.
-    static func claimedNetwork(_ request: IngestRequests.Impression) -> String {
-        if let skan = request.skadnetworkImpression { return "network \(skan.adNetworkIdentifier.rawValue)" }
+    /// (the verifier checks it), so it only keys the per-caller rate and scopes idempotency records (a
+    /// false claim fails verification; at most it shares the records of the network it names).
+    static func claimedNetworkIdentifier(_ request: IngestRequests.Impression) -> String {
+        if let skan = request.skadnetworkImpression { return skan.adNetworkIdentifier.rawValue }
         let header = request.impression?.split(separator: ".", maxSplits: 1).first
         let kid = header.flatMap { Base64URL.decode($0) }.flatMap { try? JSONDecoder().decode(JWSHeader.self, from: $0) }?.kid
-        return "network \(kid ?? "-")"
+        return kid ?? "-"
     }
 }
 

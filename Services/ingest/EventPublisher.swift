@@ -48,15 +48,17 @@ struct EventPublisher: Sendable {
     }
 
     enum Caller: Sendable {
-        /// Impressions authenticate through their signature (checked by the verifier).
-        case signedImpression
+        /// Impressions authenticate through their signature (checked by the verifier); `network` is the
+        /// ad network the signature claims (its `kid`).
+        case signedImpression(network: String)
         /// Conversions and updates carry the advertised app's key, issued by the admin API.
         case app(key: String?, item: ItemIdentifier)
 
-        /// Who the idempotency record belongs to: the app, or `-` for impressions.
+        /// Who the idempotency record belongs to: the app's item id, or `kid=<network>` for impressions
+        /// (never all digits, so never an app's scope).
         var scope: String {
             switch self {
-            case .signedImpression: "-"
+            case .signedImpression(let network): "kid=\(network)"
             case .app(_, let item): String(item)
             }
         }

@@ -52,7 +52,7 @@ enum OpenAPIDocument {
                       "minLength": 1,
                       "maxLength": 255
                     },
-                    "description": "a retry with the same key and body returns the first answer; with another body, 422"
+                    "description": "a retry with the same key and body returns the first answer; with another body, 422. A key is remembered 24 h per route, device and caller (an impression's ad network as its signature's `kid` names it; otherwise the advertised app), so two callers never share one"
                   }
                 ],
                 "requestBody": {
@@ -108,7 +108,7 @@ enum OpenAPIDocument {
                       "minLength": 1,
                       "maxLength": 255
                     },
-                    "description": "a retry with the same key and body returns the first answer; with another body, 422"
+                    "description": "a retry with the same key and body returns the first answer; with another body, 422. A key is remembered 24 h per route, device and caller (an impression's ad network as its signature's `kid` names it; otherwise the advertised app), so two callers never share one"
                   }
                 ],
                 "requestBody": {
@@ -170,7 +170,7 @@ enum OpenAPIDocument {
                       "minLength": 1,
                       "maxLength": 255
                     },
-                    "description": "a retry with the same key and body returns the first answer; with another body, 422"
+                    "description": "a retry with the same key and body returns the first answer; with another body, 422. A key is remembered 24 h per route, device and caller (an impression's ad network as its signature's `kid` names it; otherwise the advertised app), so two callers never share one"
                   }
                 ],
                 "requestBody": {

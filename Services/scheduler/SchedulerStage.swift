@@ -178,9 +178,8 @@ struct SchedulerStage: StreamStage {
         case .plan(let plan)? where effects.keptUntil != nil:
             // Kept until its last postback leaves, then only the marker remains (no timer to wake it).
             let kept = max(1, (effects.keptUntil ?? now) - now)
-            let json = (try? JSONCoding.encoder.encode(plan)).map(Array.init) ?? []
             commands += [
-                .set(key, json, expiringAfter: kept),
+                .set(key, Self.stored(plan), expiringAfter: kept),
                 .set(
                     StageKeys.finishedPlan(conversion: id, in: partition), StageKeys.finishedPlanMarker,
                     expiringAfter: kept + Retention.finishedMarker(step.policy)),
@@ -189,8 +188,7 @@ struct SchedulerStage: StreamStage {
             commands.append(
                 .set(key, StageKeys.finishedPlanMarker, expiringAfter: Retention.finishedMarker(step.policy)))
         case .plan(let plan)?:
-            let json = (try? JSONCoding.encoder.encode(plan)).map(Array.init) ?? []
-            commands.append(.set(key, json, expiringAfter: Retention.plan(step.policy)))
+            commands.append(.set(key, Self.stored(plan), expiringAfter: Retention.plan(step.policy)))
         case .absent?, nil:
             break
         }
@@ -207,6 +205,10 @@ struct SchedulerStage: StreamStage {
         }
         return commands
     }
+
+    /// A plan as stored: compact binary, not JSON, since it is read and written on every message of its
+    /// conversion (issue 17); plans stored as JSON before are still read (`RedisReply.decoded`).
+    static func stored(_ plan: PostbackPlan) -> [UInt8] { (try? CompactCoding.encode(plan)) ?? [] }
 
     /// A plan's MGET: its key (a plan or the marker), then the kept plan's marker.
     static func planState(_ reply: RedisReply) -> SchedulerStep.PlanState {

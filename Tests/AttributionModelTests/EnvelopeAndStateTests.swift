@@ -6,7 +6,8 @@ import Testing
 struct EnvelopeAndStateTests {
     typealias F = Fixture
 
-    @Test func envelopeRoundTripsEveryBody() throws {
+    /// One message of every body type (the compact coding tests use them too).
+    static var everyBody: [MessageBody] {
         let order = PostbackOrder(
             payload: PostbackPayload(
                 adNetworkIdentifier: F.network("a.net"), sourceIdentifier: "39", advertisedItemIdentifier: 1,
@@ -43,7 +44,11 @@ struct EnvelopeAndStateTests {
                 DeliveryRetry(
                     postbackIdentifier: "p", url: "https://x", body: "{}", attempts: 2, firstAttemptAt: 1, lastError: "HTTP 500")),
         ]
-        for body in bodies {
+        return bodies
+    }
+
+    @Test func envelopeRoundTripsEveryBody() throws {
+        for body in Self.everyBody {
             let envelope = Envelope(time: 42, body: body)
             let decoded = try Envelope.decode(envelope.encoded())
             #expect(decoded == envelope)

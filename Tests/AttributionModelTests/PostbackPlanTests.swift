@@ -258,6 +258,7 @@ struct PostbackPlanTests {
         let decoded = try JSONCoding.decoder.decode(PostbackPlan.self, from: JSONCoding.encoder.encode(plan))
         #expect(decoded == plan)
         #expect(decoded.closed[0]?.postbacks.count == 1)
+        #expect(try CompactCoding.decode(PostbackPlan.self, from: CompactCoding.encode(plan)) == plan)
         var json = try #require(try JSONSerialization.jsonObject(with: JSONCoding.encoder.encode(plan)) as? [String: Any])
         json["closed"] = nil
         var old = try JSONCoding.decoder.decode(PostbackPlan.self, from: JSONSerialization.data(withJSONObject: json))
@@ -318,9 +319,10 @@ struct PostbackPlanTests {
         #expect(plan.schemaValues[1] == SchemaValue(fine: 2, coarse: .medium, lock: false))
         let second = plan.closeWindow(1, policy: .realTime, using: &generator)
         #expect(second.map(\.order.coarseConversionValue) == [.medium])
-        // The schema travels with the plan.
+        // The schema travels with the plan, in both forms.
         let decoded = try JSONCoding.decoder.decode(PostbackPlan.self, from: JSONCoding.encoder.encode(plan))
         #expect(decoded == plan)
+        #expect(try CompactCoding.decode(PostbackPlan.self, from: CompactCoding.encode(plan)) == plan)
     }
 
     @Test func noUpdateNoWindowsNoPostbacks() {

@@ -110,7 +110,10 @@ struct ConfigurationCatalogTests {
         reading(.logLevel, nil, "info"),
         reading(.logLevel, "loud", "info"),
         // strings, secrets, paths, host lists
-        reading(.adminToken, "s3cret", "s3cret"),
+        reading(.adminToken, String(repeating: "k", count: 32), String(repeating: "k", count: 32)),
+        reading(.adminToken, "s3cret", "configuration ADMIN_TOKEN: must be at least 32 characters, got 6"),
+        reading(
+            .adminToken, String(repeating: "k", count: 31), "configuration ADMIN_TOKEN: must be at least 32 characters, got 31"),
         reading(.adminToken, nil, "configuration ADMIN_TOKEN: is required"),
         reading(.adminToken, "", "configuration ADMIN_TOKEN: is required"),
         reading(.httpHost, nil, "127.0.0.1"),

@@ -31,7 +31,7 @@ struct CommandLineTests {
 
     @Test func eachServiceListsItsOwnKeys() throws {
         let ingest = String(decoding: try Self.run("ingest", ["--help"]).stdout, as: UTF8.self)
-        #expect(ingest.contains("ADMIN_TOKEN (secret; required)") && ingest.contains("--openapi"))
+        #expect(ingest.contains("ADMIN_TOKEN (secret; required; allowed at least 32 characters)") && ingest.contains("--openapi"))
         #expect(!ingest.contains("BATCH_SIZE"))
         let scheduler = String(decoding: try Self.run("scheduler", ["--help"]).stdout, as: UTF8.self)
         #expect(scheduler.contains("CROWD_TIER_THRESHOLDS") && scheduler.contains("BATCH_SIZE"))
@@ -40,6 +40,7 @@ struct CommandLineTests {
 
     static let badConfigurations: [(service: String, setting: String, line: String)] = [
         ("ingest", "ADMIN_TOKEN=", "configuration ADMIN_TOKEN: is required"),
+        ("ingest", "ADMIN_TOKEN=guessable", "configuration ADMIN_TOKEN: must be at least 32 characters, got 9"),
         ("verifier", "BATCH_SIZE=abc", "configuration BATCH_SIZE: must be an integer in 1...10000, got abc"),
         (
             "attribution-winner", "CONVERSION_SETTLE_MS=-1",
@@ -49,7 +50,17 @@ struct CommandLineTests {
             "scheduler", "CROWD_TIER_THRESHOLDS=1,2",
             "configuration CROWD_TIER_THRESHOLDS: must be three ascending integers, got 1,2"
         ),
-        ("dispatcher", "DELIVERY_TIMEOUT_MS=0", "configuration DELIVERY_TIMEOUT_MS: must be an integer in 1...300000, got 0"),
+        (
+            "dispatcher", "DEVELOPMENT_MODE=true DELIVERY_TIMEOUT_MS=0",
+            "configuration DELIVERY_TIMEOUT_MS: must be an integer in 1...300000, got 0"
+        ),
+        // Production signs with a key receivers can pin: no made-up key unless development mode says so.
+        (
+            "dispatcher", "SIGNING_KEY_ID=pinned/1",
+            "configuration SIGNING_KEY_FILE: is required (or DEVELOPMENT_MODE=true to generate a key per process)"
+        ),
+        ("dispatcher", "SIGNING_KEY_FILE=/nonexistent.pem", "configuration SIGNING_KEY_FILE: cannot read /nonexistent.pem"),
+        ("dispatcher", "DEVELOPMENT_MODE=maybe", "configuration DEVELOPMENT_MODE: must be true or false, got maybe"),
     ]
 
     /// The partition count is fixed per deployment: recorded by the first service, checked by the rest.
@@ -93,6 +104,7 @@ struct CommandLineTests {
         dispatcher.executableURL = PipelineProcesses.binaryDirectory().appendingPathComponent("dispatcher")
         dispatcher.environment = [
             "REDIS_URL": "redis://127.0.0.1:\(port)/0", "HTTP_PORT": String(httpPort), "LOG_LEVEL": "error",
+            "DEVELOPMENT_MODE": "true",
         ]
         dispatcher.standardOutput = FileHandle.nullDevice
         dispatcher.standardError = FileHandle.nullDevice
@@ -115,7 +127,7 @@ struct CommandLineTests {
 
     @Test(arguments: badConfigurations)
     func badConfigurationIsOneLineAndExitTwo(service: String, setting: String, line: String) throws {
-        let result = try Self.run(service, environment: [setting])
+        let result = try Self.run(service, environment: setting.split(separator: " ").map(String.init))
         let errors = String(decoding: result.stderr, as: UTF8.self)
         #expect(result.status == 2, "\(service): \(errors)")
         // The dispatcher may warn about generated signing keys first; the last line is the one that matters.

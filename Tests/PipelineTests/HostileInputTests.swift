@@ -595,6 +595,22 @@ extension PipelineSuites {
                     body: plist(
                         "<key>AttributionWindows</key><dict><key>global</key><dict><key>install</key><dict><key>click</key><integer>7</integer></dict></dict></dict><key>EligibleForAdAttributionKitOverlappingConversions</key><true/>"
                     ), token: admin, contentType: "application/x-plist", expect: .ingest(200, "")),
+                // Idempotency records are per caller: an impression's is its network's (the `kid`), so
+                // another network's impression for the same device under the same key is its own event
+                // (it was answered 422 when impressions shared one scope).
+                Case(
+                    name: "impression with an Idempotency-Key",
+                    body: Self.impressionBody(
+                        Self.jws(header: header, payload: Self.payload(), key: key), device: "shared-key-device"),
+                    idempotencyKey: "corpus-impression", expect: .verified),
+                Case(
+                    name: "another network's impression with the same Idempotency-Key and device",
+                    body: Self.impressionBody(
+                        Self.jws(
+                            header: #"{"alg":"ES256","kid":"rotated.net"}"#,
+                            payload: Self.payload(network: "rotated.net", publisher: Self.publisher + 1), key: key),
+                        device: "shared-key-device"),
+                    idempotencyKey: "corpus-impression", expect: .verified),
                 Case(
                     name: "first use of an Idempotency-Key", path: "/v1/conversion-value-updates",
                     body: update(#""fineConversionValue":1"#), token: appKey, idempotencyKey: "corpus-1", expect: .ingest(202, "")

@@ -68,7 +68,7 @@ extension PipelineSuites {
                         (
                             key,
                             try reply.bytes.flatMap { $0 == Array("finished".utf8) ? nil : $0 }.map {
-                                try JSONCoding.decoder.decode(PostbackPlan.self, from: Data($0))
+                                try CompactCoding.decode(PostbackPlan.self, from: $0)
                             }
                         )
                     })

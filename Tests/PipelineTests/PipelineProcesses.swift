@@ -10,7 +10,7 @@ final class PipelineProcesses: Sendable {
     let directory: URL
     let ingestURL: String
     let receiverURL: String
-    let adminToken = "test-admin-token"
+    let adminToken = "test-admin-token-of-at-least-32-characters"
     let postbackFile: URL
     let signingKeyID = "test-pipeline/0"
     private let children: Mutex<[String: Process]> = Mutex([:])

@@ -66,7 +66,7 @@ extension PipelineSuites {
             let bytes = try #require(
                 try await connection.send(RedisCommand("GET", StageKeys.plan(conversion: "fresh-conversion", in: partition)))
                     .bytes)
-            let plan = try JSONCoding.decoder.decode(PostbackPlan.self, from: Data(bytes))
+            let plan = try CompactCoding.decode(PostbackPlan.self, from: bytes)
             #expect(plan.crowd.tier == .zero, "a crowd of one is tier 0, got \(plan.crowd)")
             #expect(plan.crowd.sourceIdentifierDigits == 2)
             // The finished plan stays finished, and its crowd was not counted again.

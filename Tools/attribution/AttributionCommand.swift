@@ -9,7 +9,8 @@ struct AttributionCommand: AsyncParsableCommand {
             "Keys, signed impressions, the reference receiver and collector, a traffic simulator, status and benchmarks.",
         subcommands: [
             KeygenCommand.self, SignImpressionCommand.self, ReceiverCommand.self, SummaryCommand.self,
-            SimulateCommand.self, VerifyPostbackCommand.self, BenchHoldingCommand.self, CollectorCommand.self, StatusCommand.self,
+            SimulateCommand.self, VerifyPostbackCommand.self, BenchHoldingCommand.self, BenchCodingCommand.self,
+            CollectorCommand.self, StatusCommand.self,
             BenchLoadCommand.self, LoadCommand.self, LedgerCommand.self,
         ]
     )

@@ -177,19 +177,27 @@ public enum DeviceKeys {
     public static func verifierViews(_ scope: VerifierStep.ViewScope, in partition: Partition) -> String {
         "verifier:views:\(partition.tag):\(scope.app):\(scope.network):\(scope.device)"
     }
-    /// ingest's idempotency record of one key of one caller (the advertised app; `-` for impressions,
-    /// which are authenticated by their signature) for one device on one route. The device is part of
-    /// its scope so that the record sits in the device's partition, checked and written atomically
-    /// with the event it answers for.
+    /// ingest's idempotency record of one key of one caller (the advertised app's item id, or
+    /// `kid=<ad network>` for impressions, which are authenticated by their signature) for one device on
+    /// one route. The device is part of its scope so that the record sits in the device's partition,
+    /// checked and written atomically with the event it answers for.
     public static func idempotency(
         device: String, route: String, caller: String, key: String, in partition: Partition
     ) -> String {
-        "ingest:idempotency:\(partition.tag):\(device):\(route):\(caller):\(key)"
+        "ingest:idempotency:\(partition.tag):\(component(device)):\(route):\(component(caller)):\(component(key))"
+    }
+
+    /// A name component with `%` and `:` percent-encoded, so that `:` only ever separates components:
+    /// device `a:b` with key `c` and device `a` with key `b:c` are different records.
+    static func component(_ text: String) -> String {
+        guard text.contains(where: { $0 == ":" || $0 == "%" }) else { return text }
+        return text.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: ":", with: "%3A")
     }
 
     /// SCAN patterns matching every key above for one device (the identifier glob-escaped), in its partition.
     public static func patterns(device: String, in partition: Partition) -> [String] {
-        let escaped = String(device.flatMap { "*?[]\\".contains($0) ? ["\\", $0] : [$0] })
+        func globEscaped(_ text: String) -> String { String(text.flatMap { "*?[]\\".contains($0) ? ["\\", $0] : [$0] }) }
+        let escaped = globEscaped(device)
         // The tag as is: braces are not glob characters, and a pattern holding the partition's hash tag
         // is routed (SCAN) to the node serving that partition on Redis Cluster.
         let tag = partition.tag
@@ -197,7 +205,7 @@ public enum DeviceKeys {
             "winner:device:\(tag):*:\(escaped)",
             "winner:reengagements:\(tag):\(escaped)",
             "verifier:views:\(tag):*:*:\(escaped)",
-            "ingest:idempotency:\(tag):\(escaped):*",
+            "ingest:idempotency:\(tag):\(globEscaped(component(device))):*",
         ]
     }
 }

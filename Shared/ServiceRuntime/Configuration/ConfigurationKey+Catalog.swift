@@ -15,7 +15,8 @@ extension ConfigurationKey {
         row(.ingestQueueTargetMilliseconds), row(.ingestMaxEventsLag), row(.ingestCallerRate), row(.ingestCallerBurst),
         row(.keyRotationGraceHours), row(.crowdTierThresholds), row(.crowdCacheMilliseconds), row(.registryCacheMilliseconds),
         row(.timerPollMilliseconds), row(.conversionSettleMilliseconds), row(.windowCloseGraceMilliseconds),
-        row(.postbackURLAllowList), row(.signingKeyFile), row(.signingKeyID), row(.developmentSigningKeyFile),
+        row(.postbackURLAllowList), row(.developmentMode), row(.signingKeyFile), row(.signingKeyID),
+        row(.developmentSigningKeyFile),
         row(.developmentSigningKeyID), row(.deliveryTimeoutMilliseconds), row(.deliveryConcurrencyPerHost),
         row(.signingKeyGraceHours),
     ]

@@ -161,11 +161,16 @@ extension ConfigurationKey.Typed where Value == Partitioning {
 
 extension ConfigurationKey.Typed where Value == Bool {
     public static var redisCluster: Self {
-        Self(
-            "REDIS_CLUSTER", type: "boolean", default: ("false", { false }), allowed: "true, false",
-            services: ConfigurationKey.allServices,
+        .boolean(
+            "REDIS_CLUSTER", services: ConfigurationKey.allServices,
             "`true`: `REDIS_URL` names one node of a Redis Cluster (database 0); commands are routed by hash slot and follow MOVED/ASK through resharding and failover. `false`: one Redis."
-        ) { text throws(ConfigurationKey.Unreadable) in
+        )
+    }
+
+    /// `true` or `false` (also 1/0, yes/no), false by default.
+    static func boolean(_ name: String, services: [String], _ summary: String) -> Self {
+        Self(name, type: "boolean", default: ("false", { false }), allowed: "true, false", services: services, summary) {
+            text throws(ConfigurationKey.Unreadable) in
             switch text.lowercased() {
             case "true", "1", "yes": return true
             case "false", "0", "no": return false

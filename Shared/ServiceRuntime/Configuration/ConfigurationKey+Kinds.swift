@@ -59,6 +59,19 @@ extension ConfigurationKey.Typed where Value == String {
         Self(name, type: type, default: (value, { value }), services: services, summary) { text in text }
     }
 
+    /// A credential of at least `minimumLength` characters, and no default: the service does not start
+    /// without one, or with one short enough to guess.
+    static func secret(_ name: String, minimumLength: Int, services: [String], _ summary: String) -> Self {
+        Self(
+            name, type: "secret", default: nil, allowed: "at least \(minimumLength) characters", services: services, summary
+        ) { text throws(ConfigurationKey.Unreadable) in
+            guard text.count >= minimumLength else {
+                throw ConfigurationKey.Unreadable("must be at least \(minimumLength) characters, got \(text.count)")
+            }
+            return text
+        }
+    }
+
     /// Any text, and no default: the service does not start without it.
     static func required(_ name: String, type: String, services: [String], _ summary: String) -> Self {
         Self(name, type: type, default: nil, services: services, summary) { text in text }

@@ -4,7 +4,9 @@ import AttributionModel
 
 extension ConfigurationKey.Typed where Value == String {
     public static var adminToken: Self {
-        .required("ADMIN_TOKEN", type: "secret", services: ["ingest"], "Bearer token the admin API requires.")
+        .secret(
+            "ADMIN_TOKEN", minimumLength: 32, services: ["ingest"],
+            "Bearer token the admin API requires (for example `openssl rand -hex 24`).")
     }
 
     public static var signingKeyID: Self {
@@ -21,15 +23,25 @@ extension ConfigurationKey.Typed where Value == String {
 extension ConfigurationKey.Typed where Value == String? {
     public static var signingKeyFile: Self {
         .path(
-            "SIGNING_KEY_FILE", unsetMeans: "generated at start", services: ["dispatcher"],
-            "P-256 private key (PEM) that signs postbacks. Without it a key is generated per process: fine for one replica and a demo, not for production."
+            "SIGNING_KEY_FILE", unsetMeans: "none: required unless DEVELOPMENT_MODE", services: ["dispatcher"],
+            "P-256 private key (PEM) that signs postbacks, served in the JWKS as `SIGNING_KEY_ID`. The dispatcher does not start without it unless `DEVELOPMENT_MODE` is `true`."
         )
     }
 
     public static var developmentSigningKeyFile: Self {
         .path(
             "DEVELOPMENT_SIGNING_KEY_FILE", unsetMeans: "generated at start", services: ["dispatcher"],
-            "Private key for postbacks of development impressions.")
+            "Private key for postbacks of development impressions. Unset, one is generated per process, with the `kid` `<DEVELOPMENT_SIGNING_KEY_ID>-<8 hex digits of its public key>`."
+        )
+    }
+}
+
+extension ConfigurationKey.Typed where Value == Bool {
+    public static var developmentMode: Self {
+        .boolean(
+            "DEVELOPMENT_MODE", services: ["dispatcher"],
+            "`true`: a signing key file left unset is generated per process, with the `kid` `<SIGNING_KEY_ID>-<8 hex digits of its public key>` (each restart publishes a new key). For a demo or a test; never for production, where receivers pin the documented `kid`."
+        )
     }
 }
 

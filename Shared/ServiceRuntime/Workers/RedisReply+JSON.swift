@@ -3,9 +3,10 @@ import Foundation
 import RedisStreams
 
 extension RedisReply {
-    /// A bulk reply holding one JSON value (a state, a plan, a registration); nil when absent or not `T`.
+    /// A bulk reply holding one value (a state or a plan in `CompactCoding`'s binary form, a
+    /// registration in JSON; either form is read); nil when absent or not `T`.
     public func decoded<T: Decodable>(as type: T.Type) -> T? {
-        bytes.flatMap { try? JSONCoding.decoder.decode(T.self, from: Data($0)) }
+        bytes.flatMap { try? CompactCoding.decode(T.self, from: $0) }
     }
 
     /// An HMGET reply for `fields`: each field whose value is a JSON `T`.
