@@ -45,44 +45,53 @@ start() {  # start NAME COMMAND...: runs in the background, logs to $RUN/logs/NA
     PIDS+=($!)
 }
 
+# Redis with ACLs on, as compose runs it: each service connects as its own user with only its rights,
+# this script as `operator`.
+"$BIN/attribution" redis-acl --out "$RUN/redis-acl" 2>/dev/null
+export REDISCLI_AUTH
+REDISCLI_AUTH=$(cat "$RUN/redis-acl/operator.password")
+rcli() { redis-cli --user operator --no-auth-warning "$@"; }
+ACL=(--aclfile "$RUN/redis-acl/users.acl")
+
 REDIS_PORT=$(free_port)
 if [ "$CLUSTER" = true ]; then
     NODES=()
     for i in 1 2 3 4 5 6; do
         port=$([ "$i" = 1 ] && echo "$REDIS_PORT" || free_port)
         mkdir -p "$RUN/redis/$port"
-        start "redis-$port" redis-server --port "$port" --bind 127.0.0.1 --cluster-enabled yes \
+        start "redis-$port" redis-server --port "$port" --bind 127.0.0.1 "${ACL[@]}" \
+            --include "$RUN/redis-acl/replication.conf" --cluster-enabled yes \
             --cluster-config-file nodes.conf --cluster-node-timeout 1000 --repl-diskless-sync-delay 0 --save "" \
             --appendonly yes --dir "$RUN/redis/$port"
         NODES+=("127.0.0.1:$port")
     done
     for node in "${NODES[@]}"; do
-        for _ in $(seq 1 100); do redis-cli -p "${node#*:}" ping >/dev/null 2>&1 && break; sleep 0.1; done
+        for _ in $(seq 1 100); do rcli -p "${node#*:}" ping >/dev/null 2>&1 && break; sleep 0.1; done
     done
     echo "==> Redis Cluster: 3 primaries and 3 replicas on ${NODES[*]}"
-    redis-cli --cluster create "${NODES[@]}" --cluster-replicas 1 --cluster-yes >"$RUN/logs/cluster-create.log"
+    rcli --cluster create "${NODES[@]}" --cluster-replicas 1 --cluster-yes >"$RUN/logs/cluster-create.log"
     for _ in $(seq 1 100); do
-        redis-cli -p "$REDIS_PORT" cluster info | grep -q cluster_state:ok && break
+        rcli -p "$REDIS_PORT" cluster info | grep -q cluster_state:ok && break
         sleep 0.1
     done
     # Ingest answers 202 once a replica holds the event: wait until every replica is in sync.
     for node in "${NODES[@]}"; do
         for _ in $(seq 1 200); do
-            redis-cli -p "${node#*:}" info replication | grep -q -e role:master -e master_link_status:up && break
+            rcli -p "${node#*:}" info replication | grep -q -e role:master -e master_link_status:up && break
             sleep 0.1
         done
     done
     export REDIS_CLUSTER=true
 else
     echo "==> redis-server on 127.0.0.1:$REDIS_PORT (AOF in $RUN/redis)"
-    start redis redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly yes --dir "$RUN/redis"
-    for _ in $(seq 1 100); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+    start redis redis-server --port "$REDIS_PORT" --bind 127.0.0.1 "${ACL[@]}" --save "" --appendonly yes --dir "$RUN/redis"
+    for _ in $(seq 1 100); do rcli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
 fi
 
 "$BIN/attribution" keygen --name pipeline --out "$RUN/keys" >/dev/null
 "$BIN/attribution" keygen --name pipeline-development --out "$RUN/keys" >/dev/null
 ADMIN_TOKEN=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
-export REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0" TIME_SCALE LOG_LEVEL=${LOG_LEVEL:-info} CLAIM_IDLE_MS=2000
+export TIME_SCALE LOG_LEVEL=${LOG_LEVEL:-info} CLAIM_IDLE_MS=2000
 # A day lasts a second here: conversions settle 250 ms (6 scaled hours) instead of the default 2 s.
 export CONVERSION_SETTLE_MS=${CONVERSION_SETTLE_MS:-250} WINDOW_CLOSE_GRACE_MS=${WINDOW_CLOSE_GRACE_MS:-400}
 # The demo's receiver is http on 127.0.0.1: allow-listed (real postback URLs must be https and public).
@@ -90,14 +99,17 @@ export POSTBACK_URL_ALLOWLIST=127.0.0.1
 # Demo crowds are small: low tier thresholds so that postbacks show values (defaults: 10,100,1000).
 export CROWD_TIER_THRESHOLDS=${CROWD_TIER_THRESHOLDS:-1,5,20}
 
+service() {  # service NAME: starts a service as its own Redis user
+    REDIS_URL="redis://$1@127.0.0.1:$REDIS_PORT/0" REDIS_PASSWORD_FILE="$RUN/redis-acl/$1.password" start "$1" "$BIN/$1"
+}
 INGEST_PORT=$(free_port)
-echo "==> services (time scale $TIME_SCALE)"
-HTTP_PORT=$INGEST_PORT ADMIN_TOKEN=$ADMIN_TOKEN start ingest "$BIN/ingest"
-HTTP_PORT=$(free_port) start verifier "$BIN/verifier"
-HTTP_PORT=$(free_port) start attribution-winner "$BIN/attribution-winner"
-HTTP_PORT=$(free_port) start scheduler "$BIN/scheduler"
+echo "==> services (time scale $TIME_SCALE), each as its own Redis user"
+HTTP_PORT=$INGEST_PORT ADMIN_TOKEN=$ADMIN_TOKEN service ingest
+HTTP_PORT=$(free_port) service verifier
+HTTP_PORT=$(free_port) service attribution-winner
+HTTP_PORT=$(free_port) service scheduler
 HTTP_PORT=$(free_port) SIGNING_KEY_FILE="$RUN/keys/pipeline.private.pem" \
-    DEVELOPMENT_SIGNING_KEY_FILE="$RUN/keys/pipeline-development.private.pem" start dispatcher "$BIN/dispatcher"
+    DEVELOPMENT_SIGNING_KEY_FILE="$RUN/keys/pipeline-development.private.pem" service dispatcher
 wait_for_http "http://127.0.0.1:$INGEST_PORT/health" 60
 # The JWKS lists the dispatcher's keys once it has started.
 for _ in $(seq 1 100); do

@@ -20,9 +20,12 @@ struct ComposeFileTests {
         return Set(manifest.matches(of: regex).map { String($0.output.1) })
     }
 
+    static func compose() throws -> [String: Any] {
+        try #require(try Yams.load(yaml: read("compose.yaml")) as? [String: Any])
+    }
+
     static func services() throws -> [String: [String: Any]] {
-        let compose = try #require(try Yams.load(yaml: read("compose.yaml")) as? [String: Any])
-        return try #require(compose["services"] as? [String: [String: Any]])
+        try #require(try compose()["services"] as? [String: [String: Any]])
     }
 
     static let pipelineServices = ["ingest", "verifier", "attribution-winner", "scheduler", "dispatcher"]
@@ -126,10 +129,35 @@ struct ComposeFileTests {
         let command = (redis["command"] as? [String] ?? []).joined(separator: " ")
         #expect(command.contains("--appendonly yes"), "Redis runs with AOF")
         #expect(redis["healthcheck"] != nil, "Redis has a health check")
+        #expect(command.contains("--maxmemory-policy noeviction"), "a full Redis refuses writes, never evicts: \(command)")
+    }
+
+    /// Redis runs with ACLs on, and each service connects as its own user, its password a secret from
+    /// `attribution redis-acl --out run/redis`.
+    @Test func everyRedisRunsWithACLsAndEachServiceAsItsOwnUser() throws {
+        let compose = try Self.compose()
+        let services = try #require(compose["services"] as? [String: [String: Any]])
+        let secrets = try #require(compose["secrets"] as? [String: [String: Any]])
+        for name in ["redis"] + Self.clusterNodes {
+            let command = (services[name]?["command"] as? [String] ?? []).joined(separator: " ")
+            #expect(command.contains("--aclfile /run/secrets/redis_acl"), "\(name): \(command)")
+            #expect(
+                services[name]?["secrets"] as? [String] ?? [] == ["redis_acl"] + (name == "redis" ? [] : ["redis_replication"]))
+        }
+        #expect(secrets["redis_acl"]?["file"] as? String == "./run/redis/users.acl")
+        for name in Self.pipelineServices {
+            let environment = try #require(services[name]?["environment"] as? [String: Any])
+            let secret = "redis_" + name.replacingOccurrences(of: "-", with: "_")
+            #expect(environment["REDIS_URL"] as? String == "redis://\(name)@${REDIS_HOST:-redis}:6379/0", "\(name)")
+            #expect(environment["REDIS_PASSWORD_FILE"] as? String == "/run/secrets/\(secret)", "\(name)")
+            #expect((services[name]?["secrets"] as? [String] ?? []).contains(secret), "\(name) mounts \(secret)")
+            #expect(secrets[secret]?["file"] as? String == "./run/redis/\(name).password", "\(secret)")
+            #expect(RedisRights.services.contains(name), "\(name) has rights in RedisRights")
+        }
     }
 
     /// Profile `cluster`: six cluster-enabled nodes, a job that makes them 3 primaries with a replica
-    /// each, and the services switched to it by REDIS_URL and REDIS_CLUSTER alone.
+    /// each, and the services switched to it by REDIS_HOST and REDIS_CLUSTER alone.
     @Test func theClusterProfileRunsSixNodesAndCreatesTheCluster() throws {
         let services = try Self.services()
         for name in Self.clusterNodes {
@@ -145,7 +173,7 @@ struct ComposeFileTests {
         #expect(Set((initJob["depends_on"] as? [String: Any] ?? [:]).keys) == Set(Self.clusterNodes))
         for name in Self.pipelineServices {
             let environment = try #require(services[name]?["environment"] as? [String: Any])
-            #expect(environment["REDIS_URL"] as? String == "${REDIS_URL:-redis://redis:6379/0}", "\(name)")
+            #expect((environment["REDIS_URL"] as? String)?.contains("@${REDIS_HOST:-redis}:6379/0") == true, "\(name)")
             #expect(environment["REDIS_CLUSTER"] as? String == "${REDIS_CLUSTER:-false}", "\(name)")
         }
     }

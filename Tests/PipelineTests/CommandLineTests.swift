@@ -41,6 +41,7 @@ struct CommandLineTests {
     static let badConfigurations: [(service: String, setting: String, line: String)] = [
         ("ingest", "ADMIN_TOKEN=", "configuration ADMIN_TOKEN: is required"),
         ("ingest", "ADMIN_TOKEN=guessable", "configuration ADMIN_TOKEN: must be at least 32 characters, got 9"),
+        ("verifier", "REDIS_PASSWORD_FILE=/nonexistent", "configuration REDIS_PASSWORD_FILE: cannot read /nonexistent"),
         ("verifier", "BATCH_SIZE=abc", "configuration BATCH_SIZE: must be an integer in 1...10000, got abc"),
         (
             "attribution-winner", "CONVERSION_SETTLE_MS=-1",

@@ -1,6 +1,7 @@
 import AttributionCrypto
 import AttributionModel
 import Foundation
+import ServiceRuntime
 import Synchronization
 import TestSupport
 
@@ -22,6 +23,8 @@ final class PipelineProcesses: Sendable {
     }
     private let binaries: URL
     private let environment: [String: String]
+    /// Each service's own Redis user (`REDIS_URL`, `REDIS_PASSWORD_FILE`), on a single Redis.
+    private let credentials: [String: [String: String]]
 
     /// Where `swift build` put the executables: PIPELINE_BIN_DIR (set by scripts/test.sh), else .build/debug.
     static func binaryDirectory() -> URL {
@@ -61,6 +64,13 @@ final class PipelineProcesses: Sendable {
         ]
         environment.merge(extraEnvironment) { $1 }
         self.environment = environment
+        // On one Redis, each service connects as its own ACL user with only its rights (`RedisRights`),
+        // so every pipeline test also checks that no service needs a right it was not given.
+        if let server = redis as? RedisServer, extraEnvironment["REDIS_URL"] == nil {
+            credentials = try Self.createUsers(on: server, in: directory)
+        } else {
+            credentials = [:]
+        }
         if let only {
             for name in only.sorted() {
                 if name == "ingest" {
@@ -100,7 +110,7 @@ final class PipelineProcesses: Sendable {
             executable.map { $0.hasPrefix("/") ? URL(fileURLWithPath: $0) : binaries.appendingPathComponent($0) }
             ?? binaries.appendingPathComponent(name)
         process.arguments = arguments
-        var environment = self.environment.merging(extra) { $1 }
+        var environment = self.environment.merging(credentials[name] ?? [:]) { $1 }.merging(extra) { $1 }
         if let port {
             environment["HTTP_PORT"] = String(port)
             httpPorts.withLock { $0[name] = port }
@@ -114,6 +124,28 @@ final class PipelineProcesses: Sendable {
         process.standardError = handle
         try process.runWithDefaultSignalMask()
         children.withLock { $0[name] = process }
+    }
+
+    /// Creates one ACL user per service with a random password (written to a file in `directory`), and
+    /// returns each service's `REDIS_URL` and `REDIS_PASSWORD_FILE`.
+    static func createUsers(on server: RedisServer, in directory: URL) throws -> [String: [String: String]] {
+        var credentials: [String: [String: String]] = [:]
+        for service in RedisRights.services {
+            let password = UUID().uuidString
+            let file = directory.appendingPathComponent("\(service).redis-password")
+            try (password + "\n").write(to: file, atomically: true, encoding: .utf8)
+            let result = try ChildProcess.run(
+                URL(fileURLWithPath: "/usr/bin/env"),
+                arguments: ["redis-cli", "-p", String(server.port)] + RedisRights.setUser(service, password: password))
+            guard result.status == 0, String(decoding: result.stdout, as: UTF8.self).hasPrefix("OK") else {
+                throw TestSupportError(
+                    "ACL SETUSER \(service) failed: \(String(decoding: result.stdout + result.stderr, as: UTF8.self))")
+            }
+            credentials[service] = [
+                "REDIS_URL": "redis://\(service)@127.0.0.1:\(server.port)/0", "REDIS_PASSWORD_FILE": file.path,
+            ]
+        }
+        return credentials
     }
 
     func signal(_ name: String, _ signal: Int32) {

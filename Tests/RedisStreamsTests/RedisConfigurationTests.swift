@@ -38,7 +38,7 @@ struct RedisConfigurationTests {
         "invalid URLs",
         arguments: [
             "", "http://h:1/0", "redis://", "redis:///0", "redis://h:", "redis://h:port", "redis://h:0",
-            "redis://h:70000", "redis://h:1/x", "redis://h:1/-1", "redis://user:pw@h", "redis://[::1",
+            "redis://h:70000", "redis://h:1/x", "redis://h:1/-1", "redis://user:pw@", "redis://u:%zz@h", "redis://[::1",
             "redis://[::1]x",
         ]
     )
@@ -48,6 +48,56 @@ struct RedisConfigurationTests {
         } throws: { error in
             (error as? RedisError)?.code == .invalidConfiguration
         }
+    }
+
+    /// Credentials: user and password percent-decoded, the password never in `url`.
+    @Test(
+        "credentials",
+        arguments: [
+            ("redis://verifier:s3cret@redis:6379/0", "verifier", "s3cret", "redis://verifier@redis:6379/0"),
+            ("redis://:only-a-password@h", nil, "only-a-password", "redis://h:6379/0"),
+            ("redis://user@h/2", "user", nil, "redis://user@h:6379/2"),
+            ("redis://a%40b:p%3Aw%40rd@h", "a@b", "p:w@rd", "redis://a%40b@h:6379/0"),
+            ("redis://u:pass@word@h:7000", "u", "pass@word", "redis://u@h:7000/0"),
+        ] as [(String, String?, String?, String)]
+    )
+    func parsesCredentials(url: String, username: String?, password: String?, shown: String) throws {
+        let configuration = try RedisConfiguration(url: url)
+        #expect(configuration.username == username)
+        #expect(configuration.password == password)
+        #expect(configuration.url == shown)
+        if let password { #expect(!configuration.url.contains(password)) }
+    }
+
+    /// A server that requires a password: the right one is sent on every (re)connection; a wrong one
+    /// fails with the server's reason and without the password in the message.
+    @Test("AUTH on connect, as an ACL user")
+    func authenticatesOnConnect() async throws {
+        let redis = try await RedisServer.start(
+            arguments: ["--user", "reader", "on", ">reader-secret", "~*", "+@read", "+ping"], password: "default-secret")
+        defer { redis.stop() }
+        var reader = redis.configuration
+        reader.username = "reader"
+        reader.password = "reader-secret"
+        let connection = RedisConnection(configuration: reader, logger: .test("test"))
+        #expect(try await connection.send(RedisCommand("PING")).string == "PONG")
+        await #expect("the reader may only read") {
+            try await connection.send(RedisCommand("SET", "k", "v"))
+        } throws: { error in
+            (error as? RedisError)?.message.contains("NOPERM") == true
+        }
+        await connection.close()
+
+        var wrong = reader
+        wrong.password = "not-the-secret"
+        let failing = RedisConnection(configuration: wrong, logger: .test("test"))
+        await #expect {
+            try await failing.send(RedisCommand("PING"))
+        } throws: { error in
+            let message = (error as? RedisError)?.message ?? ""
+            return message.contains("WRONGPASS") && !message.contains("not-the-secret")
+        }
+        await failing.close()
     }
 
     @Test("defaults")

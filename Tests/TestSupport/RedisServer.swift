@@ -12,11 +12,16 @@ public final class RedisServer: Sendable {
     public let port: Int
     /// The server's working directory (AOF files, log); removed on stop.
     public let directory: URL
+    /// The user and password the test's own connections authenticate with, if any.
+    public let username: String?
+    public let password: String?
     private let process: Mutex<Process?>
 
-    private init(port: Int, directory: URL, process: consuming sending Process) {
+    private init(port: Int, directory: URL, username: String?, password: String?, process: consuming sending Process) {
         self.port = port
         self.directory = directory
+        self.username = username
+        self.password = password
         self.process = Mutex(process)
     }
 
@@ -26,7 +31,10 @@ public final class RedisServer: Sendable {
 
     /// Where to connect.
     public var configuration: RedisConfiguration {
-        RedisConfiguration(host: "127.0.0.1", port: self.port, database: 0)
+        var configuration = RedisConfiguration(host: "127.0.0.1", port: self.port, database: 0)
+        configuration.username = username
+        configuration.password = password
+        return configuration
     }
 
     /// `redis://127.0.0.1:<port>/0`.
@@ -38,8 +46,12 @@ public final class RedisServer: Sendable {
     }
 
     /// Starts a server and waits until it answers PING; retries on a port taken in the meantime.
-    /// `arguments` are passed on (`["--replicaof", "127.0.0.1", "6379"]` makes a replica).
-    public static func start(appendOnly: Bool = false, arguments: [String] = []) async throws -> RedisServer {
+    /// `arguments` are passed on (`["--replicaof", "127.0.0.1", "6379"]` makes a replica). `configuration`
+    /// authenticates as `username` with `password` (users from an `--aclfile` in `arguments`), or, with a
+    /// password alone, as the `default` user, whose password it then is (`requirepass`).
+    public static func start(
+        appendOnly: Bool = false, arguments: [String] = [], username: String? = nil, password: String? = nil
+    ) async throws -> RedisServer {
         guard let executable = findExecutable("redis-server") else {
             throw TestSupportError(
                 "redis-server is not on PATH; install it (Debian: apt-get install redis-server) to run these tests"
@@ -48,7 +60,10 @@ public final class RedisServer: Sendable {
         var lastError: any Error = TestSupportError("redis-server did not start")
         for _ in 0..<3 {
             do {
-                return try await Self.launch(executable: executable, appendOnly: appendOnly, arguments: arguments)
+                return try await Self.launch(
+                    executable: executable, appendOnly: appendOnly,
+                    arguments: arguments + (username == nil ? password.map { ["--requirepass", $0] } ?? [] : []),
+                    username: username, password: password)
             } catch {
                 lastError = error
             }
@@ -84,7 +99,9 @@ public final class RedisServer: Sendable {
         try? FileManager.default.removeItem(at: self.directory)
     }
 
-    private static func launch(executable: URL, appendOnly: Bool, arguments: [String]) async throws -> RedisServer {
+    private static func launch(
+        executable: URL, appendOnly: Bool, arguments: [String], username: String?, password: String?
+    ) async throws -> RedisServer {
         let port = try freeLoopbackPort()
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("redis-test-\(port)-\(UUID().uuidString)", isDirectory: true)
@@ -102,7 +119,8 @@ public final class RedisServer: Sendable {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.runWithDefaultSignalMask()
-        let server = RedisServer(port: port, directory: directory, process: process)
+        let server = RedisServer(
+            port: port, directory: directory, username: username, password: password, process: process)
 
         if try await server.answersPing(within: .seconds(10)) {
             return server

@@ -8,7 +8,7 @@ struct AttributionCommand: AsyncParsableCommand {
         abstract:
             "Keys, signed impressions, the reference receiver and collector, a traffic simulator, status and benchmarks.",
         subcommands: [
-            KeygenCommand.self, SignImpressionCommand.self, ReceiverCommand.self, SummaryCommand.self,
+            KeygenCommand.self, RedisACLCommand.self, SignImpressionCommand.self, ReceiverCommand.self, SummaryCommand.self,
             SimulateCommand.self, VerifyPostbackCommand.self, BenchHoldingCommand.self, BenchCodingCommand.self,
             CollectorCommand.self, StatusCommand.self,
             BenchLoadCommand.self, LoadCommand.self, LedgerCommand.self,

@@ -113,6 +113,17 @@ final class HiredisContext: @unchecked Sendable {
         _ = redisEnableKeepAlive(context)
         self.context = context
 
+        if let password = configuration.password {
+            let auth = configuration.username.map { RedisCommand("AUTH", $0, password) } ?? RedisCommand("AUTH", password)
+            let reply = try self.execute([auth])[0]
+            if let message = reply.errorMessage {
+                self.drop()
+                // The server's words (WRONGPASS, NOPERM…), never the password.
+                throw RedisError(
+                    .connectionFailed, "AUTH as \(configuration.username ?? "default") failed: \(message.prefix(120))")
+            }
+        }
+
         if configuration.database != 0 {
             let reply = try self.execute([RedisCommand("SELECT", String(configuration.database))])[0]
             if let message = reply.errorMessage {

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Where and how to connect to Redis.
 public struct RedisConfiguration: Sendable, Equatable {
     /// Host name or IP address (IPv6 without brackets).
@@ -6,6 +8,10 @@ public struct RedisConfiguration: Sendable, Equatable {
     public var port: Int
     /// Database index selected after connecting.
     public var database: Int
+    /// ACL user to `AUTH` as after connecting (nil: the `default` user).
+    public var username: String?
+    /// Password to `AUTH` with after connecting (nil: no `AUTH`). Never part of `url` or of a message.
+    public var password: String?
     /// How long a TCP connect may take.
     public var connectTimeoutMilliseconds: Int = 2_000
     /// How long one round trip may take; must exceed every `BLOCK` used on the connection.
@@ -25,21 +31,39 @@ public struct RedisConfiguration: Sendable, Equatable {
         self.database = database
     }
 
-    /// Parses `redis://host[:port][/db]`; port defaults to 6379, db to 0, IPv6 hosts go in brackets.
+    /// Parses `redis://[user[:password]@]host[:port][/db]`; port defaults to 6379, db to 0, IPv6 hosts go
+    /// in brackets, user and password are percent-decoded (`redis://:password@host` authenticates as the
+    /// `default` user).
     public init(url: String) throws {
         let scheme = "redis://"
         guard url.hasPrefix(scheme) else {
-            throw RedisError(.invalidConfiguration, "redis URL must start with redis://: \(url)")
+            // Echoed only when it cannot hold a password.
+            throw RedisError(
+                .invalidConfiguration, "redis URL must start with redis://" + (url.contains("@") ? "" : ": \(url)"))
         }
         let rest = url.dropFirst(scheme.count)
         let slash = rest.firstIndex(of: "/")
-        let authority = rest[..<(slash ?? rest.endIndex)]
+        var authority = rest[..<(slash ?? rest.endIndex)]
         let path = slash.map { rest[rest.index(after: $0)...] } ?? ""
-
-        // Credentials are not supported (no AUTH yet): reject rather than silently connect without them.
-        guard !authority.contains("@") else {
-            throw RedisError(.invalidConfiguration, "redis URL credentials are not supported: \(url)")
+        // The credentials, if any, end at the last `@` (a password may hold one, percent-encoded or not).
+        var username: String?
+        var password: String?
+        if let at = authority.lastIndex(of: "@") {
+            let userinfo = authority[..<at]
+            authority = authority[authority.index(after: at)...]
+            let colon = userinfo.firstIndex(of: ":")
+            func decoded(_ text: Substring) throws -> String {
+                guard let text = String(text).removingPercentEncoding else {
+                    throw RedisError(.invalidConfiguration, "redis URL has invalid percent-encoding in its credentials")
+                }
+                return text
+            }
+            let user = try decoded(userinfo[..<(colon ?? userinfo.endIndex)])
+            username = user.isEmpty ? nil : user
+            password = try colon.map { try decoded(userinfo[userinfo.index(after: $0)...]) }
         }
+        // From here on the URL in messages is the one without its credentials.
+        let url = "redis://" + authority + (slash.map { _ in "/" + path } ?? "")
         let (host, portText) = try Self.split(authority: authority, url: url)
         guard !host.isEmpty else {
             throw RedisError(.invalidConfiguration, "redis URL has no host: \(url)")
@@ -61,6 +85,8 @@ public struct RedisConfiguration: Sendable, Equatable {
             database = parsed
         }
         self.init(host: String(host), port: port, database: database)
+        self.username = username
+        self.password = password
     }
 
     /// Throws `invalidConfiguration` for combinations no server accepts: a database other than 0 in
@@ -74,10 +100,13 @@ public struct RedisConfiguration: Sendable, Equatable {
         }
     }
 
-    /// The configuration as a `redis://host:port/db` URL.
+    /// The configuration as a `redis://[user@]host:port/db` URL: never with the password, so it can be
+    /// logged and shown.
     public var url: String {
         let host = self.host.contains(":") ? "[\(self.host)]" : self.host
-        return "redis://\(host):\(self.port)/\(self.database)"
+        let user =
+            username.map { ($0.addingPercentEncoding(withAllowedCharacters: .urlUserAllowed) ?? $0) + "@" } ?? ""
+        return "redis://\(user)\(host):\(self.port)/\(self.database)"
     }
 
     /// Splits `host`, `host:port`, `[v6]` or `[v6]:port`; the port text is nil when absent.

@@ -7,7 +7,8 @@ import RedisStreams
 extension ConfigurationKey {
     /// The catalog, in the order the README lists it.
     public static let all: [ConfigurationKey] = [
-        row(.redisURL), row(.redisCluster), row(.partitions), row(.timeScale), row(.logLevel), row(.httpHost), row(.httpPort),
+        row(.redisURL), row(.redisPasswordFile), row(.redisCluster), row(.partitions), row(.timeScale), row(.logLevel),
+        row(.httpHost), row(.httpPort),
         row(.httpIdleTimeoutMilliseconds),
         row(.consumerName), row(.batchSize), row(.claimIdleMilliseconds), row(.maxAttempts), row(.streamRetentionHours),
         row(.adminToken), row(.maxBodyBytes), row(.maxBatchBodyBytes), row(.ingestWaitReplicas),

@@ -14,11 +14,21 @@ extension ConfigurationKey.Typed where Value == RedisConfiguration {
     public static var redisURL: Self {
         let local = RedisConfiguration()
         return Self(
-            "REDIS_URL", type: "URL", default: (local.url, { local }), allowed: "redis://host[:port][/db]",
-            services: ConfigurationKey.allServices, "Redis to use: `redis://host:port/db`."
+            "REDIS_URL", type: "URL", default: (local.url, { local }), allowed: "redis://[user[:password]@]host[:port][/db]",
+            services: ConfigurationKey.allServices,
+            "Redis to use: `redis://host:port/db`. With a user (an ACL user, see Redis ACLs in the README) every connection sends `AUTH`; its password goes here or, better, in `REDIS_PASSWORD_FILE`."
         ) { text throws(ConfigurationKey.Unreadable) in
             do { return try RedisConfiguration(url: text) } catch { throw ConfigurationKey.Unreadable("\(error)") }
         }
+    }
+}
+
+extension ConfigurationKey.Typed where Value == String? {
+    public static var redisPasswordFile: Self {
+        .path(
+            "REDIS_PASSWORD_FILE", unsetMeans: "the password in REDIS_URL, if any", services: ConfigurationKey.allServices,
+            "File holding the password of `REDIS_URL`'s user (one line; a trailing newline is ignored): a password kept out of the environment and the process list."
+        )
     }
 }
 

@@ -47,7 +47,7 @@ enum KeyFiles {
     }
 
     /// open(2) with the final mode, so the private key is never readable by others, not even for a moment.
-    private static func writeFile(_ path: String, contents: String, mode: mode_t, overwrite: Bool) throws {
+    static func writeFile(_ path: String, contents: String, mode: mode_t, overwrite: Bool) throws {
         let flags = O_WRONLY | O_CREAT | (overwrite ? O_TRUNC : O_EXCL)
         let fd = open(path, flags, mode)
         guard fd >= 0 else {

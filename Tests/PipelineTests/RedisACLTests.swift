@@ -1,0 +1,105 @@
+import Foundation
+import RedisStreams
+import ServiceRuntime
+import TestSupport
+import Testing
+
+/// The ACL file `attribution redis-acl` writes, loaded by a real redis-server as compose loads it: no
+/// anonymous access, each service's user refused outside its rights and served within them. (Every
+/// other single-node pipeline test runs the services as these users too: `PipelineProcesses`.)
+@Suite("Redis ACLs") struct RedisACLTests {
+    struct Operation: Sendable, CustomTestStringConvertible {
+        let user: String
+        let command: [String]
+        let allowed: Bool
+        var testDescription: String { "\(user): \(command.joined(separator: " ")) \(allowed ? "allowed" : "refused")" }
+    }
+
+    static let operations: [Operation] = [
+        // Within their rights.
+        .init(user: "verifier", command: ["XADD", "verified:{p00}", "*", "e", "x"], allowed: true),
+        .init(user: "verifier", command: ["HGET", "registry:{registry}:ad-networks", "n"], allowed: true),
+        .init(user: "attribution-winner", command: ["SET", "winner:device:{p00}:1:d", "x"], allowed: true),
+        .init(user: "attribution-winner", command: ["LPUSH", "verifier:rejections:app:1", "x"], allowed: true),
+        .init(user: "scheduler", command: ["XLEN", "events:{p00}"], allowed: true),
+        .init(user: "dispatcher", command: ["HSET", "registry:{registry}:jwks", "kid", "x"], allowed: true),
+        .init(user: "ingest", command: ["HSET", "registry:{registry}:app-keys", "h", "1"], allowed: true),
+        // Outside them: another stage's keys, the registry's writes, device state, administration.
+        .init(user: "verifier", command: ["HSET", "registry:{registry}:ad-networks", "n", "x"], allowed: false),
+        .init(user: "verifier", command: ["GET", "winner:device:{p00}:1:d"], allowed: false),
+        .init(user: "scheduler", command: ["XADD", "events:{p00}", "*", "e", "x"], allowed: false),
+        .init(user: "scheduler", command: ["HSET", "registry:{registry}:app-keys", "h", "1"], allowed: false),
+        .init(user: "dispatcher", command: ["HSET", "registry:{registry}:ad-networks", "n", "x"], allowed: false),
+        .init(user: "dispatcher", command: ["GET", "scheduler:plan:{p00}:c"], allowed: false),
+        .init(user: "attribution-winner", command: ["SET", "scheduler:plan:{p00}:c", "x"], allowed: false),
+        .init(user: "attribution-winner", command: ["HSET", "registry:{registry}:jwks", "kid", "x"], allowed: false),
+        .init(user: "ingest", command: ["FLUSHALL"], allowed: false),
+        .init(user: "ingest", command: ["CONFIG", "SET", "appendonly", "no"], allowed: false),
+        .init(user: "verifier", command: ["KEYS", "*"], allowed: false),
+        .init(user: "dispatcher", command: ["ACL", "LIST"], allowed: false),
+    ]
+
+    /// The file written by the real tool, and a server started with it (the test connects as `operator`).
+    static func server() async throws -> (RedisServer, URL) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("acl-\(UUID().uuidString)")
+        let written = try ChildProcess.run(
+            PipelineProcesses.binaryDirectory().appendingPathComponent("attribution"),
+            arguments: ["redis-acl", "--out", directory.path])
+        try #require(written.status == 0, "\(String(decoding: written.stderr, as: UTF8.self))")
+        let server = try await RedisServer.start(
+            arguments: ["--aclfile", directory.appendingPathComponent("users.acl").path], username: "operator",
+            password: try password(of: "operator", in: directory))
+        return (server, directory)
+    }
+
+    static func password(of user: String, in directory: URL) throws -> String {
+        try String(contentsOf: directory.appendingPathComponent("\(user).password"), encoding: .utf8)
+            .trimmingCharacters(in: .newlines)
+    }
+
+    @Test(arguments: operations) func eachServiceHasOnlyItsRights(operation: Operation) async throws {
+        let (server, directory) = try await Self.server()
+        defer { server.stop() }
+        var configuration = server.configuration
+        configuration.username = operation.user
+        configuration.password = try Self.password(of: operation.user, in: directory)
+        let connection = RedisConnection(configuration: configuration, logger: .test("test.acl"))
+        defer { Task { await connection.close() } }
+        do {
+            _ = try await connection.send(RedisCommand(operation.command))
+            #expect(operation.allowed, "\(operation.testDescription): it was served")
+        } catch {
+            #expect(!operation.allowed, "\(operation.testDescription): \(error)")
+            #expect("\(error)".contains("NOPERM"), "refused for its rights, not another reason: \(error)")
+        }
+    }
+
+    @Test func noAnonymousAccessAndAHealthcheckThatCanOnlyPing() async throws {
+        let (server, directory) = try await Self.server()
+        defer { server.stop() }
+        var anonymous = server.configuration
+        anonymous.username = nil
+        anonymous.password = nil
+        let stranger = RedisConnection(configuration: anonymous, logger: .test("test.acl"))
+        await #expect {
+            try await stranger.send(RedisCommand("GET", "registry:{registry}:ad-networks"))
+        } throws: { "\($0)".contains("NOAUTH") }
+        await stranger.close()
+
+        var health = server.configuration
+        health.username = "healthcheck"
+        health.password = "anything"
+        let healthcheck = RedisConnection(configuration: health, logger: .test("test.acl"))
+        #expect(try await healthcheck.send(RedisCommand("PING")).string == "PONG")
+        await #expect { try await healthcheck.send(RedisCommand("XLEN", "events:{p00}")) } throws: { "\($0)".contains("NOPERM") }
+        await healthcheck.close()
+
+        // A wrong password for a service's user is refused.
+        var wrong = server.configuration
+        wrong.username = "verifier"
+        wrong.password = try Self.password(of: "dispatcher", in: directory)
+        let impostor = RedisConnection(configuration: wrong, logger: .test("test.acl"))
+        await #expect { try await impostor.send(RedisCommand("PING")) } throws: { "\($0)".contains("WRONGPASS") }
+        await impostor.close()
+    }
+}
