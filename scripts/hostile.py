@@ -1037,6 +1037,68 @@ def forged_impressions():
                     stats["expected_verdicts"][event] = (f"forged: {name}", reason)
 
 
+def forged_network_flood(redis, count=2000):
+    """Issue 18, finding 4: anonymous impressions naming unregistered ad networks (a random id each, a
+    random key) and the registered network (a stranger's key), at the size a real impression has. Run
+    before valid traffic starts, so Redis's growth is theirs alone: measured once the verifier refused
+    them all. Target: ≤ 600 bytes per request averaged, and no key naming an unregistered id. What
+    stays: each refusal's entry on `rejected` (trimmed after STREAM_RETENTION_HOURS), the registered
+    network's unsigned list (the last 100) and its count; the events themselves leave `events` as they
+    are refused."""
+    category = "forged-network-flood"
+    def used_memory():
+        info = redis("INFO", "memory").decode()
+        return int(re.search(r"used_memory:(\d+)", info).group(1))
+    def keys():
+        found, cursor = set(), "0"
+        while True:
+            cursor, batch = redis("SCAN", cursor, "COUNT", 1000)
+            found.update(k.decode() for k in batch)
+            if cursor == b"0":
+                return found
+    before_keys, before = keys(), used_memory()
+    unregistered = []
+    for n in range(count):
+        key = ec.generate_private_key(ec.SECP256R1())
+        if n % 2:
+            network = f"forged-{uuid.uuid4().hex[:12]}.adattributionkit"
+            unregistered.append(network)
+        else:
+            network = NETWORK
+        jws = sign_jws(key, {"alg": "ES256", "kid": network}, impression_payload(network, APP, PUBLISHER))
+        status, data = call(category, "forged signature" if network == NETWORK else "unregistered network", "POST",
+                            "/v1/impressions", impression_body(jws, f"flood-{uuid.uuid4().hex}"), expect=202)
+        if status == 202:
+            event = json.loads(data)["event-identifier"]
+            stats["hostile_event_ids"][event] = f"flood: {'forged signature' if network == NETWORK else 'unregistered network'}"
+            stats["expected_verdicts"][event] = (stats["hostile_event_ids"][event],
+                                                 "invalid-signature" if network == NETWORK else "unknown-ad-network")
+    deadline = time.time() + 60
+    while time.time() < deadline and not redis.group_done("events", "verifier"):
+        time.sleep(0.2)
+    time.sleep(1)  # the refusal logs are written just after the verifier's commit
+    after, after_keys = used_memory(), keys()
+    new_keys = sorted(after_keys - before_keys)
+    naming_unregistered = [k for k in new_keys if any(network in k for network in unregistered)]
+    per_request = (after - before) / count
+    def usage(stream):
+        return sum(redis("MEMORY", "USAGE", name, "SAMPLES", "0") or 0 for name in partitioned(stream))
+    result = {"requests": count, "redis_bytes_before": before, "redis_bytes_after": after,
+              "events_bytes_after": usage("events"), "rejected_bytes_after": usage("rejected"),
+              "bytes_per_request": round(per_request), "new_keys": new_keys[:40], "new_key_count": len(new_keys),
+              "keys_naming_an_unregistered_id": len(naming_unregistered)}
+    if naming_unregistered:
+        violations_early.append(f"forged-network flood: {len(naming_unregistered)} keys name an unregistered id ({naming_unregistered[:3]})")
+    if per_request > 600:
+        violations_early.append(f"forged-network flood: {per_request:.0f} Redis bytes per forged request (target ≤ 600)")
+    log(f"forged-network flood: {count} requests, {per_request:.0f} Redis bytes each, {len(new_keys)} new keys "
+        f"({len(naming_unregistered)} naming an unregistered id)")
+    return result
+
+
+violations_early = []
+
+
 def extreme_values():
     """Properly signed impressions and app-key-authenticated conversions, updates and activity whose
     times and counts sit at the edges of Int64: what a hostile device (it holds the JWS it was shown
@@ -1197,6 +1259,7 @@ def main():
     rss_before = rss_mib(ingest_pid)
     monitor = MemoryMonitor(ingest_pid)
     monitor.start()
+    flood = forged_network_flood(redis)
     traffic = ValidTraffic(args.rate)
     traffic.start()
     log(f"valid traffic at {args.rate}/s; ingest RSS {rss_before:.1f} MiB")
@@ -1404,7 +1467,8 @@ def main():
         "ingest_peak_fds": monitor.peak_fds,
         "service_log_errors": log_errors,
         "unexpected_answers": stats["unexpected"], "findings": stats["findings"],
-        "violations": violations,
+        "forged_network_flood": flood,
+        "violations": violations + violations_early,
     })
     json.dump(report, open(os.path.join(OUT, "report.json"), "w"), indent=2, default=str)
     with open(os.path.join(OUT, "answers.jsonl"), "w") as f:
@@ -1413,7 +1477,7 @@ def main():
     markdown = render(report)
     open(os.path.join(OUT, "report.md"), "w").write(markdown)
     print(markdown)
-    return 1 if violations else 0
+    return 1 if violations or violations_early else 0
 
 
 def service_state(name, health):
@@ -1441,6 +1505,11 @@ def render(r):
               f"- hostile events ingest accepted: {r['hostile_accepted_by_ingest']}; verdicts {r['hostile_verdicts']}",
               f"- `verified` entries not from valid traffic: {r['verified_not_from_valid_traffic'] or 'none'}",
               f"- streams: {r['streams']}",
+              f"- forged-network flood (before valid traffic): {r['forged_network_flood']['requests']} anonymous impressions, "
+              f"half naming unregistered networks, half the registered one with a stranger's key: "
+              f"**{r['forged_network_flood']['bytes_per_request']} Redis bytes per request** (target ≤ 600), "
+              f"{r['forged_network_flood']['new_key_count']} new keys, "
+              f"**{r['forged_network_flood']['keys_naming_an_unregistered_id']} naming an unregistered id**",
               f"- ingest RSS: {r['ingest_rss_mib']['before']} MiB before, {r['ingest_rss_mib']['peak']} MiB peak, "
               f"{r['ingest_rss_mib']['after']} MiB after; peak open descriptors {r['ingest_peak_fds']}", "",
               "## 4xx by reason", ""]

@@ -2,7 +2,8 @@
 # Hostile input (issue 10): a private Redis, the five services and the reference receiver, then
 # schemathesis over ingest's OpenAPI document (anonymous and authenticated), raw-socket abuse
 # (oversized, slow and unfinished bodies, header floods, malformed HTTP, idle connections, replays,
-# bad tokens, private postback URLs, extreme values) while valid signed traffic keeps flowing.
+# bad tokens, private postback URLs, extreme values) while valid signed traffic keeps flowing; first, before
+# that traffic, a forged-network flood measures the Redis bytes each anonymous impression leaves (≤ 600).
 # Fails if a service crashed, anything answered 5xx, a 4xx was not problem JSON, a valid event was
 # not verified or a hostile one was. Report: run/hostile-*/report.md and report.json.
 #

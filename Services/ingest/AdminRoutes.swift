@@ -32,7 +32,8 @@ struct AdminRoutes {
             return Self.json(json)
         }
         catalog.on(admin, prefix: prefix, .get, "/ad-networks/:id/rejections") { _, context in
-            try await recentRejections(RejectionLog.networkKey(try network(context).rawValue))
+            let id = try network(context).rawValue
+            return try await recentRejections(RejectionLog.networkKey(id), unsignedOf: id)
         }
         catalog.on(admin, prefix: prefix, .put, "/publisher-apps/:item") { request, context in
             let item = try Self.itemIdentifier(context)
@@ -80,10 +81,24 @@ struct AdminRoutes {
         return try await store(registration, in: RegistryKeys.adNetworks, field: network.rawValue)
     }
 
-    private func recentRejections(_ key: String) async throws -> Response {
-        let items = try await redis.send(RedisCommand("LRANGE", key, "0", String(RejectionLog.capacity - 1))).elements
-        let json = "{\"rejections\":[" + items.compactMap(\.string).joined(separator: ",") + "]}"
-        return Self.json(Array(json.utf8))
+    /// The list, and for a network the refusals naming it without its signature (listed apart, counted).
+    private func recentRejections(_ key: String, unsignedOf network: String? = nil) async throws -> Response {
+        let last = String(RejectionLog.capacity - 1)
+        var commands = [RedisCommand("LRANGE", key, "0", last)]
+        if let network {
+            commands += [
+                RedisCommand("LRANGE", RejectionLog.unsignedKey(network), "0", last),
+                RedisCommand("HGET", RejectionLog.unsignedCounts, network),
+            ]
+        }
+        let replies = try await redis.pipeline(commands)
+        func list(_ reply: RedisReply) -> String { "[" + reply.elements.compactMap(\.string).joined(separator: ",") + "]" }
+        var json = "{\"rejections\":" + list(replies[0])
+        if network != nil {
+            json +=
+                ",\"unsigned-rejections\":\(list(replies[1])),\"unsigned-refusals\":\(replies[2].string.flatMap { Int($0) } ?? 0)"
+        }
+        return Self.json(Array((json + "}").utf8))
     }
 
     private func network(_ context: BasicRequestContext) throws -> AdNetworkIdentifier {

@@ -4,11 +4,13 @@ import Hummingbird
 import RedisStreams
 import ServiceRuntime
 
-/// `DELETE /v1/admin/devices/{device-identifier}`: erases everything the pipeline holds about one
-/// device: attribution-winner's pools and re-engagement history, the verifier's view sets, ingest's
-/// idempotency records, and every stream entry or settling conversion that still names it (events not
-/// yet processed are erased too: that is the point). Postbacks never named the device. Everything
-/// about a device is in the device's partition, so only that partition is searched.
+/// `DELETE /v1/admin/devices/{device-identifier}` (or `POST /v1/admin/device-erasures` with
+/// `{"device-identifier"}`, for an id a path cannot carry): erases everything the pipeline holds about
+/// one device: attribution-winner's pools and re-engagement history, the verifier's view sets, ingest's
+/// idempotency records, and every stream entry, dead letter or settling conversion whose message names
+/// it (events not yet processed are erased too: that is the point). A message is matched by the device
+/// its decoded body names, exactly; a key by its exact name shape (`DeviceKeys`). Postbacks never named
+/// the device. Everything about a device is in the device's partition, so only that partition is searched.
 struct DeviceErasure {
     let redis: RedisConnection
     let partitioning: Partitioning
@@ -21,11 +23,28 @@ struct DeviceErasure {
 
     func add(to admin: some RouterMethods<BasicRequestContext>, prefix: String, catalog: RouteCatalog) {
         catalog.on(admin, prefix: prefix, .delete, "/devices/:device") { _, context in
-            let device = try RequestParameters.deviceIdentifier(try context.parameters.require("device"))
-            let (keys, entries) = try await erase(device)
-            return try AdminRoutes.json(
-                object: ["device-identifier": device, "deleted-keys": keys, "deleted-entries": entries])
+            try await answer(try RequestParameters.deviceIdentifier(try context.parameters.require("device")))
         }
+        catalog.on(admin, prefix: prefix, .post, "/device-erasures") { request, _ in
+            let body = try await request.decodeJSON(Erasure.self, limit: 4_096)
+            return try await answer(try RequestParameters.deviceIdentifier(body.deviceIdentifier))
+        }
+    }
+
+    struct Erasure: Decodable {
+        var deviceIdentifier: String
+        enum CodingKeys: String, CodingKey { case deviceIdentifier = "device-identifier" }
+    }
+
+    private func answer(_ device: String) async throws -> Response {
+        let (keys, entries) = try await erase(device)
+        return try AdminRoutes.json(object: ["device-identifier": device, "deleted-keys": keys, "deleted-entries": entries])
+    }
+
+    /// Whether a stream entry's or queued message names `device`: its envelope (field `e`, also in a
+    /// dead letter) decoded, and the device its body names compared exactly.
+    static func names(_ device: String, _ message: [UInt8]) -> Bool {
+        (try? Envelope.decode(message))?.body.deviceIdentifier == device
     }
 
     func erase(_ device: String) async throws -> (keys: Int, entries: Int) {
@@ -40,13 +59,10 @@ struct DeviceErasure {
                 if !found.isEmpty { keys += Int(try await redis.send(RedisCommand(["UNLINK"] + found)).int ?? 0) }
             } while cursor != "0"
         }
-        // Messages spell the identifier as a JSON string value.
-        let needle = Array(
-            String(decoding: try JSONSerialization.data(withJSONObject: [device]), as: UTF8.self).dropFirst().dropLast().utf8)
         var entries = 0
         for stream in Self.streams.map({ $0(partition) }) {
             try await StreamPages.forEach(stream, on: redis) { page in
-                let matching = page.filter { entry in entry.fields.elements.contains { ($0.bytes ?? []).contains(needle) } }
+                let matching = page.filter { entry in Self.names(device, entry.fields.fieldMap["e"]?.bytes ?? []) }
                 if !matching.isEmpty {
                     entries += Int(try await redis.send(RedisCommand(["XDEL", stream] + matching.map(\.id))).int ?? 0)
                 }
@@ -54,18 +70,10 @@ struct DeviceErasure {
         }
         // Conversions waiting out their settle time.
         let settling = DelayedQueues.settlingConversions(partition)
-        for item in try await settling.items(on: redis) where item.message.contains(needle) {
+        for item in try await settling.items(on: redis) where Self.names(device, item.message) {
             _ = try await redis.pipeline(settling.cancel(id: item.id))
             entries += 1
         }
         return (keys, entries)
-    }
-}
-
-extension Array where Element == UInt8 {
-    /// Whether `needle` occurs in these bytes.
-    func contains(_ needle: [UInt8]) -> Bool {
-        guard !needle.isEmpty, needle.count <= count else { return needle.isEmpty }
-        return (0...(count - needle.count)).contains { start in self[start..<start + needle.count].elementsEqual(needle) }
     }
 }

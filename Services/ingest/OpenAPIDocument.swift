@@ -311,6 +311,7 @@ enum OpenAPIDocument {
               ],
               "get": {
                 "summary": "Recent refusals of this network's impressions, newest first",
+                "description": "`rejections` lists only impressions whose signature verified. Anyone can name a network on an impression, so refusals before its signature verified (parse, algorithm, key, signature) are listed apart in `unsigned-rejections` (also the last 100) and counted in `unsigned-refusals`: a flood of forged impressions never pushes the network's own refusals out of its list",
                 "security": [
                   {
                     "adminToken": []
@@ -640,8 +641,21 @@ enum OpenAPIDocument {
             "/v1/admin/devices/{device}": {
               "parameters": [{"name": "device", "in": "path", "required": true, "schema": {"type": "string", "minLength": 1, "maxLength": 128}, "description": "device identifier"}],
               "delete": {
-                "summary": "Erase everything held about one device (pools, histories, view sets, idempotency records, unprocessed events)",
+                "summary": "Erase everything held about one device (pools, histories, view sets, idempotency records, unprocessed events, dead letters)",
+                "description": "Messages are matched by the device their decoded body names, exactly; keys by their exact name. The path segment is percent-decoded once; for an identifier holding `/`, use POST /v1/admin/device-erasures",
                 "security": [{"adminToken": []}],
+                "responses": {
+                  "200": {"description": "what was deleted", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Erased"}}}},
+                  "400": {"$ref": "#/components/responses/Problem"},
+                  "401": {"$ref": "#/components/responses/Problem"}
+                }
+              }
+            },
+            "/v1/admin/device-erasures": {
+              "post": {
+                "summary": "Erase everything held about one device, named in the body (any identifier, `/` included)",
+                "security": [{"adminToken": []}],
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["device-identifier"], "properties": {"device-identifier": {"type": "string", "minLength": 1, "maxLength": 128}}}}}},
                 "responses": {
                   "200": {"description": "what was deleted", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Erased"}}}},
                   "400": {"$ref": "#/components/responses/Problem"},
@@ -1293,6 +1307,15 @@ enum OpenAPIDocument {
               "Rejections": {
                 "type": "object",
                 "properties": {
+                  "unsigned-rejections": {
+                    "type": "array",
+                    "description": "ad networks only: the last 100 refused impressions naming this network whose signature did not verify, newest first, each as in `rejections`",
+                    "items": {"type": "object"}
+                  },
+                  "unsigned-refusals": {
+                    "type": "integer",
+                    "description": "ad networks only: how many refused impressions named this network without its signature"
+                  },
                   "rejections": {
                     "type": "array",
                     "items": {

@@ -24,6 +24,7 @@ struct VerifierStage: StreamStage {
 
     struct Batch: Sendable {
         var envelopes: [Envelope?] = []
+        var entryIDs: [String] = []
         var partitions: [Partition] = []
         var parsed: [Int: Result<SignedImpression, VerifierStep.Refusal>] = [:]
         var registry = RegistrySnapshot.Request()
@@ -41,6 +42,7 @@ struct VerifierStage: StreamStage {
             let envelope = try? Envelope.decode(entry.message)
             let partition = partitioning[entry.partition]
             batch.envelopes.append(envelope)
+            batch.entryIDs.append(entry.id)
             batch.partitions.append(partition)
             switch envelope?.body {
             case .impressionReported(let report):
@@ -116,9 +118,13 @@ struct VerifierStage: StreamStage {
                 }
                 return .write(commands + [StreamCommands.add(StreamNames.verified(partition), message: message.encoded())])
             case .done(.refused(let rejection, let log, let counts)):
+                // A refused event leaves `events` at once (its verdict is on `rejected`): anything anyone
+                // sends is kept in full only until it is refused, not for STREAM_RETENTION_HOURS.
                 return .write(
-                    [rejection.entry(at: envelope.time, in: partition)], counts: counts.map(StageCount.init),
-                    after: RejectionLog.append(rejection, to: log))
+                    [
+                        rejection.entry(at: envelope.time, in: partition),
+                        RedisCommand("XDEL", StreamNames.events(partition), batch.entryIDs[index]),
+                    ], counts: counts.map(StageCount.init), after: RejectionLog.append(rejection, to: log))
             }
         }
     }

@@ -93,6 +93,8 @@ public struct PipelineService: Sendable {
         // Retention runs on the wall clock (not scaled); zero keeps entries forever.
         let retention = TimePolicy.realTime.milliseconds(try environment.value(.streamRetentionHours))
         configuration.retentionMilliseconds = retention == 0 ? nil : UInt64(retention)
+        let deadLetters = TimePolicy.realTime.milliseconds(try environment.value(.deadLetterRetentionHours))
+        configuration.deadLetterRetentionMilliseconds = deadLetters == 0 ? nil : UInt64(deadLetters)
         return configuration
     }
 

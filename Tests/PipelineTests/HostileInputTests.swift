@@ -722,12 +722,21 @@ extension PipelineSuites {
             let listed = try await http.send(
                 "GET", "\(pipeline.ingestURL)/v1/admin/ad-networks/\(Self.network)/rejections", token: admin)
             let rejections = try #require(listed.json["rejections"] as? [[String: Any]])
-            #expect(rejections.count >= 10)
-            #expect(rejections.allSatisfy { $0["ad-network-identifier"] as? String == Self.network })
-            // Refused before its payload was read (issue 18, finding 9): listed by the header's kid.
+            let unsigned = try #require(listed.json["unsigned-rejections"] as? [[String: Any]])
+            #expect(rejections.count >= 3 && unsigned.count >= 5, "\(rejections.count) signed, \(unsigned.count) unsigned")
+            #expect((rejections + unsigned).allSatisfy { $0["ad-network-identifier"] as? String == Self.network })
+            // Only refusals of impressions the network signed are in its own list: anyone can name it on a
+            // forged one, and a flood of those must not push its own refusals out (issue 18, finding 4).
+            let beforeSignature: Set<String> = [
+                RejectionReason.invalidSignature.rawValue, RejectionReason.unsupportedAlgorithm.rawValue,
+                RejectionReason.invalidHeader.rawValue,
+            ]
+            #expect(!rejections.contains { beforeSignature.contains($0["reason"] as? String ?? "") })
+            // Refused before its payload was read (issue 18, finding 9): listed, apart, by the header's kid.
             #expect(
-                rejections.contains { $0["reason"] as? String == RejectionReason.unsupportedAlgorithm.rawValue },
-                "an HS256 impression naming the network is in its list")
+                unsigned.contains { $0["reason"] as? String == RejectionReason.unsupportedAlgorithm.rawValue },
+                "an HS256 impression naming the network is in its unsigned list")
+            #expect((listed.json["unsigned-refusals"] as? Int ?? 0) >= unsigned.count)
             #expect(
                 try await streamLength(ConsumerGroups.verifier.deadLetterStream, on: connection) == 0,
                 "no message broke the verifier")

@@ -195,6 +195,9 @@ extension PipelineSuites {
                 let metrics = String(decoding: try await http.send("GET", "\(dispatcher)/metrics").body, as: UTF8.self)
                 return metrics.contains(#"pipeline_delayed_items{queue="dispatcher:retries"} 20"#)
                     && metrics.contains(#"pipeline_group_pending{"#) && metrics.contains("dispatcher_deliveries_total{")
+                    // Redis's memory, for an alert before a noeviction Redis refuses writes (read as the
+                    // dispatcher's own ACL user: INFO is among its rights).
+                    && metrics.contains("redis_used_memory_bytes ") && metrics.contains("redis_maxmemory_bytes ")
             }
             #expect(exported, "gauges on /metrics")
         }
@@ -239,6 +242,43 @@ extension PipelineSuites {
             #expect(!(try await mentions("ops-device-8")).isEmpty, "another device's data stays")
             let anonymous = try await http.send("DELETE", "\(pipeline.ingestURL)/v1/admin/devices/ops-device-8")
             #expect(anonymous.status == 401)
+        }
+
+        /// Erasure matches exactly (issue 18, finding 5): a device named like a word every event holds
+        /// (`click`) erases nothing of anyone else's; an identifier holding `/` is erased through the
+        /// body form, its dead letters too, and a dead letter of another device in the same stream stays.
+        @Test func erasureTouchesOnlyTheDeviceItNames() async throws {
+            let (redis, pipeline, load) = try await start()
+            defer {
+                pipeline.stop()
+                redis.stop()
+            }
+            let connection = redis.connect()
+            pipeline.kill("verifier")  // the events stay on `events`, unprocessed
+            try await push(40, load, pipeline, connection)
+            let before = try await streamLength(StreamNames.events, on: connection)
+            try #require(before >= 40)
+            let click = try await http.send("DELETE", "\(pipeline.ingestURL)/v1/admin/devices/click", token: pipeline.adminToken)
+            #expect(click.status == 200 && click.json["deleted-entries"] as? Int == 0, "\(click.json)")
+            #expect(try await streamLength(StreamNames.events, on: connection) == before, "no other device's event went")
+
+            let partition = testPartitioning.of(device: "tenant/42")
+            func deadLetter(_ device: String) -> RedisCommand {
+                let report = ConversionReport(
+                    deviceIdentifier: device, advertisedItemIdentifier: Self.app, conversionType: .download, time: 1,
+                    receivedAt: 1)
+                return StreamCommands.add(
+                    ConsumerGroups.verifier.deadLetterStream(partition),
+                    message: Envelope(time: 1, body: .conversionReported(report)).encoded()
+                ).appending("error").appending("test")
+            }
+            _ = try await connection.pipeline([deadLetter("tenant/42"), deadLetter("tenant/42-other")])
+            let erased = try await http.send(
+                "POST", "\(pipeline.ingestURL)/v1/admin/device-erasures", json: ["device-identifier": "tenant/42"],
+                token: pipeline.adminToken)
+            #expect(erased.status == 200 && erased.json["deleted-entries"] as? Int == 1, "\(erased.json)")
+            let left = try await streamRecords(ConsumerGroups.verifier.deadLetterStream(partition), on: connection)
+            #expect(left.count == 1 && left.first?.message?.contains("tenant/42-other") == true, "the other device's stays")
         }
 
         static func run(_ arguments: [String]) throws -> String {

@@ -154,6 +154,23 @@ struct StageWorkerTests {
         #expect(stats.contains("cmdstat_hincrby:calls=2"))
     }
 
+    /// Dead letters hold the failed messages (device identifiers included): kept
+    /// `deadLetterRetentionMilliseconds`, by age alone, then trimmed.
+    @Test("dead letters are trimmed by age")
+    func deadLettersAreTrimmedByAge() async throws {
+        var configuration = self.configuration()
+        configuration.deadLetterRetentionMilliseconds = 60_000
+        configuration.trimIntervalMilliseconds = 0
+        let worker = StageWorker(
+            configuration: configuration, stage: CopyStage(output: "out"), connection: self.server.connect(),
+            logger: .test("test.worker"))
+        // One dead letter from long ago (an explicit id: 1970), one from now.
+        _ = try await self.redis.send(RedisCommand("XADD", "copier:dead", "1-1", "e", "old", "error", "x"))
+        _ = try await self.redis.send(RedisCommand("XADD", "copier:dead", "*", "e", "recent", "error", "x"))
+        _ = try await worker.processOnce()
+        #expect(try await streamRecords("copier:dead", on: self.redis).compactMap(\.message) == ["recent"])
+    }
+
     @Test("run() returns after cancellation, finishing the batch in hand")
     func runStopsOnCancellation() async throws {
         let worker = StageWorker(

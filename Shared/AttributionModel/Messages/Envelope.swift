@@ -178,3 +178,22 @@ public enum JSONCoding {
     }()
     public static let decoder = JSONDecoder()
 }
+
+extension MessageBody {
+    /// The device a message names, for device erasure (which deletes exactly the messages naming that
+    /// device, decoded, never by a substring): the reports and their verified forms up to
+    /// attribution-winner. Nothing after it names a device.
+    public var deviceIdentifier: String? {
+        switch self {
+        case .impressionReported(let report): report.deviceIdentifier
+        case .conversionReported(let report): report.deviceIdentifier
+        case .updateReported(let report), .updateVerified(let report): report.deviceIdentifier
+        case .impressionVerified(let impression): impression.deviceIdentifier
+        case .conversionVerified(let conversion): conversion.report.deviceIdentifier
+        case .activityReported(let report), .activityVerified(let report): report.deviceIdentifier
+        case .rejected, .conversionAttributed, .updateAttributed, .conversionSuperseded, .windowClosed, .postbackDue,
+            .deliveryRetry, .activityAttributed:
+            nil
+        }
+    }
+}

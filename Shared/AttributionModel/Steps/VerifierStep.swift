@@ -24,6 +24,9 @@ public struct VerifierStep: Sendable {
         public var detail: String
         public var adNetworkIdentifier: String?
         public var impressionIdentifier: String?
+        /// Whether the impression's signature verified: only then did the network it names send it.
+        /// Anyone can name a network on an impression that fails before (parse, algorithm, signature).
+        public var signed = false
 
         public init(
             reason: RejectionReason, detail: String, adNetworkIdentifier: String? = nil, impressionIdentifier: String? = nil
@@ -77,10 +80,14 @@ public struct VerifierStep: Sendable {
         }
     }
 
-    /// Where a refusal is listed for the admin API: its network's log, or its advertised app's.
+    /// Where a refusal is listed for the admin API: its network's log, or its advertised app's. A
+    /// refusal naming a registered network without its signature (anyone can send one) goes to that
+    /// network's list of unsigned refusals, and is counted: in its own list, a flood of them would push
+    /// the network's genuine refusals out.
     public enum RefusalLog: Sendable, Hashable {
         case network(String)
         case app(ItemIdentifier)
+        case unsigned(network: String)
     }
 
     public enum Effects: Sendable {
@@ -148,8 +155,12 @@ public struct VerifierStep: Sendable {
                 reason: refusal.reason, detail: refusal.detail, eventIdentifier: envelope.id,
                 adNetworkIdentifier: refusal.adNetworkIdentifier, impressionIdentifier: refusal.impressionIdentifier)
             // Listed only for a registered network or app: an anonymous request naming an unregistered id
-            // (or a forged one) must not make Redis keep a list for it.
-            let network = refusal.adNetworkIdentifier.flatMap { registry.adNetworks[$0] == nil ? nil : RefusalLog.network($0) }
+            // must not make Redis keep a list for it, and one naming a registered network without its
+            // signature is only counted.
+            let network = refusal.adNetworkIdentifier.flatMap {
+                registry.adNetworks[$0] == nil
+                    ? nil : refusal.signed ? RefusalLog.network($0) : RefusalLog.unsigned(network: $0)
+            }
             let log = network ?? app.flatMap { registry.advertisedApps[$0] == nil ? nil : RefusalLog.app($0) }
             return .done(.refused(rejection, log: log, counts: [.rejection(refusal.reason)]))
         }
@@ -178,9 +189,11 @@ public struct VerifierStep: Sendable {
                 } catch { return refuse(error) }
             }
             func refusal(_ reason: RejectionReason, _ detail: String) -> Refusal {
-                Refusal(
+                var refusal = Refusal(
                     reason: reason, detail: detail, adNetworkIdentifier: payload.adNetworkIdentifier.rawValue,
                     impressionIdentifier: payload.impressionIdentifier)
+                refusal.signed = true  // verified above
+                return refusal
             }
             guard !facts.seen.contains(payload.impressionIdentifier) else {
                 return refuse(refusal(.impressionReplayed, "this impression-identifier was already used"))
@@ -222,10 +235,13 @@ public struct VerifierStep: Sendable {
     /// payload rules, advertised app, publisher listing.
     func verify(_ impression: some VerifiableImpression, report: ImpressionReport, registry: Registry) throws(Refusal) {
         let payload = impression.payload
+        var signed = false
         func refuse(_ reason: RejectionReason, _ detail: String) -> Refusal {
-            Refusal(
+            var refusal = Refusal(
                 reason: reason, detail: detail, adNetworkIdentifier: payload.adNetworkIdentifier.rawValue,
                 impressionIdentifier: payload.impressionIdentifier)
+            refusal.signed = signed
+            return refusal
         }
         guard let network = registry.adNetworks[payload.adNetworkIdentifier.rawValue] else {
             throw refuse(.unknownAdNetwork, "ad network \(payload.adNetworkIdentifier) is not registered")
@@ -241,6 +257,7 @@ public struct VerifierStep: Sendable {
             keys = [key]
         }
         if let problem = impression.signatureProblem(keys: keys) { throw refuse(problem.reason, problem.detail) }
+        signed = true
         if let (reason, detail) = ImpressionRules.check(
             payload, interaction: report.interaction, receivedAt: report.receivedAt, policy: policy)
         {

@@ -105,7 +105,9 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
     /// Every `trimIntervalMilliseconds`, trims what every group acknowledged and is older than the
     /// retention: consumed events (and their device identifiers) do not stay in Redis.
     private func trimIfDue() async throws {
-        guard let retention = self.configuration.retentionMilliseconds else { return }
+        let retention = self.configuration.retentionMilliseconds
+        let deadLetterRetention = self.configuration.deadLetterRetentionMilliseconds
+        guard retention != nil || deadLetterRetention != nil else { return }
         let due = self.state.withLock { state -> Bool in
             if let next = state.nextTrim, ContinuousClock.now < next { return false }
             state.nextTrim = ContinuousClock.now + .milliseconds(self.configuration.trimIntervalMilliseconds)
@@ -114,8 +116,18 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
         guard due else { return }
         let now = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
         var trimmed = 0
-        for stream in self.configuration.partitions.map(\.stream) + self.configuration.unreadOutputs {
-            trimmed += try await StreamTrim.trim(stream, retentionMilliseconds: retention, now: now, on: self.connection)
+        if let retention {
+            for stream in self.configuration.partitions.map(\.stream) + self.configuration.unreadOutputs {
+                trimmed += try await StreamTrim.trim(stream, retentionMilliseconds: retention, now: now, on: self.connection)
+            }
+        }
+        // Dead letters: no group reads them, so by age alone; exactly (they are few, and `~` would keep
+        // a whole node of them past their time).
+        if let deadLetterRetention {
+            for stream in Set(self.configuration.partitions.map(\.deadLetterStream)).sorted() {
+                trimmed += try await StreamTrim.trim(
+                    stream, retentionMilliseconds: deadLetterRetention, now: now, approximate: false, on: self.connection)
+            }
         }
         if trimmed > 0 { self.logger.debug("trimmed acknowledged entries", metadata: ["count": "\(trimmed)"]) }
     }

@@ -36,6 +36,8 @@ public struct StageWorkerConfiguration: Sendable {
     public var maxConflictRetries = 16
     /// Acknowledged entries older than this are trimmed from the input streams (nil: never).
     public var retentionMilliseconds: UInt64? = 86_400_000
+    /// How long the dead letters are kept (by age alone); nil keeps them forever.
+    public var deadLetterRetentionMilliseconds: UInt64? = 30 * 86_400_000
     /// How often the worker trims its input streams.
     public var trimIntervalMilliseconds = 10_000
     /// Streams the stage writes that no group reads (the verifier's `rejected`): without a reader to

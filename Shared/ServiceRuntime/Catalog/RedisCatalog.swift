@@ -141,41 +141,51 @@ public enum RejectionLog {
     public static let capacity = 100
     public static func networkKey(_ network: String) -> String { "verifier:rejections:network:\(network)" }
     public static func appKey(_ item: String) -> String { "verifier:rejections:app:\(item)" }
-    /// Adds a refusal to its list (newest first, capped, kept 30 days from the last one): written after
-    /// the stage's commit, outside its partition.
+    /// The refusals naming a registered network whose signature did not verify (anyone can send them).
+    public static func unsignedKey(_ network: String) -> String { "verifier:rejections:unsigned:\(network)" }
+    /// HASH registered network id → how many such refusals: one field per registered network.
+    public static let unsignedCounts = "verifier:rejections:unsigned-counts"
+    /// Adds a refusal to its list (newest first, capped, kept 30 days from the last one), and counts an
+    /// unsigned one: written after the stage's commit, outside its partition.
     public static func append(_ rejection: Rejection, to log: VerifierStep.RefusalLog?) -> [RedisCommand] {
         guard let log, let json = try? JSONCoding.encoder.encode(rejection) else { return [] }
+        var counted: [RedisCommand] = []
+        if case .unsigned(let network) = log { counted = [RedisCommand("HINCRBY", unsignedCounts, network, "1")] }
         let key = key(log)
         return [
             RedisCommand(bytes: [Array("LPUSH".utf8), Array(key.utf8), Array(json)]),
             RedisCommand("LTRIM", key, "0", String(capacity - 1)),
             RedisCommand("PEXPIRE", key, String(Retention.rejectionLog)),
-        ]
+        ] + counted
     }
 
     public static func key(_ log: VerifierStep.RefusalLog) -> String {
         switch log {
         case .network(let network): networkKey(network)
+        case .unsigned(let network): unsignedKey(network)
         case .app(let item): appKey(String(item))
         }
     }
 }
 
 /// Keys that embed a device identifier: every one is built here, in the device's partition, and device
-/// erasure deletes by the same shapes.
+/// erasure deletes by the same shapes. The identifier is always the last component of the name or
+/// followed by `:`, written by `component` (`%` and `:` percent-encoded), so a pattern ending in a
+/// device's component matches that device's keys only, whatever `:` other identifiers hold. (Ids with
+/// `:` or `%` were written raw before: such a device's older keys keep their names until they expire.)
 public enum DeviceKeys {
     /// attribution-winner's pool, conversions and pending reports per device and advertised app.
     public static func winnerState(_ scope: WinnerStep.Scope, in partition: Partition) -> String {
-        "winner:device:\(partition.tag):\(scope.app):\(scope.device)"
+        "winner:device:\(partition.tag):\(scope.app):\(component(scope.device))"
     }
     /// attribution-winner's re-engagement history of a device across apps (yearly cap).
     public static func winnerReengagements(device: String, in partition: Partition) -> String {
-        "winner:reengagements:\(partition.tag):\(device)"
+        "winner:reengagements:\(partition.tag):\(component(device))"
     }
     /// The verifier's recent views of one network's ads for one app on a device (one open view): a
     /// sorted set of "begin:end" by end.
     public static func verifierViews(_ scope: VerifierStep.ViewScope, in partition: Partition) -> String {
-        "verifier:views:\(partition.tag):\(scope.app):\(scope.network):\(scope.device)"
+        "verifier:views:\(partition.tag):\(scope.app):\(scope.network):\(component(scope.device))"
     }
     /// ingest's idempotency record of one key of one caller (the advertised app's item id, or
     /// `kid=<ad network>` for impressions, which are authenticated by their signature) for one device on
@@ -197,7 +207,7 @@ public enum DeviceKeys {
     /// SCAN patterns matching every key above for one device (the identifier glob-escaped), in its partition.
     public static func patterns(device: String, in partition: Partition) -> [String] {
         func globEscaped(_ text: String) -> String { String(text.flatMap { "*?[]\\".contains($0) ? ["\\", $0] : [$0] }) }
-        let escaped = globEscaped(device)
+        let escaped = globEscaped(component(device))
         // The tag as is: braces are not glob characters, and a pattern holding the partition's hash tag
         // is routed (SCAN) to the node serving that partition on Redis Cluster.
         let tag = partition.tag
@@ -205,7 +215,7 @@ public enum DeviceKeys {
             "winner:device:\(tag):*:\(escaped)",
             "winner:reengagements:\(tag):\(escaped)",
             "verifier:views:\(tag):*:*:\(escaped)",
-            "ingest:idempotency:\(tag):\(globEscaped(component(device))):*",
+            "ingest:idempotency:\(tag):\(escaped):*",
         ]
     }
 }

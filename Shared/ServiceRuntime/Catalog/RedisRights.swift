@@ -31,10 +31,11 @@ public enum RedisRights {
     ]
 
     /// Data commands only: no administration (`CONFIG`, `ACL`, `DEBUG`, `SHUTDOWN`), no `KEYS`,
-    /// `FLUSHALL` or other `@dangerous` commands, no pub/sub; cluster routing reads the slot map.
+    /// `FLUSHALL` or other `@dangerous` commands, no pub/sub; cluster routing reads the slot map, and
+    /// the gauges read `INFO` (Redis's memory against `maxmemory`).
     static let commands = [
         "-@all", "+@read", "+@write", "+@stream", "+@scripting", "+@transaction", "+@connection", "+@keyspace",
-        "-@dangerous", "+cluster|slots", "+cluster|nodes", "+wait",
+        "-@dangerous", "+cluster|slots", "+cluster|nodes", "+wait", "+info",
     ]
 
     /// The ACL rules (after the user's name, state and password) for `service`.

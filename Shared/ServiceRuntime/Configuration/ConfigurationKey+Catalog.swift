@@ -11,6 +11,7 @@ extension ConfigurationKey {
         row(.httpHost), row(.httpPort),
         row(.httpIdleTimeoutMilliseconds),
         row(.consumerName), row(.batchSize), row(.claimIdleMilliseconds), row(.maxAttempts), row(.streamRetentionHours),
+        row(.deadLetterRetentionHours),
         row(.adminToken), row(.maxBodyBytes), row(.maxBatchBodyBytes), row(.ingestWaitReplicas),
         row(.ingestWaitTimeoutMilliseconds), row(.ingestRedisConnections), row(.ingestMaxInFlight),
         row(.ingestQueueTargetMilliseconds), row(.ingestMaxEventsLag), row(.ingestCallerRate), row(.ingestCallerBurst),

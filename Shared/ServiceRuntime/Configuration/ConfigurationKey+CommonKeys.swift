@@ -132,6 +132,13 @@ extension ConfigurationKey.Typed where Value == Duration {
             "Entries of a worker's input stream that every group has acknowledged are trimmed once older than this (wall clock); 0 keeps them forever. Consumed events, and the device identifiers in them, do not stay in Redis. The verifier also trims `rejected` (no group reads it) by age alone."
         )
     }
+
+    public static var deadLetterRetentionHours: Self {
+        .hours(
+            "DEAD_LETTER_RETENTION_HOURS", default: 720, range: 0...87_600, services: ConfigurationKey.workers,
+            "A worker's dead letters (`<stage>:dead`, which hold the failed messages, device identifiers included) are trimmed once older than this (wall clock); 0 keeps them forever. Inspect or replay them before."
+        )
+    }
 }
 
 /// `HTTP_PORT`: the number set, or unset, the service's own default (ingest and the workers differ, so

@@ -29,6 +29,7 @@ public struct SnapshotGauges: Service {
     public func refresh() async {
         await refresher.refresh(interval: interval) {
             if let snapshot = try? await PipelineSnapshot.read(on: connection, partitioning) { Self.export(snapshot) }
+            if let info = try? await connection.send(RedisCommand("INFO", "memory")).string { Self.exportMemory(info) }
         }
     }
 
@@ -49,6 +50,21 @@ public struct SnapshotGauges: Service {
             // Set before the read: the actor is re-entered while it awaits.
             last = ContinuousClock.now
             await read()
+        }
+    }
+
+    /// Redis's memory against its `maxmemory` (0: none set), from `INFO memory`: with `noeviction`, a
+    /// full Redis refuses writes, so alert well before `redis_used_memory_bytes` reaches the maximum.
+    /// On a cluster, the node this service's connection reaches.
+    static func exportMemory(_ info: String) {
+        for line in info.split(whereSeparator: \.isNewline) {
+            let parts = line.split(separator: ":", maxSplits: 1)
+            guard parts.count == 2, let value = Double(parts[1].filter { !$0.isWhitespace }) else { continue }
+            switch parts[0] {
+            case "used_memory": Gauge(label: "redis_used_memory_bytes").record(value)
+            case "maxmemory": Gauge(label: "redis_maxmemory_bytes").record(value)
+            default: continue
+            }
         }
     }
 

@@ -138,6 +138,28 @@ import Testing
         }
         #expect(networkLog == .network(Self.network), "a registered network's refusal is listed for it")
 
+        // Anyone can name a registered network on an impression it did not sign: listed apart.
+        let (forged, forgedImpression) = Self.impression("f")
+        var unsigned = forgedImpression
+        unsigned.validKey = "an attacker's key"
+        guard case .refused(let rejection, let forgedLog, _)? = run(forged, unsigned, facts: &facts) else {
+            Issue.record("refused")
+            return
+        }
+        #expect(rejection.reason == .invalidSignature)
+        #expect(forgedLog == .unsigned(network: Self.network), "an unsigned refusal never enters the network's own list")
+        var parseFailure = VerifierStep.Refusal(reason: .unsupportedAlgorithm, detail: "HS256", adNetworkIdentifier: Self.network)
+        parseFailure.signed = false
+        guard
+            case .done(.refused(_, let headerLog, _)) = step.step(
+                Self.impression("h").0, parsed: Result<StandIn, VerifierStep.Refusal>.failure(parseFailure),
+                registry: Self.registry, facts: &facts)
+        else {
+            Issue.record("refused")
+            return
+        }
+        #expect(headerLog == .unsigned(network: Self.network), "refused before its signature: unsigned")
+
         let report = ConversionReport(
             deviceIdentifier: "d", advertisedItemIdentifier: 42, conversionType: .download, time: Self.now, receivedAt: Self.now)
         let conversion = Envelope(id: "c", time: Self.now, body: .conversionReported(report))
