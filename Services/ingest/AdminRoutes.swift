@@ -48,16 +48,7 @@ struct AdminRoutes {
                 .configuration(itemIdentifier: item, destinations: destinations)
             return try await store(configuration, in: RegistryKeys.advertisedApps, field: String(item))
         }
-        catalog.on(admin, prefix: prefix, .post, "/advertised-apps/:item/keys") { _, context in
-            let item = try Self.itemIdentifier(context)
-            guard try await redis.send(RedisCommand("HEXISTS", RegistryKeys.advertisedApps, String(item))).int == 1 else {
-                throw ProblemDetails(.notFound, reason: .unknownAdvertisedApp, detail: "register advertised app \(item) first")
-            }
-            // Shown once: only its hash is stored.
-            let key = AppKeys.generate()
-            _ = try await redis.send(RedisCommand("HSET", RegistryKeys.appKeys, AppKeys.hash(key), String(item)))
-            return Response.json(["app-key": key, "advertised-item-identifier": String(item)], status: .created)
-        }
+        AppKeyRoutes(redis: redis, clock: clock).add(to: admin, prefix: prefix, catalog: catalog)
         catalog.on(admin, prefix: prefix, .get, "/advertised-apps/:item/rejections") { _, context in
             try await recentRejections(RejectionLog.appKey(String(try Self.itemIdentifier(context))))
         }

@@ -19,9 +19,8 @@ enum AppKeys {
 
 /// Which advertised app an app key belongs to, read from the registry and remembered for a few
 /// seconds, so a busy app's requests do not each cost a registry round trip. Only owners found are
-/// remembered (a key issued a moment ago works at once). App keys are only ever added, so a
-/// remembered owner cannot be stale; were keys ever revoked, one would keep working for up to
-/// `lifetime` on each ingest replica.
+/// remembered (a key issued a moment ago works at once); a revoked key keeps working for up to
+/// `lifetime` (10 s) on a replica that remembered it, as the OpenAPI document says.
 final class AppKeyOwners: Sendable {
     let redis: RedisConnection
     let lifetime: Duration

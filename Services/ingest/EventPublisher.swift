@@ -11,10 +11,8 @@ import ServiceRuntime
 /// pipelined round trips (`PublishQueue`).
 ///
 /// The app key is checked just before, outside the script: the registry lives under its own hash tag,
-/// in another slot. That is safe because the check and the publish are ordered within the request,
-/// and app keys are only ever added: a key that passed the check is still valid when the event is
-/// written. (Were keys ever revoked, a request in flight at the revocation would be accepted, exactly
-/// as if it had arrived a moment earlier.)
+/// in another slot. A request in flight when its key is revoked is accepted, exactly as if it had
+/// arrived a moment earlier (and a replica remembers a key's app for up to 10 s: `AppKeyOwners`).
 struct EventPublisher: Sendable {
     let queue: PublishQueue
     let appKeys: AppKeyOwners

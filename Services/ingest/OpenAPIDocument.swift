@@ -453,7 +453,7 @@ enum OpenAPIDocument {
                 }
               ],
               "post": {
-                "summary": "Issue an app key for conversions and updates (shown once)",
+                "summary": "Issue an app key for conversions and updates (shown once); an app may hold several live keys (rotation: issue, switch, revoke the old)",
                 "security": [
                   {
                     "adminToken": []
@@ -479,6 +479,31 @@ enum OpenAPIDocument {
                   "404": {
                     "$ref": "#/components/responses/Problem"
                   }
+                }
+              },
+              "get": {
+                "summary": "The app's live keys: their ids and issue times, never the keys",
+                "security": [{"adminToken": []}],
+                "responses": {
+                  "200": {"description": "the keys", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/AppKeys"}}}},
+                  "400": {"$ref": "#/components/responses/Problem"},
+                  "401": {"$ref": "#/components/responses/Problem"}
+                }
+              }
+            },
+            "/v1/admin/advertised-apps/{item}/keys/{key}": {
+              "parameters": [
+                {"name": "item", "in": "path", "required": true, "schema": {"type": "integer", "minimum": 1}, "description": "App Store item id"},
+                {"name": "key", "in": "path", "required": true, "schema": {"type": "string"}, "description": "the key's `key-identifier`"}
+              ],
+              "delete": {
+                "summary": "Revoke one of the app's keys: refused (401 invalid-app-key) from then on, within 10 s on every ingest replica (each remembers a key's app that long)",
+                "security": [{"adminToken": []}],
+                "responses": {
+                  "200": {"description": "revoked", "content": {"application/json": {"schema": {"type": "object", "properties": {"advertised-item-identifier": {"type": "string"}, "key-identifier": {"type": "string"}, "revoked": {"type": "boolean"}}}}}},
+                  "400": {"$ref": "#/components/responses/Problem"},
+                  "401": {"$ref": "#/components/responses/Problem"},
+                  "404": {"$ref": "#/components/responses/Problem"}
                 }
               }
             },
@@ -1301,7 +1326,22 @@ enum OpenAPIDocument {
                   },
                   "advertised-item-identifier": {
                     "type": "string"
+                  },
+                  "key-identifier": {
+                    "type": "string",
+                    "description": "the first 12 hex digits of the key's SHA-256: names it in the list and to revoke it"
+                  },
+                  "issued-at": {
+                    "type": "integer",
+                    "description": "milliseconds since 1970"
                   }
+                }
+              },
+              "AppKeys": {
+                "type": "object",
+                "properties": {
+                  "advertised-item-identifier": {"type": "string"},
+                  "keys": {"type": "array", "items": {"type": "object", "properties": {"key-identifier": {"type": "string"}, "issued-at": {"type": "integer", "description": "milliseconds since 1970; absent for keys issued before it was recorded"}}}}
                 }
               },
               "Rejections": {

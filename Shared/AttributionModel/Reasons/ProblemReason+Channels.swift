@@ -24,7 +24,8 @@ extension ProblemReason {
             .invalidPropertyList, .invalidConfiguration, .unknownKey, .invalidSchema, .invalidVersion,
             .invalidDeadLetterIdentifier, .destinationInvalid, .destinationNotHTTPS, .destinationPrivateAddress,
             .destinationUnresolvable, .unauthorized, .missingAppKey, .invalidAppKey, .appKeyMismatch, .noSchema,
-            .unknownSchemaVersion, .unknownDeadLetter, .notReplayable, .idempotencyKeyReused, .notFound, .methodNotAllowed,
+            .unknownSchemaVersion, .unknownDeadLetter, .unknownAppKey, .notReplayable, .idempotencyKeyReused, .notFound,
+            .methodNotAllowed,
             .bodyTooLarge, .bodyTimeout, .httpError, .internalError, .redisUnreachable, .replicationTimeout,
             .consumerGroupMissing, .invalidBatch, .batchTooLarge, .overloaded, .pipelineLagging, .rateLimited:
             [.problemDetails]

@@ -66,6 +66,7 @@ public enum ProblemReason: String, Sendable, Codable, Hashable, CaseIterable {
     case noSchema = "no-schema"
     case unknownSchemaVersion = "unknown-schema-version"
     case unknownDeadLetter = "unknown-dead-letter"
+    case unknownAppKey = "unknown-app-key"
     case notReplayable = "not-replayable"
     case idempotencyKeyReused = "idempotency-key-reused"
 

@@ -128,6 +128,8 @@ public enum RegistryKeys {
     public static func latestSchemaVersionField(app: ItemIdentifier) -> String { "\(app):latest" }
     /// HASH SHA-256 of an app key → the advertised app's item id (keys themselves are never stored)
     public static let appKeys = "registry:\(tag):app-keys"
+    /// HASH SHA-256 of an app key → when it was issued (ms): what listing an app's keys shows.
+    public static let appKeysIssued = "registry:\(tag):app-keys:issued"
     /// HASH kid → public JWK JSON: the dispatcher publishes its keys here, ingest serves them.
     public static let jwks = "registry:\(tag):jwks"
     /// HASH kid → ms when a dispatcher last said it signs with that key (every minute or sooner). A key
