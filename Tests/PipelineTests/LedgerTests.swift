@@ -63,6 +63,16 @@ struct LedgerTests {
             $0.deadDeliveries["p-1"] = "status 500"
         },
         Case(name: "acknowledged but never on events", violates: "unaccounted") { $0.reported.remove("e-impression") },
+        // The verifier deletes a refused event from `events` as it refuses it: its refusal accounts for it.
+        Case(name: "refused, and so no longer on events", violates: nil) {
+            $0.attributions = [:]
+            $0.routed = [:]
+            $0.due = [:]
+            $0.delivered = [:]
+            $0.reported.remove("e-conversion")
+            $0.refused["e-conversion"] = "unknown-advertised-app"
+            $0.waiting = ["e-update"]
+        },
         Case(name: "verified conversion with no outcome", violates: "unaccounted") {
             $0.attributions = [:]
             $0.due = [:]

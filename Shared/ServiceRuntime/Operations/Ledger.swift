@@ -138,8 +138,9 @@ public struct Ledger: Sendable {
 
     private func outcome(of event: Acknowledged, won: Set<String>, lost: Set<String>) -> String {
         let id = event.eventIdentifier
-        guard records.reported.contains(id) else { return "unaccounted" }
+        // A refusal names its event: the verifier deletes a refused event from `events` as it refuses it.
         if let reason = records.refused[id] { return "refused: \(reason)" }
+        guard records.reported.contains(id) else { return "unaccounted" }
         if let dead = records.deadLettered[id] { return "dead-lettered: \(dead)" }
         guard let impression = records.verified[id] else { return "unaccounted" }
         switch event.kind {
