@@ -116,7 +116,9 @@ struct AdminRoutes {
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
-    static func json(object: [String: Any]) throws -> Response {
-        json(Array(try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])))
+    static func json(object: [String: Any], status: HTTPResponse.Status = .ok) throws -> Response {
+        json(
+            Array(try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])),
+            status: status)
     }
 }

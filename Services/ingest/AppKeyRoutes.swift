@@ -32,8 +32,7 @@ struct AppKeyRoutes {
                 "app-key": key, "advertised-item-identifier": String(item), "key-identifier": Self.identifier(ofHash: hash),
                 "issued-at": issuedAt,
             ]
-            return AdminRoutes.json(
-                Array(try JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys])), status: .created)
+            return try AdminRoutes.json(object: answer, status: .created)
         }
         catalog.on(admin, prefix: prefix, .get, "/advertised-apps/:item/keys") { _, context in
             let item = try AdminRoutes.itemIdentifier(context)

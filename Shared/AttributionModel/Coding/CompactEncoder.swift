@@ -61,13 +61,7 @@ final class CompactEncoder: Encoder {
 
     // MARK: - Values
 
-    func writeKey(_ key: some CodingKey) {
-        var name = key.stringValue
-        name.withUTF8 { utf8 in
-            appendVarint(UInt64(utf8.count))
-            bytes.append(contentsOf: utf8)
-        }
-    }
+    func writeKey(_ key: some CodingKey) { appendText(key.stringValue) }
 
     func writeNil() { bytes.append(Tag.null) }
 
@@ -75,11 +69,7 @@ final class CompactEncoder: Encoder {
 
     func write(_ value: String, tag: UInt8 = Tag.string) {
         bytes.append(tag)
-        var value = value
-        value.withUTF8 { utf8 in
-            appendVarint(UInt64(utf8.count))
-            bytes.append(contentsOf: utf8)
-        }
+        appendText(value)
     }
 
     func write(_ value: Double) {
@@ -92,20 +82,21 @@ final class CompactEncoder: Encoder {
         if T.isSigned {
             let wide = Int64(value)
             bytes.append(Tag.signed)
-            appendVarint(UInt64(bitPattern: (wide << 1) ^ (wide >> 63)))  // zigzag: small negatives stay short
+            // zigzag: small negatives stay short
+            CompactHeldPostback.appendVarint(UInt64(bitPattern: (wide << 1) ^ (wide >> 63)), to: &bytes)
         } else {
             bytes.append(Tag.unsigned)
-            appendVarint(UInt64(value))
+            CompactHeldPostback.appendVarint(UInt64(value), to: &bytes)
         }
     }
 
-    private func appendVarint(_ value: UInt64) {
-        var value = value
-        while value >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: value) | 0x80)
-            value >>= 7
+    /// Its UTF-8 byte count as a varint, then the bytes (a key, a string's or a decimal's text).
+    private func appendText(_ text: String) {
+        var text = text
+        text.withUTF8 { utf8 in
+            CompactHeldPostback.appendVarint(UInt64(utf8.count), to: &bytes)
+            bytes.append(contentsOf: utf8)
         }
-        bytes.append(UInt8(value))
     }
 
     private static func unsupported() -> Never {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import AttributionModel
 import Crypto
 import Foundation
 import ServiceRuntime
@@ -39,7 +40,7 @@ struct RedisACLCommand: ParsableCommand {
         let users = [Self.operatorUser, Self.replicationUser] + RedisRights.services
         for user in users {
             let password = try password(of: user)
-            let hash = SHA256.hash(data: Data(password.utf8)).map { String(format: "%02x", $0) }.joined()
+            let hash = Hex.encode(SHA256.hash(data: Data(password.utf8)))
             switch user {
             case Self.operatorUser: lines.append("user \(user) on #\(hash) ~* &* +@all")
             case Self.replicationUser:
@@ -66,8 +67,8 @@ struct RedisACLCommand: ParsableCommand {
             let password = existing.trimmingCharacters(in: .newlines)
             if !password.isEmpty { return password }
         }
-        var generator = SystemRandomNumberGenerator()
-        let password = (0..<24).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+        var generator = KernelRandom()
+        let password = Hex.encode((0..<24).map { _ in UInt8.random(in: 0...255, using: &generator) })
         try KeyFiles.writeFile(path, contents: password + "\n", mode: 0o600, overwrite: true)
         return password
     }
