@@ -48,8 +48,9 @@ struct BenchCodingCommand: ParsableCommand {
     private func format(_ value: Double) -> String { String(format: "%.1f", value) }
 
     private func measure<T: Codable & Equatable>(_ name: String, _ type: T.Type, json: String) throws -> Figure {
-        let jsonBytes = Array(json.utf8)
-        let value = try CompactCoding.decode(T.self, from: jsonBytes)
+        let value = try CompactCoding.decode(T.self, from: Array(json.utf8))
+        // The JSON as the stages wrote it (no whitespace), not the sample's readable layout.
+        let jsonBytes = Array(try JSONCoding.encoder.encode(value))
         let compact = try CompactCoding.encode(value)
         guard try CompactCoding.decode(T.self, from: compact) == value else {
             throw ValidationError("\(name): the compact round trip changed the value")
