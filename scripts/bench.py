@@ -83,17 +83,18 @@ try:
     keys = os.path.join(OUT, "keys")
     for name in ("network", "pipeline", "pipeline-development"):
         subprocess.run([f"{BIN}/attribution", "keygen", "--name", name, "--out", keys], check=True, capture_output=True)
-    receiver_port, ingest_port = free_port(), free_port()
+    receiver_port, ingest_port, admin_port = free_port(), free_port(), free_port()
     common = {"REDIS_URL": url, "LOG_LEVEL": "warning", "HTTP_HOST": "127.0.0.1", "CONVERSION_SETTLE_MS": "0",
               "POSTBACK_URL_ALLOWLIST": "127.0.0.1", "STREAM_RETENTION_HOURS": "0"}
-    children.start("ingest", [f"{BIN}/ingest"], {**common, "HTTP_PORT": str(ingest_port), "ADMIN_TOKEN": token})
+    children.start("ingest", [f"{BIN}/ingest"], {**common, "HTTP_PORT": str(ingest_port), "ADMIN_HTTP_PORT": str(admin_port), "ADMIN_TOKEN": token})
     ingest = f"http://127.0.0.1:{ingest_port}"
+    admin = f"http://127.0.0.1:{admin_port}"  # ingest's admin listener
     wait_http(ingest + "/health")
     network = "bench.adattributionkit"
     public_key = open(os.path.join(keys, "network.public.pem")).read()
-    http("PUT", f"{ingest}/v1/admin/ad-networks/{network}", {"public-key": public_key, "postback-url": f"http://127.0.0.1:{receiver_port}/postbacks"}, token)
-    http("PUT", f"{ingest}/v1/admin/publisher-apps/5838492", {"AdNetworkIdentifiers": [network]}, token)
-    http("PUT", f"{ingest}/v1/admin/advertised-apps/1108187390", {}, token)
+    http("PUT", f"{admin}/v1/admin/ad-networks/{network}", {"public-key": public_key, "postback-url": f"http://127.0.0.1:{receiver_port}/postbacks"}, token)
+    http("PUT", f"{admin}/v1/admin/publisher-apps/5838492", {"AdNetworkIdentifiers": [network]}, token)
+    http("PUT", f"{admin}/v1/admin/advertised-apps/1108187390", {}, token)
 
     def worker(name, env=None):
         return children.start(name, [f"{BIN}/{name}"], {**common, "HTTP_PORT": str(free_port()), **(env or {})})
@@ -209,14 +210,14 @@ try:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=30)
     scaled = {"TIME_SCALE": "86400", "CONVERSION_SETTLE_MS": "250", "WINDOW_CLOSE_GRACE_MS": "400", "CROWD_TIER_THRESHOLDS": "1,1,1"}
-    five["ingest"] = children.start("ingest", [f"{BIN}/ingest"], {**common, **scaled, "HTTP_PORT": str(ingest_port), "ADMIN_TOKEN": token})
+    five["ingest"] = children.start("ingest", [f"{BIN}/ingest"], {**common, **scaled, "HTTP_PORT": str(ingest_port), "ADMIN_HTTP_PORT": str(admin_port), "ADMIN_TOKEN": token})
     wait_http(ingest + "/health")
     five["verifier"] = worker("verifier", scaled)
     five["attribution-winner"] = worker("attribution-winner", scaled)
     five["scheduler"] = worker("scheduler", scaled)
     five["dispatcher"] = worker("dispatcher", {**scaled, "SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
                                               "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(keys, "pipeline-development.private.pem")})
-    app_key = http("POST", f"{ingest}/v1/admin/advertised-apps/1108187390/keys", {}, token)["app-key"]
+    app_key = http("POST", f"{admin}/v1/admin/advertised-apps/1108187390/keys", {}, token)["app-key"]
     time.sleep(2)
     received_before = http("GET", f"http://127.0.0.1:{receiver_port}/stats")["accepted"]
     started = time.time()

@@ -87,13 +87,14 @@ def run(mode):
         keys = os.path.join(children.out, "keys")
         for name in ("network", "pipeline", "pipeline-development"):
             subprocess.run([f"{BIN}/attribution", "keygen", "--name", name, "--out", keys], check=True, capture_output=True)
-        receiver_port, ingest_port = free_port(), free_port()
+        receiver_port, ingest_port, admin_port = free_port(), free_port(), free_port()
         common = {**redis_env, "PARTITIONS": str(PARTITIONS), "LOG_LEVEL": "warning", "HTTP_HOST": "127.0.0.1", "POSTBACK_URL_ALLOWLIST": "127.0.0.1",
                   "STREAM_RETENTION_HOURS": "0", "TIME_SCALE": "86400", "CONVERSION_SETTLE_MS": "250",
                   "WINDOW_CLOSE_GRACE_MS": "400", "CROWD_TIER_THRESHOLDS": "1,1,1"}
         token = "bench-admin-token-of-at-least-32-characters"
-        processes = {"ingest": children.start("ingest", [f"{BIN}/ingest"], {**common, "HTTP_PORT": str(ingest_port), "ADMIN_TOKEN": token})}
+        processes = {"ingest": children.start("ingest", [f"{BIN}/ingest"], {**common, "HTTP_PORT": str(ingest_port), "ADMIN_HTTP_PORT": str(admin_port), "ADMIN_TOKEN": token})}
         ingest = f"http://127.0.0.1:{ingest_port}"
+        admin = f"http://127.0.0.1:{admin_port}"  # ingest's admin listener
         wait_http(ingest + "/health")
         for name in SERVICES[1:]:
             extra = {"SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
@@ -105,12 +106,12 @@ def run(mode):
                                     "--log-level", "warning"])
         wait_http(f"http://127.0.0.1:{receiver_port}/health")
         network = "bench.adattributionkit"
-        http("PUT", f"{ingest}/v1/admin/ad-networks/{network}", {
+        http("PUT", f"{admin}/v1/admin/ad-networks/{network}", {
             "public-key": open(os.path.join(keys, "network.public.pem")).read(),
             "postback-url": f"http://127.0.0.1:{receiver_port}/postbacks"}, token)
-        http("PUT", f"{ingest}/v1/admin/publisher-apps/5838492", {"AdNetworkIdentifiers": [network]}, token)
-        http("PUT", f"{ingest}/v1/admin/advertised-apps/1108187390", {}, token)
-        app_key = http("POST", f"{ingest}/v1/admin/advertised-apps/1108187390/keys", {}, token)["app-key"]
+        http("PUT", f"{admin}/v1/admin/publisher-apps/5838492", {"AdNetworkIdentifiers": [network]}, token)
+        http("PUT", f"{admin}/v1/admin/advertised-apps/1108187390", {}, token)
+        app_key = http("POST", f"{admin}/v1/admin/advertised-apps/1108187390/keys", {}, token)["app-key"]
         time.sleep(2)
 
         for p in primaries:

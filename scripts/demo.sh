@@ -103,8 +103,9 @@ service() {  # service NAME: starts a service as its own Redis user
     REDIS_URL="redis://$1@127.0.0.1:$REDIS_PORT/0" REDIS_PASSWORD_FILE="$RUN/redis-acl/$1.password" start "$1" "$BIN/$1"
 }
 INGEST_PORT=$(free_port)
+ADMIN_PORT=$(free_port)
 echo "==> services (time scale $TIME_SCALE), each as its own Redis user"
-HTTP_PORT=$INGEST_PORT ADMIN_TOKEN=$ADMIN_TOKEN service ingest
+HTTP_PORT=$INGEST_PORT ADMIN_HTTP_PORT=$ADMIN_PORT ADMIN_TOKEN=$ADMIN_TOKEN service ingest
 HTTP_PORT=$(free_port) service verifier
 HTTP_PORT=$(free_port) service attribution-winner
 HTTP_PORT=$(free_port) service scheduler
@@ -124,7 +125,8 @@ start receiver "$BIN/attribution" receiver --port "$RECEIVER_PORT" \
 wait_for_http "http://127.0.0.1:$RECEIVER_PORT/health" 30
 
 echo "==> simulating a campaign of $DEVICES devices"
-"$BIN/attribution" simulate --ingest-url "http://127.0.0.1:$INGEST_PORT" --admin-token "$ADMIN_TOKEN" \
+"$BIN/attribution" simulate --ingest-url "http://127.0.0.1:$INGEST_PORT" --admin-url "http://127.0.0.1:$ADMIN_PORT" \
+    --admin-token "$ADMIN_TOKEN" \
     --receiver-url "http://127.0.0.1:$RECEIVER_PORT/postbacks" --devices "$DEVICES" --time-scale "$TIME_SCALE" \
     --seed 7 --retry-seconds 60 --report "$RUN/simulation.json"
 

@@ -134,9 +134,9 @@ def main():
         "CROWD_TIER_THRESHOLDS": "1,5,20", "DELIVERY_TIMEOUT_MS": "1000",
         **({"REDIS_CLUSTER": "true"} if args.cluster else {}),
     }
-    ingest_port = free_port()
+    ingest_port, admin_port = free_port(), free_port()
     services = {
-        "ingest": {"HTTP_PORT": str(ingest_port), "ADMIN_TOKEN": token},
+        "ingest": {"HTTP_PORT": str(ingest_port), "ADMIN_HTTP_PORT": str(admin_port), "ADMIN_TOKEN": token},
         "verifier": {}, "attribution-winner": {}, "scheduler": {},
         "dispatcher": {"SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem")},
     }
@@ -161,7 +161,7 @@ def main():
     timeline = CLUSTER_TIMELINE if args.cluster else TIMELINE
     print(f"==> campaign: {args.devices} devices, a day lasts {DAY:g} s; {len(timeline)} faults over 40 scaled days", flush=True)
     campaign = subprocess.Popen(
-        [os.path.join(BIN, "attribution"), "simulate", "--ingest-url", ingest, "--admin-token", token,
+        [os.path.join(BIN, "attribution"), "simulate", "--ingest-url", ingest, "--admin-url", f"http://127.0.0.1:{admin_port}", "--admin-token", token,
          "--receiver-url", f"http://127.0.0.1:{tap.port}/postbacks", "--devices", str(args.devices), "--time-scale", str(SCALE),
          "--seed", "11", "--retry-seconds", "120", "--batch", str(args.batch), "--acknowledgements", acks, "--report", os.path.join(OUT, "simulation.json")],
         stdout=open(os.path.join(OUT, "simulate.log"), "w"), stderr=subprocess.STDOUT)

@@ -286,13 +286,20 @@ def observe(category, case, status, headers, body, expect=None, protocol_level=F
         return reason
 
 
+def port_for(path):
+    """ingest's admin listener (ADMIN_HTTP_PORT) serves the admin API and /metrics; the public port the rest."""
+    if isinstance(path, bytes):
+        path = path.decode("latin-1")
+    return ADMIN_PORT if path.startswith("/v1/admin") or path.startswith("/metrics") else INGEST_PORT
+
+
 def http(method, path, body=None, headers=None, timeout=30, port=None):
     """One request on a fresh connection: (status, lower-cased headers, body bytes)."""
     if body is not None and not isinstance(body, (bytes, str)):
         body = json.dumps(body)
     if isinstance(body, str):
         body = body.encode()
-    connection = HTTPConnection("127.0.0.1", port or INGEST_PORT, timeout=timeout)
+    connection = HTTPConnection("127.0.0.1", port or port_for(path), timeout=timeout)
     try:
         sent = {"Content-Type": "application/json"} if body is not None else {}
         sent.update(headers or {})
@@ -330,7 +337,10 @@ def parse_raw_response(data):
 def raw(chunks, delay=0.0, wait=5.0, port=None):
     """Sends `chunks` on a raw socket (sleeping `delay` between them), then reads until the server
     closes or `wait` seconds of silence. (status, headers, body, closed_by_server, sent_all)."""
-    sock = socket.create_connection(("127.0.0.1", port or INGEST_PORT), timeout=wait)
+    if port is None and chunks:
+        target = chunks[0].split(b"\r\n", 1)[0].split(b" ")
+        port = port_for(target[1]) if len(target) > 1 else INGEST_PORT
+    sock = socket.create_connection(("127.0.0.1", port), timeout=wait)
     sent_all = True
     data = b""
     try:
@@ -470,9 +480,11 @@ def ensure_schemathesis():
 HARD_CHECKS = {"not_a_server_error"}
 
 
-def fuzz(label, auth):
-    """Runs schemathesis over every operation; returns its figures and every failure it found."""
+def fuzz(label, auth, listener):
+    """Runs schemathesis over every operation of one of ingest's listeners ("public": the event API;
+    "admin": the admin API and /metrics on ADMIN_HTTP_PORT); returns its figures and every failure."""
     exe = ensure_schemathesis()
+    label = f"{label}-{listener}"
     directory = os.path.join(OUT, "schemathesis", label)
     os.makedirs(directory, exist_ok=True)
     config = os.path.join(directory, "schemathesis.toml")
@@ -481,7 +493,9 @@ def fuzz(label, auth):
         # routes the app key. Without credentials the file leaves auth out entirely.
         if auth:
             f.write(f'[auth.openapi.adminToken]\nbearer = "{ADMIN_TOKEN}"\n\n[auth.openapi.appKey]\nbearer = "{FUZZ_APP_KEY}"\n')
+    port, paths = (ADMIN_PORT, "--include-path-regex") if listener == "admin" else (INGEST_PORT, "--exclude-path-regex")
     argv = [exe, "--config-file", config, "run", f"http://127.0.0.1:{INGEST_PORT}/openapi.json",
+            "--url", f"http://127.0.0.1:{port}", paths, "^/(v1/admin/|metrics)",
             "--checks", "all", "--max-examples", str(args.examples), "--max-time", str(args.fuzz_seconds),
             "--workers", "2", "--seed", str(args.seed), "--request-timeout", "20", "--no-color",
             "--generation-database", "none",
@@ -512,7 +526,8 @@ def read_fuzz_reports(directory, label):
             if entry["response"].get("content", {}).get("encoding") == "base64":
                 text = base64.b64decode(text).decode("utf-8", "replace")
             body = text.encode()
-            case = f"{entry['request']['method']} {entry['request']['url'].split(str(INGEST_PORT), 1)[-1][:120]}"
+            url = entry['request']['url']
+            case = f"{entry['request']['method']} {url[url.find('/', url.find('//') + 2):][:120]}"
             observe(f"fuzz-{label}", case, status, headers, body)
             stats["inputs"][f"fuzz-{label}"] -= 0  # counted by observe
             if status == 202:
@@ -1182,7 +1197,7 @@ def verdicts_so_far():
 # ---------------------------------------------------------------------------------------------------
 
 def main():
-    global INGEST_PORT, REDIS_PORT, RECEIVER_PORT, ADMIN_TOKEN, APP_KEY, FUZZ_APP_KEY, NETWORK_KEY, NETWORK, APP, PUBLISHER, FUZZ_APP
+    global INGEST_PORT, ADMIN_PORT, REDIS_PORT, RECEIVER_PORT, ADMIN_TOKEN, APP_KEY, FUZZ_APP_KEY, NETWORK_KEY, NETWORK, APP, PUBLISHER, FUZZ_APP
     started = time.time()
     violations = []
     report = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), "options": vars(args)}
@@ -1212,7 +1227,7 @@ def main():
     for name in ("pipeline", "pipeline-development"):
         subprocess.run([f"{bin_dir}/attribution", "keygen", "--name", name, "--out", keys], check=True, capture_output=True)
     ADMIN_TOKEN = uuid.uuid4().hex + uuid.uuid4().hex
-    INGEST_PORT, RECEIVER_PORT = free_port(), free_port()
+    INGEST_PORT, ADMIN_PORT, RECEIVER_PORT = free_port(), free_port(), free_port()
     ports = {"ingest": INGEST_PORT, **{name: free_port() for name in SERVICES[1:]}}
     # Only the receiver's host:port is allow-listed, so every other 127.0.0.1 URL must still be refused.
     common = {"REDIS_URL": f"redis://127.0.0.1:{REDIS_PORT}/0", "LOG_LEVEL": "warning", "HTTP_HOST": "127.0.0.1",
@@ -1220,7 +1235,7 @@ def main():
     for name in SERVICES:
         extra = {"HTTP_PORT": str(ports[name])}
         if name == "ingest":
-            extra["ADMIN_TOKEN"] = ADMIN_TOKEN
+            extra.update(ADMIN_TOKEN=ADMIN_TOKEN, ADMIN_HTTP_PORT=str(ADMIN_PORT))
         if name == "dispatcher":
             extra.update(SIGNING_KEY_FILE=os.path.join(keys, "pipeline.private.pem"),
                          DEVELOPMENT_SIGNING_KEY_FILE=os.path.join(keys, "pipeline-development.private.pem"))
@@ -1288,9 +1303,10 @@ def main():
 
     def fuzz_phase(label, auth):
         def run():
-            fuzz_results.append(fuzz(label, auth))
-            result = fuzz_results[-1]
-            log(f"schemathesis {label}: {result['requests']} requests, {len(result['failures'])} distinct failures")
+            for listener in ("public", "admin"):
+                fuzz_results.append(fuzz(label, auth, listener))
+                result = fuzz_results[-1]
+                log(f"schemathesis {label} ({listener} listener): {result['requests']} requests, {len(result['failures'])} distinct failures")
         return run
 
     def slow_and_idle():

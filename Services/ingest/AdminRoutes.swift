@@ -5,9 +5,9 @@ import Hummingbird
 import RedisStreams
 import ServiceRuntime
 
-/// The admin API behind the bearer token: ad networks (with key rotation), publisher apps, advertised
-/// apps (JSON or Info.plist) and their app keys, and the recent refusals an ad network or app can
-/// inspect. Registrations are JSON in the `registry:*` hashes, which ingest owns.
+/// The admin API behind the bearer token, on ingest's admin listener: ad networks (with key rotation)
+/// and their read-only credentials, publisher apps, advertised apps (JSON or Info.plist) and their app
+/// keys, deleting any of the three, and the recent refusals an ad network or app can inspect. Registrations are JSON in the `registry:*` hashes, which ingest owns.
 struct AdminRoutes {
     let redis: RedisConnection
     let adminToken: String
@@ -33,7 +33,7 @@ struct AdminRoutes {
         }
         catalog.on(admin, prefix: prefix, .get, "/ad-networks/:id/rejections") { _, context in
             let id = try network(context).rawValue
-            return try await recentRejections(RejectionLog.networkKey(id), unsignedOf: id)
+            return try await Self.recentRejections(redis, RejectionLog.networkKey(id), unsignedOf: id)
         }
         catalog.on(admin, prefix: prefix, .put, "/publisher-apps/:item") { request, context in
             let item = try Self.itemIdentifier(context)
@@ -49,8 +49,10 @@ struct AdminRoutes {
             return try await store(configuration, in: RegistryKeys.advertisedApps, field: String(item))
         }
         AppKeyRoutes(redis: redis, clock: clock).add(to: admin, prefix: prefix, catalog: catalog)
+        NetworkCredentialRoutes(redis: redis, clock: clock).addAdmin(to: admin, prefix: prefix, catalog: catalog)
+        RegistrationDeletion(redis: redis).add(to: admin, prefix: prefix, catalog: catalog)
         catalog.on(admin, prefix: prefix, .get, "/advertised-apps/:item/rejections") { _, context in
-            try await recentRejections(RejectionLog.appKey(String(try Self.itemIdentifier(context))))
+            try await Self.recentRejections(redis, RejectionLog.appKey(String(try Self.itemIdentifier(context))))
         }
         DeadLetterRoutes(redis: redis, partitioning: partitioning, clock: clock).add(to: admin, prefix: prefix, catalog: catalog)
         DeviceErasure(redis: redis, partitioning: partitioning).add(to: admin, prefix: prefix, catalog: catalog)
@@ -73,7 +75,9 @@ struct AdminRoutes {
     }
 
     /// The list, and for a network the refusals naming it without its signature (listed apart, counted).
-    private func recentRejections(_ key: String, unsignedOf network: String? = nil) async throws -> Response {
+    static func recentRejections(_ redis: RedisConnection, _ key: String, unsignedOf network: String? = nil) async throws
+        -> Response
+    {
         let last = String(RejectionLog.capacity - 1)
         var commands = [RedisCommand("LRANGE", key, "0", last)]
         if let network {

@@ -1,21 +1,8 @@
 import AttributionModel
-import Crypto
 import Foundation
 import RedisStreams
 import ServiceRuntime
 import Synchronization
-
-/// Per-app keys: random 32-byte secrets shown once at issue; Redis keeps only their SHA-256.
-enum AppKeys {
-    static func hash(_ key: String) -> String {
-        Hex.encode(SHA256.hash(data: Data(key.utf8)))
-    }
-
-    static func generate() -> String {
-        var generator = KernelRandom()
-        return "ak_" + Hex.encode((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) })
-    }
-}
 
 /// Which advertised app an app key belongs to, read from the registry and remembered for a few
 /// seconds, so a busy app's requests do not each cost a registry round trip. Only owners found are
@@ -35,7 +22,7 @@ final class AppKeyOwners: Sendable {
 
     /// The advertised app `key` was issued for, as its decimal id; nil when no such key was issued.
     func owner(of key: String) async throws -> String? {
-        let hash = AppKeys.hash(key)
+        let hash = IssuedSecrets.hash(key)
         let now = ContinuousClock.now
         if let hit = remembered.withLock({ $0[hash] }), hit.until > now { return hit.owner }
         guard let owner = try await redis.send(RedisCommand("HGET", RegistryKeys.appKeys, hash)).string else { return nil }

@@ -6,7 +6,8 @@ import ServiceRuntime
 
 /// ingest: the only service that listens to the outside world. It checks the shape of every input,
 /// puts valid events on the `events` stream (202), refuses the rest with problem JSON, and serves the
-/// admin API, the pipeline's public keys and the OpenAPI document.
+/// pipeline's public keys and the OpenAPI document; the admin API and the operators' routes are on a
+/// second listener (`ADMIN_HTTP_HOST:ADMIN_HTTP_PORT`), so the public port exposes none of them.
 ///
 /// `ingest --configuration-table` prints the README's configuration table; `ingest --routes` the routes
 /// it serves; `ingest --openapi` its OpenAPI document.
@@ -15,7 +16,7 @@ struct IngestCommand {
     static let help = ServiceHelp(
         name: "ingest",
         summary:
-            "the HTTP API: impressions, conversions, value updates and activity in (202 once in Redis), the admin API, the JWKS and the OpenAPI document.",
+            "the HTTP API: impressions, conversions, value updates and activity in (202 once in Redis), the JWKS and the OpenAPI document on HTTP_PORT; the admin API, /metrics and the detailed /ready on ADMIN_HTTP_PORT.",
         options: [
             .init("--configuration-table", "print the README's configuration table and exit"),
             .init("--routes", "print the routes ingest serves and exit"),
@@ -36,10 +37,15 @@ struct IngestCommand {
             let admission = Admission(
                 limits: settings.limits, queue: queue, lagConnection: service.connection(),
                 partitioning: service.partitioning, clock: service.clock, logger: service.logger)
-            try await service.run(services: [admission]) { router, redis in
-                IngestRoutes.add(
-                    to: router, catalog: RouteCatalog(), redis: redis, settings: settings, queue: queue, admission: admission)
-            }
+            try await service.run(
+                services: [admission],
+                routes: { router, redis in
+                    IngestRoutes.addPublic(
+                        to: router, catalog: RouteCatalog(), redis: redis, settings: settings, queue: queue, admission: admission)
+                },
+                adminRoutes: { router, redis in
+                    IngestRoutes.addAdmin(to: router, catalog: RouteCatalog(), redis: redis, settings: settings)
+                })
         }
     }
 
@@ -50,36 +56,49 @@ struct IngestCommand {
         guard arguments.contains("--routes") else { return nil }
         // Built exactly as the server builds them; the connections are lazy and never used here.
         let catalog = RouteCatalog()
+        let adminCatalog = RouteCatalog()
         let redis = RedisConnection(configuration: RedisConfiguration(), logger: .init(label: "routes"))
         let settings = IngestSettings(
             adminToken: "-", maxBodyBytes: 1, keyRotationGrace: 0, destinations: .init(), signingKeyGrace: 0, clock: { 0 })
         let queue = PublishQueue(
             script: EventPublisher.script, connections: [redis], replicas: 0, waitMilliseconds: 0, oneNode: true)
-        IngestRoutes.add(
+        IngestRoutes.addPublic(
             to: Router(), catalog: catalog, redis: redis, settings: settings, queue: queue,
             admission: Admission(
                 limits: .init(), queue: queue, lagConnection: nil, partitioning: settings.partitioning, clock: { 0 },
                 logger: .init(label: "routes")))
-        return (catalog.routes + OperationsRoutes.routes).sorted().joined(separator: "\n")
+        IngestRoutes.addAdmin(to: Router(), catalog: adminCatalog, redis: redis, settings: settings)
+        let front = (catalog.routes + OperationsRoutes.publicRoutes).sorted()
+        let admin = (adminCatalog.routes + OperationsRoutes.routes).sorted().map { $0 + IngestRoutes.adminSuffix }
+        return (front + admin).joined(separator: "\n")
     }
 }
 
-/// Every route ingest serves, in one place.
+/// Every route ingest serves, in one place: the public listener's, and the admin listener's.
 enum IngestRoutes {
-    static func add(
-        to router: Router<BasicRequestContext>, catalog: RouteCatalog, redis: RedisConnection, settings: IngestSettings,
-        queue: PublishQueue, admission: Admission
+    /// How `ingest --routes` marks a route of the admin listener.
+    static let adminSuffix = " (admin listener)"
+
+    static func addAdmin(
+        to router: Router<BasicRequestContext>, catalog: RouteCatalog, redis: RedisConnection, settings: IngestSettings
     ) {
         AdminRoutes(
             redis: redis, adminToken: settings.adminToken, keyRotationGrace: settings.keyRotationGrace,
             destinations: settings.destinations, partitioning: settings.partitioning, clock: settings.clock
         ).add(to: router, catalog: catalog)
+    }
+
+    static func addPublic(
+        to router: Router<BasicRequestContext>, catalog: RouteCatalog, redis: RedisConnection, settings: IngestSettings,
+        queue: PublishQueue, admission: Admission
+    ) {
         EventRoutes(
             redis: redis, maxBodyBytes: settings.maxBodyBytes, maxBatchBodyBytes: settings.maxBatchBodyBytes,
             signingKeyGrace: settings.signingKeyGrace,
             publisher: EventPublisher(queue: queue, appKeys: AppKeyOwners(redis: redis), partitioning: settings.partitioning),
             admission: admission, clock: settings.clock
         ).add(to: router, catalog: catalog)
+        NetworkCredentialRoutes(redis: redis, clock: settings.clock).addPublic(to: router, catalog: catalog)
         catalog.on(router, .get, "/openapi.json") { _, _ in
             var headers = HTTPFields()
             headers[.contentType] = "application/json"

@@ -30,14 +30,37 @@ enum OpenAPIDocument {
             """#
     }
 
-    static let json = #"""
+    /// The document, each admin-listener path item naming that listener as its server.
+    static let json = onAdminListener(document)
+
+    /// The public listener, and the admin listener for the admin API and `/metrics`.
+    static let publicServer =
+        #"{"url": "http://{host}:{port}", "description": "the public listener", "variables": {"host": {"default": "127.0.0.1", "description": "HTTP_HOST"}, "port": {"default": "8080", "description": "HTTP_PORT"}}}"#
+    static let adminServer =
+        #"{"url": "http://{host}:{port}", "description": "the admin listener: admin API, /metrics, and /ready with details", "variables": {"host": {"default": "127.0.0.1", "description": "ADMIN_HTTP_HOST"}, "port": {"default": "8081", "description": "ADMIN_HTTP_PORT"}}}"#
+
+    /// Adds `servers` to the path items ingest serves on its admin listener only (`/v1/admin/…`,
+    /// `/metrics`): the public port answers them 404.
+    static func onAdminListener(_ document: String) -> String {
+        document.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+            let trimmed = line.drop { $0 == " " }
+            guard line.hasSuffix("\": {"), trimmed.hasPrefix("\"/v1/admin/") || trimmed.hasPrefix("\"/metrics\"") else {
+                return String(line)
+            }
+            let indent = String(repeating: " ", count: line.count - trimmed.count + 2)
+            return line + "\n" + indent + "\"servers\": [\(adminServer)],"
+        }.joined(separator: "\n")
+    }
+
+    static let document = #"""
         {
           "openapi": "3.1.0",
           "info": {
             "title": "attribution-pipeline ingest",
             "version": "1.0.0",
-            "description": "Events in (impressions, conversions, conversion-value updates), the admin API, and the pipeline's public keys. Errors are RFC 9457 problem JSON with a stable `reason`. Times are milliseconds since 1970."
+            "description": "Events in (impressions, conversions, conversion-value updates) and the pipeline's public keys on the public listener (`HTTP_PORT`); the admin API and `/metrics` on the admin listener (`ADMIN_HTTP_PORT`, each such path names it in `servers`), which the public port answers 404. `/health` and `/ready` are on both. Errors are RFC 9457 problem JSON with a stable `reason`. Times are milliseconds since 1970."
           },
+          "servers": [\#(publicServer)],
           "paths": {
             "/v1/impressions": {
               "post": {
@@ -227,6 +250,16 @@ enum OpenAPIDocument {
                   "description": "ad network id, lowercase"
                 }
               ],
+              "delete": {
+                "summary": "Delete the ad network: its registration, read-only credentials and refusal lists. Its impressions not yet verified are then refused (`unknown-ad-network`, listed nowhere); verified impressions stay in devices' pools and can still win; its postbacks, when due (and retries of ones already tried), are dead-lettered with `ad network … is not registered` and delivered by a replay once it is registered again (to its postback URL then)",
+                "security": [{"adminToken": []}],
+                "responses": {
+                  "200": {"description": "deleted", "content": {"application/json": {"schema": {"type": "object", "properties": {"ad-network-identifier": {"type": "string"}, "deleted": {"type": "boolean"}}}}}},
+                  "400": {"$ref": "#/components/responses/Problem"},
+                  "401": {"$ref": "#/components/responses/Problem"},
+                  "404": {"description": "not registered (`unknown-ad-network`)", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}
+                }
+              },
               "put": {
                 "summary": "Register an ad network or rotate its key (the previous key stays valid for a grace period)",
                 "security": [
@@ -350,6 +383,16 @@ enum OpenAPIDocument {
                   "description": "App Store item id"
                 }
               ],
+              "delete": {
+                "summary": "Delete the publisher app. Impressions naming it not yet verified are then refused (`publisher-not-listing-network`: a deleted app lists no network); verified ones stay eligible",
+                "security": [{"adminToken": []}],
+                "responses": {
+                  "200": {"description": "deleted", "content": {"application/json": {"schema": {"type": "object", "properties": {"item-identifier": {"type": "string"}, "deleted": {"type": "boolean"}}}}}},
+                  "400": {"$ref": "#/components/responses/Problem"},
+                  "401": {"$ref": "#/components/responses/Problem"},
+                  "404": {"description": "not registered (`unknown-publisher-app`)", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}
+                }
+              },
               "put": {
                 "summary": "Register a publisher app and its AdNetworkIdentifiers",
                 "security": [
@@ -396,6 +439,16 @@ enum OpenAPIDocument {
                   "description": "App Store item id"
                 }
               ],
+              "delete": {
+                "summary": "Delete the advertised app: its configuration, every app key (refused from then on, within 10 s on every ingest replica), every version of its conversion-value schema (a new registration starts at version 1) and its refusal list. Its conversions, updates and activity not yet verified are then refused (`unknown-advertised-app`); conversions already verified keep their attribution and their postbacks to the ad networks; copies to its `AttributionCopyEndpoint` stop (due ones are not made; retries are dead-lettered)",
+                "security": [{"adminToken": []}],
+                "responses": {
+                  "200": {"description": "deleted", "content": {"application/json": {"schema": {"type": "object", "properties": {"advertised-item-identifier": {"type": "string"}, "deleted": {"type": "boolean"}}}}}},
+                  "400": {"$ref": "#/components/responses/Problem"},
+                  "401": {"$ref": "#/components/responses/Problem"},
+                  "404": {"description": "not registered (`unknown-advertised-app`)", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}
+                }
+              },
               "put": {
                 "summary": "Register an advertised app's AdAttributionKit configuration, as JSON or as its Info.plist (XML property list)",
                 "security": [
@@ -689,6 +742,71 @@ enum OpenAPIDocument {
               }
             },
 
+            "/v1/admin/ad-networks/{id}/credentials": {
+              "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string", "pattern": "^[a-z0-9._-]{1,255}$"}, "description": "ad network id, lowercase"}],
+              "post": {
+                "summary": "Issue a read-only credential for the ad network (shown once): on the public listener it reads the network's registration and refusals (`GET /v1/ad-networks/{id}`, `…/rejections`) and nothing else. Several may be live (rotation: issue, switch, revoke the old)",
+                "security": [{"adminToken": []}],
+                "responses": {
+                  "201": {"description": "the new credential", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/NetworkCredential"}}}},
+                  "400": {"$ref": "#/components/responses/Problem"},
+                  "401": {"$ref": "#/components/responses/Problem"},
+                  "404": {"description": "not registered (`unknown-ad-network`)", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}
+                }
+              },
+              "get": {
+                "summary": "The network's live credentials: their ids and issue times, never the credentials",
+                "security": [{"adminToken": []}],
+                "responses": {
+                  "200": {"description": "the credentials", "content": {"application/json": {"schema": {"type": "object", "required": ["ad-network-identifier", "credentials"], "properties": {"ad-network-identifier": {"type": "string"}, "credentials": {"type": "array", "items": {"type": "object", "required": ["credential-identifier"], "properties": {"credential-identifier": {"type": "string"}, "issued-at": {"type": "integer"}}}}}}}}},
+                  "400": {"$ref": "#/components/responses/Problem"},
+                  "401": {"$ref": "#/components/responses/Problem"}
+                }
+              }
+            },
+            "/v1/admin/ad-networks/{id}/credentials/{credential}": {
+              "parameters": [
+                {"name": "id", "in": "path", "required": true, "schema": {"type": "string", "pattern": "^[a-z0-9._-]{1,255}$"}, "description": "ad network id, lowercase"},
+                {"name": "credential", "in": "path", "required": true, "schema": {"type": "string"}, "description": "the credential's `credential-identifier`"}
+              ],
+              "delete": {
+                "summary": "Revoke one of the network's credentials: refused (401) from its next request",
+                "security": [{"adminToken": []}],
+                "responses": {
+                  "200": {"description": "revoked", "content": {"application/json": {"schema": {"type": "object", "properties": {"ad-network-identifier": {"type": "string"}, "credential-identifier": {"type": "string"}, "revoked": {"type": "boolean"}}}}}},
+                  "400": {"$ref": "#/components/responses/Problem"},
+                  "401": {"$ref": "#/components/responses/Problem"},
+                  "404": {"description": "no such credential (`unknown-credential`)", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}
+                }
+              }
+            },
+            "/v1/ad-networks/{id}": {
+              "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string", "pattern": "^[a-z0-9._-]{1,255}$"}, "description": "ad network id, lowercase"}],
+              "get": {
+                "summary": "The ad network's own registration, read with one of its credentials (public listener)",
+                "security": [{"networkCredential": []}],
+                "responses": {
+                  "200": {"description": "the registration", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/AdNetworkRegistration"}}}},
+                  "400": {"$ref": "#/components/responses/Problem"},
+                  "401": {"description": "no live credential (`unauthorized`); `ADMIN_TOKEN` is not one", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
+                  "403": {"description": "another network's credential (`credential-mismatch`)", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
+                  "404": {"$ref": "#/components/responses/Problem"}
+                }
+              }
+            },
+            "/v1/ad-networks/{id}/rejections": {
+              "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string", "pattern": "^[a-z0-9._-]{1,255}$"}, "description": "ad network id, lowercase"}],
+              "get": {
+                "summary": "Recent refusals of the network's impressions, read with one of its credentials (public listener); the same answer as the admin route",
+                "security": [{"networkCredential": []}],
+                "responses": {
+                  "200": {"description": "up to 100 refusals, and the unsigned ones apart", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Rejections"}}}},
+                  "400": {"$ref": "#/components/responses/Problem"},
+                  "401": {"description": "no live credential (`unauthorized`)", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
+                  "403": {"description": "another network's credential (`credential-mismatch`)", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}
+                }
+              }
+            },
             "/.well-known/jwks.json": {
               "get": {
                 "summary": "The public keys postbacks are signed with",
@@ -725,7 +843,7 @@ enum OpenAPIDocument {
             },
             "/health": {
               "get": {
-                "summary": "Liveness",
+                "summary": "Liveness (both listeners)",
                 "responses": {
                   "200": {
                     "description": "alive"
@@ -735,13 +853,14 @@ enum OpenAPIDocument {
             },
             "/ready": {
               "get": {
-                "summary": "Readiness: Redis answers",
+                "summary": "Readiness: Redis answers (both listeners)",
                 "responses": {
                   "200": {
                     "description": "ready"
                   },
                   "503": {
-                    "$ref": "#/components/responses/Problem"
+                    "description": "not ready: `redis-unreachable`; only the admin listener's `detail` carries Redis's error text",
+                    "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
                   }
                 }
               }
@@ -771,6 +890,11 @@ enum OpenAPIDocument {
                 "scheme": "bearer",
                 "description": "ADMIN_TOKEN"
               },
+              "networkCredential": {
+                "type": "http",
+                "scheme": "bearer",
+                "description": "an ad network's read-only credential, issued by POST /v1/admin/ad-networks/{id}/credentials"
+              },
               "appKey": {
                 "type": "http",
                 "scheme": "bearer",
@@ -790,6 +914,16 @@ enum OpenAPIDocument {
               }
             },
             "schemas": {
+              "NetworkCredential": {
+                "type": "object",
+                "required": ["credential", "ad-network-identifier", "credential-identifier", "issued-at"],
+                "properties": {
+                  "credential": {"type": "string", "description": "`nc_` and 64 hex digits; shown only here, Redis keeps its SHA-256"},
+                  "ad-network-identifier": {"type": "string"},
+                  "credential-identifier": {"type": "string", "description": "first 12 hex digits of the credential's SHA-256: what listing and revoking use"},
+                  "issued-at": {"type": "integer"}
+                }
+              },
               "Erased": {
                 "type": "object",
                 "required": ["device-identifier", "deleted-keys", "deleted-entries"],

@@ -123,35 +123,87 @@ public struct PipelineService: Sendable {
     }
 
     /// Runs the HTTP server (operations routes plus whatever `routes` adds) and `services` until a signal.
+    /// With `adminRoutes` (ingest), a second listener on `ADMIN_HTTP_HOST:ADMIN_HTTP_PORT` serves them with
+    /// `/metrics` and the detailed `/ready`; the public one then serves only `routes`, `/health` and a
+    /// terse `/ready`, and opens after the admin listener, so a client that saw it up can use both.
     public func run(
         services: [any Service],
-        routes: @Sendable (Router<BasicRequestContext>, RedisConnection) throws -> Void = { _, _ in }
+        routes: @Sendable (Router<BasicRequestContext>, RedisConnection) throws -> Void = { _, _ in },
+        adminRoutes: (@Sendable (Router<BasicRequestContext>, RedisConnection) throws -> Void)? = nil
     ) async throws {
         let host = try environment.value(.httpHost)
         let port = try environment.value(.httpPort).port(for: name)
         let idle = try environment.value(.httpIdleTimeoutMilliseconds)
+        let admin = try adminRoutes.map { _ in
+            (host: try environment.value(.adminHTTPHost), port: try environment.value(.adminHTTPPort).port(for: name))
+        }
+        if let admin, admin.port == port, port != 0 {
+            throw ConfigurationError(key: "ADMIN_HTTP_PORT", problem: "must differ from HTTP_PORT (both \(port))")
+        }
         let httpRedis = connection()
         try await PartitionRecord.check(partitioning, on: httpRedis, logger: logger)
-        let router = Router()
-        router.add(middleware: ProblemMiddleware())
-        router.add(middleware: BodyDeadline.Middleware(timeout: .milliseconds(idle)))
+        func router() -> Router<BasicRequestContext> {
+            let router = Router()
+            router.add(middleware: ProblemMiddleware())
+            router.add(middleware: BodyDeadline.Middleware(timeout: .milliseconds(idle)))
+            return router
+        }
+        func application(
+            _ router: Router<BasicRequestContext>, _ host: String, _ port: Int, onRunning: (@Sendable () -> Void)? = nil
+        )
+            -> Application<RouterResponder<BasicRequestContext>>
+        {
+            Application(
+                router: router, server: .http1(configuration: .init(idleTimeout: .milliseconds(idle))),
+                configuration: .init(address: .hostname(host, port: port), serverName: name),
+                onServerRunning: { _ in onRunning?() }, logger: logger)
+        }
         // Pipeline-wide gauges, read from Redis when /metrics is scraped.
         let gauges = SnapshotGauges(connection: connection(), partitioning: partitioning)
+        let operations = router()
         OperationsRoutes.add(
-            to: router, redis: httpRedis, registry: registry,
+            to: operations, redis: httpRedis, registry: registry,
             groups: services.flatMap { ($0 as? any ConsumerGroupService)?.consumerGroups ?? [] },
             beforeMetrics: { await gauges.refresh() })
-        try routes(router, httpRedis)
-        let app = Application(
-            router: router, server: .http1(configuration: .init(idleTimeout: .milliseconds(idle))),
-            configuration: .init(address: .hostname(host, port: port), serverName: name), logger: logger)
+        var listeners: [any Service]
+        if let adminRoutes, let admin {
+            try adminRoutes(operations, httpRedis)
+            let front = router()
+            OperationsRoutes.addPublic(to: front, redis: httpRedis)
+            try routes(front, httpRedis)
+            let (adminUp, signal) = AsyncStream<Void>.makeStream()
+            listeners = [
+                application(operations, admin.host, admin.port, onRunning: { signal.yield() }),
+                OpensAfter(signal: adminUp, service: application(front, host, port)),
+            ]
+            logger.info("admin listener", metadata: ["http.host": "\(admin.host)", "http.port": "\(admin.port)"])
+        } else {
+            try routes(operations, httpRedis)
+            listeners = [application(operations, host, port)]
+        }
         logger.info("starting", metadata: ["http.host": "\(host)", "http.port": "\(port)", "time.scale": "\(policy.scale)"])
         let group = ServiceGroup(
             configuration: .init(
-                services: services.map { .init(service: $0) } + [.init(service: gauges), .init(service: app)],
+                services: services.map { .init(service: $0) } + [.init(service: gauges)] + listeners.map { .init(service: $0) },
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
         logger.info("stopped")
+    }
+}
+
+/// Runs `service` once `signal` yields (and not at all if shutdown comes first).
+struct OpensAfter: Service {
+    let signal: AsyncStream<Void>
+    let service: any Service
+
+    func run() async throws {
+        let signal = signal
+        let opened = await cancelWhenGracefulShutdown {
+            var iterator = signal.makeAsyncIterator()
+            return await iterator.next() != nil
+        }
+        guard opened == true else { return }
+        try await service.run()
     }
 }
 

@@ -21,7 +21,7 @@ struct ProblemReasonTests {
         "unknown-dead-letter", "not-replayable", "idempotency-key-reused", "not-found", "method-not-allowed",
         "body-too-large", "body-timeout", "http-error", "internal-error", "redis-unreachable", "consumer-group-missing",
         "replication-timeout", "invalid-batch", "batch-too-large", "overloaded", "pipeline-lagging", "rate-limited",
-        "unknown-app-key",
+        "unknown-app-key", "credential-mismatch", "unknown-credential", "unknown-publisher-app",
     ]
 
     @Test func reasonStringsAreTheOnesClientsKnow() {

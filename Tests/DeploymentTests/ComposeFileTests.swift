@@ -48,8 +48,8 @@ struct ComposeFileTests {
         let services = try Self.services()
         for name in Self.pipelineServices {
             let environment = services[name]?["environment"] as? [String: Any] ?? [:]
-            // Workers inherit HTTP_PORT 9090 from the shared block; ingest sets its own.
-            let port = Int("\(environment["HTTP_PORT"] ?? "9090")") ?? 9090
+            // Workers inherit HTTP_PORT 9090 from the shared block; ingest's /metrics is on its admin listener.
+            let port = Int("\(environment["ADMIN_HTTP_PORT"] ?? environment["HTTP_PORT"] ?? "9090")") ?? 9090
             #expect(targets[name] == port, "\(name) is scraped at \(port)")
         }
         let prometheus = try #require(services["prometheus"])
@@ -69,6 +69,33 @@ struct ComposeFileTests {
         let metrics = Set(dashboard.matches(of: /\(([a-z_]+)(\{|\[)/).map { String($0.output.1) })
             .subtracting(["rate", "sum", "max", "histogram_quantile"])
         #expect(!metrics.isEmpty)
+        let sources = try Self.swiftSources()
+        for metric in metrics {
+            let base = metric.replacingOccurrences(of: "_bucket", with: "")
+            #expect(sources.contains("\"\(base)\""), "the dashboard queries \(metric), which no code exports")
+        }
+    }
+
+    /// Prometheus loads the alerting rules from the repository, Redis's memory is among them, and every
+    /// metric a rule reads is one the code exports.
+    @Test func alertRulesAreLoadedAndReadExportedMetrics() throws {
+        let prometheus = try #require(try Self.services()["prometheus"])
+        #expect((prometheus["volumes"] as? [String] ?? []).contains("./ops/alerts.yml:/etc/prometheus/alerts.yml:ro"))
+        let config = try #require(try Yams.load(yaml: Self.read("ops/prometheus.yml")) as? [String: Any])
+        #expect(config["rule_files"] as? [String] == ["/etc/prometheus/alerts.yml"])
+        let rules = try #require(try Yams.load(yaml: Self.read("ops/alerts.yml")) as? [String: Any])
+        let groups = try #require(rules["groups"] as? [[String: Any]])
+        let expressions = groups.flatMap { $0["rules"] as? [[String: Any]] ?? [] }.compactMap { $0["expr"] as? String }
+        #expect(expressions.contains { $0.contains("redis_used_memory_bytes") && $0.contains("redis_maxmemory_bytes") })
+        let sources = try Self.swiftSources()
+        for expression in expressions {
+            for metric in expression.matches(of: /\b(redis|pipeline|dispatcher|verifier)_[a-z_]+/).map({ String($0.output.0) }) {
+                #expect(sources.contains("\"\(metric)\""), "an alert reads \(metric), which no code exports")
+            }
+        }
+    }
+
+    static func swiftSources() throws -> String {
         var sources = ""
         for directory in ["Shared", "Services"] {
             let enumerator = FileManager.default.enumerator(
@@ -78,10 +105,7 @@ struct ComposeFileTests {
                 sources += (try? String(contentsOf: url, encoding: .utf8)) ?? ""
             }
         }
-        for metric in metrics {
-            let base = metric.replacingOccurrences(of: "_bucket", with: "")
-            #expect(sources.contains("\"\(base)\""), "the dashboard queries \(metric), which no code exports")
-        }
+        return sources
     }
 
     @Test func everyPipelineServiceIsInComposeAndBuilt() throws {

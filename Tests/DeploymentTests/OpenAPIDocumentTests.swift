@@ -26,7 +26,9 @@ struct OpenAPIDocumentTests {
     }
 
     @Test func everyRouteIsDocumentedAndEveryDocumentedRouteExists() throws {
-        let served = Set(try Self.run(["--routes"]).split(separator: "\n").map(String.init))
+        let lines = try Self.run(["--routes"]).split(separator: "\n").map(String.init)
+        let suffix = " (admin listener)"
+        let served = Set(lines.map { $0.hasSuffix(suffix) ? String($0.dropLast(suffix.count)) : $0 })
         #expect(served.count > 10, "ingest --routes lists its routes (is ingest built?)")
         let document = try #require(
             try JSONSerialization.jsonObject(with: Data(try Self.run(["--openapi"]).utf8)) as? [String: Any])
@@ -39,6 +41,23 @@ struct OpenAPIDocumentTests {
         }
         #expect(served.subtracting(documented).isEmpty, "served but not documented: \(served.subtracting(documented).sorted())")
         #expect(documented.subtracting(served).isEmpty, "documented but not served: \(documented.subtracting(served).sorted())")
+
+        // The admin listener's routes are exactly the path items whose `servers` name it (plus /health and
+        // /ready, served by both listeners), and no route is on the admin listener alone by accident.
+        let adminOnly = Set(lines.filter { $0.hasSuffix(suffix) }.map { String($0.dropLast(suffix.count)) })
+            .subtracting(lines.filter { !$0.hasSuffix(suffix) })
+        var onAdminServer = Set<String>()
+        for (path, item) in paths {
+            let servers = item["servers"] as? [[String: Any]] ?? []
+            guard servers.contains(where: { ($0["description"] as? String)?.hasPrefix("the admin listener") == true }) else {
+                continue
+            }
+            for method in item.keys where methods.contains(method) { onAdminServer.insert("\(method.uppercased()) \(path)") }
+        }
+        #expect(
+            adminOnly == onAdminServer,
+            "admin-only routes ↔ documented admin servers: \(adminOnly.symmetricDifference(onAdminServer).sorted())")
+        #expect(adminOnly.contains("GET /metrics") && adminOnly.allSatisfy { $0.contains("/v1/admin/") || $0 == "GET /metrics" })
     }
 
     @Test func everyReferenceResolves() throws {

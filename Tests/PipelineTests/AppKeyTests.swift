@@ -16,7 +16,7 @@ extension PipelineSuites {
             let ingest = try PipelineProcesses(redis: redis, timeScale: 1, only: ["ingest"])
             defer { ingest.stop() }
             try #require(try await http.waitUntilUp("\(ingest.ingestURL)/health"), "ingest started\n\(ingest.logs())")
-            let admin = "\(ingest.ingestURL)/v1/admin/advertised-apps/\(Self.app)"
+            let admin = "\(ingest.adminURL)/v1/admin/advertised-apps/\(Self.app)"
             #expect(try await http.send("PUT", admin, json: [:], token: ingest.adminToken).status == 200)
             func issue() async throws -> (key: String, id: String) {
                 let reply = try await http.send("POST", "\(admin)/keys", token: ingest.adminToken)

@@ -41,6 +41,11 @@ struct CommandLineTests {
     static let badConfigurations: [(service: String, setting: String, line: String)] = [
         ("ingest", "ADMIN_TOKEN=", "configuration ADMIN_TOKEN: is required"),
         ("ingest", "ADMIN_TOKEN=guessable", "configuration ADMIN_TOKEN: must be at least 32 characters, got 9"),
+        // The admin API never shares the public port.
+        (
+            "ingest", "ADMIN_TOKEN=\(String(repeating: "t", count: 32)) HTTP_PORT=8090 ADMIN_HTTP_PORT=8090",
+            "configuration ADMIN_HTTP_PORT: must differ from HTTP_PORT (both 8090)"
+        ),
         ("verifier", "REDIS_PASSWORD_FILE=/nonexistent", "configuration REDIS_PASSWORD_FILE: cannot read /nonexistent"),
         ("verifier", "BATCH_SIZE=abc", "configuration BATCH_SIZE: must be an integer in 1...10000, got abc"),
         (

@@ -133,29 +133,29 @@ extension PipelineSuites {
                 if let first = mine.first, let last = mine.last { #expect(last.at - first.at <= nineDays) }
             }
             let token = pipeline.processes.adminToken
-            let listed = try await http.send("GET", "\(pipeline.processes.ingestURL)/v1/admin/dead-letters", token: token)
+            let listed = try await http.send("GET", "\(pipeline.processes.adminURL)/v1/admin/dead-letters", token: token)
             let letters = listed.json["dead-letters"] as? [[String: Any]] ?? []
             #expect(listed.status == 200 && letters.count == orders.count)
             #expect(letters.allSatisfy { $0["attempts"] as? Int == 10 && $0["destination"] as? String == "ad-network" })
             #expect(
                 Set(letters.compactMap { $0["postback-identifier"] as? String }) == Set(orders.map(\.payload.postbackIdentifier)))
             let unknown = try await http.send(
-                "POST", "\(pipeline.processes.ingestURL)/v1/admin/dead-letters/0-1-0/replay", token: token)
+                "POST", "\(pipeline.processes.adminURL)/v1/admin/dead-letters/0-1-0/replay", token: token)
             #expect(unknown.status == 404)
             // A bare stream id names no partition: entry ids are unique only within one partition's stream.
             let bare = try await http.send(
-                "POST", "\(pipeline.processes.ingestURL)/v1/admin/dead-letters/1-0/replay", token: token)
+                "POST", "\(pipeline.processes.adminURL)/v1/admin/dead-letters/1-0/replay", token: token)
             #expect(bare.status == 400 && bare.json["reason"] as? String == "invalid-dead-letter-id")
-            let unauthorized = try await http.send("POST", "\(pipeline.processes.ingestURL)/v1/admin/dead-letters/replay")
+            let unauthorized = try await http.send("POST", "\(pipeline.processes.adminURL)/v1/admin/dead-letters/replay")
             #expect(unauthorized.status == 401)
 
             try await control(pipeline, ["fail-share": 0])
             // One by id, the rest all at once.
             let firstID = try #require(letters.last?["id"] as? String)
             let one = try await http.send(
-                "POST", "\(pipeline.processes.ingestURL)/v1/admin/dead-letters/\(firstID)/replay", token: token)
+                "POST", "\(pipeline.processes.adminURL)/v1/admin/dead-letters/\(firstID)/replay", token: token)
             #expect(one.status == 200 && one.json["replayed"] as? Int == 1)
-            let rest = try await http.send("POST", "\(pipeline.processes.ingestURL)/v1/admin/dead-letters/replay", token: token)
+            let rest = try await http.send("POST", "\(pipeline.processes.adminURL)/v1/admin/dead-letters/replay", token: token)
             #expect(rest.status == 200 && rest.json["replayed"] as? Int == orders.count - 1)
             let delivered = try await eventually(timeout: .seconds(10), every: .milliseconds(100)) {
                 try await attempts(pipeline).filter(\.accepted).count == orders.count
@@ -165,13 +165,65 @@ extension PipelineSuites {
             #expect(pipeline.processes.receivedPostbacks().count == orders.count)
         }
 
+        /// In-flight work of a deleted ad network (issue 18, finding 7): a postback already tried and
+        /// failing gets no more attempts once the network is deleted, and one falling due afterwards is
+        /// never sent; both are dead-lettered with the reason. Registered again, a replay delivers both to
+        /// its postback URL as registered then.
+        @Test func aDeletedNetworksPostbacksAreDeadLetteredAndAReplayDeliversThem() async throws {
+            let scale = 60.0  // a minute is a second: the first retry waits 1 s
+            let pipeline = try await start(scale: scale)
+            defer { stop(pipeline) }
+            let token = pipeline.processes.adminToken
+            let admin = "\(pipeline.processes.adminURL)/v1/admin"
+            try await control(pipeline, ["fail-share": 1])
+            let tried = Self.order(network: pipeline.network)
+            try await release([tried], on: pipeline)
+            let failedOnce = try await eventually(timeout: .seconds(10), every: .milliseconds(20)) {
+                try await !attempts(pipeline).isEmpty
+            }
+            try #require(failedOnce, "first attempt\n\(pipeline.processes.logs())")
+            let deleted = try await http.send("DELETE", "\(admin)/ad-networks/\(pipeline.network)", token: token)
+            try #require(deleted.status == 200, "\(deleted.json)")
+            let later = Self.order(network: pipeline.network)
+            try await release([later], on: pipeline)
+            let dead = try await eventually(timeout: .seconds(15), every: .milliseconds(100)) {
+                try await streamLength(StreamNames.deliveriesDead, on: pipeline.connection) == 2
+            }
+            try #require(dead, "both dead-lettered\n\(pipeline.processes.logs())")
+            let listed = try await http.send("GET", "\(admin)/dead-letters", token: token)
+            let letters = listed.json["dead-letters"] as? [[String: Any]] ?? []
+            #expect(
+                letters.count == 2
+                    && letters.allSatisfy { ($0["error"] as? String)?.hasSuffix("is not registered") == true }, "\(listed.json)")
+            let sent = try await attempts(pipeline)
+            #expect(
+                sent.allSatisfy { $0.postbackIdentifier == tried.payload.postbackIdentifier } && sent.count <= 2,
+                "no attempt after the deletion (one may have been under way): \(sent.count)")
+
+            try await control(pipeline, ["fail-share": 0])
+            let again = try await http.send(
+                "PUT", "\(admin)/ad-networks/\(pipeline.network)",
+                json: [
+                    "public-key": SigningKey.generate().publicKey.pemRepresentation,
+                    "postback-url": "\(pipeline.processes.receiverURL)/postbacks",
+                ], token: token)
+            try #require(again.status == 200, "\(again.json)")
+            let replayed = try await http.send("POST", "\(admin)/dead-letters/replay", token: token)
+            #expect(replayed.status == 200 && replayed.json["replayed"] as? Int == 2, "\(replayed.json)")
+            let delivered = try await eventually(timeout: .seconds(15), every: .milliseconds(100)) {
+                Set(try await attempts(pipeline).filter(\.accepted).map(\.postbackIdentifier))
+                    == [tried.payload.postbackIdentifier, later.payload.postbackIdentifier]
+            }
+            #expect(delivered, "replayed after registering again\n\(pipeline.processes.logs())")
+        }
+
         /// A winning postback of an app with `AttributionCopyEndpoint` also goes to the advertiser's
         /// well-known path; non-winning ones and re-engagements (without the opt-in) do not.
         @Test func winnersAreCopiedToTheAdvertisersEndpoint() async throws {
             let pipeline = try await start(scale: 172_800)
             defer { stop(pipeline) }
             let advertised = try await http.send(
-                "PUT", "\(pipeline.processes.ingestURL)/v1/admin/advertised-apps/\(Self.app)",
+                "PUT", "\(pipeline.processes.adminURL)/v1/admin/advertised-apps/\(Self.app)",
                 json: ["AttributionCopyEndpoint": pipeline.processes.receiverURL], token: pipeline.processes.adminToken)
             #expect(advertised.status == 200, "\(String(decoding: advertised.body, as: UTF8.self))")
             let winner = Self.order(network: pipeline.network)
@@ -236,7 +288,7 @@ extension PipelineSuites {
                 ("https://[::1]/p", "destination-private-address"), ("https://localhost/p", "destination-private-address"),
             ] {
                 let reply = try await http.send(
-                    "PUT", "\(pipeline.processes.ingestURL)/v1/admin/ad-networks/private.adattributionkit",
+                    "PUT", "\(pipeline.processes.adminURL)/v1/admin/ad-networks/private.adattributionkit",
                     json: ["public-key": key, "postback-url": url], token: pipeline.processes.adminToken)
                 #expect(reply.status == 400 && reply.json["reason"] as? String == reason, "\(url): \(reply.json)")
             }

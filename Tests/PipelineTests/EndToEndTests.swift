@@ -22,7 +22,7 @@ extension PipelineSuites {
 
         func register(_ network: Network, on pipeline: PipelineProcesses) async throws {
             let reply = try await http.send(
-                "PUT", "\(pipeline.ingestURL)/v1/admin/ad-networks/\(network.id)",
+                "PUT", "\(pipeline.adminURL)/v1/admin/ad-networks/\(network.id)",
                 json: [
                     "public-key": network.key.publicKey.pemRepresentation, "postback-url": "\(pipeline.receiverURL)/postbacks",
                 ],
@@ -61,17 +61,17 @@ extension PipelineSuites {
             try await register(winner, on: pipeline)
             try await register(other, on: pipeline)
             let publisher = try await http.send(
-                "PUT", "\(pipeline.ingestURL)/v1/admin/publisher-apps/\(Self.publisherApp)",
+                "PUT", "\(pipeline.adminURL)/v1/admin/publisher-apps/\(Self.publisherApp)",
                 json: ["AdNetworkIdentifiers": [winner.id, other.id]], token: pipeline.adminToken)
             #expect(publisher.status == 200)
             // A 7-day view window (3.5 s at this scale) through the app's own configuration.
             let advertised = try await http.send(
-                "PUT", "\(pipeline.ingestURL)/v1/admin/advertised-apps/\(Self.advertisedApp)",
+                "PUT", "\(pipeline.adminURL)/v1/admin/advertised-apps/\(Self.advertisedApp)",
                 json: ["AttributionWindows": ["global": ["install": ["view": 7]]]], token: pipeline.adminToken)
             #expect(advertised.status == 200)
             let appKey = try #require(
                 try await http.send(
-                    "POST", "\(pipeline.ingestURL)/v1/admin/advertised-apps/\(Self.advertisedApp)/keys",
+                    "POST", "\(pipeline.adminURL)/v1/admin/advertised-apps/\(Self.advertisedApp)/keys",
                     token: pipeline.adminToken
                 ).json["app-key"] as? String)
 
@@ -353,7 +353,9 @@ extension PipelineSuites {
                 BadRequest(path: "/v1/nowhere", body: "{}", status: 404, reason: "not-found"),
             ]
             for c in cases {
-                let reply = try await http.send(c.method, pipeline.ingestURL + c.path, raw: c.body, token: c.token)
+                // The admin API is on its own listener.
+                let base = c.path.hasPrefix("/v1/admin/") ? pipeline.adminURL : pipeline.ingestURL
+                let reply = try await http.send(c.method, base + c.path, raw: c.body, token: c.token)
                 #expect(reply.status == c.status, "\(c.path) \(c.body.prefix(80))")
                 #expect(reply.contentType == "application/problem+json", "\(c.path)")
                 #expect(reply.json["reason"] as? String == c.reason, "\(c.path): \(String(decoding: reply.body, as: UTF8.self))")

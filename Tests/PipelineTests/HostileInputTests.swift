@@ -136,7 +136,7 @@ extension PipelineSuites {
 
             // Registrations the corpus runs against.
             func put(_ path: String, _ json: [String: Any]) async throws {
-                let reply = try await http.send("PUT", pipeline.ingestURL + path, json: json, token: admin)
+                let reply = try await http.send("PUT", pipeline.adminURL + path, json: json, token: admin)
                 #expect(reply.status == 200, "\(path): \(String(decoding: reply.body, as: UTF8.self))")
             }
             try await put(
@@ -153,7 +153,7 @@ extension PipelineSuites {
             try await put("/v1/admin/advertised-apps/\(Self.otherApp)", [:])
             func issueKey(_ app: ItemIdentifier) async throws -> String {
                 try #require(
-                    try await http.send("POST", "\(pipeline.ingestURL)/v1/admin/advertised-apps/\(app)/keys", token: admin).json[
+                    try await http.send("POST", "\(pipeline.adminURL)/v1/admin/advertised-apps/\(app)/keys", token: admin).json[
                         "app-key"] as? String)
             }
             let appKey = try await issueKey(Self.app)
@@ -653,7 +653,9 @@ extension PipelineSuites {
             var verifiedIDs: [(Case, String)] = []
             var idempotentIDs: [String: String] = [:]
             for c in cases {
-                var request = HTTPClientRequestBuilder(method: c.method, url: pipeline.ingestURL + c.path, body: c.body)
+                // The admin API is on its own listener.
+                let base = c.path.hasPrefix("/v1/admin/") ? pipeline.adminURL : pipeline.ingestURL
+                var request = HTTPClientRequestBuilder(method: c.method, url: base + c.path, body: c.body)
                 request.token = c.token
                 request.contentType = c.contentType ?? "application/json"
                 request.idempotencyKey = c.idempotencyKey
@@ -720,7 +722,7 @@ extension PipelineSuites {
 
             // An ad network can look up why: its refusals, newest first.
             let listed = try await http.send(
-                "GET", "\(pipeline.ingestURL)/v1/admin/ad-networks/\(Self.network)/rejections", token: admin)
+                "GET", "\(pipeline.adminURL)/v1/admin/ad-networks/\(Self.network)/rejections", token: admin)
             let rejections = try #require(listed.json["rejections"] as? [[String: Any]])
             let unsigned = try #require(listed.json["unsigned-rejections"] as? [[String: Any]])
             #expect(rejections.count >= 3 && unsigned.count >= 5, "\(rejections.count) signed, \(unsigned.count) unsigned")

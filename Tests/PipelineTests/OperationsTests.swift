@@ -236,11 +236,11 @@ extension PipelineSuites {
             }
             #expect(!(try await mentions("ops-device-7")).isEmpty, "the device is known before")
             let erased = try await http.send(
-                "DELETE", "\(pipeline.ingestURL)/v1/admin/devices/ops-device-7", token: pipeline.adminToken)
+                "DELETE", "\(pipeline.adminURL)/v1/admin/devices/ops-device-7", token: pipeline.adminToken)
             #expect(erased.status == 200 && (erased.json["deleted-keys"] as? Int ?? 0) >= 1, "\(erased.json)")
             #expect(try await mentions("ops-device-7") == [])
             #expect(!(try await mentions("ops-device-8")).isEmpty, "another device's data stays")
-            let anonymous = try await http.send("DELETE", "\(pipeline.ingestURL)/v1/admin/devices/ops-device-8")
+            let anonymous = try await http.send("DELETE", "\(pipeline.adminURL)/v1/admin/devices/ops-device-8")
             #expect(anonymous.status == 401)
         }
 
@@ -258,7 +258,7 @@ extension PipelineSuites {
             try await push(40, load, pipeline, connection)
             let before = try await streamLength(StreamNames.events, on: connection)
             try #require(before >= 40)
-            let click = try await http.send("DELETE", "\(pipeline.ingestURL)/v1/admin/devices/click", token: pipeline.adminToken)
+            let click = try await http.send("DELETE", "\(pipeline.adminURL)/v1/admin/devices/click", token: pipeline.adminToken)
             #expect(click.status == 200 && click.json["deleted-entries"] as? Int == 0, "\(click.json)")
             #expect(try await streamLength(StreamNames.events, on: connection) == before, "no other device's event went")
 
@@ -274,7 +274,7 @@ extension PipelineSuites {
             }
             _ = try await connection.pipeline([deadLetter("tenant/42"), deadLetter("tenant/42-other")])
             let erased = try await http.send(
-                "POST", "\(pipeline.ingestURL)/v1/admin/device-erasures", json: ["device-identifier": "tenant/42"],
+                "POST", "\(pipeline.adminURL)/v1/admin/device-erasures", json: ["device-identifier": "tenant/42"],
                 token: pipeline.adminToken)
             #expect(erased.status == 200 && erased.json["deleted-entries"] as? Int == 1, "\(erased.json)")
             let left = try await streamRecords(ConsumerGroups.verifier.deadLetterStream(partition), on: connection)

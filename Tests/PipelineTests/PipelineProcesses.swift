@@ -10,6 +10,8 @@ import TestSupport
 final class PipelineProcesses: Sendable {
     let directory: URL
     let ingestURL: String
+    /// Ingest's admin listener: the admin API and its /metrics.
+    let adminURL: String
     let receiverURL: String
     let adminToken = "test-admin-token-of-at-least-32-characters"
     let postbackFile: URL
@@ -47,7 +49,9 @@ final class PipelineProcesses: Sendable {
         }
         let ingestPort = try freeLoopbackPort()
         let receiverPort = try freeLoopbackPort()
+        let adminPort = try freeLoopbackPort()
         ingestURL = "http://127.0.0.1:\(ingestPort)"
+        adminURL = "http://127.0.0.1:\(adminPort)"
         receiverURL = "http://127.0.0.1:\(receiverPort)"
         postbackFile = directory.appendingPathComponent("postbacks.jsonl")
         var environment = [
@@ -74,14 +78,14 @@ final class PipelineProcesses: Sendable {
         if let only {
             for name in only.sorted() {
                 if name == "ingest" {
-                    try start("ingest", port: ingestPort, ["ADMIN_TOKEN": adminToken])
+                    try start("ingest", port: ingestPort, ["ADMIN_TOKEN": adminToken, "ADMIN_HTTP_PORT": String(adminPort)])
                 } else {
                     try start(name, port: try freeLoopbackPort())
                 }
             }
             return
         }
-        try start("ingest", port: ingestPort, ["ADMIN_TOKEN": adminToken])
+        try start("ingest", port: ingestPort, ["ADMIN_TOKEN": adminToken, "ADMIN_HTTP_PORT": String(adminPort)])
         for worker in ["verifier", "attribution-winner", "scheduler"] { try start(worker, port: try freeLoopbackPort()) }
         try startDispatcher()
         try start(
@@ -213,12 +217,12 @@ extension PipelineProcesses {
             ("PUT", "/v1/admin/publisher-apps/\(publisher)", ["AdNetworkIdentifiers": [network]]),
             ("PUT", "/v1/admin/advertised-apps/\(app)", [:]),
         ] {
-            let reply = try await http.send(method, ingestURL + path, json: json, token: adminToken)
+            let reply = try await http.send(method, adminURL + path, json: json, token: adminToken)
             guard reply.status == 200 else {
                 throw TestSupportError("\(path) answered \(reply.status): \(String(decoding: reply.body, as: UTF8.self))")
             }
         }
-        let issued = try await http.send("POST", "\(ingestURL)/v1/admin/advertised-apps/\(app)/keys", token: adminToken)
+        let issued = try await http.send("POST", "\(adminURL)/v1/admin/advertised-apps/\(app)/keys", token: adminToken)
         guard let key = issued.json["app-key"] as? String else { throw TestSupportError("no app key issued") }
         return key
     }

@@ -109,7 +109,7 @@ extension PipelineSuites {
             try #require(try await http.waitUntilUp("\(pipeline.ingestURL)/health"), "ingest started\n\(pipeline.logs())")
             func register(_ key: P256.Signing.PrivateKey) async throws {
                 let reply = try await http.send(
-                    "PUT", "\(pipeline.ingestURL)/v1/admin/ad-networks/\(HostileInputTests.network)",
+                    "PUT", "\(pipeline.adminURL)/v1/admin/ad-networks/\(HostileInputTests.network)",
                     json: ["public-key": key.publicKey.pemRepresentation, "postback-url": "https://example.com/p"],
                     token: pipeline.adminToken)
                 try #require(reply.status == 200, "\(reply.json)")
@@ -121,7 +121,7 @@ extension PipelineSuites {
                 ("advertised-apps/\(HostileInputTests.app)", [:] as [String: Any]),
             ] {
                 let reply = try await http.send(
-                    "PUT", "\(pipeline.ingestURL)/v1/admin/\(path)", json: json, token: pipeline.adminToken)
+                    "PUT", "\(pipeline.adminURL)/v1/admin/\(path)", json: json, token: pipeline.adminToken)
                 try #require(reply.status == 200, "\(path): \(reply.json)")
             }
             let connection = redis.connect()

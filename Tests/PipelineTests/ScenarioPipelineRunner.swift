@@ -245,7 +245,7 @@ final class ScenarioPipelineRunner: Sendable {
     func register(_ plan: ScenarioPlan) async throws -> String {
         let admin = pipeline.adminToken
         func put(_ path: String, _ json: Any) async throws {
-            let reply = try await http.send("PUT", pipeline.ingestURL + path, json: json, token: admin)
+            let reply = try await http.send("PUT", pipeline.adminURL + path, json: json, token: admin)
             if reply.status != 200 {
                 throw TestSupportError(
                     "\(plan.name): PUT \(path) answered \(reply.status): \(String(decoding: reply.body, as: UTF8.self))")
@@ -275,7 +275,7 @@ final class ScenarioPipelineRunner: Sendable {
                 uniqueKeysWithValues: windows.map { key, value in (plan.networks[key]?.id ?? key, value) })
         }
         try await put("/v1/admin/advertised-apps/\(plan.app)", appJSON)
-        let reply = try await http.send("POST", "\(pipeline.ingestURL)/v1/admin/advertised-apps/\(plan.app)/keys", token: admin)
+        let reply = try await http.send("POST", "\(pipeline.adminURL)/v1/admin/advertised-apps/\(plan.app)/keys", token: admin)
         guard let key = reply.json["app-key"] as? String else {
             throw TestSupportError("\(plan.name): no app key: \(reply.status) \(String(decoding: reply.body, as: UTF8.self))")
         }

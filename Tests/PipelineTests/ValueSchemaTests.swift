@@ -43,15 +43,15 @@ extension PipelineSuites {
 
             // The schema: version 1, then refused input names its problem.
             let put = try await http.send(
-                "PUT", "\(pipeline.ingestURL)/v1/admin/advertised-apps/\(Self.app)/conversion-value-schema",
+                "PUT", "\(pipeline.adminURL)/v1/admin/advertised-apps/\(Self.app)/conversion-value-schema",
                 json: try JSONSerialization.jsonObject(with: JSONCoding.encoder.encode(Self.schema)), token: admin)
             #expect(put.status == 201 && put.json["version"] as? Int == 1, "\(put.json)")
             let bad = try await http.send(
-                "PUT", "\(pipeline.ingestURL)/v1/admin/advertised-apps/\(Self.app)/conversion-value-schema",
+                "PUT", "\(pipeline.adminURL)/v1/admin/advertised-apps/\(Self.app)/conversion-value-schema",
                 json: ["windows": [["window": 0, "rules": [["when": [:], "fine": 64, "coarse": "low"]]]]], token: admin)
             #expect(bad.status == 400 && bad.json["reason"] as? String == "invalid-schema", "\(bad.json)")
             let stored = try await http.send(
-                "GET", "\(pipeline.ingestURL)/v1/admin/advertised-apps/\(Self.app)/conversion-value-schema/1", token: admin)
+                "GET", "\(pipeline.adminURL)/v1/admin/advertised-apps/\(Self.app)/conversion-value-schema/1", token: admin)
             #expect(stored.status == 200)
 
             // The read-only evaluation an SDK may call instead.
@@ -83,7 +83,7 @@ extension PipelineSuites {
                 ], port: nil)
             try #require(try await http.waitUntilUp("\(collectorURL)/health"), "collector starts\n\(pipeline.logs())")
             let moved = try await http.send(
-                "PUT", "\(pipeline.ingestURL)/v1/admin/ad-networks/\(network)",
+                "PUT", "\(pipeline.adminURL)/v1/admin/ad-networks/\(network)",
                 json: ["public-key": key.publicKey.pemRepresentation, "postback-url": "\(collectorURL)/postbacks"], token: admin)
             #expect(moved.status == 200)
 
@@ -122,7 +122,7 @@ extension PipelineSuites {
             var version2 = Self.schema
             for index in version2.windows[0].rules.indices { version2.windows[0].rules[index].fine += 1 }
             let put2 = try await http.send(
-                "PUT", "\(pipeline.ingestURL)/v1/admin/advertised-apps/\(Self.app)/conversion-value-schema",
+                "PUT", "\(pipeline.adminURL)/v1/admin/advertised-apps/\(Self.app)/conversion-value-schema",
                 json: try JSONSerialization.jsonObject(with: JSONCoding.encoder.encode(version2)), token: admin)
             #expect(put2.status == 201 && put2.json["version"] as? Int == 2)
             for ((device, t0), spend) in zip(installs, spends) {

@@ -32,7 +32,7 @@ extension PipelineSuites {
                 ("advertised-apps/\(HostileInputTests.app)", [:]),
             ] {
                 let reply = try await http.send(
-                    "PUT", "\(ingest.ingestURL)/v1/admin/\(path)", json: json, token: ingest.adminToken)
+                    "PUT", "\(ingest.adminURL)/v1/admin/\(path)", json: json, token: ingest.adminToken)
                 try #require(reply.status == 200, "\(path): \(reply.json)")
             }
             let body = HostileInputTests.impressionBody(
@@ -72,11 +72,11 @@ extension PipelineSuites {
             try #require(try await http.waitUntilUp("\(pipeline.ingestURL)/health"), "ingest started\n\(pipeline.logs())")
             let app = HostileInputTests.app
             let reply = try await http.send(
-                "PUT", "\(pipeline.ingestURL)/v1/admin/advertised-apps/\(app)", json: [:], token: pipeline.adminToken)
+                "PUT", "\(pipeline.adminURL)/v1/admin/advertised-apps/\(app)", json: [:], token: pipeline.adminToken)
             try #require(reply.status == 200, "\(reply.json)")
             let appKey = try #require(
                 try await http.send(
-                    "POST", "\(pipeline.ingestURL)/v1/admin/advertised-apps/\(app)/keys", token: pipeline.adminToken
+                    "POST", "\(pipeline.adminURL)/v1/admin/advertised-apps/\(app)/keys", token: pipeline.adminToken
                 )
                 .json["app-key"] as? String)
             let install = try await http.send(
@@ -89,7 +89,7 @@ extension PipelineSuites {
             let id = try #require(install.json["event-identifier"] as? String)
             let listed = try await eventually(timeout: .seconds(20), every: .milliseconds(100)) {
                 let list = try await http.send(
-                    "GET", "\(pipeline.ingestURL)/v1/admin/advertised-apps/\(app)/rejections", token: pipeline.adminToken)
+                    "GET", "\(pipeline.adminURL)/v1/admin/advertised-apps/\(app)/rejections", token: pipeline.adminToken)
                 return (list.json["rejections"] as? [[String: Any]] ?? []).contains {
                     $0["event-identifier"] as? String == id && $0["reason"] as? String == "no-eligible-impression"
                 }

@@ -23,8 +23,9 @@ extension ProblemReason {
             .invalidAdNetworkIdentifier, .invalidItemIdentifier, .invalidPublicKey, .invalidPostbackURL, .invalidCopyEndpoint,
             .invalidPropertyList, .invalidConfiguration, .unknownKey, .invalidSchema, .invalidVersion,
             .invalidDeadLetterIdentifier, .destinationInvalid, .destinationNotHTTPS, .destinationPrivateAddress,
-            .destinationUnresolvable, .unauthorized, .missingAppKey, .invalidAppKey, .appKeyMismatch, .noSchema,
-            .unknownSchemaVersion, .unknownDeadLetter, .unknownAppKey, .notReplayable, .idempotencyKeyReused, .notFound,
+            .destinationUnresolvable, .unauthorized, .missingAppKey, .invalidAppKey, .appKeyMismatch, .credentialMismatch,
+            .noSchema, .unknownSchemaVersion, .unknownDeadLetter, .unknownAppKey, .unknownCredential, .unknownPublisherApp,
+            .notReplayable, .idempotencyKeyReused, .notFound,
             .methodNotAllowed,
             .bodyTooLarge, .bodyTimeout, .httpError, .internalError, .redisUnreachable, .replicationTimeout,
             .consumerGroupMissing, .invalidBatch, .batchTooLarge, .overloaded, .pipelineLagging, .rateLimited:

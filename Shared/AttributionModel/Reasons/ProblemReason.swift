@@ -61,12 +61,16 @@ public enum ProblemReason: String, Sendable, Codable, Hashable, CaseIterable {
     case missingAppKey = "missing-app-key"
     case invalidAppKey = "invalid-app-key"
     case appKeyMismatch = "app-key-mismatch"
+    /// A network credential used for another ad network's routes (403).
+    case credentialMismatch = "credential-mismatch"
 
     // What the request names does not exist, or cannot be done now.
     case noSchema = "no-schema"
     case unknownSchemaVersion = "unknown-schema-version"
     case unknownDeadLetter = "unknown-dead-letter"
     case unknownAppKey = "unknown-app-key"
+    case unknownCredential = "unknown-credential"
+    case unknownPublisherApp = "unknown-publisher-app"
     case notReplayable = "not-replayable"
     case idempotencyKeyReused = "idempotency-key-reused"
 

@@ -15,12 +15,20 @@ public struct DispatcherStep: Sendable {
     }
 
     /// The registrations a message's deliveries depend on: a due postback's ad network, and its
-    /// advertised app when a copy may go (winners only, `CopyEndpoint.applies`); nil for a retry, which
-    /// carries its destination.
+    /// advertised app when a copy may go (winners only, `CopyEndpoint.applies`); a retry's destination
+    /// (still registered?). Nil for a retry written before retries carried their order.
     public static func registrationsNeeded(by envelope: Envelope) -> (network: String, app: String?)? {
-        guard case .postbackDue(let order) = envelope.body else { return nil }
-        let payload = order.payload
-        return (payload.adNetworkIdentifier.rawValue, payload.didWin ? String(payload.advertisedItemIdentifier) : nil)
+        switch envelope.body {
+        case .postbackDue(let order):
+            let payload = order.payload
+            return (payload.adNetworkIdentifier.rawValue, payload.didWin ? String(payload.advertisedItemIdentifier) : nil)
+        case .deliveryRetry(let retry):
+            guard let payload = retry.order?.payload else { return nil }
+            let copy = retry.destination == .advertiserCopy
+            return (payload.adNetworkIdentifier.rawValue, copy ? String(payload.advertisedItemIdentifier) : nil)
+        default:
+            return nil
+        }
     }
 
     /// A due postback is signed (`sign`, the service's key) and fanned out to its destinations; a retry is
@@ -55,6 +63,23 @@ public struct DispatcherStep: Sendable {
             }
             return .done(work)
         case .deliveryRetry(var retry):
+            // A network or app deleted since the first attempt gets no more attempts (dead-lettered, so a
+            // replay after registering it again sends it). A replay goes to the destination's URL now.
+            if let payload = retry.order?.payload {
+                let current: String?
+                let missing: String
+                if retry.destination == .advertiserCopy {
+                    current = apps[String(payload.advertisedItemIdentifier)].flatMap { app in
+                        app.attributionCopyEndpoint.flatMap(CopyEndpoint.reportURL(for:))
+                    }
+                    missing = "advertised app \(payload.advertisedItemIdentifier) is not registered or has no copy endpoint"
+                } else {
+                    current = networks[payload.adNetworkIdentifier.rawValue]?.postbackURL
+                    missing = "ad network \(payload.adNetworkIdentifier) is not registered"
+                }
+                guard let current else { return .done(Work(deliveries: [], undeliverable: [(retry, missing)])) }
+                if retry.replayed == true { retry.url = current }
+            }
             if retry.replayed == true, let order = retry.order {
                 do { retry.body = try sign(order) } catch { return .retry("signing failed: \(error)") }
                 retry.firstAttemptAt = now

@@ -130,6 +130,11 @@ public enum RegistryKeys {
     public static let appKeys = "registry:\(tag):app-keys"
     /// HASH SHA-256 of an app key → when it was issued (ms): what listing an app's keys shows.
     public static let appKeysIssued = "registry:\(tag):app-keys:issued"
+    /// HASH SHA-256 of an ad network's read-only credential → the network's id (credentials themselves
+    /// are never stored)
+    public static let networkCredentials = "registry:\(tag):network-credentials"
+    /// HASH SHA-256 of a network credential → when it was issued (ms).
+    public static let networkCredentialsIssued = "registry:\(tag):network-credentials:issued"
     /// HASH kid → public JWK JSON: the dispatcher publishes its keys here, ingest serves them.
     public static let jwks = "registry:\(tag):jwks"
     /// HASH kid → ms when a dispatcher last said it signs with that key (every minute or sooner). A key

@@ -65,7 +65,14 @@ extension ConfigurationKey.Typed where Value == String {
     public static var httpHost: Self {
         .text(
             "HTTP_HOST", type: "address", default: "127.0.0.1", services: ConfigurationKey.allServices,
-            "Address the HTTP server binds (ingest's API; the workers' /health and /metrics).")
+            "Address the HTTP server binds (ingest's public API; the workers' /health, /ready and /metrics).")
+    }
+
+    public static var adminHTTPHost: Self {
+        .text(
+            "ADMIN_HTTP_HOST", type: "address", default: "127.0.0.1", services: ["ingest"],
+            "Address ingest's admin listener binds: the admin API, `/metrics` and `/ready` with its details. Keep it off the network the public API faces."
+        )
     }
 
     public static var consumerName: Self {
@@ -84,6 +91,18 @@ extension ConfigurationKey.Typed where Value == HTTPPort {
         return Self(
             "HTTP_PORT", type: "port", default: ("\(HTTPPort.ingest) (ingest), \(HTTPPort.worker) (workers)", { unset }),
             allowed: ConfigurationKey.describe(ports), services: ConfigurationKey.allServices, "HTTP port."
+        ) { text throws(ConfigurationKey.Unreadable) in
+            guard let port = Int(text), ports.contains(port) else { throw .outside(ports, text) }
+            return HTTPPort(configured: port)
+        }
+    }
+
+    public static var adminHTTPPort: Self {
+        let ports = 0...65_535
+        return Self(
+            "ADMIN_HTTP_PORT", type: "port", default: ("\(HTTPPort.admin)", { HTTPPort(configured: HTTPPort.admin) }),
+            allowed: ConfigurationKey.describe(ports) + ", not `HTTP_PORT`", services: ["ingest"],
+            "Port of ingest's admin listener (`/v1/admin/*`, `/metrics`, `/ready` with details, `/health`); the public port serves none of them."
         ) { text throws(ConfigurationKey.Unreadable) in
             guard let port = Int(text), ports.contains(port) else { throw .outside(ports, text) }
             return HTTPPort(configured: port)
@@ -146,6 +165,7 @@ extension ConfigurationKey.Typed where Value == Duration {
 public struct HTTPPort: Sendable, Hashable {
     static let ingest = 8080
     static let worker = 9090
+    static let admin = 8081
 
     let configured: Int?
 

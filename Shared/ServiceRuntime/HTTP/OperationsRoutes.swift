@@ -3,9 +3,26 @@ import Prometheus
 import RedisStreams
 
 /// `/health` (liveness), `/ready` (Redis answers and the service's consumer groups exist) and `/metrics` (Prometheus text) on every service.
+/// Ingest's public listener gets `addPublic` instead: `/health`, and `/ready` without the error's text.
 public enum OperationsRoutes {
     /// What `add` registers, in the form `ingest --routes` prints.
     public static let routes = ["GET /health", "GET /ready", "GET /metrics"]
+    /// What `addPublic` registers.
+    public static let publicRoutes = ["GET /health", "GET /ready"]
+
+    /// Liveness, and readiness answered by status and reason alone: what Redis said (addresses, user
+    /// names, error text) is for the operators' listener.
+    public static func addPublic(to router: Router<some RequestContext>, redis: RedisConnection) {
+        router.get("/health") { _, _ in Response.json(["status": "ok"]) }
+        router.get("/ready") { _, _ -> Response in
+            do {
+                _ = try await redis.send(RedisCommand("PING"))
+            } catch {
+                throw ProblemDetails(.serviceUnavailable, reason: .redisUnreachable, detail: "Redis does not answer")
+            }
+            return Response.json(["status": "ready"])
+        }
+    }
 
     /// `groups`: the consumer groups this service reads; `/ready` answers 503 until each exists.
     /// `beforeMetrics` runs before `/metrics` answers (refreshing gauges read on demand).

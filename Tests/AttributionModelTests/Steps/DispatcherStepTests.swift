@@ -44,12 +44,64 @@ import Testing
         let order = PostbackPlanTestsOrder.make()
         replay.order = order
         let outcome = step.work(
-            for: Envelope(time: 0, body: .deliveryRetry(replay)), networks: [:], apps: [:], now: 77, sign: { _ in "fresh" })
+            for: Envelope(time: 0, body: .deliveryRetry(replay)), networks: Self.registered(order), apps: [:], now: 77,
+            sign: { _ in "fresh" })
         guard case .done(let work) = outcome, let retry = work.deliveries.first else {
             Issue.record("one delivery")
             return
         }
         #expect(retry.body == "fresh" && retry.firstAttemptAt == 77 && retry.replayed == nil)
+    }
+
+    static func registered(_ order: PostbackOrder, url: String = "https://one.example/postbacks") -> [String:
+        AdNetworkRegistration]
+    {
+        let id = order.payload.adNetworkIdentifier
+        return [id.rawValue: AdNetworkRegistration(adNetworkIdentifier: id, publicKey: "{}", postbackURL: url)]
+    }
+
+    /// A retry after its network or app was deleted gets no more attempts (dead-lettered); a replay goes
+    /// to the destination's URL as registered now; a retry without its order (written by an older
+    /// dispatcher) is sent as stored.
+    @Test(arguments: [
+        // destination, network registered, app with a copy endpoint, replayed, with order → URL sent to, or the reason
+        (PostbackDestination.adNetwork, true, false, false, true, "https://stored.example/p"),
+        (.adNetwork, false, false, false, true, "ad network"),
+        (.adNetwork, true, false, true, true, "https://now.example/postbacks"),
+        (.adNetwork, false, false, true, true, "ad network"),
+        (.adNetwork, false, false, false, false, "https://stored.example/p"),
+        (.advertiserCopy, true, true, false, true, "https://stored.example/p"),
+        (.advertiserCopy, true, false, false, true, "advertised app"),
+        (.advertiserCopy, true, true, true, true, "the copy endpoint now"),
+    ])
+    func retriesFollowTheRegistry(
+        destination: PostbackDestination, network: Bool, app: Bool, replayed: Bool, withOrder: Bool, expected: String
+    ) {
+        let order = PostbackPlanTestsOrder.make()
+        var retry = Self.delivery
+        retry.url = "https://stored.example/p"
+        retry.destination = destination
+        retry.attempts = 2
+        retry.order = withOrder ? order : nil
+        retry.replayed = replayed ? true : nil
+        var configuration = AdvertisedAppConfiguration(itemIdentifier: order.payload.advertisedItemIdentifier)
+        configuration.attributionCopyEndpoint = "https://copies.example"
+        let apps = app ? [String(order.payload.advertisedItemIdentifier): configuration] : [:]
+        let outcome = step.work(
+            for: Envelope(time: 0, body: .deliveryRetry(retry)),
+            networks: network ? Self.registered(order, url: "https://now.example/postbacks") : [:], apps: apps, now: 5,
+            sign: { _ in "signed" })
+        guard case .done(let work) = outcome else {
+            Issue.record("work")
+            return
+        }
+        if expected.hasPrefix("https://") || expected == "the copy endpoint now" {
+            let url = expected.hasPrefix("https://") ? expected : CopyEndpoint.reportURL(for: "https://copies.example")
+            #expect(work.deliveries.map(\.url) == [url] && work.undeliverable.isEmpty)
+        } else {
+            #expect(work.deliveries.isEmpty)
+            #expect(work.undeliverable.count == 1 && work.undeliverable[0].reason.hasPrefix(expected), "\(work.undeliverable)")
+        }
     }
 
     @Test func anUnregisteredNetworkIsUndeliverable() {

@@ -25,6 +25,8 @@ struct IngestClient: Sendable {
     let http: HTTPClient
     /// Without a trailing slash.
     let baseURL: String
+    /// The admin listener's base URL (the admin API's paths go there), without a trailing slash.
+    let adminURL: String
     let adminToken: String
     /// How long failures that are not the request's fault (no connection, 5xx, 429) are retried, under
     /// one `Idempotency-Key` so that a retried event is accepted once. Zero: the first failure stops.
@@ -176,7 +178,7 @@ struct IngestClient: Sendable {
     private func attempt(
         _ method: HTTPMethod, _ path: String, _ body: ByteBuffer, bearer: String?, idempotencyKey: String
     ) async throws -> ByteBuffer {
-        let url = baseURL + path
+        let url = (path.hasPrefix("/v1/admin/") ? adminURL : baseURL) + path
         var request = HTTPClientRequest(url: url)
         request.method = method
         request.headers.add(name: "Content-Type", value: "application/json")

@@ -24,6 +24,12 @@ struct SimulateCommand: AsyncParsableCommand {
     @Option(help: "Base URL of ingest, e.g. http://127.0.0.1:8080.")
     var ingestURL: String
 
+    @Option(
+        help:
+            "Base URL of ingest's admin listener (ADMIN_HTTP_PORT), e.g. http://127.0.0.1:8081 (default: the ingest URL's host, port 8081)."
+    )
+    var adminURL: String?
+
     @Option(help: "Bearer token of ingest's admin API.")
     var adminToken: String
 
@@ -73,6 +79,7 @@ struct SimulateCommand: AsyncParsableCommand {
 
     func validate() throws {
         try HTTPURLValidation.check(ingestURL, flag: "--ingest-url")
+        if let adminURL { try HTTPURLValidation.check(adminURL, flag: "--admin-url") }
         try HTTPURLValidation.check(receiverURL, flag: "--receiver-url")
         guard !adminToken.isEmpty else { throw ValidationError("--admin-token must not be empty") }
         guard devices >= 1 else { throw ValidationError("--devices must be at least 1; not \(devices)") }
@@ -92,6 +99,14 @@ struct SimulateCommand: AsyncParsableCommand {
         }
     }
 
+    /// The admin listener's default: the ingest URL's scheme and host, port 8081 (`ADMIN_HTTP_PORT`'s default).
+    static func adminURL(besides ingestURL: String) -> String {
+        guard var parts = URLComponents(string: ingestURL) else { return ingestURL }
+        parts.port = 8081
+        parts.path = ""
+        return parts.string ?? ingestURL
+    }
+
     func run() async throws {
         let logger = logging.makeLogger()
         let seed = self.seed ?? UInt64.random(in: 0...UInt64.max)
@@ -102,8 +117,10 @@ struct SimulateCommand: AsyncParsableCommand {
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = concurrency
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         let acknowledgementLog = try acknowledgements.map(AcknowledgementLog.init(path:))
+        func trimmed(_ url: String) -> String { url.hasSuffix("/") ? String(url.dropLast()) : url }
         var ingest = IngestClient(
-            http: http, baseURL: ingestURL.hasSuffix("/") ? String(ingestURL.dropLast()) : ingestURL, adminToken: adminToken)
+            http: http, baseURL: trimmed(ingestURL), adminURL: trimmed(adminURL ?? Self.adminURL(besides: ingestURL)),
+            adminToken: adminToken)
         ingest.retryFor = .milliseconds(Int64(retrySeconds * 1000))
         ingest.acknowledgements = acknowledgementLog
         let simulation = Simulation(

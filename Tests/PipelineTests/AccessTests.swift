@@ -1,0 +1,201 @@
+import AttributionCrypto
+import AttributionModel
+import Foundation
+import RedisStreams
+import ServiceRuntime
+import TestSupport
+import Testing
+
+extension PipelineSuites {
+    /// Who can reach what (issue 18, finding 7), against a real ingest: the admin API and `/metrics` only
+    /// on the admin listener; ad networks' read-only credentials; deleting networks and apps.
+    @Suite("Access: listeners, network credentials, deletion")
+    struct AccessTests {
+        let http = HTTPTestClient()
+        static let network = "access.adattributionkit"
+        static let other = "other.adattributionkit"
+        static let publisher = 5_838_111
+        static let app = 7_345_202
+
+        func start() async throws -> (RedisServer, PipelineProcesses) {
+            let redis = try await RedisServer.start()
+            let ingest = try PipelineProcesses(redis: redis, timeScale: 1, only: ["ingest"])
+            try #require(try await http.waitUntilUp("\(ingest.ingestURL)/health"), "ingest started\n\(ingest.logs())")
+            return (redis, ingest)
+        }
+
+        func register(_ ingest: PipelineProcesses, network: String) async throws {
+            let reply = try await http.send(
+                "PUT", "\(ingest.adminURL)/v1/admin/ad-networks/\(network)",
+                json: [
+                    "public-key": SigningKey.generate().publicKey.pemRepresentation,
+                    "postback-url": "https://postbacks.example/\(network)",
+                ], token: ingest.adminToken)
+            try #require(reply.status == 200, "\(reply.json)")
+        }
+
+        /// The public port answers 404 to every admin route and to `/metrics`, whatever the token; the
+        /// admin port serves them. The public `/ready` never carries Redis's error text.
+        @Test func theAdminAPIIsOnlyOnTheAdminListener() async throws {
+            let (redis, ingest) = try await start()
+            defer {
+                ingest.stop()
+                redis.stop()
+            }
+            for path in ["/v1/admin/dead-letters", "/v1/admin/ad-networks/\(Self.network)", "/metrics"] {
+                let front = try await http.send("GET", ingest.ingestURL + path, token: ingest.adminToken)
+                #expect(front.status == 404, "public \(path): \(front.status)")
+            }
+            let put = try await http.send(
+                "PUT", "\(ingest.ingestURL)/v1/admin/advertised-apps/\(Self.app)", json: [:], token: ingest.adminToken)
+            #expect(put.status == 404, "nothing registers through the public port")
+            #expect(
+                try await http.send("GET", "\(ingest.adminURL)/v1/admin/dead-letters", token: ingest.adminToken).status == 200)
+            #expect(try await http.send("GET", "\(ingest.adminURL)/v1/admin/dead-letters").status == 401)
+            let metrics = try await http.send("GET", "\(ingest.adminURL)/metrics")
+            #expect(metrics.status == 200 && String(decoding: metrics.body, as: UTF8.self).contains("# TYPE"))
+            #expect(try await http.send("GET", "\(ingest.ingestURL)/.well-known/jwks.json").status == 200)
+            #expect(try await http.send("GET", "\(ingest.adminURL)/.well-known/jwks.json").status == 404)
+
+            redis.stop()
+            let front = try await http.send("GET", "\(ingest.ingestURL)/ready")
+            #expect(front.status == 503 && front.json["reason"] as? String == "redis-unreachable")
+            #expect(front.json["detail"] as? String == "Redis does not answer", "no addresses or error text: \(front.json)")
+            let admin = try await http.send("GET", "\(ingest.adminURL)/ready")
+            #expect(admin.status == 503 && (admin.json["detail"] as? String ?? "").contains("127.0.0.1"), "\(admin.json)")
+        }
+
+        /// A network's credential reads its own registration and refusals on the public port, and nothing
+        /// of another network's; the admin token is no such credential; a revoked one stops working.
+        @Test func aNetworkCredentialReadsOnlyItsOwnNetwork() async throws {
+            let (redis, ingest) = try await start()
+            defer {
+                ingest.stop()
+                redis.stop()
+            }
+            try await register(ingest, network: Self.network)
+            try await register(ingest, network: Self.other)
+            let admin = "\(ingest.adminURL)/v1/admin/ad-networks"
+            func issue(_ network: String) async throws -> (credential: String, id: String) {
+                let reply = try await http.send("POST", "\(admin)/\(network)/credentials", token: ingest.adminToken)
+                try #require(reply.status == 201, "\(reply.json)")
+                return (
+                    try #require(reply.json["credential"] as? String),
+                    try #require(reply.json["credential-identifier"] as? String)
+                )
+            }
+            let mine = try await issue(Self.network)
+            let second = try await issue(Self.network)
+            let theirs = try await issue(Self.other)
+            let unknown = try await http.send("POST", "\(admin)/never.registered/credentials", token: ingest.adminToken)
+            #expect(unknown.status == 404 && unknown.json["reason"] as? String == "unknown-ad-network")
+
+            let own = "\(ingest.ingestURL)/v1/ad-networks/\(Self.network)"
+            let registration = try await http.send("GET", own, token: mine.credential)
+            #expect(registration.status == 200 && registration.json["ad-network-identifier"] as? String == Self.network)
+            let refusals = try await http.send("GET", "\(own)/rejections", token: mine.credential)
+            #expect(
+                refusals.status == 200 && refusals.json["rejections"] is [Any] && refusals.json["unsigned-refusals"] as? Int == 0)
+            let crossed = try await http.send("GET", own, token: theirs.credential)
+            #expect(crossed.status == 403 && crossed.json["reason"] as? String == "credential-mismatch")
+            for token in [nil, ingest.adminToken, "nc_" + String(repeating: "0", count: 64)] {
+                let refused = try await http.send("GET", "\(own)/rejections", token: token)
+                #expect(refused.status == 401 && refused.json["reason"] as? String == "unauthorized", "token \(token ?? "none")")
+            }
+            // Read-only: it registers nothing, on either port.
+            let write = try await http.send(
+                "PUT", "\(ingest.adminURL)/v1/admin/ad-networks/\(Self.network)", json: [:], token: mine.credential)
+            #expect(write.status == 401)
+
+            let listed = try await http.send("GET", "\(admin)/\(Self.network)/credentials", token: ingest.adminToken)
+            let ids = (listed.json["credentials"] as? [[String: Any]] ?? []).compactMap { $0["credential-identifier"] as? String }
+            #expect(Set(ids) == [mine.id, second.id] && !String(decoding: listed.body, as: UTF8.self).contains(mine.credential))
+            let revoked = try await http.send(
+                "DELETE", "\(admin)/\(Self.network)/credentials/\(mine.id)", token: ingest.adminToken)
+            #expect(revoked.status == 200 && revoked.json["revoked"] as? Bool == true)
+            #expect(try await http.send("GET", own, token: mine.credential).status == 401, "revoked at once")
+            #expect(try await http.send("GET", own, token: second.credential).status == 200, "the other still works")
+            let again = try await http.send("DELETE", "\(admin)/\(Self.network)/credentials/\(mine.id)", token: ingest.adminToken)
+            #expect(again.status == 404 && again.json["reason"] as? String == "unknown-credential")
+        }
+
+        /// Deleting a network, a publisher app or an advertised app removes its registration and what was
+        /// kept for it alone (credentials, refusal lists, app keys, schemas), and bumps the registry version
+        /// the stages' caches watch; a second delete is a 404 with the id's reason.
+        @Test func deletingRegistrationsRemovesWhatWasKeptForThem() async throws {
+            let (redis, ingest) = try await start()
+            defer {
+                ingest.stop()
+                redis.stop()
+            }
+            let connection = redis.connect()
+            try await register(ingest, network: Self.network)
+            let admin = "\(ingest.adminURL)/v1/admin"
+            let token = ingest.adminToken
+            #expect(
+                try await http.send(
+                    "PUT", "\(admin)/publisher-apps/\(Self.publisher)", json: ["AdNetworkIdentifiers": [Self.network]],
+                    token: token
+                ).status == 200)
+            #expect(try await http.send("PUT", "\(admin)/advertised-apps/\(Self.app)", json: [:], token: token).status == 200)
+            let schema: [String: Any] = [
+                "windows": [["window": 0, "rules": [["when": ["sessions": 1], "fine": 1, "coarse": "low"]]]]
+            ]
+            let schemaReply = try await http.send(
+                "PUT", "\(admin)/advertised-apps/\(Self.app)/conversion-value-schema", json: schema, token: token)
+            #expect(schemaReply.status == 201, "\(schemaReply.json)")
+            let credential = try await http.send("POST", "\(admin)/ad-networks/\(Self.network)/credentials", token: token)
+            let appKey = try await http.send("POST", "\(admin)/advertised-apps/\(Self.app)/keys", token: token)
+            #expect(credential.status == 201 && appKey.status == 201)
+            _ = try await connection.pipeline([
+                RedisCommand("LPUSH", RejectionLog.networkKey(Self.network), "{}"),
+                RedisCommand("LPUSH", RejectionLog.unsignedKey(Self.network), "{}"),
+                RedisCommand("HSET", RejectionLog.unsignedCounts, Self.network, "3"),
+                RedisCommand("LPUSH", RejectionLog.appKey(String(Self.app)), "{}"),
+            ])
+            let version = try await connection.send(RedisCommand("GET", RegistryKeys.version)).string.flatMap { Int($0) } ?? 0
+
+            let network = try await http.send("DELETE", "\(admin)/ad-networks/\(Self.network)", token: token)
+            #expect(network.status == 200 && network.json["deleted"] as? Bool == true, "\(network.json)")
+            let publisher = try await http.send("DELETE", "\(admin)/publisher-apps/\(Self.publisher)", token: token)
+            #expect(publisher.status == 200, "\(publisher.json)")
+            let app = try await http.send("DELETE", "\(admin)/advertised-apps/\(Self.app)", token: token)
+            #expect(app.status == 200, "\(app.json)")
+
+            let replies = try await connection.pipeline([
+                RedisCommand("HEXISTS", RegistryKeys.adNetworks, Self.network),
+                RedisCommand("HEXISTS", RegistryKeys.publisherApps, String(Self.publisher)),
+                RedisCommand("HEXISTS", RegistryKeys.advertisedApps, String(Self.app)),
+                RedisCommand("HLEN", RegistryKeys.networkCredentials),
+                RedisCommand("HLEN", RegistryKeys.networkCredentialsIssued),
+                RedisCommand("HLEN", RegistryKeys.appKeys), RedisCommand("HLEN", RegistryKeys.appKeysIssued),
+                RedisCommand(
+                    "EXISTS", RejectionLog.networkKey(Self.network), RejectionLog.unsignedKey(Self.network),
+                    RejectionLog.appKey(String(Self.app))),
+                RedisCommand("HEXISTS", RejectionLog.unsignedCounts, Self.network),
+                RedisCommand("HLEN", RegistryKeys.currentSchemas), RedisCommand("HLEN", RegistryKeys.schemaVersions),
+                RedisCommand("GET", RegistryKeys.version),
+            ])
+            #expect(replies.dropLast().map { $0.int } == Array(repeating: 0, count: replies.count - 1), "\(replies)")
+            #expect((replies.last?.string.flatMap { Int($0) } ?? 0) >= version + 3, "the stages' caches see each deletion")
+            let key = try #require(appKey.json["app-key"] as? String)
+            let conversion = try await http.send(
+                "POST", "\(ingest.ingestURL)/v1/conversions",
+                json: [
+                    "device-identifier": "d", "advertised-item-identifier": Self.app, "conversion-type": "download",
+                    "time": Int(Date().timeIntervalSince1970 * 1000),
+                ], token: key)
+            #expect(conversion.status == 401 && conversion.json["reason"] as? String == "invalid-app-key")
+
+            for (path, reason) in [
+                ("ad-networks/\(Self.network)", "unknown-ad-network"),
+                ("publisher-apps/\(Self.publisher)", "unknown-publisher-app"),
+                ("advertised-apps/\(Self.app)", "unknown-advertised-app"),
+            ] {
+                let again = try await http.send("DELETE", "\(admin)/\(path)", token: token)
+                #expect(again.status == 404 && again.json["reason"] as? String == reason, "\(path): \(again.json)")
+                #expect(try await http.send("DELETE", "\(admin)/\(path)").status == 401)
+            }
+        }
+    }
+}
