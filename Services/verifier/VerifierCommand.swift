@@ -13,9 +13,11 @@ struct VerifierCommand {
                     "checks every event's signature and rules; valid ones go on to attribution-winner, the rest are refused with a reason code."
             )
         ) { service in
-            let stage = VerifierStage(
+            var stage = VerifierStage(
                 step: VerifierStep(policy: service.policy), partitioning: service.partitioning, claims: service.connection(),
                 registryCache: RegistryCache(maxAge: .milliseconds(try service.environment.value(.registryCacheMilliseconds))))
+            let threads = try service.environment.value(.verifierThreads)
+            if threads > 0 { stage.lanes = threads }
             try await service.run(
                 services: [
                     try service.worker(

@@ -60,6 +60,61 @@ extension PipelineSuites {
             #expect(rejected.count == 1 && rejected[0].contains("impression-replayed"), "\(rejected)")
         }
 
+        /// A batch's signature checks split over several threads (`VERIFIER_THREADS`) decide each
+        /// impression as one thread would: 60 impressions of one device (one partition, so one batch),
+        /// every other one signed with a stranger's key; each verdict belongs to its own event.
+        @Test func aBatchCheckedOnSeveralThreadsDecidesEachImpressionOnItsOwn() async throws {
+            let redis = try await RedisServer.start()
+            defer { redis.stop() }
+            let ingest = try PipelineProcesses(redis: redis, timeScale: 1, only: ["ingest"])
+            defer { ingest.stop() }
+            try #require(try await http.waitUntilUp("\(ingest.ingestURL)/health"), "ingest started\n\(ingest.logs())")
+            let key = P256.Signing.PrivateKey()
+            let stranger = P256.Signing.PrivateKey()
+            for (path, json) in [
+                (
+                    "ad-networks/\(HostileInputTests.network)",
+                    ["public-key": key.publicKey.pemRepresentation, "postback-url": "https://example.com/p"] as [String: Any]
+                ),
+                ("publisher-apps/\(HostileInputTests.publisher)", ["AdNetworkIdentifiers": [HostileInputTests.network]]),
+                ("advertised-apps/\(HostileInputTests.app)", [:]),
+            ] {
+                let reply = try await http.send(
+                    "PUT", "\(ingest.adminURL)/v1/admin/\(path)", json: json, token: ingest.adminToken)
+                try #require(reply.status == 200, "\(path): \(reply.json)")
+            }
+            var genuine: Set<String> = []
+            var forged: Set<String> = []
+            for index in 0..<60 {
+                let body = HostileInputTests.impressionBody(
+                    HostileInputTests.jws(
+                        header: #"{"alg":"ES256","kid":"\#(HostileInputTests.network)"}"#, payload: HostileInputTests.payload(),
+                        key: index.isMultiple(of: 2) ? key : stranger),
+                    device: "threads-device")
+                let reply = try await http.send(
+                    HTTPClientRequestBuilder(method: "POST", url: "\(ingest.ingestURL)/v1/impressions", body: body))
+                let id = try #require(reply.json["event-identifier"] as? String, "\(reply.json)")
+                if index.isMultiple(of: 2) { genuine.insert(id) } else { forged.insert(id) }
+            }
+            let verifier = try PipelineProcesses(
+                redis: redis, timeScale: 1, extraEnvironment: ["VERIFIER_THREADS": "4"], only: ["verifier"])
+            defer { verifier.stop() }
+            let connection = redis.connect()
+            let decided = try await eventually(timeout: .seconds(20)) {
+                try await streamLength(StreamNames.verified, on: connection) + streamLength(StreamNames.rejected, on: connection)
+                    >= 60
+            }
+            try #require(decided, "all decided\n\(verifier.logs())")
+            let verified = try await streamRecords(StreamNames.verified, on: connection).compactMap(\.message)
+            let rejected = try await streamRecords(StreamNames.rejected, on: connection).compactMap(\.message)
+            #expect(verified.count == 30 && rejected.count == 30)
+            #expect(verified.allSatisfy { message in genuine.contains { message.contains($0) } }, "only genuine ones verified")
+            #expect(
+                rejected.allSatisfy { message in message.contains("invalid-signature") && forged.contains { message.contains($0) }
+                },
+                "each forged one refused for its signature")
+        }
+
         /// A conversion attribution-winner refuses (no eligible impression) is listed for its app, like
         /// the verifier's refusals of the app's events (issue 18, finding 9).
         @Test func aConversionTheWinnerRefusesIsInTheAppsRefusalList() async throws {

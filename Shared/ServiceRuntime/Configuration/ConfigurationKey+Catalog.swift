@@ -16,6 +16,7 @@ extension ConfigurationKey {
         row(.ingestWaitTimeoutMilliseconds), row(.ingestRedisConnections), row(.ingestMaxInFlight),
         row(.ingestQueueTargetMilliseconds), row(.ingestMaxEventsLag), row(.ingestCallerRate), row(.ingestCallerBurst),
         row(.keyRotationGraceHours), row(.crowdTierThresholds), row(.crowdCacheMilliseconds), row(.registryCacheMilliseconds),
+        row(.verifierThreads),
         row(.timerPollMilliseconds), row(.conversionSettleMilliseconds), row(.windowCloseGraceMilliseconds),
         row(.postbackURLAllowList), row(.developmentMode), row(.signingKeyFile), row(.signingKeyID),
         row(.developmentSigningKeyFile),

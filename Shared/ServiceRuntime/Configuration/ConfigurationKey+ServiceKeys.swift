@@ -46,6 +46,13 @@ extension ConfigurationKey.Typed where Value == Bool {
 }
 
 extension ConfigurationKey.Typed where Value == Int {
+    public static var verifierThreads: Self {
+        .integer(
+            "VERIFIER_THREADS", default: 0, range: 0...256, services: ["verifier"],
+            "Threads a batch's signature checks are split over (one verifier replica can use that many cores); 0: one per core the process may use. A batch under 32 impressions is checked on one."
+        )
+    }
+
     public static var maxBodyBytes: Self {
         .integer(
             "MAX_BODY_BYTES", unit: "bytes", default: 65_536, range: 1_024...16_777_216, services: ["ingest"],
