@@ -269,6 +269,9 @@ MUTATIONS = [
     M("development-timings", "development delays drawn from production ranges", ["development-timings.json"],
       (DELAY, "let range = range(sequenceIndex: sequenceIndex, development: development)",
        "let range = range(sequenceIndex: sequenceIndex, development: false)")),
+    M("development-delay-fixed", "development delays random over 5–10 minutes again", ["development-delay-fixed.json"],
+      (DELAY, "if development { return developmentDelay...developmentDelay }",
+       "if development { return developmentDelay...(developmentDelay * 2) }")),
     M("development-timings", "development winners keep the crowd's tier", ["development-timings.json"],
       (PLAN, "attribution.isDevelopment ? .development : crowd", "crowd")),
 ]

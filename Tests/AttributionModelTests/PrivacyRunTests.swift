@@ -48,9 +48,9 @@ enum PrivacySpec {
     }
 
     /// "uniform random 24–48 h after its window ends or is locked", 24–144 h for postbacks 2 and 3;
-    /// developer mode: 5–10 minutes.
+    /// developer mode: exactly 5 minutes (no randomization).
     static func delayRange(window: Int, development: Bool) -> ClosedRange<Milliseconds> {
-        if development { return 5 * minute...10 * minute }
+        if development { return 5 * minute...5 * minute }
         return window == 0 ? 24 * hour...48 * hour : 24 * hour...144 * hour
     }
 

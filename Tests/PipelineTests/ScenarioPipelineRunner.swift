@@ -9,7 +9,7 @@ import TestSupport
 import Testing
 
 /// Which pipeline plays a scenario: production scenarios by crowd tier at scale 172 800 (a day lasts
-/// 0.5 s), development ones (3-minute windows, 5–10 minute delays) at scale 60 (a minute lasts 1 s). A
+/// 0.5 s), development ones (3-minute windows, fixed 5-minute delays) at scale 60 (a minute lasts 1 s). A
 /// scenario whose events would span more than 40 s at that scale gets a scale 10, 100, … times larger
 /// (its own pipeline): its delays become too short to tell apart, but its attributions still show.
 struct ScenarioPipelineKind: Hashable, Sendable, CustomStringConvertible {
@@ -410,9 +410,13 @@ final class ScenarioPipelineRunner: Sendable {
 
     /// The scaled delay range of an expected postback, real ms.
     static func delayRange(_ expected: ExpectedPostback, plan: ScenarioPlan) -> ClosedRange<Milliseconds> {
+        let policy = TimePolicy(scale: plan.scale)
+        if let fixed = expected.delay {
+            let delay = policy.milliseconds(.milliseconds(fixed))
+            return delay...delay
+        }
         let range = PostbackDelay.range(
             sequenceIndex: expected.window, development: plan.isDevelopment(conversion: expected.conversion))
-        let policy = TimePolicy(scale: plan.scale)
         return policy.milliseconds(range.lowerBound)...policy.milliseconds(range.upperBound)
     }
 

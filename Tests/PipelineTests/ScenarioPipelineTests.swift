@@ -9,7 +9,7 @@ extension PipelineSuites {
     /// processes) under scaled time: the postbacks the receiver verified must be exactly `expected.postbacks`.
     ///
     /// - One pipeline per crowd tier present (`CROWD_TIER_THRESHOLDS` forces it), at scale 172 800 (a day
-    ///   lasts 0.5 s); scenarios whose conversions have development winners (3-minute windows, 5–10 minute
+    ///   lasts 0.5 s); scenarios whose conversions have development winners (3-minute windows, fixed 5-minute
     ///   delays) run in their own pipeline at scale 60 (a minute lasts 1 s); a scenario spanning more than
     ///   40 s at its scale runs at a scale 10ⁿ times larger. The pipelines run at once
     ///   (`SCENARIO_PIPELINES_SEQUENTIAL=1` runs them one after another), and within a pipeline every

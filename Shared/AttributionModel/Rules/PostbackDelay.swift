@@ -1,8 +1,13 @@
 /// The random hold before a postback is sent, so the send time reveals nothing about the conversion.
 public enum PostbackDelay {
-    /// Uniform ranges: first postback 24–48 h, later ones 24–144 h, development 5–10 minutes.
+    /// A development postback's fixed delay.
+    public static let developmentDelay: Duration = .minutes(5)
+
+    /// Uniform ranges: first postback 24–48 h, later ones 24–144 h. Development postbacks are not
+    /// random: developer mode "removes time randomization … to make it time-deterministic" (WWDC), so
+    /// each leaves exactly `developmentDelay` after its window ends or is locked (spec §7).
     public static func range(sequenceIndex: Int, development: Bool) -> ClosedRange<Duration> {
-        if development { return .minutes(5) ... .minutes(10) }
+        if development { return developmentDelay...developmentDelay }
         return sequenceIndex == 0 ? .hours(24) ... .hours(48) : .hours(24) ... .hours(144)
     }
 

@@ -326,11 +326,17 @@ extension ScenarioRuleRunner {
                 report("\(label): prepared at \(actual.preparedAt), expected \(expected.preparedAt)")
             }
             let delay = actual.held.dueAt - base - expected.preparedAt
-            let range = PostbackDelay.range(sequenceIndex: expected.window, development: order.isDevelopment)
-            let low = policy.milliseconds(range.lowerBound)
-            let high = policy.milliseconds(range.upperBound)
-            if !(low...high).contains(delay) {
-                report("\(label): due \(delay) ms after preparedAt, outside \(low)...\(high)")
+            if let fixed = expected.delay {
+                if delay != policy.milliseconds(.milliseconds(fixed)) {
+                    report("\(label): due \(delay) ms after preparedAt, expected exactly \(fixed)")
+                }
+            } else {
+                let range = PostbackDelay.range(sequenceIndex: expected.window, development: order.isDevelopment)
+                let low = policy.milliseconds(range.lowerBound)
+                let high = policy.milliseconds(range.upperBound)
+                if !(low...high).contains(delay) {
+                    report("\(label): due \(delay) ms after preparedAt, outside \(low)...\(high)")
+                }
             }
         }
         for index in unmatched {

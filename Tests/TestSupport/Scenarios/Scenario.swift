@@ -122,6 +122,9 @@ public struct ExpectedPostback: Codable, Sendable {
     public var sourceDigits: Int?
     /// The postback is prepared at this virtual time (a lock, a superseding conversion, or the window's
     /// end); it must be sent within its delay range after it (24–48 h for window 0, 24–144 h later,
-    /// 5–10 minutes for development).
+    /// exactly 5 minutes for development).
     public var preparedAt: Milliseconds
+    /// When set, the delay is not drawn but fixed: due exactly this many virtual ms after `preparedAt`
+    /// (development postbacks: 300000), whatever the code's own delay range says.
+    public var delay: Milliseconds?
 }
