@@ -44,9 +44,16 @@ struct AdminRoutes {
         catalog.on(admin, prefix: prefix, .put, "/advertised-apps/:item") { request, context in
             let item = try Self.itemIdentifier(context)
             let body = try await request.collectBody(limit: 262_144)
-            let configuration = try AdvertisedAppBody.decode(body, contentType: request.headers[.contentType])
+            let uploaded = try AdvertisedAppBody.decode(body, contentType: request.headers[.contentType])
                 .configuration(itemIdentifier: item, destinations: destinations)
-            return try await store(configuration, in: RegistryKeys.advertisedApps, field: String(item))
+            // Accepted but not honoured: stored without them, and said so in the answer (never a silent drop).
+            let stored = try await written(uploaded.withoutIgnoredKeys(), in: RegistryKeys.advertisedApps, field: String(item))
+            let ignored = uploaded.ignoredKeys()
+            guard !ignored.isEmpty, var object = try JSONSerialization.jsonObject(with: Data(stored)) as? [String: Any] else {
+                return Self.json(stored)
+            }
+            object["ignored"] = ignored
+            return try Self.json(object: object)
         }
         AppKeyRoutes(redis: redis, clock: clock).add(to: admin, prefix: prefix, catalog: catalog)
         NetworkCredentialRoutes(redis: redis, clock: clock).addAdmin(to: admin, prefix: prefix, catalog: catalog)
@@ -105,12 +112,17 @@ struct AdminRoutes {
     }
 
     private func store(_ value: some Encodable, in hash: String, field: String) async throws -> Response {
+        Self.json(try await written(value, in: hash, field: field))
+    }
+
+    /// Writes `value` as JSON into the registry hash and returns the JSON written.
+    private func written(_ value: some Encodable, in hash: String, field: String) async throws -> [UInt8] {
         let json = try JSONCoding.encoder.encode(value)
         // The version after the write: the stages' registry caches see the change from their next batch.
         _ = try await redis.pipeline([
             RedisCommand(bytes: [Array("HSET".utf8), Array(hash.utf8), Array(field.utf8), Array(json)]), RegistryCache.bump,
         ])
-        return Self.json(Array(json))
+        return Array(json)
     }
 
     /// The admin API's JSON answers (and the schema and erasure routes').

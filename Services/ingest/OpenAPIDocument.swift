@@ -478,7 +478,8 @@ enum OpenAPIDocument {
                 },
                 "responses": {
                   "200": {
-                    "description": "stored"
+                    "description": "stored: the configuration as stored; `ignored` (present only when not empty) lists keys accepted but not honoured, each with why, which are not stored (`AttributionWindows.global.install.ignoreInteractionType`: honoured per ad network only)",
+                    "content": {"application/json": {"schema": {"type": "object", "properties": {"ignored": {"type": "array", "items": {"type": "string"}}}}}}
                   },
                   "400": {
                     "$ref": "#/components/responses/Problem"

@@ -119,6 +119,30 @@ extension PipelineSuites {
             #expect(again.status == 404 && again.json["reason"] as? String == "unknown-credential")
         }
 
+        /// `ignoreInteractionType` in `global` (issue 19, item 7): the upload is accepted, stored without
+        /// it, and the answer says so; never a silent drop.
+        @Test func aGlobalIgnoreInteractionTypeIsAcceptedStoredWithoutItAndReported() async throws {
+            let (redis, ingest) = try await start()
+            defer {
+                ingest.stop()
+                redis.stop()
+            }
+            let reply = try await http.send(
+                "PUT", "\(ingest.adminURL)/v1/admin/advertised-apps/\(Self.app)",
+                json: ["AttributionWindows": ["global": ["install": ["click": 3, "ignoreInteractionType": "view"]]]],
+                token: ingest.adminToken)
+            #expect(reply.status == 200, "\(reply.json)")
+            let ignored = reply.json["ignored"] as? [String] ?? []
+            #expect(ignored.count == 1 && ignored[0].hasPrefix("AttributionWindows.global.install.ignoreInteractionType"))
+            let stored =
+                try await redis.connect().send(RedisCommand("HGET", RegistryKeys.advertisedApps, String(Self.app)))
+                .string ?? ""
+            #expect(!stored.contains("ignoreInteractionType") && stored.contains("\"click\":3"), "\(stored)")
+            let plain = try await http.send(
+                "PUT", "\(ingest.adminURL)/v1/admin/advertised-apps/\(Self.app)", json: [:], token: ingest.adminToken)
+            #expect(plain.status == 200 && plain.json["ignored"] == nil, "no `ignored` when nothing was")
+        }
+
         /// Deleting a network, a publisher app or an advertised app removes its registration and what was
         /// kept for it alone (credentials, refusal lists, app keys, schemas), and bumps the registry version
         /// the stages' caches watch; a second delete is a 404 with the id's reason.

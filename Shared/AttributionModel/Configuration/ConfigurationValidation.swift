@@ -18,13 +18,7 @@ extension AdvertisedAppConfiguration {
             }
         }
         if let windows = attributionWindows {
-            if let global = windows.global {
-                check(global, at: "AttributionWindows.global")
-                if global.ignoreInteractionType != nil {
-                    problems.append(
-                        .init(key: "AttributionWindows.global.install.ignoreInteractionType", allowed: "set per network only"))
-                }
-            }
+            if let global = windows.global { check(global, at: "AttributionWindows.global") }
             for (network, install) in windows.networks.sorted(by: { $0.key < $1.key }) {
                 check(install, at: "AttributionWindows.\(network)")
             }
@@ -38,5 +32,20 @@ extension AdvertisedAppConfiguration {
             }
         }
         return problems
+    }
+
+    /// Keys the upload may carry that are accepted but not honoured, each with why; the admin API lists
+    /// them in its answer and stores the configuration without them (`withoutIgnoredKeys`). Today one:
+    /// `ignoreInteractionType` in `global`, which AdAttributionKit honours per network only (spec §3).
+    public func ignoredKeys() -> [String] {
+        guard attributionWindows?.global?.ignoreInteractionType != nil else { return [] }
+        return ["AttributionWindows.global.install.ignoreInteractionType: not honoured in global; set it per ad network"]
+    }
+
+    /// This configuration without the keys `ignoredKeys` names.
+    public func withoutIgnoredKeys() -> AdvertisedAppConfiguration {
+        var configuration = self
+        configuration.attributionWindows?.global?.ignoreInteractionType = nil
+        return configuration
     }
 }
