@@ -13,10 +13,18 @@ struct AttributionWinnerCommand {
                     "keeps each device's impression pool, picks the winner and up to five non-winners of every conversion (after it settles), and routes value updates and activity to their conversion."
             )
         ) { service in
-            let settle = try service.environment.value(.conversionSettleMilliseconds)
+            let configured = Milliseconds(try service.environment.value(.conversionSettleMilliseconds))
+            let settle = ConversionWindows.settle(configured: configured, policy: service.policy)
+            if settle < configured {
+                service.logger.notice(
+                    "CONVERSION_SETTLE_MS capped at a quarter of the first window",
+                    metadata: [
+                        "configured.ms": "\(configured)", "settle.ms": "\(settle)", "time.scale": "\(service.policy.scale)",
+                    ])
+            }
             func stage(_ input: WinnerStep.Input) -> AttributionWinnerStage {
                 AttributionWinnerStage(
-                    step: WinnerStep(policy: service.policy, input: input, settleMilliseconds: Milliseconds(settle)),
+                    step: WinnerStep(policy: service.policy, input: input, settleMilliseconds: settle),
                     partitioning: service.partitioning, clock: service.clock)
             }
             try await service.run(

@@ -82,6 +82,20 @@ struct TimingRulesTests {
     }
 
     @Test(
+        "conversion settle: as configured, capped at a quarter of the first window's scaled length",
+        arguments: [
+            (2_000, 1.0, 2_000),  // real time: 2 s of a 2-day window
+            (2_000, 86_400.0, 500),  // the demo's scale: the first window lasts 2 s, so 2 s would take all of it
+            (250, 86_400.0, 250),
+            (2_000, 172_800.0, 250),  // the tests' scale: a 1 s first window
+            (0, 86_400.0, 0),
+            (3_600_000, 1.0, 3_600_000),  // an hour is far below 12 h
+        ] as [(Milliseconds, Double, Milliseconds)])
+    func conversionSettle(_ configured: Milliseconds, _ scale: Double, _ expected: Milliseconds) {
+        #expect(ConversionWindows.settle(configured: configured, policy: TimePolicy(scale: scale)) == expected)
+    }
+
+    @Test(
         "crowd counts: the conversion's day and the 29 before it",
         arguments: [
             ([0: 3, -29: 2], 5),  // the oldest day still counted

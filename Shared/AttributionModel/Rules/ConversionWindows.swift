@@ -25,6 +25,15 @@ public enum ConversionWindows {
         return max(0, min(configured, shortestDelay / 2))
     }
 
+    /// How long a conversion waits (wall clock) for impressions reported just after it before it is
+    /// attributed: `configured`, capped at a quarter of the first window's scaled length (a production
+    /// window: the conversion's winner is not known yet), so a conversion always keeps most of its first
+    /// window for updates, whatever `TIME_SCALE` is. Real time: 12 h, never reached by the 2 s default;
+    /// `TIME_SCALE=86400`: 500 ms; 172800: 250 ms.
+    public static func settle(configured: Milliseconds, policy: TimePolicy) -> Milliseconds {
+        max(0, min(configured, policy.milliseconds(end(of: 0, development: false)) / 4))
+    }
+
     /// The first update must arrive within 60 days of an install or 48 h of a re-engagement.
     public static func firstUpdateDeadline(for type: ConversionType) -> Duration {
         type == .reengagement ? .hours(48) : .days(60)
