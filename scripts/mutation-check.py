@@ -269,6 +269,9 @@ MUTATIONS = [
     M("development-timings", "development delays drawn from production ranges", ["development-timings.json"],
       (DELAY, "let range = range(sequenceIndex: sequenceIndex, development: development)",
        "let range = range(sequenceIndex: sequenceIndex, development: false)")),
+    # Scenarios fix the tier instead of counting crowds: the tier table test is the oracle.
+    M("crowd-country", "the country's crowd no longer caps the tier", ["assessesTier"],
+      (RULES + "CrowdTier.swift", "countryTier ?? .three)", ".three)")),
     M("development-delay-fixed", "development delays random over 5–10 minutes again", ["development-delay-fixed.json"],
       (DELAY, "if development { return developmentDelay...developmentDelay }",
        "if development { return developmentDelay...(developmentDelay * 2) }")),

@@ -140,7 +140,7 @@ struct TimingRulesTests {
 @Suite("Crowd tiers, truncation and field gating")
 struct CrowdRulesTests {
     struct TierCase: Sendable {
-        let publisher: Int, advertised: Int, country: Int
+        let publisher: Int, advertised: Int, country: Int?
         let digits: [Int: Int]
         let tier: Int, kept: Int, countryTierThree: Bool
     }
@@ -148,19 +148,32 @@ struct CrowdRulesTests {
     // Thresholds 10 / 100 / 1000.
     static let tierCases: [TierCase] = [
         .init(publisher: 1, advertised: 1, country: 1, digits: [2: 1, 3: 1, 4: 1], tier: 0, kept: 2, countryTierThree: false),
-        .init(publisher: 10, advertised: 10, country: 5, digits: [2: 10, 3: 9, 4: 1], tier: 1, kept: 2, countryTierThree: false),
+        .init(
+            publisher: 10, advertised: 10, country: 50, digits: [2: 10, 3: 9, 4: 1], tier: 1, kept: 2, countryTierThree: false),
         // Tier 1 at every length: 2 digits, even though ties go toward more digits.
         .init(
-            publisher: 50, advertised: 50, country: 5, digits: [2: 50, 3: 50, 4: 50], tier: 1, kept: 2, countryTierThree: false),
+            publisher: 50, advertised: 50, country: 50, digits: [2: 50, 3: 50, 4: 50], tier: 1, kept: 2, countryTierThree: false),
         .init(
-            publisher: 500, advertised: 500, country: 5, digits: [2: 500, 3: 100, 4: 99], tier: 2, kept: 3,
+            publisher: 500, advertised: 500, country: 500, digits: [2: 500, 3: 100, 4: 99], tier: 2, kept: 3,
+            countryTierThree: false),
+        // The country's crowd caps the tier like the apps' (spec §5): a small country, tier 0 …
+        .init(
+            publisher: 5000, advertised: 5000, country: 5, digits: [2: 5000, 3: 5000, 4: 5000], tier: 0, kept: 2,
+            countryTierThree: false),
+        // … a country of tier 2 keeps the 3 digits a tier-2 source id allows, and no country code.
+        .init(
+            publisher: 5000, advertised: 5000, country: 500, digits: [2: 5000, 3: 5000, 4: 5000], tier: 2, kept: 4,
+            countryTierThree: false),
+        // No country code: no country crowd bounds the tier, and none can be sent.
+        .init(
+            publisher: 5000, advertised: 5000, country: nil, digits: [2: 5000, 3: 5000, 4: 5000], tier: 3, kept: 4,
             countryTierThree: false),
         .init(
             publisher: 5000, advertised: 5000, country: 1000, digits: [2: 5000, 3: 1000, 4: 1000], tier: 3, kept: 4,
             countryTierThree: true),
         .init(
-            publisher: 5000, advertised: 5000, country: 999, digits: [2: 5000, 3: 1000, 4: 999], tier: 3, kept: 3,
-            countryTierThree: false),
+            publisher: 5000, advertised: 5000, country: 1000, digits: [2: 5000, 3: 1000, 4: 999], tier: 3, kept: 3,
+            countryTierThree: true),
         // The smallest app crowd caps the tier.
         .init(
             publisher: 99, advertised: 5000, country: 5000, digits: [2: 5000, 3: 5000, 4: 5000], tier: 1, kept: 2,

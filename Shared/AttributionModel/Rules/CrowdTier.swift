@@ -45,11 +45,13 @@ public struct CrowdTierThresholds: Sendable, Hashable, Codable {
 public struct CrowdSizes: Sendable, Hashable {
     public var publisherApp: Int
     public var advertisedApp: Int
-    public var country: Int
+    /// The country's crowd; nil when the conversion carries no country code (then no country crowd
+    /// bounds the tier, and no country code can be sent).
+    public var country: Int?
     /// Crowd of the source id kept at 2, 3 and 4 digits.
     public var sourceIdentifierDigits: [Int: Int]
 
-    public init(publisherApp: Int, advertisedApp: Int, country: Int, sourceIdentifierDigits: [Int: Int]) {
+    public init(publisherApp: Int, advertisedApp: Int, country: Int?, sourceIdentifierDigits: [Int: Int]) {
         self.publisherApp = publisherApp
         self.advertisedApp = advertisedApp
         self.country = country
@@ -73,11 +75,16 @@ public struct CrowdAssessment: Sendable, Hashable, Codable {
     /// Development impressions get the highest tier (Apple's developer mode).
     public static let development = CrowdAssessment(tier: .three, sourceIdentifierDigits: 4, countryIsTierThree: true)
 
-    /// Tier for each of the 2-, 3- and 4-digit versions; the highest wins, ties toward more digits,
-    /// and 2 digits whenever the tier is 0 or 1.
+    /// The publisher app's, the advertised app's and the country's crowds cap the tier (spec §5: the
+    /// tier is assessed from all four crowds; each is the smallest group the postback could single a
+    /// device out in, so the smallest decides). Then a tier for each of the 2-, 3- and 4-digit source
+    /// ids under that cap: the highest wins, ties toward more digits, and 2 digits whenever the tier is
+    /// 0 or 1.
     public static func assess(_ sizes: CrowdSizes, thresholds: CrowdTierThresholds) -> CrowdAssessment {
+        let countryTier = sizes.country.map { thresholds.tier(forCrowdSize: $0) }
         let appTier = min(
-            thresholds.tier(forCrowdSize: sizes.publisherApp), thresholds.tier(forCrowdSize: sizes.advertisedApp))
+            thresholds.tier(forCrowdSize: sizes.publisherApp), thresholds.tier(forCrowdSize: sizes.advertisedApp),
+            countryTier ?? .three)
         var best = (tier: CrowdTier.zero, digits: 2)
         for digits in 2...4 {
             let tier = min(appTier, thresholds.tier(forCrowdSize: sizes.sourceIdentifierDigits[digits] ?? 0))
@@ -86,7 +93,7 @@ public struct CrowdAssessment: Sendable, Hashable, Codable {
         if best.tier <= .one { best.digits = 2 }
         return CrowdAssessment(
             tier: best.tier, sourceIdentifierDigits: best.digits,
-            countryIsTierThree: thresholds.tier(forCrowdSize: sizes.country) == .three)
+            countryIsTierThree: countryTier == .three)
     }
 }
 

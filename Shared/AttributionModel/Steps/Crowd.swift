@@ -38,7 +38,8 @@ public struct CrowdCounts: Sendable {
                 + counted[crowd, default: 0] + 1
         }
         return CrowdSizes(
-            publisherApp: c[0], advertisedApp: c[1], country: c[2], sourceIdentifierDigits: [2: c[3], 3: c[4], 4: c[5]])
+            publisherApp: c[0], advertisedApp: c[1], country: attribution.countryCode == nil ? nil : c[2],
+            sourceIdentifierDigits: [2: c[3], 3: c[4], 4: c[5]])
     }
 
     /// Counts the conversion in each of its crowds (for the rest of the batch) and says what to store.
