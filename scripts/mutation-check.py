@@ -269,6 +269,8 @@ MUTATIONS = [
     M("development-timings", "development delays drawn from production ranges", ["development-timings.json"],
       (DELAY, "let range = range(sequenceIndex: sequenceIndex, development: development)",
        "let range = range(sequenceIndex: sequenceIndex, development: false)")),
+    M("marketplace", "postbacks always name the App Store", ["marketplace-alternative.json"],
+      (PLAN, "(attribution.marketplaceIdentifier ?? PostbackPayload.appStoreMarketplace)", "PostbackPayload.appStoreMarketplace")),
     # Scenarios fix the tier instead of counting crowds: the tier table test is the oracle.
     M("crowd-country", "the country's crowd no longer caps the tier", ["assessesTier"],
       (RULES + "CrowdTier.swift", "countryTier ?? .three)", ".three)")),

@@ -1265,6 +1265,12 @@ enum OpenAPIDocument {
                   "country-code": {
                     "type": "string",
                     "pattern": "^[A-Z]{2}$"
+                  },
+                  "marketplace-identifier": {
+                    "type": "string",
+                    "maxLength": 255,
+                    "pattern": "^[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)+$",
+                    "description": "the store the app was installed from, as its bundle id; absent: the App Store (com.apple.AppStore). Postbacks carry it as their `marketplace-identifier` (tiers 1–3). Otherwise 400 `invalid-marketplace-identifier`"
                   }
                 }
               },

@@ -22,6 +22,7 @@ struct ProblemReasonTests {
         "body-too-large", "body-timeout", "http-error", "internal-error", "redis-unreachable", "consumer-group-missing",
         "replication-timeout", "invalid-batch", "batch-too-large", "overloaded", "pipeline-lagging", "rate-limited",
         "unknown-app-key", "credential-mismatch", "unknown-credential", "unknown-publisher-app",
+        "invalid-marketplace-identifier",
     ]
 
     @Test func reasonStringsAreTheOnesClientsKnow() {

@@ -93,7 +93,20 @@ struct RequestValidationTests {
         conversionCase("three-letter country", conversion(country: "USA"), .invalidCountryCode),
         conversionCase("time in 1999", conversion(time: 946_684_799_999), .invalidTime),
         conversionCase("bad country and time", conversion(country: "U", time: 0), .invalidCountryCode),
+        conversionCase("an alternative marketplace", Self.marketplace("com.example.market-place"), nil),
+        conversionCase("the App Store named", Self.marketplace("com.apple.AppStore"), nil),
+        conversionCase("a marketplace of one label", Self.marketplace("marketplace"), .invalidMarketplaceIdentifier),
+        conversionCase("an empty label", Self.marketplace("com..example"), .invalidMarketplaceIdentifier),
+        conversionCase("a space", Self.marketplace("com.example store"), .invalidMarketplaceIdentifier),
+        conversionCase("a URL", Self.marketplace("https://store.example"), .invalidMarketplaceIdentifier),
+        conversionCase("non-ASCII", Self.marketplace("com.exämple"), .invalidMarketplaceIdentifier),
+        conversionCase(
+            "256 characters", Self.marketplace("com." + String(repeating: "a", count: 252)), .invalidMarketplaceIdentifier),
     ]
+
+    static func marketplace(_ identifier: String) -> String {
+        String(conversion().dropLast()) + #","marketplace-identifier":"\#(identifier)"}"#
+    }
 
     static func update(fine: Int, time: Milliseconds = now) -> String {
         #"{"device-identifier":"device-1","advertised-item-identifier":1108187390,"time":\#(time),"#

@@ -325,6 +325,7 @@ final class ScenarioPipelineRunner: Sendable {
                     "conversion-type": conversion.type.rawValue, "time": time,
                 ]
                 body["country-code"] = conversion.country ?? "US"
+                if let marketplace = conversion.marketplace { body["marketplace-identifier"] = marketplace }
                 let reply = try await http.send("POST", "\(pipeline.ingestURL)/v1/conversions", json: body, token: appKey)
                 if reply.status == 202 {
                     accepted.withLock { $0 += 1 }
@@ -508,6 +509,9 @@ final class ScenarioPipelineRunner: Sendable {
             found.append(
                 "coarse-conversion-value \(body.coarseConversionValue?.rawValue ?? "absent"), expected \(expected.coarse?.rawValue ?? "absent")"
             )
+        }
+        if let marketplace = expected.marketplace, payload.marketplaceIdentifier != marketplace {
+            found.append("marketplace-identifier \(payload.marketplaceIdentifier ?? "absent"), expected \(marketplace)")
         }
         if let impression = plan.impressions[expected.impression] {
             let source = String(impression.source ?? 5239)

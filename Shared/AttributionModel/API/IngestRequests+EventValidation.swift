@@ -55,6 +55,12 @@ extension IngestRequests.Conversion {
         if let countryCode, countryCode.count != 2 || !countryCode.allSatisfy({ $0.isASCII && $0.isUppercase }) {
             throw RequestProblem(.invalidCountryCode, "country-code is two upper-case letters (ISO 3166-1)")
         }
+        if let marketplaceIdentifier, !Self.isMarketplaceIdentifier(marketplaceIdentifier) {
+            throw RequestProblem(
+                .invalidMarketplaceIdentifier,
+                "marketplace-identifier is a store's bundle id (letters, digits, '-' and '.'-separated labels, at most 255 characters), e.g. com.apple.AppStore"
+            )
+        }
         try RequestChecks.time(time, field: "time")
     }
 
@@ -65,7 +71,22 @@ extension IngestRequests.Conversion {
         return ConversionReport(
             deviceIdentifier: deviceIdentifier, advertisedItemIdentifier: advertisedItemIdentifier,
             conversionType: conversionType, time: time, countryCode: countryCode, receivedAt: receivedAt,
-            conversionTag: conversionType == .reengagement ? conversionTag : nil)
+            conversionTag: conversionType == .reengagement ? conversionTag : nil,
+            marketplaceIdentifier: marketplaceIdentifier == PostbackPayload.appStoreMarketplace ? nil : marketplaceIdentifier)
+    }
+
+    /// A bundle id: at least two non-empty labels of ASCII letters, digits and '-', 255 characters at most.
+    static func isMarketplaceIdentifier(_ text: String) -> Bool {
+        let labels = text.split(separator: ".", omittingEmptySubsequences: false)
+        return text.utf8.count <= 255 && labels.count >= 2
+            && labels.allSatisfy { label in
+                !label.isEmpty
+                    && label.utf8.allSatisfy {
+                        $0 < 0x80
+                            && (Character(UnicodeScalar($0)).isLetter || Character(UnicodeScalar($0)).isNumber
+                                || $0 == UInt8(ascii: "-"))
+                    }
+            }
     }
 }
 

@@ -115,16 +115,20 @@ public enum IngestRequests {
         public var conversionType: ConversionType
         public var time: Milliseconds
         public var countryCode: String?
+        /// The store the app was installed from: an alternative marketplace's bundle id; absent, the App
+        /// Store (`com.apple.AppStore`).
+        public var marketplaceIdentifier: String?
 
         public init(
             deviceIdentifier: String, advertisedItemIdentifier: ItemIdentifier, conversionType: ConversionType,
-            time: Milliseconds, countryCode: String? = nil
+            time: Milliseconds, countryCode: String? = nil, marketplaceIdentifier: String? = nil
         ) {
             self.deviceIdentifier = deviceIdentifier
             self.advertisedItemIdentifier = advertisedItemIdentifier
             self.conversionType = conversionType
             self.time = time
             self.countryCode = countryCode
+            self.marketplaceIdentifier = marketplaceIdentifier
         }
 
         enum CodingKeys: String, CodingKey {
@@ -133,6 +137,7 @@ public enum IngestRequests {
             case conversionType = "conversion-type"
             case time
             case countryCode = "country-code"
+            case marketplaceIdentifier = "marketplace-identifier"
         }
     }
 

@@ -51,13 +51,16 @@ public struct Attribution: Sendable, Codable, Hashable {
     public var winner: AttributedImpression
     public var nonWinners: [AttributedImpression]
     public var conversionTag: String?
+    /// The store the app came from when not the App Store (its bundle id); postbacks name it.
+    public var marketplaceIdentifier: String?
 
     public init(
         conversionIdentifier: String, advertisedItemIdentifier: ItemIdentifier, conversionType: ConversionType,
         conversionTime: Milliseconds, countryCode: String?, winner: AttributedImpression,
-        nonWinners: [AttributedImpression], conversionTag: String? = nil
+        nonWinners: [AttributedImpression], conversionTag: String? = nil, marketplaceIdentifier: String? = nil
     ) {
         self.conversionTag = conversionTag
+        self.marketplaceIdentifier = marketplaceIdentifier
         self.conversionIdentifier = conversionIdentifier
         self.advertisedItemIdentifier = advertisedItemIdentifier
         self.conversionType = conversionType
@@ -79,6 +82,7 @@ public struct Attribution: Sendable, Codable, Hashable {
         case winner
         case nonWinners = "non-winners"
         case conversionTag = "conversion-tag"
+        case marketplaceIdentifier = "marketplace-identifier"
     }
 }
 

@@ -47,12 +47,16 @@ public struct ConversionReport: Sendable, Codable, Hashable {
     /// Re-engagements only: the tag ingest returned (the `AdAttributionKitReengagementOpen` value);
     /// updates carrying it apply to this conversion alone.
     public var conversionTag: String?
+    /// An alternative marketplace's bundle id; nil: the App Store.
+    public var marketplaceIdentifier: String?
 
     public init(
         deviceIdentifier: String, advertisedItemIdentifier: ItemIdentifier, conversionType: ConversionType,
-        time: Milliseconds, countryCode: String? = nil, receivedAt: Milliseconds, conversionTag: String? = nil
+        time: Milliseconds, countryCode: String? = nil, receivedAt: Milliseconds, conversionTag: String? = nil,
+        marketplaceIdentifier: String? = nil
     ) {
         self.conversionTag = conversionTag
+        self.marketplaceIdentifier = marketplaceIdentifier
         self.deviceIdentifier = deviceIdentifier
         self.advertisedItemIdentifier = advertisedItemIdentifier
         self.conversionType = conversionType
@@ -69,6 +73,7 @@ public struct ConversionReport: Sendable, Codable, Hashable {
         case countryCode = "country-code"
         case receivedAt = "received-at"
         case conversionTag = "conversion-tag"
+        case marketplaceIdentifier = "marketplace-identifier"
     }
 }
 

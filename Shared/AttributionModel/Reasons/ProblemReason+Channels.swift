@@ -19,7 +19,8 @@ extension ProblemReason {
             .reengagementDeviceCap:
             [.rejection]
         case .invalidJSON, .invalidBody, .invalidDeviceIdentifier, .invalidTime, .invalidInteraction,
-            .invalidSKAdNetworkImpression, .invalidCountryCode, .valueOutOfRange, .invalidActivity, .invalidIdempotencyKey,
+            .invalidSKAdNetworkImpression, .invalidCountryCode, .invalidMarketplaceIdentifier, .valueOutOfRange, .invalidActivity,
+            .invalidIdempotencyKey,
             .invalidAdNetworkIdentifier, .invalidItemIdentifier, .invalidPublicKey, .invalidPostbackURL, .invalidCopyEndpoint,
             .invalidPropertyList, .invalidConfiguration, .unknownKey, .invalidSchema, .invalidVersion,
             .invalidDeadLetterIdentifier, .destinationInvalid, .destinationNotHTTPS, .destinationPrivateAddress,

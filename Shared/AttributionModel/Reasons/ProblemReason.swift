@@ -36,6 +36,7 @@ public enum ProblemReason: String, Sendable, Codable, Hashable, CaseIterable {
     case invalidInteraction = "invalid-interaction"
     case invalidSKAdNetworkImpression = "invalid-skadnetwork-impression"
     case invalidCountryCode = "invalid-country-code"
+    case invalidMarketplaceIdentifier = "invalid-marketplace-identifier"
     case valueOutOfRange = "value-out-of-range"
     case invalidActivity = "invalid-activity"
     case invalidIdempotencyKey = "invalid-idempotency-key"

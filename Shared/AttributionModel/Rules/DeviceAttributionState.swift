@@ -120,7 +120,7 @@ public struct DeviceAttributionState: Sendable, Codable, Hashable {
             conversionIdentifier: conversionIdentifier, advertisedItemIdentifier: report.advertisedItemIdentifier,
             conversionType: report.conversionType, conversionTime: report.time, countryCode: report.countryCode,
             winner: AttributedImpression(result.winner), nonWinners: result.nonWinners.map(AttributedImpression.init),
-            conversionTag: report.conversionTag)
+            conversionTag: report.conversionTag, marketplaceIdentifier: report.marketplaceIdentifier)
         // The winning impression has done its work: it cannot win a second conversion.
         impressions.removeAll { $0.payload.impressionIdentifier == result.winner.payload.impressionIdentifier }
         return .success(Outcome(attribution: attribution, updates: routePending(), superseded: superseded))

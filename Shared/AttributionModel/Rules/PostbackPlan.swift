@@ -279,7 +279,8 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
             advertisedItemIdentifier: attribution.advertisedItemIdentifier,
             publisherItemIdentifier: fields.includesPublisherItemIdentifier ? impression.publisherItemIdentifier : nil,
             conversionType: attribution.conversionType,
-            marketplaceIdentifier: fields.includesMarketplace ? PostbackPayload.appStoreMarketplace : nil,
+            marketplaceIdentifier: fields.includesMarketplace
+                ? (attribution.marketplaceIdentifier ?? PostbackPayload.appStoreMarketplace) : nil,
             postbackIdentifier: identifier,
             postbackSequenceIndex: index, didWin: didWin)
         return PostbackOrder(

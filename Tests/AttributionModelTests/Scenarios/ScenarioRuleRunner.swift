@@ -202,7 +202,8 @@ struct ScenarioRuleRunner {
             let report = ConversionReport(
                 deviceIdentifier: device, advertisedItemIdentifier: Self.advertisedApp, conversionType: conversion.type,
                 time: time, countryCode: conversion.country ?? "US", receivedAt: time,
-                conversionTag: conversion.type == .reengagement ? Self.tag(of: conversion.id) : nil)
+                conversionTag: conversion.type == .reengagement ? Self.tag(of: conversion.id) : nil,
+                marketplaceIdentifier: conversion.marketplace)
             let app = (scenario.app ?? IngestRequests.AdvertisedApp()).configuration(itemIdentifier: Self.advertisedApp)
             return Envelope(
                 id: conversion.id, time: time, body: .conversionVerified(VerifiedConversion(report: report, app: app)))
@@ -321,6 +322,9 @@ extension ScenarioRuleRunner {
             }
             if order.adInteractionType != impression.interaction {
                 report("\(label): interaction \(order.adInteractionType.rawValue), expected \(impression.interaction.rawValue)")
+            }
+            if let marketplace = expected.marketplace, order.payload.marketplaceIdentifier != marketplace {
+                report("\(label): marketplace \(describe(order.payload.marketplaceIdentifier)), expected \(marketplace)")
             }
             if actual.preparedAt != expected.preparedAt {
                 report("\(label): prepared at \(actual.preparedAt), expected \(expected.preparedAt)")

@@ -75,6 +75,8 @@ public struct ScenarioConversion: Codable, Sendable {
     public var type: ConversionType
     /// Default "US".
     public var country: String?
+    /// An alternative marketplace's bundle id (default: none, the App Store).
+    public var marketplace: String?
 }
 
 public struct ScenarioUpdate: Codable, Sendable {
@@ -127,4 +129,6 @@ public struct ExpectedPostback: Codable, Sendable {
     /// When set, the delay is not drawn but fixed: due exactly this many virtual ms after `preparedAt`
     /// (development postbacks: 300000), whatever the code's own delay range says.
     public var delay: Milliseconds?
+    /// When set, the postback's `marketplace-identifier` must be exactly this.
+    public var marketplace: String?
 }
