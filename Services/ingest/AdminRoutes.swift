@@ -44,11 +44,12 @@ struct AdminRoutes {
         catalog.on(admin, prefix: prefix, .put, "/advertised-apps/:item") { request, context in
             let item = try Self.itemIdentifier(context)
             let body = try await request.collectBody(limit: 262_144)
-            let uploaded = try AdvertisedAppBody.decode(body, contentType: request.headers[.contentType])
-                .configuration(itemIdentifier: item, destinations: destinations)
-            // Accepted but not honoured: stored without them, and said so in the answer (never a silent drop).
+            let decoded = try AdvertisedAppBody.decodeReporting(body, contentType: request.headers[.contentType])
+            let uploaded = try decoded.app.configuration(itemIdentifier: item, destinations: destinations)
+            // Accepted but not honoured or not read: stored without them, and said so in the answer (never
+            // a silent drop).
             let stored = try await written(uploaded.withoutIgnoredKeys(), in: RegistryKeys.advertisedApps, field: String(item))
-            let ignored = uploaded.ignoredKeys()
+            let ignored = decoded.ignored + uploaded.ignoredKeys()
             guard !ignored.isEmpty, var object = try JSONSerialization.jsonObject(with: Data(stored)) as? [String: Any] else {
                 return Self.json(stored)
             }

@@ -450,7 +450,7 @@ enum OpenAPIDocument {
                 }
               },
               "put": {
-                "summary": "Register an advertised app's AdAttributionKit configuration, as JSON or as its Info.plist (XML property list)",
+                "summary": "Register an advertised app's AdAttributionKit configuration, as JSON or as its Info.plist (XML property list): keys flat or inside `AdAttributionKit` (Apple's layout) or `AdAttributionKitConfigurations`, Apple's `OptInForReengagementPostbackCopies` read as `EligibleForAdAttributionKitReengagementPostbackCopies`. Unknown keys inside those dictionaries (or at the top of JSON) are 400 `unknown-key`; nothing is dropped in silence (see `ignored`)",
                 "security": [
                   {
                     "adminToken": []

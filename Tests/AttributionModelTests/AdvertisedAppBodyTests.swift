@@ -32,6 +32,41 @@ struct AdvertisedAppBodyTests {
         #expect(try AdvertisedAppBody.decode(body, contentType: nil).attributionCooldown?.installCooldownHours == 24)
     }
 
+    static func plist(_ inner: String) -> Data {
+        Data(
+            (#"<?xml version="1.0" encoding="UTF-8"?><plist version="1.0"><dict><key>CFBundleName</key><string>App</string>"#
+                + inner + "</dict></plist>").utf8)
+    }
+
+    /// Apple's examples put the keys in an `AdAttributionKit` dictionary and call the re-engagement
+    /// opt-in `OptInForReengagementPostbackCopies` (issue 19, item 3): read, in a plist and in JSON.
+    @Test func applesLayoutAndKeyNamesAreRead() throws {
+        let body = Self.plist(
+            "<key>AdAttributionKit</key><dict><key>AttributionCopyEndpoint</key><string>https://example.com</string>"
+                + "<key>OptInForReengagementPostbackCopies</key><true/></dict>")
+        let decoded = try AdvertisedAppBody.decodeReporting(body, contentType: "application/x-plist")
+        #expect(decoded.app.attributionCopyEndpoint == "https://example.com")
+        #expect(decoded.app.eligibleForReengagementPostbackCopies == true)
+        #expect(decoded.ignored.isEmpty, "CFBundleName is not ours and not reported: \(decoded.ignored)")
+        let json = Data(
+            #"{"AdAttributionKit":{"AttributionCopyEndpoint":"https://example.com","OptInForReengagementPostbackCopies":true}}"#
+                .utf8)
+        let fromJSON = try AdvertisedAppBody.decode(json, contentType: "application/json")
+        #expect(
+            fromJSON.attributionCopyEndpoint == "https://example.com" && fromJSON.eligibleForReengagementPostbackCopies == true)
+    }
+
+    /// Never a 200 that drops a key in silence: an unknown key inside an AdAttributionKit dictionary is
+    /// refused by name, and an unread top-level key that looks like an attribution setting is reported.
+    @Test func unknownKeysAreRefusedOrReported() throws {
+        let inside = Self.plist("<key>AdAttributionKit</key><dict><key>AttributionCopyEndpiont</key><string>x</string></dict>")
+        let problem = Self.problem(inside, contentType: "application/x-plist")
+        #expect(problem?.reason.rawValue == "unknown-key" && problem?.detail.contains("AttributionCopyEndpiont") == true)
+        let top = Self.plist("<key>NSAdvertisingAttributionReportEndpoint</key><string>https://example.com</string>")
+        let decoded = try AdvertisedAppBody.decodeReporting(top, contentType: "application/x-plist")
+        #expect(decoded.ignored.count == 1 && decoded.ignored[0].hasPrefix("NSAdvertisingAttributionReportEndpoint"))
+    }
+
     @Test func jsonNamesTheUnknownKey() {
         let problem = Self.problem(Data(#"{"AttributionCooldown":{},"CFBundleName":"App"}"#.utf8), contentType: nil)
         #expect(problem?.reason.rawValue == "unknown-key")

@@ -120,7 +120,7 @@ extension PipelineSuites {
         }
 
         /// `ignoreInteractionType` in `global` (issue 19, item 7): the upload is accepted, stored without
-        /// it, and the answer says so; never a silent drop.
+        /// it, and the answer says so; never a silent drop. Apple's Info.plist layout is read (item 3).
         @Test func aGlobalIgnoreInteractionTypeIsAcceptedStoredWithoutItAndReported() async throws {
             let (redis, ingest) = try await start()
             defer {
@@ -141,6 +141,22 @@ extension PipelineSuites {
             let plain = try await http.send(
                 "PUT", "\(ingest.adminURL)/v1/admin/advertised-apps/\(Self.app)", json: [:], token: ingest.adminToken)
             #expect(plain.status == 200 && plain.json["ignored"] == nil, "no `ignored` when nothing was")
+
+            // Apple's Info.plist layout (issue 19, item 3): read, not dropped.
+            var plist = HTTPClientRequestBuilder(
+                method: "PUT", url: "\(ingest.adminURL)/v1/admin/advertised-apps/\(Self.app)",
+                body: #"<?xml version="1.0" encoding="UTF-8"?><plist version="1.0"><dict>"#
+                    + "<key>CFBundleName</key><string>App</string><key>AdAttributionKit</key><dict>"
+                    + "<key>AttributionCopyEndpoint</key><string>https://example.com</string>"
+                    + "<key>OptInForReengagementPostbackCopies</key><true/></dict></dict></plist>")
+            plist.token = ingest.adminToken
+            plist.contentType = "application/x-plist"
+            let applesLayout = try await http.send(plist)
+            #expect(applesLayout.status == 200 && applesLayout.json["ignored"] == nil, "\(applesLayout.json)")
+            let copies =
+                try await redis.connect().send(RedisCommand("HGET", RegistryKeys.advertisedApps, String(Self.app)))
+                .string ?? ""
+            #expect(copies.contains("example.com") && copies.contains("ReengagementPostbackCopies\":true"), "\(copies)")
         }
 
         /// Deleting a network, a publisher app or an advertised app removes its registration and what was

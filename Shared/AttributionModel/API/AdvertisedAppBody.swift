@@ -1,13 +1,33 @@
 import Foundation
 
 /// An advertised app's configuration as app teams have it: JSON, or their Info.plist (XML property
-/// list), with the AdAttributionKit keys flat or inside `AdAttributionKitConfigurations`. Lives in the
+/// list), with the AdAttributionKit keys flat, inside `AdAttributionKit` (Apple's examples) or inside
+/// `AdAttributionKitConfigurations`, under Apple's names or the spec's. Lives in the
 /// model rather than in ingest so the fuzzer (Fuzz/) runs the very code ingest runs.
 public enum AdvertisedAppBody {
     /// Why a body was refused: the reason ingest answers 400 with, and the plain words.
     public typealias Problem = RequestProblem
 
     public static func decode(_ bytes: Data, contentType: String?) throws -> IngestRequests.AdvertisedApp {
+        try decodeReporting(bytes, contentType: contentType).app
+    }
+
+    /// The dictionaries Apple's examples and the spec put the keys in: `AdAttributionKit` (Apple's
+    /// Info.plist layout) and `AdAttributionKitConfigurations`; keys may also sit at the top.
+    public static let containers = ["AdAttributionKit", IngestRequests.AdvertisedApp.nestedContainer]
+
+    /// Apple's names for keys this body reads under another name.
+    public static let aliases = [
+        "OptInForReengagementPostbackCopies": "EligibleForAdAttributionKitReengagementPostbackCopies"
+    ]
+
+    /// The configuration, and the keys it carried that are not read (the admin API lists them in its
+    /// answer: nothing is dropped in silence). Inside a container every key must be known (400
+    /// `unknown-key` otherwise); a whole Info.plist's other top-level keys (CFBundle…) are not ours and
+    /// are passed over, except ones that look like attribution settings, which are reported.
+    public static func decodeReporting(_ bytes: Data, contentType: String?) throws -> (
+        app: IngestRequests.AdvertisedApp, ignored: [String]
+    ) {
         let isPropertyList = contentType.map { $0.contains("plist") || $0.contains("xml") } ?? false || Self.looksLikeXML(bytes)
         // XML is the documented form. Anything else would reach CoreFoundation's binary and OpenStep
         // parsers, and swift-corelibs-foundation segfaults bridging a binary plist that holds a set
@@ -29,24 +49,36 @@ public enum AdvertisedAppBody {
         guard var dictionary = root as? [String: Any] else {
             throw Problem(.invalidJSON, "the configuration must be a dictionary")
         }
-        if let nested = dictionary.removeValue(forKey: IngestRequests.AdvertisedApp.nestedContainer) {
+        let known = IngestRequests.AdvertisedApp.knownKeys
+        func canonical(_ key: String) -> String { aliases[key] ?? key }
+        var ignored: [String] = []
+        var read: [String: Any] = [:]
+        for container in containers {
+            guard let nested = dictionary.removeValue(forKey: container) else { continue }
             guard let nested = nested as? [String: Any] else {
-                throw Problem(.invalidJSON, "AdAttributionKitConfigurations must be a dictionary")
+                throw Problem(.invalidJSON, "\(container) must be a dictionary")
             }
-            dictionary.merge(nested) { _, inner in inner }
+            if let unknown = nested.keys.filter({ !known.contains(canonical($0)) }).sorted().first {
+                throw Problem(.unknownKey, "\(container).\(unknown) is not an AdAttributionKit configuration key")
+            }
+            for (key, value) in nested { read[canonical(key)] = value }
         }
-        if isPropertyList {
-            // A whole Info.plist holds many other keys (CFBundle…): only ours are read.
-            dictionary = dictionary.filter { IngestRequests.AdvertisedApp.knownKeys.contains($0.key) }
-        } else if let unknown = dictionary.keys.filter({ !IngestRequests.AdvertisedApp.knownKeys.contains($0) }).sorted().first {
-            throw Problem(.unknownKey, "\(unknown) is not an AdAttributionKit configuration key")
+        for (key, value) in dictionary {
+            if known.contains(canonical(key)) {
+                // A container's value wins over the same key at the top.
+                if read[canonical(key)] == nil { read[canonical(key)] = value }
+            } else if !isPropertyList {
+                throw Problem(.unknownKey, "\(key) is not an AdAttributionKit configuration key")
+            } else if key.localizedCaseInsensitiveContains("attribution") {
+                ignored.append("\(key): not an AdAttributionKit configuration key this pipeline reads")
+            }
         }
         // A property list can hold dates and data, which JSON cannot: a 400 that says so, not a 500.
-        guard let json = try? JSONSerialization.data(withJSONObject: dictionary) else {
+        guard let json = try? JSONSerialization.data(withJSONObject: read) else {
             throw Problem(.invalidConfiguration, "values must be dictionaries, strings, numbers or booleans, not dates or data")
         }
         do {
-            return try JSONDecoder().decode(IngestRequests.AdvertisedApp.self, from: json)
+            return (try JSONDecoder().decode(IngestRequests.AdvertisedApp.self, from: json), ignored.sorted())
         } catch let error as DecodingError {
             throw Problem(.invalidConfiguration, error.plainDescription)
         }
