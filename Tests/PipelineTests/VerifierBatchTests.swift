@@ -13,16 +13,9 @@ extension PipelineSuites {
     struct VerifierBatchTests {
         let http = HTTPTestClient()
 
-        /// Two reports of one impression in one batch: the first is verified and claims the impression,
-        /// the second is refused as a replay (the claim of an event of the same batch is not a replay
-        /// of the first).
-        @Test func oneImpressionReportedTwiceInOneBatchIsVerifiedOnce() async throws {
-            let redis = try await RedisServer.start()
-            defer { redis.stop() }
-            let ingest = try PipelineProcesses(redis: redis, timeScale: 1, only: ["ingest"])
-            defer { ingest.stop() }
+        /// Waits for ingest, then registers HostileInputTests' network (with `networkKey`), publisher and app.
+        func register(on ingest: PipelineProcesses, networkKey key: P256.Signing.PrivateKey) async throws {
             try #require(try await http.waitUntilUp("\(ingest.ingestURL)/health"), "ingest started\n\(ingest.logs())")
-            let key = P256.Signing.PrivateKey()
             for (path, json) in [
                 (
                     "ad-networks/\(HostileInputTests.network)",
@@ -35,6 +28,18 @@ extension PipelineSuites {
                     "PUT", "\(ingest.adminURL)/v1/admin/\(path)", json: json, token: ingest.adminToken)
                 try #require(reply.status == 200, "\(path): \(reply.json)")
             }
+        }
+
+        /// Two reports of one impression in one batch: the first is verified and claims the impression,
+        /// the second is refused as a replay (the claim of an event of the same batch is not a replay
+        /// of the first).
+        @Test func oneImpressionReportedTwiceInOneBatchIsVerifiedOnce() async throws {
+            let redis = try await RedisServer.start()
+            defer { redis.stop() }
+            let ingest = try PipelineProcesses(redis: redis, timeScale: 1, only: ["ingest"])
+            defer { ingest.stop() }
+            let key = P256.Signing.PrivateKey()
+            try await register(on: ingest, networkKey: key)
             let body = HostileInputTests.impressionBody(
                 HostileInputTests.jws(
                     header: #"{"alg":"ES256","kid":"\#(HostileInputTests.network)"}"#, payload: HostileInputTests.payload(),
@@ -68,21 +73,9 @@ extension PipelineSuites {
             defer { redis.stop() }
             let ingest = try PipelineProcesses(redis: redis, timeScale: 1, only: ["ingest"])
             defer { ingest.stop() }
-            try #require(try await http.waitUntilUp("\(ingest.ingestURL)/health"), "ingest started\n\(ingest.logs())")
             let key = P256.Signing.PrivateKey()
             let stranger = P256.Signing.PrivateKey()
-            for (path, json) in [
-                (
-                    "ad-networks/\(HostileInputTests.network)",
-                    ["public-key": key.publicKey.pemRepresentation, "postback-url": "https://example.com/p"] as [String: Any]
-                ),
-                ("publisher-apps/\(HostileInputTests.publisher)", ["AdNetworkIdentifiers": [HostileInputTests.network]]),
-                ("advertised-apps/\(HostileInputTests.app)", [:]),
-            ] {
-                let reply = try await http.send(
-                    "PUT", "\(ingest.adminURL)/v1/admin/\(path)", json: json, token: ingest.adminToken)
-                try #require(reply.status == 200, "\(path): \(reply.json)")
-            }
+            try await register(on: ingest, networkKey: key)
             var genuine: Set<String> = []
             var forged: Set<String> = []
             for index in 0..<60 {
