@@ -306,14 +306,27 @@ class RedisCluster:
         """SIGKILL of a primary; returns its port once one of its replicas serves its slots as primary
         and every surviving node says cluster_state:ok."""
         victim, _, victim_id, slots = next((n for n in self.nodes() if n[1] == "master" and n[3]))
-        first_slot = slots.split()[0].split("-")[0]
+        # The victim's slots as the victim itself sees them: another node's view can lag a resharding
+        # that just finished (a slot already moved away still listed), and then no takeover would match.
+        own = next((line.split() for line in redis_cli(victim, "CLUSTER", "NODES").splitlines() if "myself" in line), [])
+        ranges = [part for part in (own[8:] if len(own) > 8 else slots.split()) if not part.startswith("[")]
+        first_slot = int((ranges or slots.split())[0].split("-")[0])
+
+        def serves(parts, slot):
+            for part in parts.split():
+                if part.startswith("["):
+                    continue
+                low, _, high = part.partition("-")
+                if int(low) <= slot <= int(high or low):
+                    return True
+            return False
+
         self.processes.kill(f"redis-{victim}")
         survivors = [p for p in self.ports if p != victim]
         deadline = time.time() + 30
         while time.time() < deadline:
             nodes = [n for n in self.nodes() if n[0] != victim]
-            promoted = [n for n in nodes if n[1] == "master" and any(
-                part.split("-")[0] == first_slot for part in n[3].split())]
+            promoted = [n for n in nodes if n[1] == "master" and serves(n[3], first_slot)]
             if promoted and all("cluster_state:ok" in redis_cli(p, "CLUSTER", "INFO") for p in survivors):
                 return victim
             time.sleep(0.1)
