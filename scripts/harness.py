@@ -359,3 +359,13 @@ class RedisCluster:
             capture_output=True, text=True)
         if moved.returncode != 0:
             raise SystemExit("redis-cli --cluster reshard failed:\n" + moved.stdout[-2000:] + moved.stderr)
+        # Until every node, replicas included, agrees who owns each slot: a failover of the target
+        # before its replica has heard of the moved slots would leave them unserved (cluster_state:fail).
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            check = subprocess.run(["redis-cli", "--cluster", "check", f"127.0.0.1:{target}"], capture_output=True, text=True)
+            if "All nodes agree about slots configuration" in check.stdout and "All 16384 slots covered" in check.stdout:
+                break
+            time.sleep(0.1)
+        else:
+            raise SystemExit("the nodes did not agree on the slots after resharding:\n" + check.stdout[-2000:])
