@@ -1,4 +1,5 @@
 import AttributionModel
+import Foundation
 import ServiceRuntime
 
 /// verifier: checks every event's signature and rules; valid ones go on to `verified`, the rest to
@@ -17,7 +18,7 @@ struct VerifierCommand {
                 step: VerifierStep(policy: service.policy), partitioning: service.partitioning, claims: service.connection(),
                 registryCache: RegistryCache(maxAge: .milliseconds(try service.environment.value(.registryCacheMilliseconds))))
             let threads = try service.environment.value(.verifierThreads)
-            if threads > 0 { stage.lanes = threads }
+            stage.lanes = threads > 0 ? threads : ProcessInfo.processInfo.activeProcessorCount
             try await service.run(
                 services: [
                     try service.worker(

@@ -21,8 +21,9 @@ struct VerifierStage: StreamStage {
     /// For the replay claims (cross-partition): not the worker's connection, whose WATCH must not mix with them.
     let claims: RedisConnection
     let registryCache: RegistryCache
-    /// How many tasks a batch's signature checks are split over (the cores this process may use).
-    var lanes = ProcessInfo.processInfo.activeProcessorCount
+    /// How many tasks a batch's signature checks are split over (`VERIFIER_THREADS`; 1: all on the
+    /// batch's own task).
+    var lanes = 1
 
     struct Batch: Sendable {
         var envelopes: [Envelope?] = []
