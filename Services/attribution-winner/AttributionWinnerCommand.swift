@@ -17,7 +17,7 @@ struct AttributionWinnerCommand {
             let settle = ConversionWindows.settle(configured: configured, policy: service.policy)
             if settle < configured {
                 service.logger.notice(
-                    "CONVERSION_SETTLE_MS capped at a quarter of the first window",
+                    "CONVERSION_SETTLE_MS capped at half the first window",
                     metadata: [
                         "configured.ms": "\(configured)", "settle.ms": "\(settle)", "time.scale": "\(service.policy.scale)",
                     ])

@@ -82,14 +82,14 @@ struct TimingRulesTests {
     }
 
     @Test(
-        "conversion settle: as configured, capped at a quarter of the first window's scaled length",
+        "conversion settle: as configured, capped at half the first window's scaled length",
         arguments: [
             (2_000, 1.0, 2_000),  // real time: 2 s of a 2-day window
-            (2_000, 86_400.0, 500),  // the demo's scale: the first window lasts 2 s, so 2 s would take all of it
+            (2_000, 86_400.0, 1_000),  // the demo's scale: the first window lasts 2 s, so 2 s would take all of it
             (250, 86_400.0, 250),
-            (2_000, 172_800.0, 250),  // the tests' scale: a 1 s first window
+            (2_000, 172_800.0, 500),  // the tests' scale: a 1 s first window
             (0, 86_400.0, 0),
-            (3_600_000, 1.0, 3_600_000),  // an hour is far below 12 h
+            (3_600_000, 1.0, 3_600_000),  // an hour is far below 24 h
         ] as [(Milliseconds, Double, Milliseconds)])
     func conversionSettle(_ configured: Milliseconds, _ scale: Double, _ expected: Milliseconds) {
         #expect(ConversionWindows.settle(configured: configured, policy: TimePolicy(scale: scale)) == expected)

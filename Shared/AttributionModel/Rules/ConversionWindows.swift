@@ -26,12 +26,12 @@ public enum ConversionWindows {
     }
 
     /// How long a conversion waits (wall clock) for impressions reported just after it before it is
-    /// attributed: `configured`, capped at a quarter of the first window's scaled length (a production
+    /// attributed: `configured`, capped at half the first window's scaled length (a production
     /// window: the conversion's winner is not known yet), so a conversion always keeps most of its first
-    /// window for updates, whatever `TIME_SCALE` is. Real time: 12 h, never reached by the 2 s default;
-    /// `TIME_SCALE=86400`: 500 ms; 172800: 250 ms.
+    /// window for updates, whatever `TIME_SCALE` is. Real time: 24 h, never reached by the 2 s default;
+    /// `TIME_SCALE=86400`: 1 s; 172800: 500 ms.
     public static func settle(configured: Milliseconds, policy: TimePolicy) -> Milliseconds {
-        max(0, min(configured, policy.milliseconds(end(of: 0, development: false)) / 4))
+        max(0, min(configured, policy.milliseconds(end(of: 0, development: false)) / 2))
     }
 
     /// The first update must arrive within 60 days of an install or 48 h of a re-engagement.
