@@ -55,8 +55,9 @@ struct PostbackPlanTests {
         #expect(second.map(\.order.conversionValue) == [nil])
         #expect(second.map(\.order.payload.sourceIdentifier) == ["39"])
         #expect(second.allSatisfy { (7 * F.day + 24 * F.hour...7 * F.day + 144 * F.hour).contains($0.dueAt) })
+        // Window 2: no update in it, so no postback; window 1's value does not carry over.
         let third = plan.closeWindow(2, policy: .realTime, using: &generator)
-        #expect(third.map(\.order.payload.postbackSequenceIndex) == [2])
+        #expect(third.isEmpty)
         #expect(plan.isFinished)
     }
 
@@ -77,27 +78,33 @@ struct PostbackPlanTests {
             steps: [
                 (10, .low, false, 1), (30, .high, false, 80), (nil, nil, false, 0), (nil, nil, false, 1), (nil, nil, false, 2),
             ],
-            expected: ["10", "high", "high"]),
+            expected: ["10", "high", "none"]),
         OrderCase(
             name: "an older update processed after a newer one does not overwrite it",
             steps: [
                 (20, .medium, false, 5), (10, .low, false, 1), (nil, nil, false, 0), (nil, nil, false, 1), (nil, nil, false, 2),
             ],
-            expected: ["20", "medium", "medium"]),
+            expected: ["20", "none", "none"]),
         OrderCase(
             name: "a lock uses only values stamped before it, and drops later ones of its window that overtook it",
             steps: [(40, .high, false, 10), (12, .low, true, 5), (nil, nil, false, 1), (nil, nil, false, 2)],
-            expected: ["12", "low", "low"]),
+            expected: ["12", "none", "none"]),
         OrderCase(
             name: "a first update in window 1 starts no window 0 postback even if processed before window 0 closes",
             steps: [(30, .high, false, 80), (nil, nil, false, 0), (nil, nil, false, 1), (nil, nil, false, 2)],
-            expected: ["none", "high", "high"]),
+            expected: ["none", "high", "none"]),
         OrderCase(
-            name: "an update without a coarse value keeps the coarse value in force",
+            name: "an update without a coarse value keeps the coarse value of its window in force",
             steps: [
-                (10, .medium, false, 1), (11, nil, false, 2), (nil, nil, false, 0), (nil, nil, false, 1), (nil, nil, false, 2),
+                (10, .medium, false, 50), (11, nil, false, 60), (nil, nil, false, 0), (nil, nil, false, 1), (nil, nil, false, 2),
             ],
-            expected: ["11", "medium", "medium"]),
+            expected: ["none", "medium", "none"]),
+        OrderCase(
+            name: "a later window without an update sends nothing, and nothing carries over into the next",
+            steps: [
+                (10, .high, false, 1), (nil, nil, false, 0), (nil, nil, false, 1), (20, nil, false, 200), (nil, nil, false, 2),
+            ],
+            expected: ["10", "none", "no value"]),
     ]
 
     /// One step of an `OrderCase`: an update, or a window's timer.
@@ -130,43 +137,45 @@ struct PostbackPlanTests {
     /// claim waited): the window is prepared then, or its held postbacks re-prepared in place.
     static let lateCases: [OrderCase] = [
         OrderCase(
-            name: "window 0 closed with no update: a late one prepares it, and the later windows carry it",
+            name: "window 0 closed with no update: a late one prepares it, and only it",
             steps: [(nil, nil, false, 0), (10, .low, false, 1), (nil, nil, false, 1), (nil, nil, false, 2)],
-            expected: ["10", "low", "low"]),
+            expected: ["10", "none", "none"]),
         OrderCase(
             name: "a newer late update re-prepares the held postback",
             steps: [
                 (10, .low, false, 1), (nil, nil, false, 0), (20, .medium, false, 2), (nil, nil, false, 1), (nil, nil, false, 2),
             ],
-            expected: ["20", "medium", "medium"]),
+            expected: ["20", "none", "none"]),
         OrderCase(
             name: "an older late update changes nothing",
             steps: [
                 (20, .medium, false, 5), (nil, nil, false, 0), (10, .low, false, 1), (nil, nil, false, 1), (nil, nil, false, 2),
             ],
-            expected: ["20", "medium", "medium"]),
+            expected: ["20", "none", "none"]),
         OrderCase(
             name: "a late update stamped after the window's lock is ignored",
             steps: [
                 (12, .low, true, 5), (40, .high, false, 10), (nil, nil, false, 0), (nil, nil, false, 1), (nil, nil, false, 2),
             ],
-            expected: ["12", "low", "low"]),
+            expected: ["12", "none", "none"]),
         OrderCase(
             name: "a late lock freezes the window as of the lock",
             steps: [
                 (40, .high, false, 10), (nil, nil, false, 0), (12, .low, true, 5), (nil, nil, false, 1), (nil, nil, false, 2),
             ],
-            expected: ["12", "low", "low"]),
+            expected: ["12", "none", "none"]),
         OrderCase(
-            name: "windows 0 and 1 closed with no update are both prepared by a late window-0 update",
-            steps: [(nil, nil, false, 0), (nil, nil, false, 1), (10, .high, false, 1), (nil, nil, false, 2)],
-            expected: ["10", "high", "high"]),
+            name: "windows 0 and 1 closed with no update are each prepared by a late update of their own",
+            steps: [
+                (nil, nil, false, 0), (nil, nil, false, 1), (30, .high, false, 50), (10, .low, false, 1), (nil, nil, false, 2),
+            ],
+            expected: ["10", "high", "none"]),
         OrderCase(
             name: "a late window-1 update re-prepares window 1 and not window 0",
             steps: [
                 (10, .low, false, 1), (nil, nil, false, 0), (nil, nil, false, 1), (30, .high, false, 80), (nil, nil, false, 2),
             ],
-            expected: ["10", "high", "high"]),
+            expected: ["10", "high", "none"]),
     ]
 
     @Test(arguments: lateCases)
@@ -227,7 +236,29 @@ struct PostbackPlanTests {
         #expect(plan.closed[1] == nil && plan.closed[2] == nil)
         #expect(plan.lastDueAt == superseded.first?.dueAt)
         let last = try #require(plan.lastDueAt)
-        #expect(plan.keptUntil(now: last - 1) == last && plan.keptUntil(now: last) == nil)
+        #expect(
+            plan.keptUntil(now: last - 1, policy: .realTime) == last && plan.keptUntil(now: last, policy: .realTime) == nil)
+    }
+
+    /// The last window closed with nothing to send (no update in it): the finished plan is kept for the
+    /// window's shortest delay, so that a late update stamped in the window can still prepare it, and
+    /// then left to its marker.
+    @Test func aWindowClosedWithNothingToSendStaysPreparableForItsShortestDelay() throws {
+        var generator = SeededGenerator(seed: 23)
+        var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
+        _ = plan.apply(update(10, .low, lock: true, at: F.hour), policy: .realTime, using: &generator)
+        #expect(plan.closeWindow(1, policy: .realTime, using: &generator).isEmpty)
+        #expect(plan.closeWindow(2, policy: .realTime, using: &generator).isEmpty)
+        #expect(plan.isFinished)
+        let end = 35 * F.day
+        let first = try #require(plan.lastDueAt)
+        #expect(first < end)
+        #expect(plan.keptUntil(now: end, policy: .realTime) == end + 24 * F.hour)
+        #expect(plan.keptUntil(now: end + 24 * F.hour, policy: .realTime) == nil)
+        let late = plan.apply(update(30, .high, at: end - F.hour), policy: .realTime, using: &generator)
+        #expect(late.map(\.order.payload.postbackSequenceIndex) == [2])
+        #expect(late.map(\.order.coarseConversionValue) == [.high])
+        #expect(late.allSatisfy { (end + 24 * F.hour...end + 144 * F.hour).contains($0.dueAt) })
     }
 
     /// A superseding conversion that reaches the plan after the window's end froze the window as of it:
@@ -275,8 +306,8 @@ struct PostbackPlanTests {
         json["reported"] = nil
         json["values"] = ["fine": 9, "coarse": "high"]
         let old = try JSONCoding.decoder.decode(PostbackPlan.self, from: JSONSerialization.data(withJSONObject: json))
-        #expect(old.values(at: F.hour) == .init(fine: 9, coarse: .high))
-        #expect(old.values(at: F.hour - 1) == nil)
+        #expect(old.values(window: 0, at: F.hour, policy: .realTime) == .init(fine: 9, coarse: .high))
+        #expect(old.values(window: 0, at: F.hour - 1, policy: .realTime) == nil)
     }
 
     /// Activity reaches the plan; the pinned schema turns it into updates: a value only when it
@@ -301,9 +332,9 @@ struct PostbackPlanTests {
         #expect(activity(Activity(sessions: 1), at: 0).isEmpty)  // before the conversion: not counted
         #expect(plan.reported.isEmpty)
         #expect(activity(Activity(sessions: 1), at: 2 * F.hour).isEmpty)
-        #expect(plan.values(at: 2 * F.hour) == .init(fine: 1, coarse: .low))
+        #expect(plan.values(window: 0, at: 2 * F.hour, policy: .realTime) == .init(fine: 1, coarse: .low))
         #expect(activity(Activity(revenue: ["USD": 6]), at: 3 * F.hour).isEmpty)
-        #expect(plan.values(at: 3 * F.hour) == .init(fine: 42, coarse: .high))
+        #expect(plan.values(window: 0, at: 3 * F.hour, policy: .realTime) == .init(fine: 42, coarse: .high))
         #expect(plan.reported.count == 2)
         #expect(activity(Activity(sessions: 5), at: 4 * F.hour).isEmpty)  // same value: no update
         #expect(plan.reported.count == 2)

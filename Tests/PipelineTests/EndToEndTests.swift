@@ -112,6 +112,20 @@ extension PipelineSuites {
                     "fineConversionValue": 42, "coarseConversionValue": "high", "lockPostback": true,
                 ], token: appKey)
             #expect(update.status == 202)
+            // A window sends a postback only if the app reports a value in it: one update in window 1
+            // (days 3–7) and one in window 2 (days 8–35), each with its own coarse value.
+            let day = Milliseconds(86_400_000 / scale)
+            for (days, coarse) in [(Milliseconds(4), "medium"), (10, "low")] {
+                let at = installAt + days * day
+                if at > Self.now() { try await Task.sleep(for: .milliseconds(at - Self.now())) }
+                let later = try await http.send(
+                    "POST", "\(pipeline.ingestURL)/v1/conversion-value-updates",
+                    json: [
+                        "device-identifier": device, "advertised-item-identifier": Self.advertisedApp, "time": Self.now(),
+                        "fineConversionValue": 50, "coarseConversionValue": coarse,
+                    ], token: appKey)
+                #expect(later.status == 202)
+            }
 
             // Window 0 (locked): winner + non-winner. Windows 1 and 2 end at 7 and 35 days (3.5 s, 17.5 s) and
             // send the winner coarse-only postbacks after 24–144 h (0.5–3 s).
@@ -154,7 +168,7 @@ extension PipelineSuites {
                     $0.message?.contains("update.attributed") == true
                 }
                 let pending = try await pendingCount(StreamNames.attributions, group: "scheduler", on: connection)
-                return routed.count == 2 && pending == 0
+                return routed.count == 4 && pending == 0  // the lock, one per later window, and this one
             }
             #expect(lateHandled, "the late update was routed and acknowledged\n\(pipeline.logs())")
             #expect(try await streamLength(ConsumerGroups.scheduler.deadLetterStream, on: connection) == 0)
@@ -213,11 +227,12 @@ extension PipelineSuites {
                 $0.payload.postbackSequenceIndex < $1.payload.postbackSequenceIndex
             }
             #expect(later.map(\.payload.postbackSequenceIndex) == [1, 2])
+            // Each later window carries its own window's coarse value only.
+            #expect(later.map(\.body.coarseConversionValue) == [.medium, .low])
             for postback in later {
                 #expect(postback.payload.didWin)
                 #expect(postback.payload.sourceIdentifier == "39")
                 #expect(postback.body.conversionValue == nil)
-                #expect(postback.body.coarseConversionValue == .high)
                 #expect(postback.payload.publisherItemIdentifier == nil)
             }
 
@@ -228,7 +243,6 @@ extension PipelineSuites {
                 })
             let receivedAt = try #require(
                 firstLine["received-at"] as? Int64 ?? (firstLine["received-at"] as? Int).map(Int64.init))
-            let day = Milliseconds(86_400_000 / scale)
             #expect(receivedAt - lockAt >= day, "held at least 24 h")
             #expect(receivedAt - lockAt <= 2 * day + 1_500, "sent within 48 h (plus processing)")
         }

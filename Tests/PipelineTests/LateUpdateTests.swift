@@ -156,9 +156,10 @@ extension PipelineSuites {
             let lockedAt = try #require(try await plan(winning: 3333)?.closed[0]?.at)
             #expect(lockedAt == installs["C"]! + 200, "C's window froze at its lock")
 
-            // Window 2 (days 8–35): D's coarse value changes a day before the end, and reaches the
-            // scheduler only after the end. D's plan has finished by then, but is kept while its
-            // window-2 postback is held.
+            // Window 2 (days 8–35): D's app reports its first window-2 value half a day before the end,
+            // and it reaches the scheduler only after the end. D's plan has finished by then, window 2
+            // with nothing to send, but is kept for the window's shortest delay so that the late update
+            // can still prepare it.
             let dInstall = installs["D"]!
             try await Task.sleep(for: .milliseconds(max(0, dInstall + 34 * day - Self.now())))
             pipeline.signal("attribution-winner", SIGSTOP)
@@ -168,13 +169,14 @@ extension PipelineSuites {
             }
             let kept = try await plan(winning: 4444)
             pipeline.signal("attribution-winner", SIGCONT)
-            try #require(finished, "D's plan finishes and is kept while its last postback is held\n\(pipeline.logs())")
+            try #require(finished, "D's plan finishes and is kept while window 2 is preparable\n\(pipeline.logs())")
             #expect(kept?.reported.count == 1, "D's late update had not reached the scheduler")
             let thirdArrived = try await eventually(timeout: .seconds(15), every: .milliseconds(100)) {
                 try await received(window: 2)["44"] != nil
             }
             try #require(thirdArrived, "D's window-2 postback arrives\n\(pipeline.logs())")
             #expect(try await received(window: 2)["44"] == ["high"], "with the late coarse value")
+            #expect(try await received(window: 1).isEmpty, "no app reported a value in window 1: none sent")
 
             // Once every last postback is released, each plan leaves only its marker: a kept plan's key
             // expires beside `scheduler:finished:…`, a plan finished with nothing held becomes the marker.
@@ -191,7 +193,7 @@ extension PipelineSuites {
                 decoding: try await http.send("GET", "\(try #require(pipeline.url(of: "scheduler")))/metrics").body, as: UTF8.self
             )
             for line in [
-                #"scheduler_late_postbacks_total{change="prepared"} 1"#, #"scheduler_late_postbacks_total{change="swapped"} 3"#,
+                #"scheduler_late_postbacks_total{change="prepared"} 2"#, #"scheduler_late_postbacks_total{change="swapped"} 2"#,
             ] {
                 #expect(metrics.contains(line), "the scheduler counts what late updates changed: \(line)")
             }

@@ -16,10 +16,14 @@ struct ScenarioPipelineKind: Hashable, Sendable, CustomStringConvertible {
     var tier: Int
     var development: Bool
     var timeScale: Double
+    /// A scenario's own `thresholds`, counted for real: its pipeline plays it alone.
+    var thresholds: [Int]? = nil
+    var scenario: String? = nil
 
     /// `CROWD_TIER_THRESHOLDS` forcing the tier for every conversion (the first conversion counts 1).
     var crowdThresholds: String {
-        switch tier {
+        if let thresholds { return thresholds.map(String.init).joined(separator: ",") }
+        return switch tier {
         case 3: "1,1,1"
         case 2: "1,1,1000000"
         case 1: "1,1000000,2000000"
@@ -31,7 +35,10 @@ struct ScenarioPipelineKind: Hashable, Sendable, CustomStringConvertible {
     /// longest delay (35 days + 144 h; development 9 minutes + 10 minutes).
     var conversionLifetime: Milliseconds { development ? 19 * 60_000 : (35 * 24 + 144) * 3_600_000 }
 
-    var description: String { "tier \(tier)\(development ? " development" : "") at scale \(Int(timeScale))" }
+    var description: String {
+        let crowds = thresholds.map { "thresholds \($0.map(String.init).joined(separator: ",")) for \(scenario ?? "")" }
+        return "\(crowds ?? "tier \(tier)")\(development ? " development" : "") at scale \(Int(timeScale))"
+    }
 
     var order: Double { Double(development ? 10 : 0) + Double(tier) + timeScale / 1e12 }
 }
@@ -158,6 +165,12 @@ struct ScenarioPlan: Sendable {
             kind = ScenarioPipelineKind(tier: scenario.tier ?? 3, development: false, timeScale: 172_800)
         }
         guard (0...3).contains(kind.tier) else { return exclude("tier \(kind.tier) is not 0–3") }
+        if let thresholds = scenario.thresholds {
+            guard thresholds.count == 3, CrowdTierThresholds(parsing: thresholds.map(String.init).joined(separator: ",")) != nil
+            else { return exclude("thresholds must be 3 non-decreasing counts") }
+            kind.thresholds = thresholds
+            kind.scenario = name
+        }
         let lastAt = scenario.events.map(\.at).max() ?? 0
         while Double(lastAt) / kind.timeScale > 40_000 { kind.timeScale *= 10 }
         let scale = kind.timeScale
@@ -513,6 +526,7 @@ final class ScenarioPipelineRunner: Sendable {
         if let marketplace = expected.marketplace, payload.marketplaceIdentifier != marketplace {
             found.append("marketplace-identifier \(payload.marketplaceIdentifier ?? "absent"), expected \(marketplace)")
         }
+        if let mismatch = expected.countryMismatch(body.countryCode) { found.append(mismatch) }
         if let impression = plan.impressions[expected.impression] {
             let source = String(impression.source ?? 5239)
             if let digits = expected.sourceDigits, payload.sourceIdentifier.count != digits {

@@ -10,6 +10,12 @@ public enum ConversionWindows {
         return [Duration.days(2), .days(7), .days(35)][index]
     }
 
+    /// Where window `index` starts, measured from the conversion: nil for the first, which takes
+    /// everything from before the conversion too; a later one starts where the previous one ends.
+    public static func start(of index: Int, development: Bool) -> Duration? {
+        index == 0 ? nil : end(of: index - 1, development: development)
+    }
+
     /// The window an event `offset` ms after the conversion falls in, or nil once the last has ended.
     public static func index(atOffset offset: Milliseconds, development: Bool, policy: TimePolicy) -> Int? {
         guard offset >= 0 else { return 0 }

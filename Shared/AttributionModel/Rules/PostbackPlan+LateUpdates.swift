@@ -25,10 +25,23 @@ extension PostbackPlan {
     /// it, so the scheduler keeps a finished plan that long.
     public var lastDueAt: Milliseconds? { closed.compactMap { $0?.postbacks.map(\.dueAt).max() }.max() }
 
-    /// For a finished plan with a postback still held after `now`: when the last one is released. The
-    /// scheduler keeps the plan until then (nil: it can leave only its marker, or is not finished).
-    public func keptUntil(now: Milliseconds) -> Milliseconds? {
-        guard isFinished, let last = lastDueAt, last > now else { return nil }
+    /// Until when a late update could still prepare a window that closed with nothing to send (the app
+    /// had reported no value in it by then): the shortest delay after its close. A postback prepared
+    /// later would already be due, so the window is left alone from then on.
+    public func lastPreparableAt(policy: TimePolicy) -> Milliseconds? {
+        closed.indices.compactMap { index -> Milliseconds? in
+            guard let window = closed[index], window.postbacks.isEmpty else { return nil }
+            let shortest = PostbackDelay.range(sequenceIndex: index, development: attribution.isDevelopment).lowerBound
+            return window.at + policy.milliseconds(shortest)
+        }.max()
+    }
+
+    /// For a finished plan that a late update may still change after `now` (a postback is still held,
+    /// or a window that closed with nothing to send could still be prepared): until when. The scheduler
+    /// keeps the plan until then (nil: it can leave only its marker, or is not finished).
+    public func keptUntil(now: Milliseconds, policy: TimePolicy) -> Milliseconds? {
+        guard isFinished, let last = [lastDueAt, lastPreparableAt(policy: policy)].compactMap({ $0 }).max(), last > now
+        else { return nil }
         return last
     }
 
@@ -41,7 +54,7 @@ extension PostbackPlan {
     ) -> [HeldPostback] {
         var held: [HeldPostback] = []
         for index in closed.indices {
-            guard let window = closed[index], let values = values(at: window.at),
+            guard let window = closed[index], let values = values(window: index, at: window.at, policy: policy),
                 values != window.values || index == relocked
             else { continue }
             guard let previous = window.values, !window.postbacks.isEmpty else {

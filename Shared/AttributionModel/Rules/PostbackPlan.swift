@@ -110,10 +110,15 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
 
     public var isFinished: Bool { windowsDone.allSatisfy { $0 } }
 
-    /// The values in force at `time`: the latest fine and the latest coarse value reported at or before
-    /// it (ties: the update processed last). Nil when no update came by then: no postback.
-    public func values(at time: Milliseconds) -> PostbackFieldGating.Values? {
-        let upTo = reported.filter { $0.time <= time }
+    /// The values window `index` collected by `time`: the latest fine and the latest coarse value
+    /// reported at or before it (ties: the update processed last), and for a later window only those
+    /// reported since it started: nothing carries over from an earlier window (spec section 4). Nil when
+    /// the app reported nothing in the window by then: the window sends no postback.
+    public func values(window index: Int, at time: Milliseconds, policy: TimePolicy) -> PostbackFieldGating.Values? {
+        let start = ConversionWindows.start(of: index, development: attribution.isDevelopment).map {
+            attribution.conversionTime + policy.milliseconds($0)
+        }
+        let upTo = reported.filter { value in value.time <= time && start.map { value.time >= $0 } ?? true }
         guard !upTo.isEmpty else { return nil }
         func latest<T>(_ field: KeyPath<ReportedValue, T?>) -> T? {
             upTo.enumerated().filter { $0.element[keyPath: field] != nil }
@@ -233,13 +238,13 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
     }
 
     /// The winning postback for a window and, for the first window, one per non-winning network, with
-    /// the values in force at `time`; none when no update came by then (the windows had not started).
+    /// the values the window collected by `time`; none when the app reported nothing in it.
     /// Records what it prepared in `closed`.
     mutating func postbacks(
         for index: Int, preparedAt time: Milliseconds, policy: TimePolicy,
         using generator: inout some RandomNumberGenerator
     ) -> [HeldPostback] {
-        let values = values(at: time)
+        let values = values(window: index, at: time, policy: policy)
         var window = ClosedWindow(at: time, values: values, postbacks: [])
         var held: [HeldPostback] = []
         if let values {

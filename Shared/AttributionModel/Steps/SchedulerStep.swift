@@ -119,9 +119,10 @@ public struct SchedulerStep: Sendable {
         default:
             return .retry("unexpected \(envelope.type.rawValue)")
         }
-        // Every window done, but a postback still held: a late update may yet swap it, so the plan stays
-        // until the last one is released, and the conversion is finished from then on.
-        let releasing = plan.keptUntil(now: now)
+        // Every window done, but a postback still held (a late update may yet swap it) or a window that
+        // closed with nothing to send still preparable: the plan stays until then, and the conversion is
+        // finished from then on.
+        let releasing = plan.keptUntil(now: now, policy: policy)
         effects.keptUntil = releasing
         effects.store = plan.isFinished && releasing == nil ? .finished : .plan(plan)
         for postback in held {

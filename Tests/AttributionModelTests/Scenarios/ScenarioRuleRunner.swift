@@ -16,7 +16,8 @@ import TestSupport
 /// - Window-end timers (no close grace here) fire in time order, interleaved with events; a timer due at
 ///   exactly an event's time fires after that event (timers fire only when strictly earlier than the
 ///   next event). The step's `now` is the event's or the timer's time.
-/// - Every crowd holds the scenario's tier exactly (10, 100, 1000 conversions: the default thresholds).
+/// - Every crowd holds the scenario's tier exactly (10, 100, 1000 conversions: the default thresholds),
+///   unless the scenario gives `thresholds`: then the scenario's own conversions are counted.
 /// - Scenario impression names map to ids that sort like the names: the name's UTF-8 bytes (at most
 ///   16), zero-padded to 16 bytes, written as a lowercase UUID. Ties on time are thus broken by name.
 /// - Conversion ids are the scenario names; a re-engagement's conversion tag is `tag-<name>`.
@@ -68,7 +69,9 @@ struct ScenarioRuleRunner {
     let scenario: Scenario
     private let winner: WinnerStep
     private let settled: WinnerStep
-    private let scheduler = SchedulerStep(policy: policy, thresholds: CrowdTierThresholds(), windowCloseGraceMilliseconds: 0)
+    private let scheduler: SchedulerStep
+    /// With the scenario's `thresholds`: every crowd's day counts, as the scheduler's hashes hold them.
+    private var crowds: [Crowd: [Int64: Int]] = [:]
     // What Redis holds for the services.
     private var devices: [WinnerStep.Scope: DeviceAttributionState] = [:]
     private var reengagements: [String: [Milliseconds]] = [:]
@@ -88,6 +91,11 @@ struct ScenarioRuleRunner {
         self.generator = SplitMix64(seed: seed)
         winner = WinnerStep(policy: Self.policy, input: .verified, settleMilliseconds: scenario.arrival == nil ? 0 : 1)
         settled = WinnerStep(policy: Self.policy, input: .settled, settleMilliseconds: 0)
+        let thresholds = scenario.thresholds.flatMap {
+            $0.count == 3 ? CrowdTierThresholds(tier1: $0[0], tier2: $0[1], tier3: $0[2]) : nil
+        }
+        scheduler = SchedulerStep(
+            policy: Self.policy, thresholds: thresholds ?? CrowdTierThresholds(), windowCloseGraceMilliseconds: 0)
     }
 
     /// The delivery order: `arrival` if given, else by `at` with ties in file order.
@@ -150,13 +158,19 @@ struct ScenarioRuleRunner {
             run.attributions[id] = attribution
             conversionTimes[id] = attribution.conversionTime
             let day = CrowdDayBuckets.day(of: attribution.conversionTime, policy: Self.policy)
-            for member in Crowd.all(for: attribution) { crowd.read[member] = [day: Self.crowdCount(tier: scenario.tier ?? 3)] }
+            for member in Crowd.all(for: attribution) {
+                crowd.read[member] =
+                    scenario.thresholds == nil ? [day: Self.crowdCount(tier: scenario.tier ?? 3)] : crowds[member] ?? [:]
+            }
         }
         if let kept = keptUntil[id], kept <= now { plans[id] = .finished }
         switch scheduler.step(plans[id] ?? .absent, message: message, crowd: &crowd, schema: nil, now: now, using: &generator) {
         case .retry(let reason):
             run.retried.append("\(message.type.rawValue) \(message.id): \(reason)")
         case .done(let effects):
+            if scenario.thresholds != nil, let increment = effects.crowd {
+                for member in increment.crowds { crowds[member] = increment.applied(to: crowds[member] ?? [:]) }
+            }
             if let store = effects.store {
                 plans[id] = store
                 keptUntil[id] = effects.keptUntil
@@ -326,6 +340,7 @@ extension ScenarioRuleRunner {
             if let marketplace = expected.marketplace, order.payload.marketplaceIdentifier != marketplace {
                 report("\(label): marketplace \(describe(order.payload.marketplaceIdentifier)), expected \(marketplace)")
             }
+            if let mismatch = expected.countryMismatch(order.countryCode) { report("\(label): \(mismatch)") }
             if actual.preparedAt != expected.preparedAt {
                 report("\(label): prepared at \(actual.preparedAt), expected \(expected.preparedAt)")
             }

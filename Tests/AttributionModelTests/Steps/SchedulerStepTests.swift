@@ -102,19 +102,21 @@ import Testing
                 step.step(.absent, message: message(attribution), crowd: &crowd, schema: nil, now: 0, using: &generator)
             ).store
         else { throw StepFailure("no plan") }
-        // A value, so that each window prepares its postback.
-        let value = Envelope(
-            time: attribution.conversionTime + F.hour,
-            body: .updateAttributed(
-                AttributedUpdate(
-                    conversionIdentifier: "kept", update: PostbackUpdate(fineConversionValue: 5),
-                    time: attribution.conversionTime + F.hour)))
-        guard
-            case .plan(let updated)? = try effects(
-                step.step(.plan(plan), message: value, crowd: &crowd, schema: nil, now: value.time, using: &generator)
-            ).store
-        else { throw StepFailure("no plan") }
-        plan = updated
+        // A value in each window, so that each window prepares its postback.
+        for offset in [F.hour, 3 * F.day, 10 * F.day] {
+            let value = Envelope(
+                time: attribution.conversionTime + offset,
+                body: .updateAttributed(
+                    AttributedUpdate(
+                        conversionIdentifier: "kept", update: PostbackUpdate(fineConversionValue: 5, coarseConversionValue: .low),
+                        time: attribution.conversionTime + offset)))
+            guard
+                case .plan(let updated)? = try effects(
+                    step.step(.plan(plan), message: value, crowd: &crowd, schema: nil, now: value.time, using: &generator)
+                ).store
+            else { throw StepFailure("no plan") }
+            plan = updated
+        }
         var held: [HeldPostback] = []
         let ends = plan.windowEnds(policy: .realTime)
         for (window, at) in ends {

@@ -14,6 +14,11 @@ public struct Scenario: Codable, Sendable {
     public var app: IngestRequests.AdvertisedApp?
     /// Crowd tier every conversion gets (0–3); default 3 (all fields), so values can be checked.
     public var tier: Int?
+    /// When set (instead of `tier`): the `CROWD_TIER_THRESHOLDS` (tier 1, 2 and 3) under which crowds are
+    /// counted for real from the scenario's own conversions, for rules about how crowds combine. The
+    /// pipeline runner plays such a scenario on a pipeline of its own, so no other scenario's
+    /// conversions count.
+    public var thresholds: [Int]?
     /// The inputs, in any order in the file; runners apply them by `at` (ties: file order), unless
     /// `arrival` lists another order for delivery (shuffled arrival).
     public var events: [ScenarioEvent]
@@ -131,4 +136,15 @@ public struct ExpectedPostback: Codable, Sendable {
     public var delay: Milliseconds?
     /// When set, the postback's `marketplace-identifier` must be exactly this.
     public var marketplace: String?
+    /// When set, the postback's `country-code` must be exactly this, or be absent for "absent".
+    public var country: String?
+}
+
+extension ExpectedPostback {
+    /// What a postback's country code should be compared with: nil when the scenario states none.
+    public func countryMismatch(_ actual: String?) -> String? {
+        guard let country else { return nil }
+        let expected = country == "absent" ? nil : country
+        return actual == expected ? nil : "country-code \(actual ?? "absent"), expected \(country)"
+    }
 }

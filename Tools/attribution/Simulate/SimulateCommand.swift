@@ -15,7 +15,9 @@ struct SimulateCommand: AsyncParsableCommand {
             reports 1–4 impressions (~60 % clicks), ~85 % install (~10 % of those as redownload) and send a \
             value update; 4 scaled days later ~50 % send a second, window-1 update. The expected postbacks \
             come from the model's WinnerSelection over the impressions sent, assuming the verifier accepts \
-            them all (so --time-scale must be the pipeline's). The same --seed replays the same devices \
+            them all (so --time-scale must be the pipeline's): per winning install one window-0 postback, \
+            and one in the window its second update landed in (a window without an update sends none), \
+            assuming every crowd is at least tier 1 (a tier-0 winner gets no later postback). The same --seed replays the same devices \
             and ids, so rerun against a fresh pipeline (or change the seed): replayed impression ids are \
             rejected.
             """
@@ -152,16 +154,14 @@ struct SimulateCommand: AsyncParsableCommand {
         let credentials = try await simulation.register(keysDirectory: keysDirectory)
         let outcomes = try await simulation.runDevices(credentials)
         simulation.logger.info("Devices done", metadata: ["simulate.devices": "\(outcomes.count)"])
-        let second = try await simulation.runSecondUpdates(outcomes, credentials)
-        if second.late > 0 {
+        let updated = try await simulation.runSecondUpdates(outcomes, credentials)
+        let report = SimulationReport(
+            seed: seed, timeScale: simulation.policy.scale, networks: simulation.plan.networks, outcomes: updated)
+        if report.updates.secondLate > 0 {
             simulation.logger.warning(
                 "Second updates missed window 1; lower --time-scale or --devices",
-                metadata: ["simulate.late": "\(second.late)"])
+                metadata: ["simulate.late": "\(report.updates.secondLate)"])
         }
-        var report = SimulationReport(
-            seed: seed, timeScale: simulation.policy.scale, networks: simulation.plan.networks, outcomes: outcomes)
-        report.updates.second = second.sent
-        report.updates.secondLate = second.late
         return report
     }
 }

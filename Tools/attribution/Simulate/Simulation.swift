@@ -152,24 +152,34 @@ struct Simulation: Sendable {
     }
 
     /// Phase 2: each second update 4 scaled days after its own install (window 1 is days 3–7).
-    /// Returns how many went out and how many missed window 1 because the run fell behind.
-    func runSecondUpdates(_ outcomes: [DeviceOutcome], _ credentials: Credentials) async throws -> (sent: Int, late: Int) {
-        let due = outcomes.compactMap { outcome -> (SimulationPlan.DeviceSpec, PostbackUpdate, Milliseconds)? in
-            guard let update = outcome.device.secondUpdate, let time = outcome.conversionTime else { return nil }
-            return (outcome.device, update, time + policy.milliseconds(.days(4)))
+    /// Returns the outcomes with the window each second update landed in (the run may fall behind).
+    func runSecondUpdates(_ outcomes: [DeviceOutcome], _ credentials: Credentials) async throws -> [DeviceOutcome] {
+        let due = outcomes.indices.compactMap { index -> (Int, PostbackUpdate, Milliseconds)? in
+            guard let update = outcomes[index].device.secondUpdate, let time = outcomes[index].conversionTime else {
+                return nil
+            }
+            return (index, update, time + policy.milliseconds(.days(4)))
         }.sorted { $0.2 < $1.2 }
-        guard let last = due.last else { return (0, 0) }
+        guard let last = due.last else { return outcomes }
         logger.info(
             "Waiting for window 1",
             metadata: ["simulate.updates": "\(due.count)", "simulate.wait_seconds": "\(max(0, last.2 - WallClock.now()) / 1000)"])
-        let windowEnd = policy.milliseconds(.days(7))
-        let late = try await concurrentMap(due, limit: concurrency) { device, update, dueAt in
+        let windows = try await concurrentMap(due, limit: concurrency) { index, update, dueAt in
             let wait = dueAt - WallClock.now()
             if wait > 0 { try await Task.sleep(for: .milliseconds(wait)) }
-            let sentAt = try await self.sendUpdate(update, device: device, appKey: credentials.appKey)
-            return sentAt - (dueAt - policy.milliseconds(.days(4))) >= windowEnd
+            let sentAt = try await self.sendUpdate(update, device: outcomes[index].device, appKey: credentials.appKey)
+            return (
+                index,
+                ConversionWindows.index(
+                    atOffset: sentAt - (dueAt - policy.milliseconds(.days(4))), development: false, policy: policy)
+            )
         }
-        return (due.count, late.filter { $0 }.count)
+        var updated = outcomes
+        for (index, window) in windows {
+            updated[index].secondUpdateSent = true
+            updated[index].secondUpdateWindow = window
+        }
+        return updated
     }
 
     @discardableResult

@@ -33,15 +33,15 @@ struct SimulationReport: Codable, Sendable {
     struct AdNetwork: Codable, Sendable {
         var adNetworkIdentifier: String
         var impressions = 0
-        /// Installed devices this network won that sent at least one update: one window-0 postback each.
-        var expectedWinningFirstWindow = 0
+        /// Winning postbacks per window (index = postback-sequence-index): see `expectedWinning`.
+        var expectedWinning = [0, 0, 0]
         /// One window-0 non-winning postback per attributed install where this network lost.
         var expectedNonWinning = 0
 
         enum CodingKeys: String, CodingKey {
             case adNetworkIdentifier = "ad-network-identifier"
             case impressions
-            case expectedWinningFirstWindow = "expected-winning-first-window"
+            case expectedWinning = "expected-winning"
             case expectedNonWinning = "expected-non-winning"
         }
     }
@@ -52,7 +52,10 @@ struct SimulationReport: Codable, Sendable {
     var impressions = Impressions()
     var installs = Installs()
     var updates = Updates()
-    var expectedWinningFirstWindow = 0
+    /// Winning postbacks per window (index = postback-sequence-index), assuming every crowd is at least
+    /// tier 1: window 0 for each attributed install with an update, and a later window only for each
+    /// second update that landed in it (a window without an update sends nothing, spec section 4).
+    var expectedWinning = [0, 0, 0]
     var expectedNonWinning = 0
     var adNetworks: [AdNetwork]
 
@@ -60,7 +63,7 @@ struct SimulationReport: Codable, Sendable {
         case seed
         case timeScale = "time-scale"
         case devices, impressions, installs, updates
-        case expectedWinningFirstWindow = "expected-winning-first-window"
+        case expectedWinning = "expected-winning"
         case expectedNonWinning = "expected-non-winning"
         case adNetworks = "ad-networks"
     }
@@ -83,12 +86,21 @@ struct SimulationReport: Codable, Sendable {
             }
             if outcome.conversionTime != nil { installs.total += 1 }
             updates.first += outcome.updatesSent
+            if outcome.secondUpdateSent {
+                updates.second += 1
+                if outcome.secondUpdateWindow != 1 { updates.secondLate += 1 }
+            }
             guard let attribution = outcome.attribution else { continue }
             installs.attributed += 1
             // Windows start only with an update; without one the pipeline sends nothing at all.
             guard outcome.updatesSent > 0 else { continue }
-            byNetwork[attribution.winner.payload.adNetworkIdentifier]?.expectedWinningFirstWindow += 1
-            expectedWinningFirstWindow += 1
+            let winner = attribution.winner.payload.adNetworkIdentifier
+            var windows = [0]
+            if let window = outcome.secondUpdateWindow, window > 0 { windows.append(window) }
+            for window in windows {
+                byNetwork[winner]?.expectedWinning[window] += 1
+                expectedWinning[window] += 1
+            }
             for loser in attribution.nonWinners {
                 byNetwork[loser.payload.adNetworkIdentifier]?.expectedNonWinning += 1
                 expectedNonWinning += 1
@@ -102,7 +114,8 @@ struct SimulationReport: Codable, Sendable {
         "simulated \(devices) devices (seed \(seed)): \(impressions.total) impressions (\(impressions.click) click, "
             + "\(impressions.view) view), \(installs.total) installs "
             + "(\(installs.redownload) redownload, \(installs.attributed) attributed), "
-            + "\(updates.total) updates (\(updates.second) second-window); expected "
-            + "\(expectedWinningFirstWindow) winning first-window and \(expectedNonWinning) non-winning postbacks"
+            + "\(updates.total) updates (\(updates.second) second-window); expected winning postbacks "
+            + "\(expectedWinning[0]) in window 0, \(expectedWinning[1]) in window 1, \(expectedWinning[2]) in window 2, "
+            + "and \(expectedNonWinning) non-winning"
     }
 }

@@ -17,6 +17,13 @@ struct SummaryCommand: ParsableCommand {
     @Flag(help: "Print JSON instead of a table.")
     var json = false
 
+    @Option(
+        help: """
+            A report of `attribution simulate --report`: also print, per window, how many postbacks it \
+            expects and how many arrived, and exit 1 unless they are equal.
+            """)
+    var expected: String?
+
     func run() throws {
         guard let data = FileManager.default.contents(atPath: file) else {
             throw CommandError("cannot read --file \(file): no readable file there")
@@ -32,6 +39,18 @@ struct SummaryCommand: ParsableCommand {
             print(String(decoding: try JSONCoding.encoder.encode(tally), as: UTF8.self))
         } else {
             print(SummaryTable.render(tally))
+        }
+        if let expected {
+            guard let report = FileManager.default.contents(atPath: expected) else {
+                throw CommandError("cannot read --expected \(expected): no readable file there")
+            }
+            let expectation = try JSONDecoder().decode(ExpectedPostbacks.self, from: report)
+            let (lines, matches) = expectation.compare(with: tally.totals)
+            for line in lines { print(line) }
+            guard matches else {
+                printError("the postbacks that arrived differ from what the simulation expects")
+                throw ExitCode(1)
+            }
         }
     }
 
@@ -49,5 +68,32 @@ struct SummaryCommand: ParsableCommand {
             }
         }
         return (payloads, unreadable)
+    }
+}
+
+/// What `attribution simulate --report` expects: winning postbacks per window and non-winning ones
+/// (window 0 only: non-winners get no later postback).
+struct ExpectedPostbacks: Decodable, Sendable {
+    var winning: [Int]
+    var nonWinning: Int
+
+    enum CodingKeys: String, CodingKey {
+        case winning = "expected-winning"
+        case nonWinning = "expected-non-winning"
+    }
+
+    /// One line per window, and whether every count is as expected.
+    func compare(with arrived: PostbackTally.Counts) -> (lines: [String], matches: Bool) {
+        var matches = true
+        let lines = (0..<3).map { window in
+            let expectedNonWinning = window == 0 ? nonWinning : 0
+            let expectedWinning = winning.indices.contains(window) ? winning[window] : 0
+            let ok = arrived.winning[window] == expectedWinning && arrived.nonWinning[window] == expectedNonWinning
+            matches = matches && ok
+            return "window \(window): winning \(arrived.winning[window]) arrived (expected \(expectedWinning)), "
+                + "non-winning \(arrived.nonWinning[window]) arrived (expected \(expectedNonWinning))"
+                + (ok ? "" : "  MISMATCH")
+        }
+        return (lines, matches)
     }
 }
