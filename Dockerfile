@@ -17,7 +17,7 @@ RUN swift build -c release --static-swift-stdlib \
        done
 
 FROM debian:bookworm-slim
-RUN apt-get update && apt-get install -y --no-install-recommends libhiredis0.14 libssl3 ca-certificates curl \
+RUN apt-get update && apt-get install -y --no-install-recommends libhiredis0.14 libssl3 ca-certificates curl publicsuffix \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 pipeline
 COPY --from=build /out/ /usr/local/bin/

@@ -1,7 +1,7 @@
 # Shared by scripts/demo.sh and scripts/test.sh: install what is missing, find free ports.
 
-# Installs redis-server (and redis-cli), hiredis, OpenSSL headers, curl and python3 with `cryptography`
-# when missing.
+# Installs redis-server (and redis-cli), hiredis, OpenSSL headers, curl, the Public Suffix List and
+# python3 with `cryptography` when missing.
 ensure_system_packages() {
     local missing=()
     command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
@@ -10,6 +10,8 @@ ensure_system_packages() {
     [ -f /usr/include/hiredis/hiredis.h ] || missing+=(libhiredis-dev)
     [ -f /usr/include/openssl/ssl.h ] || missing+=(libssl-dev)
     command -v curl >/dev/null 2>&1 || missing+=(curl)
+    # The Public Suffix List ingest and the dispatcher read (PUBLIC_SUFFIX_LIST's default).
+    [ -f /usr/share/publicsuffix/public_suffix_list.dat ] || missing+=(publicsuffix)
     command -v python3 >/dev/null 2>&1 || missing+=(python3 python3-cryptography)
     local sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -20,6 +20,7 @@ struct DispatcherCommand {
         ) { service in
             let signer = try PostbackSigner.load(service.environment, logger: service.logger)
             let timeout = try service.environment.value(.deliveryTimeoutMilliseconds)
+            let publicSuffixes = try PublicSuffixListFile.load(service.environment)
             let grace = KeySetPublication.grace(try service.environment.value(.signingKeyGraceHours), policy: service.policy)
             let heartbeat = KeyHeartbeat(
                 keys: [signer.production, signer.development], connection: service.connection(), grace: grace,
@@ -38,7 +39,7 @@ struct DispatcherCommand {
             let pinned = PinnedClients(configuration: configuration, drain: .milliseconds(Int64(timeout) + 5_000))
             let perHost = try service.environment.value(.deliveryConcurrencyPerHost)
             let stage = DispatcherStage(
-                step: DispatcherStep(policy: service.policy), signer: signer,
+                step: DispatcherStep(policy: service.policy, publicSuffixes: publicSuffixes), signer: signer,
                 delivery: PostbackDelivery(
                     client: client, pinned: pinned, timeout: .milliseconds(Int64(timeout)),
                     destinations: DestinationResolver(

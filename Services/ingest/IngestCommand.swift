@@ -159,7 +159,9 @@ struct IngestSettings {
             maxLag: try environment.value(.ingestMaxEventsLag), callerRate: try environment.value(.ingestCallerRate),
             callerBurst: try environment.value(.ingestCallerBurst))
         keyRotationGrace = KeySetPublication.rotationGrace(try environment.value(.keyRotationGraceHours))
-        destinations = try environment.value(.postbackURLAllowList)
+        var destinations = try environment.value(.postbackURLAllowList)
+        destinations.publicSuffixes = try PublicSuffixListFile.load(environment)
+        self.destinations = destinations
         signingKeyGrace = KeySetPublication.grace(try environment.value(.signingKeyGraceHours), policy: policy)
     }
 }

@@ -94,8 +94,23 @@ struct DestinationPolicyTests {
 
 @Suite("AttributionCopyEndpoint")
 struct CopyEndpointTests {
+    /// A few rules in the list's own format: a comment, plain rules, a private-section rule, a
+    /// wildcard and its exception.
+    static let suffixes = PublicSuffixList(
+        text: """
+            // ===BEGIN ICANN DOMAINS===
+            com
+            uk
+            co.uk
+            ck
+            *.ck
+            !www.ck
+            // ===BEGIN PRIVATE DOMAINS===
+            github.io
+            """)
+
     @Test(
-        "the copy URL: the domain without subdomains, at the well-known path",
+        "the copy URL: the registrable domain by the Public Suffix List, at the well-known path",
         arguments: [
             ("https://example.com", "https://example.com/.well-known/appattribution/report-attribution/"),
             ("https://ads.example.com", "https://example.com/.well-known/appattribution/report-attribution/"),
@@ -104,10 +119,36 @@ struct CopyEndpointTests {
             ("https://example.com:8443", "https://example.com:8443/.well-known/appattribution/report-attribution/"),
             ("http://127.0.0.1:9000", "http://127.0.0.1:9000/.well-known/appattribution/report-attribution/"),
             ("https://[2606:4700::1]", "https://[2606:4700::1]/.well-known/appattribution/report-attribution/"),
+            // A private-section suffix: each user's site is its own registrable domain.
+            ("https://x.github.io", "https://x.github.io/.well-known/appattribution/report-attribution/"),
+            ("https://ads.x.github.io", "https://x.github.io/.well-known/appattribution/report-attribution/"),
+            ("https://github.io", nil), ("https://co.uk", nil),
+            // `*.ck`: every name under ck is a suffix, except `www.ck` (`!www.ck`).
+            ("https://a.b.shop.ck", "https://b.shop.ck/.well-known/appattribution/report-attribution/"),
+            ("https://shop.ck", nil),
+            ("https://x.www.ck", "https://www.ck/.well-known/appattribution/report-attribution/"),
+            // Not in the list: the implicit rule `*` (the top-level label is the suffix).
+            ("https://ads.example.unlisted", "https://example.unlisted/.well-known/appattribution/report-attribution/"),
             ("example.com", nil), ("https://localhost", nil), ("ftp://example.com", nil),
         ] as [(String, String?)])
     func reportURL(_ endpoint: String, _ expected: String?) {
-        #expect(CopyEndpoint.reportURL(for: endpoint) == expected)
+        #expect(CopyEndpoint.reportURL(for: endpoint, suffixes: Self.suffixes) == expected)
+    }
+
+    /// The list the services load by default (Debian's `publicsuffix` package): the cases the 10-suffix
+    /// heuristic it replaced got wrong.
+    @Test func debiansListDecidesRegistrableDomains() throws {
+        let text = try String(contentsOfFile: "/usr/share/publicsuffix/public_suffix_list.dat", encoding: .utf8)
+        let list = PublicSuffixList(text: text)
+        #expect(list.count > 5_000)
+        let cases: [(String, String?)] = [
+            ("x.github.io", "x.github.io"), ("github.io", nil), ("shop.example.co.uk", "example.co.uk"),
+            ("a.b.example.com.au", "example.com.au"), ("ads.example.co.jp", "example.co.jp"),
+            ("www.example.com", "example.com"), ("com", nil),
+        ]
+        for (host, domain) in cases {
+            #expect(list.registrableDomain(of: host) == domain, "\(host)")
+        }
     }
 
     @Test func copiesOnlyWinnersAndReengagementsWithTheOptIn() {

@@ -38,6 +38,9 @@ struct CommandLineTests {
         #expect(!scheduler.contains("ADMIN_TOKEN"))
     }
 
+    /// Three rules of the list: a file that is not it.
+    static let shortList = ScenarioFiles.repositoryRoot.appendingPathComponent("Tests/Fixtures/three-suffixes.dat").path
+
     static let badConfigurations: [(service: String, setting: String, line: String)] = [
         ("ingest", "ADMIN_TOKEN=", "configuration ADMIN_TOKEN: is required"),
         ("ingest", "ADMIN_TOKEN=guessable", "configuration ADMIN_TOKEN: must be at least 32 characters, got 9"),
@@ -67,6 +70,16 @@ struct CommandLineTests {
         ),
         ("dispatcher", "SIGNING_KEY_FILE=/nonexistent.pem", "configuration SIGNING_KEY_FILE: cannot read /nonexistent.pem"),
         ("dispatcher", "DEVELOPMENT_MODE=maybe", "configuration DEVELOPMENT_MODE: must be true or false, got maybe"),
+        // Copy endpoints' registrable domains need the real Public Suffix List, never a silent fallback.
+        (
+            "dispatcher", "DEVELOPMENT_MODE=true PUBLIC_SUFFIX_LIST=/nonexistent.dat",
+            "configuration PUBLIC_SUFFIX_LIST: cannot read /nonexistent.dat (install Debian's publicsuffix package, or download "
+                + "https://publicsuffix.org/list/public_suffix_list.dat and set PUBLIC_SUFFIX_LIST to it)"
+        ),
+        (
+            "ingest", "ADMIN_TOKEN=\(String(repeating: "t", count: 32)) PUBLIC_SUFFIX_LIST=\(shortList)",
+            "configuration PUBLIC_SUFFIX_LIST: \(shortList) holds 3 rules, not the Public Suffix List (about 10 000)"
+        ),
     ]
 
     /// The partition count is fixed per deployment: recorded by the first service, checked by the rest.

@@ -78,9 +78,11 @@ extension IngestRequests.AdvertisedApp {
             throw RequestProblem(.valueOutOfRange, problem.description)
         }
         if let endpoint = configuration.attributionCopyEndpoint {
-            guard let report = CopyEndpoint.reportURL(for: endpoint) else {
+            guard let report = CopyEndpoint.reportURL(for: endpoint, suffixes: destinations.publicSuffixes) else {
                 throw RequestProblem(
-                    .invalidCopyEndpoint, "AttributionCopyEndpoint must be an https URL with a domain, e.g. https://example.com")
+                    .invalidCopyEndpoint,
+                    "AttributionCopyEndpoint must be an https URL with a registrable domain (not a public suffix such as github.io alone), e.g. https://example.com"
+                )
             }
             try RequestChecks.destination(report, field: "AttributionCopyEndpoint", policy: destinations)
         }

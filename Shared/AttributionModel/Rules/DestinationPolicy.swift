@@ -22,6 +22,9 @@ public struct DestinationPolicy: Sendable, Hashable {
 
     /// Lowercased hosts, or `host:port`, exempt from the https and public-address rules.
     public let allowedHosts: Set<String>
+    /// Where a copy endpoint's registrable domain ends (`CopyEndpoint`): the services load the list
+    /// from `PUBLIC_SUFFIX_LIST`; empty here, so only the implicit rule `*` applies.
+    public var publicSuffixes = PublicSuffixList()
 
     public init(allowedHosts: Set<String> = []) {
         self.allowedHosts = Set(allowedHosts.map { $0.lowercased() })
@@ -204,26 +207,23 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// The advertiser's copy of winning postbacks (`AttributionCopyEndpoint`, spec section 6): sent to the
-/// endpoint's domain at a fixed well-known path. Subdomains are ignored: the copy goes to the last two
-/// labels of the host (three when the second-level label is a common public suffix such as `co.uk`);
-/// a path in the endpoint is ignored too. IP literals and ports are kept (tests, demos).
+/// endpoint's domain at a fixed well-known path. Subdomains are ignored: the copy goes to the host's
+/// registrable domain by the Public Suffix List (`ads.example.co.uk` → `example.co.uk`, while
+/// `x.github.io` stays itself: `github.io` is a public suffix); a path in the endpoint is ignored too.
+/// IP literals and ports are kept (tests, demos).
 public enum CopyEndpoint {
     public static let path = "/.well-known/appattribution/report-attribution/"
-    static let secondLevelSuffixes: Set<String> = ["co", "com", "net", "org", "gov", "ac", "edu", "ne", "or", "go"]
 
-    /// The URL copies go to, or nil when the endpoint is not an http(s) URL with a host.
-    public static func reportURL(for endpoint: String) -> String? {
+    /// The URL copies go to, or nil when the endpoint is not an http(s) URL whose host is an IP literal
+    /// or has a registrable domain (a public suffix such as `github.io` alone has none).
+    public static func reportURL(for endpoint: String, suffixes: PublicSuffixList) -> String? {
         guard let destination = DestinationPolicy.parse(endpoint), ["http", "https"].contains(destination.scheme) else {
             return nil
         }
         var host = destination.host
         if IPAddress(host) == nil {
-            let labels = host.split(separator: ".")
-            guard labels.count >= 2, labels.allSatisfy({ !$0.isEmpty }) else { return nil }
-            let keep =
-                labels.count >= 3 && labels.last!.count == 2 && secondLevelSuffixes.contains(String(labels[labels.count - 2]))
-                ? 3 : 2
-            host = labels.suffix(keep).joined(separator: ".")
+            guard let domain = suffixes.registrableDomain(of: host) else { return nil }
+            host = domain
         } else if host.contains(":") {
             host = "[\(host)]"
         }

@@ -4,8 +4,13 @@
 /// or dead-lettered. Signing and the POST itself are the service's; it passes their results in.
 public struct DispatcherStep: Sendable {
     public var policy: TimePolicy
+    /// Where a copy endpoint's registrable domain ends (`CopyEndpoint.reportURL`).
+    public var publicSuffixes: PublicSuffixList
 
-    public init(policy: TimePolicy) { self.policy = policy }
+    public init(policy: TimePolicy, publicSuffixes: PublicSuffixList = PublicSuffixList()) {
+        self.policy = policy
+        self.publicSuffixes = publicSuffixes
+    }
 
     /// The deliveries one message makes, plus destinations that cannot be delivered at all (dead-lettered
     /// at once, with the reason).
@@ -57,7 +62,7 @@ public struct DispatcherStep: Sendable {
             }
             if let app = apps[String(payload.advertisedItemIdentifier)],
                 CopyEndpoint.applies(to: app, conversionType: payload.conversionType, didWin: payload.didWin),
-                let url = app.attributionCopyEndpoint.flatMap(CopyEndpoint.reportURL(for:))
+                let url = app.attributionCopyEndpoint.flatMap { CopyEndpoint.reportURL(for: $0, suffixes: publicSuffixes) }
             {
                 work.deliveries.append(delivery(.advertiserCopy, url))
             }
@@ -70,7 +75,7 @@ public struct DispatcherStep: Sendable {
                 let missing: String
                 if retry.destination == .advertiserCopy {
                     current = apps[String(payload.advertisedItemIdentifier)].flatMap { app in
-                        app.attributionCopyEndpoint.flatMap(CopyEndpoint.reportURL(for:))
+                        app.attributionCopyEndpoint.flatMap { CopyEndpoint.reportURL(for: $0, suffixes: publicSuffixes) }
                     }
                     missing = "advertised app \(payload.advertisedItemIdentifier) is not registered or has no copy endpoint"
                 } else {

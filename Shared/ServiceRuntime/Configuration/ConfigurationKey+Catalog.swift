@@ -18,7 +18,7 @@ extension ConfigurationKey {
         row(.keyRotationGraceHours), row(.crowdTierThresholds), row(.crowdCacheMilliseconds), row(.registryCacheMilliseconds),
         row(.verifierThreads),
         row(.timerPollMilliseconds), row(.conversionSettleMilliseconds), row(.windowCloseGraceMilliseconds),
-        row(.postbackURLAllowList), row(.developmentMode), row(.signingKeyFile), row(.signingKeyID),
+        row(.postbackURLAllowList), row(.publicSuffixList), row(.developmentMode), row(.signingKeyFile), row(.signingKeyID),
         row(.developmentSigningKeyFile),
         row(.developmentSigningKeyID), row(.deliveryTimeoutMilliseconds), row(.deliveryConcurrencyPerHost),
         row(.signingKeyGraceHours),

@@ -191,3 +191,12 @@ extension ConfigurationKey.Typed where Value == Milliseconds {
         )
     }
 }
+
+extension ConfigurationKey.Typed where Value == String {
+    public static var publicSuffixList: Self {
+        .text(
+            "PUBLIC_SUFFIX_LIST", type: "path", default: PublicSuffixListFile.debianPath, services: ["ingest", "dispatcher"],
+            "The Public Suffix List (publicsuffix.org's `public_suffix_list.dat` format) that decides a copy endpoint's registrable domain: Debian's `publicsuffix` package by default. To update it, upgrade that package or download https://publicsuffix.org/list/public_suffix_list.dat and point this at it; restart ingest and the dispatcher."
+        )
+    }
+}
