@@ -96,7 +96,9 @@ import Testing
             return
         }
         if expected.hasPrefix("https://") || expected == "the copy endpoint now" {
-            let url = expected.hasPrefix("https://") ? expected : CopyEndpoint.reportURL(for: "https://copies.example", suffixes: PublicSuffixList())
+            let url =
+                expected.hasPrefix("https://")
+                ? expected : CopyEndpoint.reportURL(for: "https://copies.example", suffixes: PublicSuffixList())
             #expect(work.deliveries.map(\.url) == [url] && work.undeliverable.isEmpty)
         } else {
             #expect(work.deliveries.isEmpty)
