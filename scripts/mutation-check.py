@@ -48,6 +48,7 @@ GATING = RULES + "PostbackFieldGating.swift"
 DELAY = RULES + "PostbackDelay.swift"
 UPDATE = "Shared/AttributionModel/Events/PostbackUpdate.swift"
 WINNER_STEP = "Shared/AttributionModel/Steps/WinnerStep.swift"
+STATE_LIMITS = RULES + "DeviceStateLimits.swift"
 
 
 def M(rule, what, expect, *edits):
@@ -156,13 +157,11 @@ MUTATIONS = [
     M("download-vs-redownload", "a redownload is selected like a re-engagement (eligible clicks only)",
       ["conversion-redownload.json"],
       (WINNER, "if conversionType == .reengagement {", "if conversionType != .download {")),
-    M("reengagement-needs-install", "no install check", ["reengagement-needs-install.json"],
-      (ELIGIBILITY, "guard let installed = state.installedAt, installed <= report.time else { return .notInstalled }", "")),
-    M("reengagement-needs-install", "only attributed installs count", ["reengagement-after-organic-redownload.json"],
-      (ELIGIBILITY, "guard let installed = state.installedAt, installed <= report.time else",
-       "guard state.conversions.contains(where: { $0.conversionType != .reengagement && $0.time <= report.time }) else")),
-    M("reengagement-needs-install", "only a download counts as an install", ["reengagement-after-organic-redownload.json"],
-      (STATE, "if report.conversionType != .reengagement { installedAt", "if report.conversionType == .download { installedAt")),
+    M("reengagement-install-implied", "a re-engagement needs an install the pipeline saw",
+      ["reengagement-install-not-seen.json"],
+      (ELIGIBILITY, ") -> Refusal? {\nif let last = state.conversions.max(by: { $0.time < $1.time }) {",
+       ") -> Refusal? {\n        if report.conversionType == .reengagement, state.installedAt == nil { return .noEligibleImpression }\n"
+       "        if let last = state.conversions.max(by: { $0.time < $1.time }) {")),
     M("reengagement-eligible-clicks", "re-engagement ignores eligible-for-re-engagement",
       ["reengagement-eligible-clicks-only.json"],
       (WINNER, ", impression.payload.eligibleForReengagement == true else {", " else {")),
@@ -246,6 +245,12 @@ MUTATIONS = [
     M("late-update-counts", "a done window ignores updates stamped before it closed",
       ["lateUpdatesCountWhileTheirPostbacksAreHeld"],
       (PLAN, "guard let done = closed[index], update.time < done.at else { return [] }", "return []")),
+    # Pruning and the pending limit act on stored state over days: the step's table tests are the oracle.
+    M("device-state-bounded", "the state is never pruned by age", ["everyWritePrunesTheStateByAge"],
+      (WINNER_STEP, "let expired = effects.state.prune(now: now, policy: policy)",
+       "let expired = DeviceAttributionState.Expired()")),
+    M("device-state-bounded", "pending reports are unbounded", ["pendingReportsAreBoundedPerDeviceAndApp"],
+      (STATE_LIMITS, "? pendingUpdates.count < DeviceStateLimits.pendingUpdates", "? true")),
     M("first-update-deadline", "a re-engagement's first update gets the install's 60 days",
       ["reengagement-first-update-deadline.json"],
       (WINDOWS, "type == .reengagement ? .hours(48) : .days(60)", ".days(60)")),

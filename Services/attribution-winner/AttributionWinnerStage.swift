@@ -69,7 +69,7 @@ struct AttributionWinnerStage: StreamStage {
                 // A refused conversion is also listed for its app, after the commit (that list has no partition).
                 return .write(
                     commands(for: effects, scope: scope, in: partition), counts: effects.counts.map(StageCount.init),
-                    after: effects.refusal.map { RejectionLog.append($0.rejection, to: $0.log) } ?? [])
+                    after: effects.allRejections.flatMap { RejectionLog.append($0.rejection, to: $0.log) })
             }
         }
     }
@@ -93,7 +93,7 @@ struct AttributionWinnerStage: StreamStage {
                 RedisCommand("PEXPIRE", key, String(record.keepFor)),
             ]
         }
-        if let refusal = effects.refusal { commands.append(refusal.rejection.entry(at: refusal.at, in: partition)) }
+        for refusal in effects.allRejections { commands.append(refusal.rejection.entry(at: refusal.at, in: partition)) }
         return commands + effects.outputs.map { StreamCommands.add(StreamNames.attributions(partition), message: $0.encoded()) }
     }
 }

@@ -52,7 +52,8 @@ struct ConversionEligibilityTests {
 
     static let cases: [Case] = [
         Case(name: "re-engagement of an installed app with an eligible click", at: 2 * day, refusal: nil),
-        Case(name: "re-engagement without an install", at: 2 * day, installed: false, refusal: .notInstalled),
+        // The app reporting a re-engagement is running: no install seen is needed (spec section 3).
+        Case(name: "re-engagement without an install seen", at: 2 * day, installed: false, refusal: nil),
         Case(
             name: "inside the install cooldown", at: 23 * hour, cooldown: .init(installCooldownHours: 24),
             refusal: .cooldown),

@@ -10,7 +10,7 @@ struct ProblemReasonTests {
         "invalid-header", "invalid-payload", "invalid-signature", "invalid-components", "unsupported-algorithm",
         "key-identifier-mismatch", "unknown-ad-network", "unknown-advertised-app", "publisher-not-listing-network",
         "impression-expired", "impression-from-future", "impression-replayed", "click-too-late", "view-too-short",
-        "overlapping-view", "no-eligible-impression", "not-installed", "cooldown", "re-engagement-app-cap",
+        "overlapping-view", "no-eligible-impression", "cooldown", "re-engagement-app-cap",
         "re-engagement-device-cap", "invalid-json", "invalid-body", "invalid-device-identifier", "invalid-time",
         "invalid-interaction", "invalid-skadnetwork-impression", "invalid-country-code", "value-out-of-range",
         "invalid-activity", "invalid-idempotency-key", "invalid-ad-network-identifier", "invalid-item-identifier",
@@ -22,7 +22,7 @@ struct ProblemReasonTests {
         "body-too-large", "body-timeout", "http-error", "internal-error", "redis-unreachable", "consumer-group-missing",
         "replication-timeout", "invalid-batch", "batch-too-large", "overloaded", "pipeline-lagging", "rate-limited",
         "unknown-app-key", "credential-mismatch", "unknown-credential", "unknown-publisher-app",
-        "invalid-marketplace-identifier",
+        "invalid-marketplace-identifier", "conversion-not-found", "pending-limit",
     ]
 
     @Test func reasonStringsAreTheOnesClientsKnow() {

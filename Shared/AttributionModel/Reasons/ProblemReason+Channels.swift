@@ -15,8 +15,8 @@ extension ProblemReason {
         case .invalidComponents, .unknownAdNetwork, .unknownAdvertisedApp: [.problemDetails, .rejection]
         case .invalidHeader, .invalidPayload, .invalidSignature, .unsupportedAlgorithm, .keyIdentifierMismatch,
             .publisherNotListingNetwork, .impressionExpired, .impressionFromFuture, .impressionReplayed, .clickTooLate,
-            .viewTooShort, .overlappingView, .noEligibleImpression, .notInstalled, .cooldown, .reengagementAppCap,
-            .reengagementDeviceCap:
+            .viewTooShort, .overlappingView, .noEligibleImpression, .cooldown, .reengagementAppCap,
+            .reengagementDeviceCap, .conversionNotFound, .pendingLimit:
             [.rejection]
         case .invalidJSON, .invalidBody, .invalidDeviceIdentifier, .invalidTime, .invalidInteraction,
             .invalidSKAdNetworkImpression, .invalidCountryCode, .invalidMarketplaceIdentifier, .valueOutOfRange, .invalidActivity,
@@ -45,7 +45,6 @@ extension ProblemReason {
     public init(_ refusal: ConversionEligibility.Refusal) {
         switch refusal {
         case .noEligibleImpression: self = .noEligibleImpression
-        case .notInstalled: self = .notInstalled
         case .cooldown: self = .cooldown
         case .appReengagementCap: self = .reengagementAppCap
         case .deviceReengagementCap: self = .reengagementDeviceCap

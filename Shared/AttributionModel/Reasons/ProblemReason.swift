@@ -23,10 +23,12 @@ public enum ProblemReason: String, Sendable, Codable, Hashable, CaseIterable {
     case overlappingView = "overlapping-view"
     // attribution-winner's refusals of a verified conversion (ConversionEligibility.Refusal).
     case noEligibleImpression = "no-eligible-impression"
-    case notInstalled = "not-installed"
     case cooldown
     case reengagementAppCap = "re-engagement-app-cap"
     case reengagementDeviceCap = "re-engagement-device-cap"
+    // attribution-winner's refusals of a verified update or activity report (DeviceStateLimits).
+    case conversionNotFound = "conversion-not-found"
+    case pendingLimit = "pending-limit"
 
     // Request bodies and parameters ingest refuses with 400 (RequestProblem).
     case invalidJSON = "invalid-json"

@@ -4,8 +4,6 @@ public enum ConversionEligibility {
     public enum Refusal: String, Error, Sendable, Hashable, CaseIterable {
         /// No impression qualified: an organic conversion.
         case noEligibleImpression = "no-eligible-impression"
-        /// A re-engagement of an app this device never installed.
-        case notInstalled = "not-installed"
         /// Too soon after the previous conversion (`AttributionCooldown`).
         case cooldown
         /// 2 re-engagements per device and app in 30 days (our decision, section 8).
@@ -17,14 +15,13 @@ public enum ConversionEligibility {
     public static let appCap = (count: 2, period: Duration.days(30))
     public static let deviceCap = (count: 20, period: Duration.days(365))
 
-    /// Checks before selection: an installed app for re-engagement, and the cooldown after the last
-    /// conversion (install cooldown after an install, re-engagement cooldown after a re-engagement).
+    /// Checks before selection: the cooldown after the last conversion (install cooldown after an
+    /// install, re-engagement cooldown after a re-engagement). A re-engagement needs no install the
+    /// pipeline saw: the app reporting it is running, so it is installed (spec section 3), even when
+    /// the install came before the pipeline existed or its record expired with a lapsed user's state.
     public static func precheck(
         _ report: ConversionReport, state: DeviceAttributionState, app: AdvertisedAppConfiguration, policy: TimePolicy
     ) -> Refusal? {
-        if report.conversionType == .reengagement {
-            guard let installed = state.installedAt, installed <= report.time else { return .notInstalled }
-        }
         if let last = state.conversions.max(by: { $0.time < $1.time }) {
             let hours =
                 last.conversionType == .reengagement

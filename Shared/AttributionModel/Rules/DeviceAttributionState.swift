@@ -19,7 +19,8 @@ public struct DeviceAttributionState: Sendable, Codable, Hashable {
     public var impressions: [VerifiedImpression] = []
     public var conversions: [ConversionRecord] = []
     public var pendingUpdates: [ValueUpdateReport] = []
-    /// The first install (download or redownload, attributed or organic): re-engagement needs one.
+    /// The first install seen (download or redownload, attributed or organic). Not a condition for
+    /// re-engagement (a re-engagement proves the app is installed); kept for inspection.
     public var installedAt: Milliseconds?
     /// Conversions reported but not yet attributed (they wait out the settle time). An update that one
     /// of them would take waits with them instead of going to an older conversion.

@@ -89,6 +89,14 @@ public struct WinnerStep: Sendable {
         /// shown in (its advertised app's, like the verifier's refusals of the app's events).
         public var refusal:
             (reason: ConversionEligibility.Refusal, rejection: Rejection, at: Milliseconds, log: VerifierStep.RefusalLog)?
+        /// Updates and activity refused here (`DeviceStateLimits`): the message's own, past the pending
+        /// limit, and those that waited too long for their conversion. Recorded like `refusal`.
+        public var rejections: [(rejection: Rejection, at: Milliseconds, log: VerifierStep.RefusalLog)] = []
+
+        /// Every refusal this message produced, to record on `rejected` and in the refusal lists.
+        public var allRejections: [(rejection: Rejection, at: Milliseconds, log: VerifierStep.RefusalLog)] {
+            (refusal.map { [($0.rejection, $0.at, $0.log)] } ?? []) + rejections
+        }
         public var counts: [StepCount] = []
     }
 
@@ -111,15 +119,43 @@ public struct WinnerStep: Sendable {
             attribute(conversion, envelope: envelope, reengagements: reengagements, into: &effects)
         case .updateVerified(var report):
             report.eventIdentifier = envelope.id
-            if let routed = effects.state.receive(report) {
+            if effects.state.route(report) == nil, !effects.state.canKeepPending(update: true) {
+                effects.rejections.append(
+                    Self.rejection(
+                        .pendingLimit,
+                        "\(DeviceStateLimits.pendingUpdates) updates already wait for a conversion on this device",
+                        event: envelope.id, app: report.advertisedItemIdentifier, at: report.time))
+            } else if let routed = effects.state.receive(report) {
                 effects.outputs.append(Envelope(id: envelope.id, time: envelope.time, body: .updateAttributed(routed)))
             }
         case .activityVerified(var report):
             report.eventIdentifier = envelope.id
-            if let routed = effects.state.receive(report) {
+            if effects.state.route(report) == nil, !effects.state.canKeepPending(update: false) {
+                effects.rejections.append(
+                    Self.rejection(
+                        .pendingLimit,
+                        "\(DeviceStateLimits.pendingActivities) activity reports already wait for a conversion on this device",
+                        event: envelope.id, app: report.advertisedItemIdentifier, at: report.time))
+            } else if let routed = effects.state.receive(report) {
                 effects.outputs.append(Envelope(id: envelope.id, time: envelope.time, body: .activityAttributed(routed)))
             }
         default: break
+        }
+        // Every write prunes by age, so an active device's state does not grow with its history; a
+        // report already too old to wait is refused at once.
+        let expired = effects.state.prune(now: now, policy: policy)
+        for update in expired.updates {
+            effects.rejections.append(
+                Self.rejection(
+                    .conversionNotFound, "no conversion took this update within 2 days (scaled, at least 10 minutes) of its time",
+                    event: update.eventIdentifier, app: update.advertisedItemIdentifier, at: update.time))
+        }
+        for activity in expired.activities {
+            effects.rejections.append(
+                Self.rejection(
+                    .conversionNotFound,
+                    "no conversion took this activity within 2 days (scaled, at least 10 minutes) of its time",
+                    event: activity.eventIdentifier, app: activity.advertisedItemIdentifier, at: activity.time))
         }
         return .done(effects)
     }
@@ -158,6 +194,13 @@ public struct WinnerStep: Sendable {
                 effects.state.routePending(), activities: effects.state.routePendingActivities(), by: envelope)
             effects.counts.append(.conversion(.refused(refusal)))
         }
+    }
+
+    /// An update or activity report refused here, shown in its app's refusal list.
+    static func rejection(_ reason: ProblemReason, _ detail: String, event: String?, app: ItemIdentifier, at time: Milliseconds)
+        -> (rejection: Rejection, at: Milliseconds, log: VerifierStep.RefusalLog)
+    {
+        (Rejection(reason: reason, detail: detail, eventIdentifier: event ?? ""), time, .app(app))
     }
 
     /// Messages for updates and activity that waited in the state and now have their conversion. Each keeps

@@ -89,4 +89,72 @@ import Testing
             Issue.record("a window timer is not attribution-winner's")
         }
     }
+    static func update(at time: Milliseconds, tag: String? = nil) -> Envelope {
+        let report = ValueUpdateReport(
+            deviceIdentifier: "device-1", advertisedItemIdentifier: F.app,
+            update: PostbackUpdate(fineConversionValue: 9, conversionTag: tag), time: time, receivedAt: time)
+        return Envelope(id: "update-\(time)-\(tag ?? "")", time: time, body: .updateVerified(report))
+    }
+
+    /// Every write prunes by age as of `now`: impressions past the longest window an app may set (plus a
+    /// day), conversions past their windows, and reports that waited too long for a conversion, each of
+    /// which is refused `conversion-not-found` so that it stays accounted for.
+    @Test func everyWritePrunesTheStateByAge() throws {
+        let step = WinnerStep(policy: .realTime, input: .settled, settleMilliseconds: 0)
+        var state = DeviceAttributionState()
+        state.record(F.impression("old-click", at: Self.now - 31 * F.day - 1))
+        state.record(F.impression("click", at: Self.now - 31 * F.day))
+        state.record(F.impression("old-view", type: .view, at: Self.now - 8 * F.day - 1))
+        state.record(F.impression("view", type: .view, at: Self.now - 8 * F.day))
+        state.conversions = [
+            ConversionRecord(conversionIdentifier: "ended", conversionType: .download, time: Self.now - 37 * F.day - 1),
+            ConversionRecord(conversionIdentifier: "open", conversionType: .download, time: Self.now - 37 * F.day),
+        ]
+        // A tag no conversion has: it waits, and is refused once 2 days have passed.
+        let waiting = try effects(
+            step.step(state, message: Self.update(at: Self.now - 2 * F.day - 1, tag: "never"), reengagements: [], now: Self.now))
+        #expect(waiting.state.impressions.map(\.payload.impressionIdentifier) == ["click", "view"])
+        #expect(waiting.state.conversions.map(\.conversionIdentifier) == ["open"])
+        // Pruned as of this very write: an update already too old to wait is refused at once.
+        #expect(waiting.state.pendingUpdates.isEmpty)
+        #expect(waiting.rejections.map(\.rejection.reason) == [.conversionNotFound])
+        var old = ValueUpdateReport(
+            deviceIdentifier: "device-1", advertisedItemIdentifier: F.app,
+            update: PostbackUpdate(fineConversionValue: 1, conversionTag: "never"), time: Self.now - F.day, receivedAt: 0)
+        old.eventIdentifier = "waited"
+        var kept = state
+        kept.pendingUpdates = [old]
+        let later = try effects(
+            step.step(
+                kept, message: Self.update(at: Self.now + F.day + 1, tag: "never"), reengagements: [], now: Self.now + F.day + 1))
+        #expect(later.state.pendingUpdates.map(\.time) == [Self.now + F.day + 1], "the new one waits, the old one is gone")
+        #expect(later.rejections.map(\.rejection.reason) == [.conversionNotFound])
+        #expect(later.rejections.map(\.rejection.eventIdentifier) == ["waited"])
+        #expect(later.allRejections.map(\.log) == [.app(F.app)])
+    }
+
+    /// An app cannot make a device keep unbounded reports waiting for a conversion: past the limit a new
+    /// one is refused `pending-limit`; one that finds its conversion is never refused by it.
+    @Test func pendingReportsAreBoundedPerDeviceAndApp() throws {
+        let step = WinnerStep(policy: .realTime, input: .settled, settleMilliseconds: 0)
+        var state = DeviceAttributionState()
+        for index in 0..<DeviceStateLimits.pendingUpdates {
+            let outcome = try effects(
+                step.step(
+                    state, message: Self.update(at: Self.now + Milliseconds(index), tag: "t"), reengagements: [], now: Self.now))
+            #expect(outcome.rejections.isEmpty)
+            state = outcome.state
+        }
+        #expect(state.pendingUpdates.count == DeviceStateLimits.pendingUpdates)
+        let refused = try effects(
+            step.step(state, message: Self.update(at: Self.now + 1_000, tag: "t"), reengagements: [], now: Self.now))
+        #expect(refused.rejections.map(\.rejection.reason) == [.pendingLimit])
+        #expect(refused.state.pendingUpdates.count == DeviceStateLimits.pendingUpdates)
+        // With a conversion to go to, an update is routed whatever waits.
+        var installed = state
+        installed.conversions = [ConversionRecord(conversionIdentifier: "c", conversionType: .download, time: Self.now)]
+        let routed = try effects(
+            step.step(installed, message: Self.update(at: Self.now + 2_000), reengagements: [], now: Self.now))
+        #expect(routed.rejections.isEmpty && routed.outputs.count == 1)
+    }
 }
