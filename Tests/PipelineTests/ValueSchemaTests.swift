@@ -190,7 +190,7 @@ extension PipelineSuites {
             // The report files, and every decoded postback forwarded once despite the partner's first failure.
             let csv = try await eventually(timeout: .seconds(5)) {
                 (try? String(contentsOf: reportDirectory.appendingPathComponent("report.csv"), encoding: .utf8))?
-                    .contains("schema.adattributionkit,39") == true
+                    .contains("schema.adattributionkit,5239,0,") == true  // window 0: the only one the apps reported in
             }
             #expect(csv, "report.csv written")
             let forwarded = try await eventually(timeout: .seconds(10), every: .milliseconds(200)) {
