@@ -1,6 +1,7 @@
 /// What one device and advertised app can make attribution-winner keep, and for how long (README,
-/// "Limits"). Every write prunes the state by age as of the processing time, so an active device's
-/// state no longer grows with its history; the counts bound what an app's reports can add.
+/// "Attribution rules"; docs/attribution-rules.md, `device-state-bounded`). Every write prunes the
+/// state by age as of the processing time, so an active device's state no longer grows with its
+/// history; the counts bound what an app's reports can add.
 public enum DeviceStateLimits {
     /// A click can still win an install for 30 days (the longest click window an app may set), a view
     /// for 7; `inFlight` more covers events still on their way through the pipeline.
