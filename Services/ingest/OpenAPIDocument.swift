@@ -178,6 +178,7 @@ enum OpenAPIDocument {
             "/v1/conversion-value-updates": {
               "post": {
                 "summary": "Report a conversion-value update (AdAttributionKit PostbackUpdate)",
+                "description": "Goes to the conversion its `conversionTag` names, else the device's most recent one its `conversionTypes` allow. A conversion window (days 0–2, 3–7, 8–35 after the conversion) sends a postback only if an update (or activity the app's value schema turns into one) is reported in it, with that window's own values: nothing carries over from an earlier window. An update before its conversion waits for it at most 2 scaled days (at least 10 minutes of wall clock), then is refused `conversion-not-found`; at most 100 wait per device and app (past that: `pending-limit`). Both refusals appear in the app's refusal list, not in this answer.",
                 "security": [
                   {
                     "appKey": []
@@ -1449,7 +1450,8 @@ enum OpenAPIDocument {
                     }
                   },
                   "AttributionCopyEndpoint": {
-                    "type": "string"
+                    "type": "string",
+                    "description": "https URL; winning postbacks are copied to its host's registrable domain by the Public Suffix List (`ads.example.co.uk` → `example.co.uk`; `x.github.io` stays itself) at /.well-known/appattribution/report-attribution/. A public suffix alone (`github.io`) is 400 `invalid-copy-endpoint`"
                   },
                   "EligibleForAdAttributionKitReengagementPostbackCopies": {
                     "type": "boolean"
