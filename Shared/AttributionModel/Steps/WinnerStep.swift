@@ -121,10 +121,8 @@ public struct WinnerStep: Sendable {
             report.eventIdentifier = envelope.id
             if effects.state.route(report) == nil, !effects.state.canKeepPending(update: true) {
                 effects.rejections.append(
-                    Self.rejection(
-                        .pendingLimit,
-                        "\(DeviceStateLimits.pendingUpdates) updates already wait for a conversion on this device",
-                        event: envelope.id, app: report.advertisedItemIdentifier, at: report.time))
+                    Self.pendingLimit(
+                        "updates", DeviceStateLimits.pendingUpdates, envelope, report.advertisedItemIdentifier, report.time))
             } else if let routed = effects.state.receive(report) {
                 effects.outputs.append(Envelope(id: envelope.id, time: envelope.time, body: .updateAttributed(routed)))
             }
@@ -132,10 +130,9 @@ public struct WinnerStep: Sendable {
             report.eventIdentifier = envelope.id
             if effects.state.route(report) == nil, !effects.state.canKeepPending(update: false) {
                 effects.rejections.append(
-                    Self.rejection(
-                        .pendingLimit,
-                        "\(DeviceStateLimits.pendingActivities) activity reports already wait for a conversion on this device",
-                        event: envelope.id, app: report.advertisedItemIdentifier, at: report.time))
+                    Self.pendingLimit(
+                        "activity reports", DeviceStateLimits.pendingActivities, envelope, report.advertisedItemIdentifier,
+                        report.time))
             } else if let routed = effects.state.receive(report) {
                 effects.outputs.append(Envelope(id: envelope.id, time: envelope.time, body: .activityAttributed(routed)))
             }
@@ -194,6 +191,15 @@ public struct WinnerStep: Sendable {
                 effects.state.routePending(), activities: effects.state.routePendingActivities(), by: envelope)
             effects.counts.append(.conversion(.refused(refusal)))
         }
+    }
+
+    /// An update or activity report refused because as many of its kind already wait on the device.
+    static func pendingLimit(_ kind: String, _ limit: Int, _ envelope: Envelope, _ app: ItemIdentifier, _ time: Milliseconds)
+        -> (rejection: Rejection, at: Milliseconds, log: VerifierStep.RefusalLog)
+    {
+        rejection(
+            .pendingLimit, "\(limit) \(kind) already wait for a conversion on this device", event: envelope.id, app: app,
+            at: time)
     }
 
     /// An update or activity report refused here, shown in its app's refusal list.
