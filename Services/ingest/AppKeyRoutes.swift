@@ -29,9 +29,7 @@ struct AppKeyRoutes {
         }
         catalog.on(admin, prefix: prefix, .get, "/advertised-apps/:item/keys") { _, context in
             let item = try AdminRoutes.itemIdentifier(context)
-            let listed = try await keys.list(of: String(item)).map { entry in
-                entry.reduce(into: [String: Any]()) { $0[$1.key == "id" ? "key-identifier" : $1.key] = $1.value }
-            }
+            let listed = try await keys.list(of: String(item), identifierKey: "key-identifier")
             return try AdminRoutes.json(object: ["advertised-item-identifier": String(item), "keys": listed])
         }
         catalog.on(admin, prefix: prefix, .delete, "/advertised-apps/:item/keys/:key") { _, context in

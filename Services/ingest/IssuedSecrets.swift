@@ -39,13 +39,14 @@ struct IssuedSecrets: Sendable {
         return (secret, Self.identifier(ofHash: hash))
     }
 
-    /// `owner`'s live secrets as ids with their issue times (where recorded), for a listing.
-    func list(of owner: String) async throws -> [[String: Any]] {
+    /// `owner`'s live secrets as ids (under `identifierKey`) with their issue times (where recorded),
+    /// for a listing.
+    func list(of owner: String, identifierKey: String) async throws -> [[String: Any]] {
         let hashes = try await hashes(of: owner)
         guard !hashes.isEmpty else { return [] }
         let times = try await redis.send(RedisCommand(["HMGET", issued] + hashes)).elements
         return zip(hashes, times).map { hash, time in
-            var entry: [String: Any] = ["id": Self.identifier(ofHash: hash)]
+            var entry: [String: Any] = [identifierKey: Self.identifier(ofHash: hash)]
             if let at = time.string.flatMap({ Milliseconds($0) }) { entry["issued-at"] = at }
             return entry
         }

@@ -31,9 +31,7 @@ struct NetworkCredentialRoutes {
         }
         catalog.on(admin, prefix: prefix, .get, "/ad-networks/:id/credentials") { _, context in
             let id = try Self.network(context).rawValue
-            let listed = try await credentials.list(of: id).map { entry in
-                entry.reduce(into: [String: Any]()) { $0[$1.key == "id" ? "credential-identifier" : $1.key] = $1.value }
-            }
+            let listed = try await credentials.list(of: id, identifierKey: "credential-identifier")
             return try AdminRoutes.json(object: ["ad-network-identifier": id, "credentials": listed])
         }
         catalog.on(admin, prefix: prefix, .delete, "/ad-networks/:id/credentials/:credential") { _, context in

@@ -119,3 +119,20 @@ struct SimulationReport: Codable, Sendable {
             + "and \(expectedNonWinning) non-winning"
     }
 }
+
+extension SimulationReport {
+    /// One line per window comparing `arrived` with what this report expects (non-winners get the
+    /// first window only), and whether every count is as expected.
+    func compare(with arrived: PostbackTally.Counts) -> (lines: [String], matches: Bool) {
+        var matches = true
+        let lines = (0..<3).map { window in
+            let nonWinning = window == 0 ? expectedNonWinning : 0
+            let winning = expectedWinning.indices.contains(window) ? expectedWinning[window] : 0
+            let ok = arrived.winning[window] == winning && arrived.nonWinning[window] == nonWinning
+            matches = matches && ok
+            return "window \(window): winning \(arrived.winning[window]) arrived (expected \(winning)), "
+                + "non-winning \(arrived.nonWinning[window]) arrived (expected \(nonWinning))" + (ok ? "" : "  MISMATCH")
+        }
+        return (lines, matches)
+    }
+}

@@ -44,7 +44,7 @@ struct SummaryCommand: ParsableCommand {
             guard let report = FileManager.default.contents(atPath: expected) else {
                 throw CommandError("cannot read --expected \(expected): no readable file there")
             }
-            let expectation = try JSONDecoder().decode(ExpectedPostbacks.self, from: report)
+            let expectation = try JSONDecoder().decode(SimulationReport.self, from: report)
             let (lines, matches) = expectation.compare(with: tally.totals)
             for line in lines { print(line) }
             guard matches else {
@@ -68,32 +68,5 @@ struct SummaryCommand: ParsableCommand {
             }
         }
         return (payloads, unreadable)
-    }
-}
-
-/// What `attribution simulate --report` expects: winning postbacks per window and non-winning ones
-/// (window 0 only: non-winners get no later postback).
-struct ExpectedPostbacks: Decodable, Sendable {
-    var winning: [Int]
-    var nonWinning: Int
-
-    enum CodingKeys: String, CodingKey {
-        case winning = "expected-winning"
-        case nonWinning = "expected-non-winning"
-    }
-
-    /// One line per window, and whether every count is as expected.
-    func compare(with arrived: PostbackTally.Counts) -> (lines: [String], matches: Bool) {
-        var matches = true
-        let lines = (0..<3).map { window in
-            let expectedNonWinning = window == 0 ? nonWinning : 0
-            let expectedWinning = winning.indices.contains(window) ? winning[window] : 0
-            let ok = arrived.winning[window] == expectedWinning && arrived.nonWinning[window] == expectedNonWinning
-            matches = matches && ok
-            return "window \(window): winning \(arrived.winning[window]) arrived (expected \(expectedWinning)), "
-                + "non-winning \(arrived.nonWinning[window]) arrived (expected \(expectedNonWinning))"
-                + (ok ? "" : "  MISMATCH")
-        }
-        return (lines, matches)
     }
 }
