@@ -21,7 +21,7 @@ keeps sending properly signed impressions and conversions:
 Writes OUTDIR/report.md and OUTDIR/report.json; exits 1 on any violation. Stdlib, `cryptography`
 and schemathesis only."""
 
-import argparse, base64, collections, json, os, re, shutil, signal, socket, subprocess, sys, threading, time, uuid
+import argparse, base64, collections, json, os, re, shutil, signal, socket, struct, subprocess, sys, threading, time, uuid
 from http.client import HTTPConnection
 
 from harness import free_port, partitioned, rss_mib
@@ -129,6 +129,61 @@ def open_fds(pid):
 
 
 # ---------------------------------------------------------------------------------------------------
+# Envelopes between stages are in CompactCoding's binary form (Shared/AttributionModel/Coding): magic
+# 0xF5, version 1, then one tagged value. Decoded into the same dicts json.loads gives for the JSON form.
+COMPACT_MAGIC = b"\xf5"
+
+
+def compact_decode(raw):
+    def varint(at):
+        value, shift = 0, 0
+        while True:
+            byte = raw[at]
+            at += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                return value, at
+
+    def text(at):
+        length, at = varint(at)
+        return raw[at:at + length].decode("utf-8"), at + length
+
+    def value(at):
+        tag = raw[at]
+        at += 1
+        if tag == 0x00:
+            return None, at
+        if tag in (0x01, 0x02):
+            return tag == 0x02, at
+        if tag == 0x03:
+            number, at = varint(at)
+            return (number >> 1) ^ -(number & 1), at
+        if tag == 0x04:
+            return varint(at)
+        if tag == 0x05:
+            return struct.unpack("<d", raw[at:at + 8])[0], at + 8
+        if tag in (0x06, 0x09):
+            return text(at)
+        if tag in (0x07, 0x08):
+            end = at + 4 + int.from_bytes(raw[at:at + 4], "little")
+            at += 4
+            items = [] if tag == 0x07 else {}
+            while at < end:
+                if tag == 0x07:
+                    item, at = value(at)
+                    items.append(item)
+                else:
+                    key, at = text(at)
+                    items[key], at = value(at)
+            return items, end
+        raise ValueError(f"unknown compact tag {tag:#x}")
+
+    if raw[1] != 1:
+        return {"type": "binary", "raw": raw[:16].hex()}
+    return value(2)[0]
+
+
 # A tiny RESP client: binary safe, no dependency, enough for XRANGE, XINFO and XLEN.
 
 class Redis:
@@ -179,6 +234,9 @@ class Redis:
             for entry_id, fields in batch:
                 pairs = dict(zip(fields[::2], fields[1::2]))
                 raw = pairs.get(b"e", b"")
+                if raw[:1] == COMPACT_MAGIC:
+                    entries.append(compact_decode(raw))
+                    continue
                 try:
                     entries.append(json.loads(raw))
                 except ValueError:

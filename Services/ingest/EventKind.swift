@@ -77,8 +77,8 @@ enum EventKind: String, CaseIterable, Sendable {
     private static func decode<T: Decodable>(_ type: T.Type, _ bytes: Data, inBatch: Bool, _ key: String?) throws -> (
         T, String?
     ) {
-        guard inBatch else { return (try Request.decodeJSON(T.self, from: bytes), key) }
-        let item = try Request.decodeJSON(BatchItem<T>.self, from: bytes)
+        guard inBatch else { return (try Request.decodeEventJSON(T.self, from: bytes), key) }
+        let item = try Request.decodeEventJSON(BatchItem<T>.self, from: bytes)
         return (item.event, item.idempotencyKey ?? key)
     }
 
@@ -88,7 +88,7 @@ enum EventKind: String, CaseIterable, Sendable {
     static func claimedNetworkIdentifier(_ request: IngestRequests.Impression) -> String {
         if let skan = request.skadnetworkImpression { return skan.adNetworkIdentifier.rawValue }
         let header = request.impression?.split(separator: ".", maxSplits: 1).first
-        let kid = header.flatMap { Base64URL.decode($0) }.flatMap { try? JSONDecoder().decode(JWSHeader.self, from: $0) }?.kid
+        let kid = header.flatMap { Base64URL.decode($0) }.flatMap { try? PlainJSON.decode(JWSHeader.self, from: $0) }?.kid
         return kid ?? "-"
     }
 }

@@ -4,11 +4,11 @@ import Foundation
 import RedisStreams
 import ServiceRuntime
 
-/// Puts accepted events on their devices' partitions of `events`, each in one atomic script with its
-/// `Idempotency-Key` record, so a retried request returns the first answer and a crash can never leave
-/// a record without its event: both keys are in the device's partition (the record's scope includes
-/// the device), hence in one hash slot on Redis Cluster. The scripts of concurrent requests share
-/// pipelined round trips (`PublishQueue`).
+/// Puts accepted events on their devices' partitions of `events`: an event without an `Idempotency-Key`
+/// is one XADD; one with a key is written in one atomic script with its `Idempotency-Key` record, so a
+/// retried request returns the first answer and a crash can never leave a record without its event:
+/// both keys are in the device's partition (the record's scope includes the device), hence in one hash
+/// slot on Redis Cluster. The writes of concurrent requests share pipelined round trips (`PublishQueue`).
 ///
 /// The app key is checked just before, outside the script: the registry lives under its own hash tag,
 /// in another slot. A request in flight when its key is revoked is accepted, exactly as if it had
@@ -111,6 +111,12 @@ struct EventPublisher: Sendable {
 
     private func write(_ event: Prepared) -> PublishQueue.Write {
         let partition = partitioning.of(device: event.device)
+        // Without an Idempotency-Key there is no record to keep with the event: one XADD, no script.
+        guard event.idempotencyKey != nil else {
+            return PublishQueue.Write(
+                command: StreamCommands.add(StreamNames.events(partition), message: event.envelope.encoded()),
+                group: partition.index)
+        }
         let call = RedisScript.Call(
             keys: [
                 StreamNames.events(partition),
@@ -141,6 +147,8 @@ struct EventPublisher: Sendable {
                         "the event is written but \(confirmed) of \(queue.replicas) replicas confirmed it within \(queue.waitMilliseconds) ms; retry with the same Idempotency-Key"
                 ))
         }
+        // A plain XADD answers with the entry id.
+        if event.idempotencyKey == nil, outcome.reply.string != nil { return .success(event.envelope.id) }
         let parts = outcome.reply.elements.compactMap(\.string)
         switch parts.first {
         case "accepted", "replayed":

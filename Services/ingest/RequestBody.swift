@@ -31,4 +31,14 @@ extension Request {
             throw ProblemDetails.badRequest(.invalidJSON, error.plainDescription)
         }
     }
+
+    /// An event (or a batch item): the hot path, read by `PlainJSON` (JSONDecoder's answer whenever
+    /// the JSON is not plain or the event is refused, so every refusal reads as it did).
+    static func decodeEventJSON<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
+        do {
+            return try PlainJSON.decode(T.self, from: data)
+        } catch let error as DecodingError {
+            throw ProblemDetails.badRequest(.invalidJSON, error.plainDescription)
+        }
+    }
 }

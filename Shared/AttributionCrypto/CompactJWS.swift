@@ -1,3 +1,4 @@
+import AttributionModel
 import Crypto
 import Foundation
 
@@ -61,7 +62,7 @@ public struct CompactJWS: Sendable {
             throw JWSError(.invalidComponents, "a compact JWS has three non-empty base64url parts")
         }
         guard let headerData = Base64URL.decode(bytes: headerText),
-            let header = try? JSONCoder.decoder.decode(JWSHeader.self, from: headerData)
+            let header = try? PlainJSON.decode(JWSHeader.self, from: headerData)
         else { throw JWSError(.invalidHeader, "header is not base64url JSON with an alg") }
         guard let payload = Base64URL.decode(bytes: payloadText) else {
             throw JWSError(.invalidPayload, "payload is not base64url")
@@ -98,8 +99,6 @@ public struct CompactJWS: Sendable {
 }
 
 enum JSONCoder {
-    /// One decoder for every JWS header (creating a JSONDecoder per impression showed in profiles).
-    static let decoder = JSONDecoder()
     static let sorted: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

@@ -37,7 +37,7 @@ public struct SignedImpression: VerifiableImpression {
             throw VerifierStep.Refusal(
                 reason: .unsupportedAlgorithm, detail: "alg must be ES256, not \(jws.header.alg)", adNetworkIdentifier: kid)
         }
-        guard let payload = try? JSONCoding.decoder.decode(ImpressionPayload.self, from: jws.payload) else {
+        guard let payload = try? PlainJSON.decode(ImpressionPayload.self, from: jws.payload) else {
             throw VerifierStep.Refusal(
                 reason: .invalidPayload, detail: "payload is not an impression with the spec's keys and types",
                 adNetworkIdentifier: kid)

@@ -49,7 +49,7 @@ struct CompactHeldPostbackTests {
                 postbackSequenceIndex: 0, didWin: true),
             adInteractionType: .click, conversionValue: 42, coarseConversionValue: nil, countryCode: "US", isDevelopment: false)
         let compact = CompactHeldPostback.encode(order, dueAt: 1_800_000_000_000)
-        let json = Envelope(time: 1_800_000_000_000, body: .postbackDue(order)).encoded()
+        let json = Envelope(time: 1_800_000_000_000, body: .postbackDue(order)).jsonEncoded()
         #expect(compact.count < 100, "\(compact.count) bytes")
         #expect(compact.count * 5 < json.count, "compact \(compact.count) bytes, JSON \(json.count)")
         // Envelope.decode reads both forms.

@@ -52,7 +52,10 @@ struct EnvelopeAndStateTests {
             let envelope = Envelope(time: 42, body: body)
             let decoded = try Envelope.decode(envelope.encoded())
             #expect(decoded == envelope)
-            let json = try #require(try JSONSerialization.jsonObject(with: Data(envelope.encoded())) as? [String: Any])
+            // Compact between stages; refusals stay JSON for operators reading `rejected`.
+            #expect(CompactCoding.isCompact(envelope.encoded()) == (body.type != .rejected), "\(body.type)")
+            #expect(try Envelope.decode(envelope.jsonEncoded()) == envelope, "JSON entries are still read")
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(envelope.jsonEncoded())) as? [String: Any])
             #expect(json["type"] as? String == body.type.rawValue)
             #expect(Set(json.keys) == ["type", "id", "time", "schema", "body"])
         }

@@ -73,7 +73,7 @@ extension PipelineSuites {
             try await Task.sleep(for: .milliseconds(1_500))  // a duplicate would show up by now
             var verified: [String] = []
             for record in try await streamRecords(StreamNames.verified, on: connection) {
-                if case .impressionVerified(let impression) = try Envelope.decode(Array(try #require(record.message).utf8)).body {
+                if case .impressionVerified(let impression) = try Envelope.decode(try #require(record.fields["e"])).body {
                     verified.append(impression.payload.impressionIdentifier)
                 }
             }

@@ -1,3 +1,4 @@
+import AttributionModel
 import RedisStreams
 
 /// A stream entry with all its fields, for inspecting output and dead-letter streams in tests.
@@ -18,8 +19,13 @@ public struct StreamRecord: Sendable, Equatable {
         self.fields[field].map { String(decoding: $0, as: UTF8.self) }
     }
 
-    /// The message in field `e` as UTF-8.
-    public var message: String? { self.text("e") }
+    /// The message in field `e` as text: a pipeline envelope, in whichever form it was written (compact
+    /// binary or JSON), as its JSON; anything else as UTF-8.
+    public var message: String? {
+        guard let bytes = fields["e"] else { return nil }
+        guard let envelope = try? Envelope.decode(bytes) else { return String(decoding: bytes, as: UTF8.self) }
+        return String(decoding: envelope.jsonEncoded(), as: UTF8.self)
+    }
 }
 
 /// Every entry of `stream`, oldest first (XRANGE - +).

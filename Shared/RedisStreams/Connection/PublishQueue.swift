@@ -10,7 +10,11 @@ import Synchronization
 /// reports what its `WAIT` answered.
 public final class PublishQueue: Sendable {
     public struct Write: Sendable {
-        public var call: RedisScript.Call
+        /// The queue's script with these keys and arguments, or (`command`) one plain command.
+        public var call: RedisScript.Call?
+        /// A write that needs no script (ingest: an event without an `Idempotency-Key` is one XADD,
+        /// which costs Redis about a third of a script call).
+        public var command: RedisCommand?
         /// The writes of one group share one hash slot (ingest: the partition's index): on a cluster
         /// each group gets its own `WAIT`.
         public var group: Int
@@ -18,6 +22,16 @@ public final class PublishQueue: Sendable {
         public init(call: RedisScript.Call, group: Int) {
             self.call = call
             self.group = group
+        }
+
+        public init(command: RedisCommand, group: Int) {
+            self.command = command
+            self.group = group
+        }
+
+        func redisCommand(_ script: RedisScript, sha: String?) -> RedisCommand {
+            if let command { return command }
+            return script.command(for: call ?? RedisScript.Call(keys: [], arguments: []), sha: sha)
         }
     }
 
@@ -137,9 +151,11 @@ public final class PublishQueue: Sendable {
     /// One pipeline (per node) for `writes`; those a node had no script for are sent again with the source.
     private func roundTrip(_ writes: [Write], on connection: RedisConnection) async throws -> [Outcome] {
         roundTripCount.add(1, ordering: .relaxed)
-        let sha = try await script.loaded(on: connection)
+        let sha = writes.contains { $0.call != nil } ? try await script.loaded(on: connection) : nil
         var outcomes = try await run(writes, sha: sha, on: connection)
-        let missing = outcomes.indices.filter { outcomes[$0].reply.errorMessage?.hasPrefix("NOSCRIPT") == true }
+        let missing = outcomes.indices.filter {
+            writes[$0].call != nil && outcomes[$0].reply.errorMessage?.hasPrefix("NOSCRIPT") == true
+        }
         if !missing.isEmpty {
             let retried = try await run(missing.map { writes[$0] }, sha: nil, on: connection)
             for (index, outcome) in zip(missing, retried) { outcomes[index] = outcome }
@@ -149,7 +165,7 @@ public final class PublishQueue: Sendable {
 
     private func run(_ writes: [Write], sha: String?, on connection: RedisConnection) async throws -> [Outcome] {
         guard replicas > 0 else {
-            return try await connection.pipeline(writes.map { script.command(for: $0.call, sha: sha) }).map {
+            return try await connection.pipeline(writes.map { $0.redisCommand(script, sha: sha) }).map {
                 Outcome(reply: $0, replicas: nil)
             }
         }
@@ -170,7 +186,7 @@ public final class PublishQueue: Sendable {
         }
         let wait = RedisCommand("WAIT", String(replicas), String(waitMilliseconds))
         let replies = try await connection.pipeline(
-            groups.flatMap { group in group.map { script.command(for: writes[$0].call, sha: sha) } + [wait] })
+            groups.flatMap { group in group.map { writes[$0].redisCommand(script, sha: sha) } + [wait] })
         var outcomes = [Outcome?](repeating: nil, count: writes.count)
         var position = 0
         for group in groups {

@@ -31,6 +31,8 @@ struct BenchCodingCommand: ParsableCommand {
         let figures = [
             try measure("device state", DeviceAttributionState.self, json: Self.deviceState),
             try measure("postback plan", PostbackPlan.self, json: Self.postbackPlan),
+            try measureEnvelope("impression.reported envelope", json: Self.reportedImpression),
+            try measureEnvelope("impression.verified envelope", json: Self.verifiedImpression),
         ]
         if json {
             print(String(decoding: try JSONCoding.encoder.encode(figures), as: UTF8.self))
@@ -63,6 +65,23 @@ struct BenchCodingCommand: ParsableCommand {
             let decoded = try CompactCoding.decode(T.self, from: compact)
             return try CompactCoding.encode(decoded).count
         }
+        return Figure(
+            sample: name, jsonBytes: jsonBytes.count, compactBytes: compact.count, jsonMicroseconds: jsonTime,
+            compactMicroseconds: compactTime)
+    }
+
+    /// A stream message: JSON as the stages wrote it before (`Envelope.jsonEncoded`, hand-written for
+    /// these two types) against the compact form `Envelope.encoded` writes now.
+    private func measureEnvelope(_ name: String, json: String) throws -> Figure {
+        let value = try Envelope.decode(Array(json.utf8))
+        let jsonBytes = value.jsonEncoded()
+        let compact = value.encoded()
+        guard CompactCoding.isCompact(compact), try Envelope.decode(compact) == value, try Envelope.decode(jsonBytes) == value
+        else {
+            throw ValidationError("\(name): a round trip changed the envelope")
+        }
+        let jsonTime = try time { try Envelope.decode(jsonBytes).jsonEncoded().count }
+        let compactTime = try time { try Envelope.decode(compact).encoded().count }
         return Figure(
             sample: name, jsonBytes: jsonBytes.count, compactBytes: compact.count, jsonMicroseconds: jsonTime,
             compactMicroseconds: compactTime)
@@ -295,5 +314,15 @@ struct BenchCodingCommand: ParsableCommand {
           true
          ]
         }
+        """#
+
+    /// Messages captured from `scripts/bench.sh`'s load: what ingest writes to `events` for a signed
+    /// impression, and what the verifier writes to `verified` for it.
+    static let reportedImpression = #"""
+        {"body":{"device-identifier":"bench-device-5","impression":"eyJhbGciOiJFUzI1NiIsImtpZCI6ImJlbmNoLmFkYXR0cmlidXRpb25raXQifQ.eyJhZC1uZXR3b3JrLWlkZW50aWZpZXIiOiJiZW5jaC5hZGF0dHJpYnV0aW9ua2l0IiwiYWR2ZXJ0aXNlZC1pdGVtLWlkZW50aWZpZXIiOjExMDgxODczOTAsImltcHJlc3Npb24taWRlbnRpZmllciI6IkM1QjFEQjIxLThFRUUtNDIzNC04NkI4LTlFNEFEQTI2ODkzRSIsImltcHJlc3Npb24tdHlwZSI6ImFwcC1pbXByZXNzaW9uIiwicHVibGlzaGVyLWl0ZW0taWRlbnRpZmllciI6NTgzODQ5Miwic291cmNlLWlkZW50aWZpZXIiOjY5OTAsInRpbWVzdGFtcCI6MTc5NTU3MDg2MzE2M30.8HhWMAqUolfe7Vosn85Z9kYzfOHRAHY_RohBziOI-1orXqO30_nyOeKgzMssaL029b36FdCPZq7nD4tQwkMYSw","interaction":{"loaded-at":1795570863663,"time":1795570864163,"type":"click"},"received-at":1795570924143},"id":"05657ae2-5ff2-4789-8ba9-6405219baf9f","schema":1,"time":1795570864163,"type":"impression.reported"}
+        """#
+
+    static let verifiedImpression = #"""
+        {"body":{"device-identifier":"bench-device-24","interaction":{"loaded-at":1795570773789,"time":1795570774289,"type":"click"},"kind":"aak","payload":{"ad-network-identifier":"bench.adattributionkit","advertised-item-identifier":1108187390,"impression-identifier":"E095CC8F-B36D-4C2E-B686-446E1D06C598","impression-type":"app-impression","publisher-item-identifier":5838492,"source-identifier":7901,"timestamp":1795570773289}},"id":"657d5e8d-b7dd-4fca-ab10-7fe4aed90d34","schema":1,"time":1795570774289,"type":"impression.verified"}
         """#
 }
