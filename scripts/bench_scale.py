@@ -65,7 +65,8 @@ def run(mode):
         def redis(*args):
             options = [a for a in args if a == "--json"]
             command = [str(a) for a in args if a != "--json"]
-            return subprocess.run([*cli, *options, *command], capture_output=True, text=True).stdout.strip()
+            # XINFO STREAM shows entries, and envelopes between stages are binary (CompactCoding).
+            return subprocess.run([*cli, *options, *command], capture_output=True).stdout.decode("utf-8", "replace").strip()
 
         def group_done(stream, group):
             """Every partition of `stream` read and acknowledged by `group`."""
@@ -99,6 +100,8 @@ def run(mode):
         for name in SERVICES[1:]:
             extra = {"SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
                      "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(keys, "pipeline-development.private.pem")} if name == "dispatcher" else {}
+            if name == "verifier":  # as in scripts/bench.py
+                extra = {"VERIFIER_CONSUMERS": os.environ.get("BENCH_VERIFIER_CONSUMERS", "2")}
             processes[name] = children.start(name, [f"{BIN}/{name}"], {**common, "HTTP_PORT": str(free_port()), **extra})
         until(lambda: '"kid"' in json.dumps(http("GET", ingest + "/.well-known/jwks.json")), 30)
         children.start("receiver", [f"{BIN}/attribution", "receiver", "--port", str(receiver_port), "--jwks-url",

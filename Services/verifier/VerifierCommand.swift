@@ -14,17 +14,19 @@ struct VerifierCommand {
                     "checks every event's signature and rules; valid ones go on to attribution-winner, the rest are refused with a reason code."
             )
         ) { service in
-            var stage = VerifierStage(
-                step: VerifierStep(policy: service.policy), partitioning: service.partitioning, claims: service.connection(),
-                registryCache: RegistryCache(maxAge: .milliseconds(try service.environment.value(.registryCacheMilliseconds))))
             let threads = try service.environment.value(.verifierThreads)
-            stage.lanes = threads > 0 ? threads : ProcessInfo.processInfo.activeProcessorCount
-            try await service.run(
-                services: [
-                    try service.worker(
-                        stage, stream: StreamNames.events, group: ConsumerGroups.verifier,
-                        unreadOutputs: [StreamNames.rejected])
-                ])
+            let cache = RegistryCache(maxAge: .milliseconds(try service.environment.value(.registryCacheMilliseconds)))
+            // Each consumer loop has its own stage: its replay claims go over its own connection.
+            let workers = try (0..<service.environment.value(.verifierConsumers)).map { loop in
+                var stage = VerifierStage(
+                    step: VerifierStep(policy: service.policy), partitioning: service.partitioning,
+                    claims: service.connection(), registryCache: cache)
+                stage.lanes = threads > 0 ? threads : ProcessInfo.processInfo.activeProcessorCount
+                return try service.worker(
+                    stage, stream: StreamNames.events, group: ConsumerGroups.verifier, unreadOutputs: [StreamNames.rejected],
+                    loop: loop)
+            }
+            try await service.run(services: workers)
         }
     }
 }

@@ -99,12 +99,14 @@ public struct PipelineService: Sendable {
     }
 
     /// A stage's worker over every partition of `stream`; it also trims `unreadOutputs` (streams it
-    /// writes that no group reads).
+    /// writes that no group reads). `loop` > 0 names another consumer loop of this replica
+    /// (`CONSUMER_NAME/<loop>`): to the group it is one more replica.
     public func worker<Stage: StreamStage>(
-        _ stage: Stage, stream: PartitionedName, group: ConsumerGroup, unreadOutputs: [PartitionedName] = []
+        _ stage: Stage, stream: PartitionedName, group: ConsumerGroup, unreadOutputs: [PartitionedName] = [], loop: Int = 0
     ) throws -> StageService<Stage> {
         var configuration = try workerConfiguration(stream: stream, group: group)
         configuration.unreadOutputs = unreadOutputs.flatMap { $0.all(partitioning) }
+        if loop > 0 { configuration.consumer += "/\(loop)" }
         return StageService(
             worker: StageWorker(
                 configuration: configuration, stage: stage,

@@ -65,6 +65,49 @@ extension PipelineSuites {
             #expect(rejected.count == 1 && rejected[0].contains("impression-replayed"), "\(rejected)")
         }
 
+        /// `VERIFIER_CONSUMERS=2`: one replica reads as two consumers of the group (`<name>` and
+        /// `<name>/1`), and every impression is still decided once. (Redis lists a consumer only once it
+        /// was handed an entry; batches of 20 over 300 impressions give both loops some.)
+        @Test func twoConsumerLoopsOfOneReplicaShareTheWork() async throws {
+            let redis = try await RedisServer.start()
+            defer { redis.stop() }
+            let ingest = try PipelineProcesses(redis: redis, timeScale: 1, only: ["ingest"])
+            defer { ingest.stop() }
+            let key = P256.Signing.PrivateKey()
+            try await register(on: ingest, networkKey: key)
+            for request in 0..<3 {
+                let items = (0..<100).map { index in
+                    HostileInputTests.impressionBody(
+                        HostileInputTests.jws(
+                            header: #"{"alg":"ES256","kid":"\#(HostileInputTests.network)"}"#,
+                            payload: HostileInputTests.payload(), key: key),
+                        device: "loops-device-\(request)-\(index)")
+                }
+                let reply = try await http.send(
+                    HTTPClientRequestBuilder(
+                        method: "POST", url: "\(ingest.ingestURL)/v1/impressions/batch", body: "[\(items.joined(separator: ","))]"
+                    ))
+                #expect(reply.status == 200, "\(reply.json)")
+            }
+            let verifier = try PipelineProcesses(
+                redis: redis, timeScale: 1, extraEnvironment: ["VERIFIER_CONSUMERS": "2", "BATCH_SIZE": "20"], only: ["verifier"])
+            defer { verifier.stop() }
+            let connection = redis.connect()
+            let decided = try await eventually(timeout: .seconds(30)) {
+                try await streamLength(StreamNames.verified, on: connection) >= 300
+            }
+            try #require(decided, "all verified\n\(verifier.logs())")
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(try await streamLength(StreamNames.verified, on: connection) == 300, "each once")
+            #expect(try await streamLength(StreamNames.rejected, on: connection) == 0)
+            var names: Set<String> = []
+            for name in StreamNames.events.all(testPartitioning) {
+                let reply = try await connection.send(RedisCommand("XINFO", "CONSUMERS", name, ConsumerGroups.verifier.name))
+                names.formUnion(reply.elements.compactMap { $0.elements.count > 1 ? $0.elements[1].string : nil })
+            }
+            #expect(names.count == 2 && names.contains { names.contains($0 + "/1") }, "\(names)")
+        }
+
         /// A batch's signature checks split over several threads (`VERIFIER_THREADS`) decide each
         /// impression as one thread would: 60 impressions of one device (one partition, so one batch),
         /// every other one signed with a stranger's key; each verdict belongs to its own event.

@@ -16,7 +16,7 @@ extension ConfigurationKey {
         row(.ingestWaitTimeoutMilliseconds), row(.ingestRedisConnections), row(.ingestMaxInFlight),
         row(.ingestQueueTargetMilliseconds), row(.ingestMaxEventsLag), row(.ingestCallerRate), row(.ingestCallerBurst),
         row(.keyRotationGraceHours), row(.crowdTierThresholds), row(.crowdCacheMilliseconds), row(.registryCacheMilliseconds),
-        row(.verifierThreads),
+        row(.verifierThreads), row(.verifierConsumers),
         row(.timerPollMilliseconds), row(.conversionSettleMilliseconds), row(.windowCloseGraceMilliseconds),
         row(.postbackURLAllowList), row(.publicSuffixList), row(.developmentMode), row(.signingKeyFile), row(.signingKeyID),
         row(.developmentSigningKeyFile),

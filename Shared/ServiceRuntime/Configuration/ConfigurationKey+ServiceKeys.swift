@@ -53,6 +53,13 @@ extension ConfigurationKey.Typed where Value == Int {
         )
     }
 
+    public static var verifierConsumers: Self {
+        .integer(
+            "VERIFIER_CONSUMERS", default: 1, range: 1...64, services: ["verifier"],
+            "Consumer loops one verifier replica runs, each with its own Redis connections and its own consumer name in the group (`CONSUMER_NAME`, then `CONSUMER_NAME/1`, …), exactly as if it were another replica: while one loop waits for Redis, another checks signatures. On the benchmark's 2 cores, 2 took the ingest → verifier → attribution-winner capacity from about 8,000 to 9,500 impressions/s."
+        )
+    }
+
     public static var maxBodyBytes: Self {
         .integer(
             "MAX_BODY_BYTES", unit: "bytes", default: 65_536, range: 1_024...16_777_216, services: ["ingest"],
