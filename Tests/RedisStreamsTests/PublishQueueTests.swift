@@ -4,7 +4,7 @@ import Testing
 
 /// ingest's write path: concurrent publishes share pipelined round trips, each answered in order, on a
 /// real redis-server.
-@Suite("PublishQueue: coalesced script calls")
+@Suite("PublishQueue: coalesced script calls and commands")
 struct PublishQueueTests {
     /// Appends its argument to a list and answers the list's new length.
     static let script = RedisScript("return redis.call('RPUSH', KEYS[1], ARGV[1])")
@@ -53,6 +53,27 @@ struct PublishQueueTests {
         _ = try await server.connect().send(RedisCommand("SCRIPT", "FLUSH"))
         let outcomes = try await queue.publish([Self.write(2), Self.write(3)])
         #expect(outcomes.map(\.reply.int) == [2, 3])
+    }
+
+    @Test("plain commands and script calls in one round trip: each answered its own reply, a flushed script sent again")
+    func plainCommandsMixWithScriptCalls() async throws {
+        let server = try await RedisServer.start()
+        defer { server.stop() }
+        // Its own script value: whether the SHA is cached must not depend on the other tests.
+        let script = RedisScript("return redis.call('RPUSH', KEYS[1], ARGV[1])")
+        let queue = PublishQueue(script: script, connections: [server.connect()], replicas: 0, waitMilliseconds: 0, oneNode: true)
+        let plain = { (value: Int) in PublishQueue.Write(command: RedisCommand("RPUSH", "list", String(value)), group: 0) }
+        let call = { (value: Int) in
+            PublishQueue.Write(call: RedisScript.Call(keys: ["list"], arguments: [Array(String(value).utf8)]), group: 0)
+        }
+        #expect(try await queue.publish([plain(1), call(2)]).map(\.reply.int) == [1, 2], "in order")
+        _ = try await server.connect().send(RedisCommand("SCRIPT", "FLUSH"))
+        let outcomes = try await queue.publish([call(3), plain(4), call(5), plain(6)])
+        // The plain commands ran in the first pass; the script calls that met NOSCRIPT ran after them.
+        // Each outcome is still its own write's reply (the list's length after it).
+        #expect(outcomes.map(\.reply.int) == [5, 3, 6, 4])
+        let list = try await server.connect().send(RedisCommand("LRANGE", "list", "0", "-1")).elements.compactMap(\.string)
+        #expect(list == ["1", "2", "4", "6", "3", "5"], "each write once")
     }
 
     @Test("with replicas to wait for and none attached, every write reports 0 confirmations after the timeout")

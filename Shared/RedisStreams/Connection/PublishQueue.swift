@@ -10,28 +10,40 @@ import Synchronization
 /// reports what its `WAIT` answered.
 public final class PublishQueue: Sendable {
     public struct Write: Sendable {
-        /// The queue's script with these keys and arguments, or (`command`) one plain command.
-        public var call: RedisScript.Call?
-        /// A write that needs no script (ingest: an event without an `Idempotency-Key` is one XADD,
-        /// which costs Redis about a third of a script call).
-        public var command: RedisCommand?
+        enum Operation: Sendable {
+            /// The queue's script with these keys and arguments.
+            case script(RedisScript.Call)
+            /// A write that needs no script (ingest: an event without an `Idempotency-Key` is one XADD,
+            /// which costs Redis about a third of a script call).
+            case command(RedisCommand)
+        }
+
+        let operation: Operation
         /// The writes of one group share one hash slot (ingest: the partition's index): on a cluster
         /// each group gets its own `WAIT`.
         public var group: Int
 
         public init(call: RedisScript.Call, group: Int) {
-            self.call = call
+            self.operation = .script(call)
             self.group = group
         }
 
         public init(command: RedisCommand, group: Int) {
-            self.command = command
+            self.operation = .command(command)
             self.group = group
         }
 
+        var isScript: Bool {
+            if case .script = operation { return true }
+            return false
+        }
+
+        /// EVALSHA with `sha`, EVAL with the source when `sha` is nil; the command itself otherwise.
         func redisCommand(_ script: RedisScript, sha: String?) -> RedisCommand {
-            if let command { return command }
-            return script.command(for: call ?? RedisScript.Call(keys: [], arguments: []), sha: sha)
+            switch operation {
+            case .script(let call): script.command(for: call, sha: sha)
+            case .command(let command): command
+            }
         }
     }
 
@@ -148,13 +160,15 @@ public final class PublishQueue: Sendable {
         }
     }
 
-    /// One pipeline (per node) for `writes`; those a node had no script for are sent again with the source.
+    /// One pipeline (per node) for `writes`; those a node had no script for are sent again with the source
+    /// (after the round trip's plain commands, which already ran: a server that lost its scripts can put
+    /// a keyed event after an unkeyed one of the same round trip, an order no two requests had anyway).
     private func roundTrip(_ writes: [Write], on connection: RedisConnection) async throws -> [Outcome] {
         roundTripCount.add(1, ordering: .relaxed)
-        let sha = writes.contains { $0.call != nil } ? try await script.loaded(on: connection) : nil
+        let sha = writes.contains(where: \.isScript) ? try await script.loaded(on: connection) : nil
         var outcomes = try await run(writes, sha: sha, on: connection)
         let missing = outcomes.indices.filter {
-            writes[$0].call != nil && outcomes[$0].reply.errorMessage?.hasPrefix("NOSCRIPT") == true
+            writes[$0].isScript && outcomes[$0].reply.errorMessage?.hasPrefix("NOSCRIPT") == true
         }
         if !missing.isEmpty {
             let retried = try await run(missing.map { writes[$0] }, sha: nil, on: connection)
