@@ -99,14 +99,19 @@ public struct PipelineService: Sendable {
     }
 
     /// A stage's worker over every partition of `stream`; it also trims `unreadOutputs` (streams it
-    /// writes that no group reads). `loop` > 0 names another consumer loop of this replica
-    /// (`CONSUMER_NAME/<loop>`): to the group it is one more replica.
+    /// writes that no group reads). With `loops` > 1 it is loop `loop` of this replica's consumer loops:
+    /// its own consumer in the group (`CONSUMER_NAME/<loop>` past the first) reading every `loops`-th
+    /// partition, so the loops never handle one device's events (one partition) out of order.
     public func worker<Stage: StreamStage>(
-        _ stage: Stage, stream: PartitionedName, group: ConsumerGroup, unreadOutputs: [PartitionedName] = [], loop: Int = 0
+        _ stage: Stage, stream: PartitionedName, group: ConsumerGroup, unreadOutputs: [PartitionedName] = [],
+        loop: Int = 0, loops: Int = 1
     ) throws -> StageService<Stage> {
         var configuration = try workerConfiguration(stream: stream, group: group)
         configuration.unreadOutputs = unreadOutputs.flatMap { $0.all(partitioning) }
-        if loop > 0 { configuration.consumer += "/\(loop)" }
+        if loops > 1 {
+            configuration.readPartitions = configuration.partitions.indices.filter { $0 % loops == loop }
+            if loop > 0 { configuration.consumer += "/\(loop)" }
+        }
         return StageService(
             worker: StageWorker(
                 configuration: configuration, stage: stage,

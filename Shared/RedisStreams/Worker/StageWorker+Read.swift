@@ -9,7 +9,7 @@ extension StageWorker {
     /// partition in one pipeline (the transport sends one round trip per node), and when every
     /// partition was empty a pause that doubles from 1 ms to `idlePollMilliseconds`.
     func readNew() async throws -> [StreamEntry] {
-        let partitions = self.configuration.partitions
+        let partitions = self.configuration.readIndices.map { self.configuration.partitions[$0] }
         if self.configuration.partitionsShareTransactions || partitions.count == 1 {
             let reply = try await self.connection.send(self.readCommand(partitions.map(\.stream), block: true))
             return try self.entries(in: reply)

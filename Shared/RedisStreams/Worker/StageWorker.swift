@@ -151,7 +151,7 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
     /// One claim step on each partition whose claim is due.
     private func claimIfDue() async throws -> Int {
         var handled = 0
-        for partition in self.consumers.indices {
+        for partition in self.configuration.readIndices {
             handled += try await self.claimIfDue(partition: partition)
         }
         return handled

@@ -12,6 +12,10 @@ public struct StageWorkerConfiguration: Sendable {
     /// cheap as one stream. False on Redis Cluster, where a transaction must stay in one hash slot, so
     /// each partition's entries are their own batch.
     public var partitionsShareTransactions = true
+    /// The partitions (indexes into `partitions`) this worker reads and claims; nil: all. Several
+    /// consumer loops of one replica split the partitions this way, so a device's events (one
+    /// partition) are still handled in stream order within the replica.
+    public var readPartitions: [Int]?
     /// Most entries per batch (one transaction) and per stream read.
     public var batchSize = 100
     /// How long a read waits for new entries; keeps shutdown prompt when short.
@@ -62,6 +66,9 @@ public struct StageWorkerConfiguration: Sendable {
 
     /// The first partition's stream: the name logs and single-stream callers use.
     public var stream: String { partitions[0].stream }
+
+    /// The indexes of the partitions this worker reads and claims.
+    var readIndices: [Int] { readPartitions ?? Array(partitions.indices) }
 }
 
 /// One partition's input stream of a stage, with the keys the worker keeps beside it.
