@@ -66,7 +66,7 @@ extension PipelineSuites {
         }
 
         /// `VERIFIER_CONSUMERS=2`: one replica reads as two consumers of the group (`<name>` and
-        /// `<name>/1`), and every impression is still decided once. (Redis lists a consumer only once it
+        /// `<name>/1`, each with half the partitions), and every impression is still decided once. (Redis lists a consumer only once it
         /// was handed an entry; batches of 20 over 300 impressions give both loops some.)
         @Test func twoConsumerLoopsOfOneReplicaShareTheWork() async throws {
             let redis = try await RedisServer.start()

@@ -56,7 +56,7 @@ extension ConfigurationKey.Typed where Value == Int {
     public static var verifierConsumers: Self {
         .integer(
             "VERIFIER_CONSUMERS", default: 1, range: 1...64, services: ["verifier"],
-            "Consumer loops one verifier replica runs, each with its own Redis connections and its own consumer name in the group (`CONSUMER_NAME`, then `CONSUMER_NAME/1`, …), exactly as if it were another replica: while one loop waits for Redis, another checks signatures. On the benchmark's 2 cores, 2 took the ingest → verifier → attribution-winner capacity from about 8,000 to 9,500 impressions/s. Like replicas, loops can verify a device's events out of order by a batch's turn: keep `CONVERSION_SETTLE_MS` well above that (the default 2 s is)."
+            "Consumer loops one verifier replica runs, each with its own Redis connections and its own consumer name in the group (`CONSUMER_NAME`, then `CONSUMER_NAME/1`, …): while one loop waits for Redis, another checks signatures. The loops split the partitions between them (loop i reads every i-th), so one replica still verifies each device's events in order (separate replicas may not, by up to a batch's turn, which `CONVERSION_SETTLE_MS` absorbs). At most one loop per partition. On the benchmark's 2 cores, 2 took the ingest → verifier → attribution-winner capacity from about 8,000 to 9,500 impressions/s."
         )
     }
 
