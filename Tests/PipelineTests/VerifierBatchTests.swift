@@ -14,6 +14,20 @@ extension PipelineSuites {
         let http = HTTPTestClient()
 
         /// Waits for ingest, then registers HostileInputTests' network (with `networkKey`), publisher and app.
+        /// A Redis and ingest with the test network registered under `key`: where each test here starts.
+        func registeredIngest(networkKey key: P256.Signing.PrivateKey) async throws -> (RedisServer, PipelineProcesses) {
+            let redis = try await RedisServer.start()
+            let ingest = try PipelineProcesses(redis: redis, timeScale: 1, only: ["ingest"])
+            do {
+                try await register(on: ingest, networkKey: key)
+            } catch {
+                ingest.stop()
+                redis.stop()
+                throw error
+            }
+            return (redis, ingest)
+        }
+
         func register(on ingest: PipelineProcesses, networkKey key: P256.Signing.PrivateKey) async throws {
             try #require(try await http.waitUntilUp("\(ingest.ingestURL)/health"), "ingest started\n\(ingest.logs())")
             for (path, json) in [
@@ -34,12 +48,10 @@ extension PipelineSuites {
         /// the second is refused as a replay (the claim of an event of the same batch is not a replay
         /// of the first).
         @Test func oneImpressionReportedTwiceInOneBatchIsVerifiedOnce() async throws {
-            let redis = try await RedisServer.start()
-            defer { redis.stop() }
-            let ingest = try PipelineProcesses(redis: redis, timeScale: 1, only: ["ingest"])
-            defer { ingest.stop() }
             let key = P256.Signing.PrivateKey()
-            try await register(on: ingest, networkKey: key)
+            let (redis, ingest) = try await registeredIngest(networkKey: key)
+            defer { redis.stop() }
+            defer { ingest.stop() }
             let body = HostileInputTests.impressionBody(
                 HostileInputTests.jws(
                     header: #"{"alg":"ES256","kid":"\#(HostileInputTests.network)"}"#, payload: HostileInputTests.payload(),
@@ -66,15 +78,14 @@ extension PipelineSuites {
         }
 
         /// `VERIFIER_CONSUMERS=2`: one replica reads as two consumers of the group (`<name>` and
-        /// `<name>/1`, each with half the partitions), and every impression is still decided once. (Redis lists a consumer only once it
-        /// was handed an entry; batches of 20 over 300 impressions give both loops some.)
+        /// `<name>/1`, each with half the partitions), and every impression is still decided once.
+        /// (Redis lists a consumer only once it was handed an entry; batches of 20 over 300 impressions
+        /// of 300 devices give both loops some.)
         @Test func twoConsumerLoopsOfOneReplicaShareTheWork() async throws {
-            let redis = try await RedisServer.start()
-            defer { redis.stop() }
-            let ingest = try PipelineProcesses(redis: redis, timeScale: 1, only: ["ingest"])
-            defer { ingest.stop() }
             let key = P256.Signing.PrivateKey()
-            try await register(on: ingest, networkKey: key)
+            let (redis, ingest) = try await registeredIngest(networkKey: key)
+            defer { redis.stop() }
+            defer { ingest.stop() }
             for request in 0..<3 {
                 let items = (0..<100).map { index in
                     HostileInputTests.impressionBody(
@@ -112,13 +123,11 @@ extension PipelineSuites {
         /// impression as one thread would: 60 impressions of one device (one partition, so one batch),
         /// every other one signed with a stranger's key; each verdict belongs to its own event.
         @Test func aBatchCheckedOnSeveralThreadsDecidesEachImpressionOnItsOwn() async throws {
-            let redis = try await RedisServer.start()
-            defer { redis.stop() }
-            let ingest = try PipelineProcesses(redis: redis, timeScale: 1, only: ["ingest"])
-            defer { ingest.stop() }
             let key = P256.Signing.PrivateKey()
             let stranger = P256.Signing.PrivateKey()
-            try await register(on: ingest, networkKey: key)
+            let (redis, ingest) = try await registeredIngest(networkKey: key)
+            defer { redis.stop() }
+            defer { ingest.stop() }
             var genuine: Set<String> = []
             var forged: Set<String> = []
             for index in 0..<60 {
