@@ -42,6 +42,39 @@ public enum CompactCoding {
         static let decimal: UInt8 = 0x09
     }
 
+    /// The byte-level writers `CompactEncoder` and `PlainJSON` share.
+
+    /// An integer with its tag: `signed` as a zigzag varint (small negatives stay short), `unsigned` as a varint.
+    static func appendInteger(_ value: Int64, to bytes: inout [UInt8]) {
+        bytes.append(Tag.signed)
+        CompactHeldPostback.appendVarint(UInt64(bitPattern: (value << 1) ^ (value >> 63)), to: &bytes)
+    }
+
+    static func appendInteger(_ value: UInt64, to bytes: inout [UInt8]) {
+        bytes.append(Tag.unsigned)
+        CompactHeldPostback.appendVarint(value, to: &bytes)
+    }
+
+    /// Text without a tag (a key, or a string's or a decimal's text after its tag): its UTF-8 byte
+    /// count as a varint, then the bytes.
+    static func appendText(_ utf8: some Collection<UInt8>, to bytes: inout [UInt8]) {
+        CompactHeldPostback.appendVarint(UInt64(utf8.count), to: &bytes)
+        bytes.append(contentsOf: utf8)
+    }
+
+    /// A container's tag and a placeholder for its 4-byte little-endian byte count; where the count goes.
+    static func openContainer(_ tag: UInt8, in bytes: inout [UInt8]) -> Int {
+        bytes.append(tag)
+        bytes.append(contentsOf: [0, 0, 0, 0] as [UInt8])
+        return bytes.count - 4
+    }
+
+    /// Fills in the byte count of the container whose placeholder is at `placeholder`.
+    static func closeContainer(at placeholder: Int, in bytes: inout [UInt8]) {
+        let count = UInt32(bytes.count - placeholder - 4)
+        for index in 0..<4 { bytes[placeholder + index] = UInt8(truncatingIfNeeded: count >> (8 * index)) }
+    }
+
     /// The compact form of `value`.
     public static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
         let encoder = CompactEncoder()

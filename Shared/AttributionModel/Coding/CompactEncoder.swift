@@ -49,15 +49,10 @@ final class CompactEncoder: Encoder {
 
     private func openContainer(_ tag: UInt8) {
         if open.last == valueStart + 1 { return }  // the same value asked again
-        bytes.append(tag)
-        open.append(bytes.count)
-        bytes.append(contentsOf: [0, 0, 0, 0] as [UInt8])
+        open.append(CompactCoding.openContainer(tag, in: &bytes))
     }
 
-    private func close(_ placeholder: Int) {
-        let count = UInt32(bytes.count - placeholder - 4)
-        for index in 0..<4 { bytes[placeholder + index] = UInt8(truncatingIfNeeded: count >> (8 * index)) }
-    }
+    private func close(_ placeholder: Int) { CompactCoding.closeContainer(at: placeholder, in: &bytes) }
 
     // MARK: - Values
 
@@ -80,23 +75,16 @@ final class CompactEncoder: Encoder {
 
     func write<T: FixedWidthInteger>(_ value: T) {
         if T.isSigned {
-            let wide = Int64(value)
-            bytes.append(Tag.signed)
-            // zigzag: small negatives stay short
-            CompactHeldPostback.appendVarint(UInt64(bitPattern: (wide << 1) ^ (wide >> 63)), to: &bytes)
+            CompactCoding.appendInteger(Int64(value), to: &bytes)
         } else {
-            bytes.append(Tag.unsigned)
-            CompactHeldPostback.appendVarint(UInt64(value), to: &bytes)
+            CompactCoding.appendInteger(UInt64(value), to: &bytes)
         }
     }
 
-    /// Its UTF-8 byte count as a varint, then the bytes (a key, a string's or a decimal's text).
+    /// A key, a string's or a decimal's text.
     private func appendText(_ text: String) {
         var text = text
-        text.withUTF8 { utf8 in
-            CompactHeldPostback.appendVarint(UInt64(utf8.count), to: &bytes)
-            bytes.append(contentsOf: utf8)
-        }
+        text.withUTF8 { CompactCoding.appendText($0, to: &bytes) }
     }
 
     private static func unsupported() -> Never {

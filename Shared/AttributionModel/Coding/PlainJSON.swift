@@ -12,15 +12,13 @@ import Foundation
 /// never accept what JSONDecoder would refuse, nor decode anything differently, and every refusal
 /// carries JSONDecoder's own error. `PlainJSONTests` holds the two side by side.
 public enum PlainJSON {
-    /// `type` decoded from `json`: through the compact form when the JSON is plain, else by `fallback`
-    /// (a JSONDecoder; one made per call costs as much as the decoding, so callers share one).
-    public static func decode<T: Decodable>(
-        _ type: T.Type, from json: Data, fallback: JSONDecoder = JSONCoding.decoder
-    ) throws -> T {
+    /// `type` decoded from `json`: through the compact form when the JSON is plain, else by the
+    /// pipeline's shared JSONDecoder (one made per call cost as much as the decoding).
+    public static func decode<T: Decodable>(_ type: T.Type, from json: Data) throws -> T {
         if let compact = compactForm(of: json), let value = try? CompactCoding.decode(T.self, from: compact) {
             return value
         }
-        return try fallback.decode(T.self, from: json)
+        return try JSONCoding.decoder.decode(T.self, from: json)
     }
 
     /// The compact form of plain JSON, or nil for anything this reader leaves to JSONDecoder.
@@ -40,23 +38,6 @@ public enum PlainJSON {
 
     /// Deeper than this is left to JSONDecoder (and keeps a hostile body from recursing far here).
     static let maximumDepth = 16
-
-    /// A container's tag and a placeholder for its 4-byte little-endian byte count; where the count goes.
-    private static func openContainer(_ tag: UInt8, in out: inout [UInt8]) -> Int {
-        out.append(tag)
-        out.append(contentsOf: [0, 0, 0, 0])
-        return out.count - 4
-    }
-
-    private static func closeContainer(at lengthAt: Int, in out: inout [UInt8]) {
-        let count = UInt32(out.count - lengthAt - 4)
-        for index in 0..<4 { out[lengthAt + index] = UInt8(truncatingIfNeeded: count >> (8 * UInt32(index))) }
-    }
-
-    private static func appendText(_ text: Slice<UnsafeBufferPointer<UInt8>>, to out: inout [UInt8]) {
-        CompactHeldPostback.appendVarint(UInt64(text.count), to: &out)
-        out.append(contentsOf: text)
-    }
 
     private struct Reader {
         let json: UnsafeBufferPointer<UInt8>
@@ -99,7 +80,7 @@ public enum PlainJSON {
             case UInt8(ascii: "\""):
                 guard let text = plainString() else { return false }
                 out.append(CompactCoding.Tag.string)
-                PlainJSON.appendText(json[text], to: &out)
+                CompactCoding.appendText(json[text], to: &out)
                 return true
             case UInt8(ascii: "t"):
                 guard literal("true") else { return false }
@@ -118,46 +99,47 @@ public enum PlainJSON {
             }
         }
 
-        /// `{…}` as a keyed container: its tag, its byte count (filled in at the end), then key–value pairs.
+        /// `{…}` as a keyed container (key–value pairs, each key once).
         mutating func object(into out: inout [UInt8], depth: Int) -> Bool {
-            position += 1
-            let lengthAt = PlainJSON.openContainer(CompactCoding.Tag.keyed, in: &out)
             var keys: [Range<Int>] = []
-            skipSpace()
-            if !take(UInt8(ascii: "}")) {
-                repeat {
-                    skipSpace()
-                    guard let key = plainString() else { return false }
-                    // A repeated key: JSONDecoder's choice between them is its own; leave it to it.
-                    guard !keys.contains(where: { json[$0].elementsEqual(json[key]) }) else { return false }
-                    keys.append(key)
-                    skipSpace()
-                    guard take(UInt8(ascii: ":")) else { return false }
-                    skipSpace()
-                    PlainJSON.appendText(json[key], to: &out)
-                    guard value(into: &out, depth: depth) else { return false }
-                    skipSpace()
-                } while take(UInt8(ascii: ","))
-                guard take(UInt8(ascii: "}")) else { return false }
+            return container(CompactCoding.Tag.keyed, closedBy: UInt8(ascii: "}"), into: &out) { reader, out in
+                guard let key = reader.plainString() else { return false }
+                // A repeated key: JSONDecoder's choice between them is its own; leave it to it.
+                guard !keys.contains(where: { reader.json[$0].elementsEqual(reader.json[key]) }) else { return false }
+                keys.append(key)
+                reader.skipSpace()
+                guard reader.take(UInt8(ascii: ":")) else { return false }
+                reader.skipSpace()
+                CompactCoding.appendText(reader.json[key], to: &out)
+                return reader.value(into: &out, depth: depth)
             }
-            PlainJSON.closeContainer(at: lengthAt, in: &out)
-            return true
         }
 
-        /// `[…]` as an array: its tag, its byte count (filled in at the end), then its values.
+        /// `[…]` as an array.
         mutating func array(into out: inout [UInt8], depth: Int) -> Bool {
+            container(CompactCoding.Tag.array, closedBy: UInt8(ascii: "]"), into: &out) { reader, out in
+                reader.value(into: &out, depth: depth)
+            }
+        }
+
+        /// The opening byte is at `position`: the container's tag and byte count (filled in at the end),
+        /// then its comma-separated members, each written by `member`.
+        mutating func container(
+            _ tag: UInt8, closedBy close: UInt8, into out: inout [UInt8],
+            member: (inout Reader, inout [UInt8]) -> Bool
+        ) -> Bool {
             position += 1
-            let lengthAt = PlainJSON.openContainer(CompactCoding.Tag.array, in: &out)
+            let placeholder = CompactCoding.openContainer(tag, in: &out)
             skipSpace()
-            if !take(UInt8(ascii: "]")) {
+            if !take(close) {
                 repeat {
                     skipSpace()
-                    guard value(into: &out, depth: depth) else { return false }
+                    guard member(&self, &out) else { return false }
                     skipSpace()
                 } while take(UInt8(ascii: ","))
-                guard take(UInt8(ascii: "]")) else { return false }
+                guard take(close) else { return false }
             }
-            PlainJSON.closeContainer(at: lengthAt, in: &out)
+            CompactCoding.closeContainer(at: placeholder, in: &out)
             return true
         }
 
@@ -188,15 +170,12 @@ public enum PlainJSON {
                 return false
             }
             guard negative else {
-                out.append(CompactCoding.Tag.unsigned)
-                CompactHeldPostback.appendVarint(magnitude, to: &out)
+                CompactCoding.appendInteger(magnitude, to: &out)
                 return true
             }
             // -0 is 0 to an integer but -0.0 to a Double: JSONDecoder's to decide.
             guard magnitude > 0, magnitude <= UInt64(Int64.max) + 1 else { return false }
-            let value = magnitude == UInt64(Int64.max) + 1 ? Int64.min : -Int64(magnitude)
-            out.append(CompactCoding.Tag.signed)
-            CompactHeldPostback.appendVarint(UInt64(bitPattern: (value << 1) ^ (value >> 63)), to: &out)
+            CompactCoding.appendInteger(magnitude == UInt64(Int64.max) + 1 ? Int64.min : -Int64(magnitude), to: &out)
             return true
         }
     }
