@@ -18,8 +18,9 @@ import Synchronization
 ///   fastest request of the last 100 ms took longer than that from its body to its writes, or even
 ///   the least late of ingest's own wake-ups did (a standing queue: ingest's CPU is not keeping up;
 ///   CoDel's rule, so a burst alone does not count).
-/// - Lag: while the verifier is more than `maxLag` events behind on `events` (read every 250 ms by
-///   `run()`, the service half of this type).
+/// - Lag: while the verifier is more than `maxLag` events behind on `events`: the backlog read every
+///   250 ms by `run()` (the service half of this type), plus the events ingest wrote since that read
+///   and those it is writing.
 /// - Per caller: a token bucket per ad network or app (`callerRate`, `callerBurst`).
 final class Admission: Service, Sendable {
     struct Limits: Sendable {
@@ -37,7 +38,11 @@ final class Admission: Service, Sendable {
 
     private struct State {
         var inFlight = 0
+        /// The verifier's backlog as last read, and the events written since that read was sent:
+        /// between reads ingest knows what it adds itself (those plus the ones in flight), so a flood
+        /// cannot overshoot the ceiling by a whole read interval's worth.
         var lag = 0
+        var writtenSinceRead = 0
         var buckets: [String: TokenBucket] = [:]
         /// The shortest request seen in the current interval, and whether the last full interval's
         /// shortest was over the target (a standing queue: even the luckiest request waited).
@@ -85,7 +90,7 @@ final class Admission: Service, Sendable {
 
     /// Before the body is read: refuses when ingest or the pipeline is past its bounds.
     func check() throws(ProblemDetails) {
-        let (inFlight, lag) = state.withLock { ($0.inFlight, $0.lag) }
+        let (inFlight, lag) = state.withLock { ($0.inFlight, $0.lag + $0.writtenSinceRead + $0.inFlight) }
         if limits.maxLag > 0, lag > limits.maxLag {
             IngestMetrics.shed(.pipelineLagging)
             throw ProblemDetails(
@@ -143,7 +148,11 @@ final class Admission: Service, Sendable {
     }
 
     func release(_ count: Int) {
-        state.withLock { $0.inFlight -= count }
+        state.withLock { state in
+            state.inFlight -= count
+            // Written, or failed: counted either way until the next read says (too many is the safe side).
+            if limits.maxLag > 0 { state.writtenSinceRead += count }
+        }
     }
 
     /// How many of `count` events `caller` may send now (the first ones), and when to try again if not all.
@@ -238,6 +247,7 @@ final class Admission: Service, Sendable {
         let group = ConsumerGroups.verifier.name
         while !Task.isCancelled {
             do {
+                let written = state.withLock { $0.writtenSinceRead }
                 let replies = try await connection.pipeline(
                     stream.all(partitioning).map { RedisCommand("XINFO", "GROUPS", $0) })
                 let lag = replies.reduce(0) { total, reply in
@@ -246,7 +256,11 @@ final class Admission: Service, Sendable {
                     let info = reply.elements.map(\.fieldMap).first { $0["name"]?.string == group }
                     return total + Int(info?["lag"]?.int ?? 0) + Int(info?["pending"]?.int ?? 0)
                 }
-                state.withLock { $0.lag = lag }
+                state.withLock { state in
+                    state.lag = lag
+                    // Those written before the read was sent are in it.
+                    state.writtenSinceRead -= written
+                }
             } catch {
                 logger.debug("lag unreadable", metadata: ["error": "\(error)"])
             }

@@ -3,7 +3,8 @@ import Synchronization
 /// Coalesces the publishes of concurrent requests into pipelined round trips over a small pool of
 /// connections. A request's writes wait while every connection is busy; the next free connection
 /// takes everything waiting (up to `maximumWrites`) in one pipeline. So a single-event request costs a
-/// share of a round trip under load, and one round trip when idle: no timer, no added latency.
+/// share of a round trip under load, and one round trip when idle: no timer, no added latency. The
+/// round trips run on the connection's own thread, which answers the requests itself.
 ///
 /// With `replicas` > 0 each round trip ends in `WAIT` (on Redis Cluster one after each group's
 /// writes, since `WAIT` covers the writes made before it on the same node and connection); every write
@@ -102,7 +103,9 @@ public final class PublishQueue: Sendable {
                 state.pending.append(Pending(writes: writes, since: .now, continuation: continuation))
                 return state.idle.popLast()
             }
-            if let connection { Task { await self.drain(on: connection) } }
+            // The round trips run on the connection's own thread, and answer the requests from there:
+            // no task in between, so a request costs two thread hand-offs, not four.
+            if let connection { connection.onThread { self.drain(on: connection, $0) } }
         }
     }
 
@@ -118,7 +121,7 @@ public final class PublishQueue: Sendable {
     }
 
     /// Runs round trips on `connection` until nothing waits, then gives the connection back.
-    private func drain(on connection: RedisConnection) async {
+    private func drain(on connection: RedisConnection, _ blocking: RedisConnection.Blocking) {
         while true {
             let taken = state.withLock { state -> (Int, [Pending])? in
                 guard !state.pending.isEmpty else {
@@ -141,7 +144,7 @@ public final class PublishQueue: Sendable {
             guard let (id, requests) = taken else { return }
             let result: Result<[Outcome], any Error>
             do {
-                result = .success(try await roundTrip(requests.flatMap(\.writes), on: connection))
+                result = .success(try roundTrip(requests.flatMap(\.writes), on: blocking))
             } catch {
                 result = .failure(error)
             }
@@ -163,23 +166,23 @@ public final class PublishQueue: Sendable {
     /// One pipeline (per node) for `writes`; those a node had no script for are sent again with the source
     /// (after the round trip's plain commands, which already ran: a server that lost its scripts can put
     /// a keyed event after an unkeyed one of the same round trip, an order no two requests had anyway).
-    private func roundTrip(_ writes: [Write], on connection: RedisConnection) async throws -> [Outcome] {
+    private func roundTrip(_ writes: [Write], on connection: RedisConnection.Blocking) throws -> [Outcome] {
         roundTripCount.add(1, ordering: .relaxed)
-        let sha = writes.contains(where: \.isScript) ? try await script.loaded(on: connection) : nil
-        var outcomes = try await run(writes, sha: sha, on: connection)
+        let sha = writes.contains(where: \.isScript) ? try script.loaded(on: connection) : nil
+        var outcomes = try run(writes, sha: sha, on: connection)
         let missing = outcomes.indices.filter {
             writes[$0].isScript && outcomes[$0].reply.errorMessage?.hasPrefix("NOSCRIPT") == true
         }
         if !missing.isEmpty {
-            let retried = try await run(missing.map { writes[$0] }, sha: nil, on: connection)
+            let retried = try run(missing.map { writes[$0] }, sha: nil, on: connection)
             for (index, outcome) in zip(missing, retried) { outcomes[index] = outcome }
         }
         return outcomes
     }
 
-    private func run(_ writes: [Write], sha: String?, on connection: RedisConnection) async throws -> [Outcome] {
+    private func run(_ writes: [Write], sha: String?, on connection: RedisConnection.Blocking) throws -> [Outcome] {
         guard replicas > 0 else {
-            return try await connection.pipeline(writes.map { $0.redisCommand(script, sha: sha) }).map {
+            return try connection.pipeline(writes.map { $0.redisCommand(script, sha: sha) }).map {
                 Outcome(reply: $0, replicas: nil)
             }
         }
@@ -199,7 +202,7 @@ public final class PublishQueue: Sendable {
             }
         }
         let wait = RedisCommand("WAIT", String(replicas), String(waitMilliseconds))
-        let replies = try await connection.pipeline(
+        let replies = try connection.pipeline(
             groups.flatMap { group in group.map { writes[$0].redisCommand(script, sha: sha) } + [wait] })
         var outcomes = [Outcome?](repeating: nil, count: writes.count)
         var position = 0

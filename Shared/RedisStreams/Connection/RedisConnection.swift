@@ -26,7 +26,7 @@ public final class RedisConnection: Sendable {
     private let isClosed = Atomic<Bool>(false)
 
     /// What carries the commands; used on the connection's thread only.
-    private enum Transport: Sendable {
+    fileprivate enum Transport: Sendable {
         /// One server: every pipeline is one round trip on one context, checked first with `checksSlots`.
         case node(HiredisContext, SlotGuard?)
         /// A cluster: routed by slot over one context per primary.
@@ -106,6 +106,35 @@ public final class RedisConnection: Sendable {
         if commands.isEmpty { return [] }
         return try await self.onConnectionThread { transport in
             try transport.execute(commands)
+        }
+    }
+
+    /// The connection as seen from its own thread: round trips that block, for work that makes several
+    /// in a row (the publish queue's drain) and would otherwise hop between threads twice for each.
+    /// Valid only inside `onThread`'s body.
+    public struct Blocking: Sendable {
+        fileprivate let transport: Transport
+        fileprivate let active: Bool
+
+        /// Sends all commands in one round trip (per node on a cluster); one reply per command, in order.
+        public func pipeline(_ commands: [RedisCommand]) throws -> [RedisReply] {
+            guard active else { throw RedisError(.closed, "connection closed") }
+            if commands.isEmpty { return [] }
+            return try transport.execute(commands)
+        }
+    }
+
+    /// Runs `body` on the connection's thread, after the calls already queued, and returns at once.
+    /// On a closed connection `body` still runs (perhaps on the calling thread) and every round trip
+    /// it asks for throws `closed`, so whoever waits on it is told.
+    public func onThread(_ body: @escaping @Sendable (Blocking) -> Void) {
+        let transport = self.transport
+        if self.isClosed.load(ordering: .acquiring) {
+            return body(Blocking(transport: transport, active: false))
+        }
+        self.threadPool.submit { state in
+            guard case .active = state else { return body(Blocking(transport: transport, active: false)) }
+            body(Blocking(transport: transport, active: true))
         }
     }
 

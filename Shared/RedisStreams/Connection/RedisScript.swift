@@ -70,6 +70,16 @@ public final class RedisScript: Sendable {
         try await self.loadedSHA(on: connection)
     }
 
+    /// The script's SHA-1, loaded once; for a caller on the connection's own thread.
+    public func loaded(on connection: RedisConnection.Blocking) throws -> String {
+        if let sha = self.sha.withLock({ $0 }) { return sha }
+        let reply = try connection.pipeline([RedisCommand("SCRIPT", "LOAD", self.source)])[0]
+        if let message = reply.errorMessage { throw RedisError(.server, message) }
+        guard let sha = reply.string else { throw RedisError(.unexpectedReply, "SCRIPT LOAD returned no SHA-1") }
+        self.sha.withLock { $0 = sha }
+        return sha
+    }
+
     private func command(_ name: String, _ script: String, _ call: Call) -> RedisCommand {
         RedisCommand(
             bytes: [Array(name.utf8), Array(script.utf8), Array(String(call.keys.count).utf8)] + call.keys.map { Array($0.utf8) }
