@@ -114,7 +114,7 @@ extension ConfigurationKey.Typed where Value == Milliseconds {
     public static var httpIdleTimeoutMilliseconds: Self {
         .milliseconds(
             "HTTP_IDLE_TIMEOUT_MS", default: 30_000, range: 100...3_600_000, services: ConfigurationKey.allServices,
-            "A connection that sends nothing for this long is closed, and a request body must arrive whole within it (408): idle or trickling clients cannot hold connections open."
+            "A connection that sends nothing for this long is closed (also in the middle of a request body), and a request body must arrive whole within it: a part arriving later is answered 408 `body-timeout`. Idle or trickling clients cannot hold connections open."
         )
     }
 

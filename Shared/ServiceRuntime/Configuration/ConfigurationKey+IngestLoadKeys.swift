@@ -27,7 +27,7 @@ extension ConfigurationKey.Typed where Value == Int {
     public static var ingestMaxEventsLag: Self {
         .integer(
             "INGEST_MAX_EVENTS_LAG", unit: "events", default: 200_000, range: 0...1_000_000_000, services: ["ingest"],
-            "The lag ceiling: while the verifier has more than this many events of `events` unread or unacknowledged (summed over partitions, read every 250 ms), event routes answer 503 `pipeline-lagging` with `Retry-After`. 0 turns it off."
+            "The lag ceiling: while the verifier has more than this many events of `events` unread or unacknowledged (summed over partitions, read every 250 ms, plus what this ingest wrote since the reading and is writing), event routes answer 503 `pipeline-lagging` with `Retry-After`. 0 turns it off."
         )
     }
 

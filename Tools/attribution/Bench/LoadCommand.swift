@@ -1,10 +1,9 @@
 import ArgumentParser
-import AsyncHTTPClient
 import AttributionCrypto
 import AttributionModel
 import Foundation
 import NIOCore
-import NIOHTTP1
+import NIOPosix
 
 /// `attribution load`: offers signed impressions to ingest at a fixed rate of events (open loop) and
 /// reports what became of them and the answers' latency percentiles. Latency counts from when a request
@@ -61,69 +60,18 @@ struct LoadCommand: AsyncParsableCommand {
         let requests = try await plan.requests(total: Int(Double(rate) * duration))
         let signingSeconds = (ContinuousClock.now - signingStarted).seconds
 
-        var configuration = HTTPClient.Configuration()
-        // Open loop: like many ad servers, not one with a few sockets, so a request never waits here
-        // for a connection while ingest has room (that wait would be the tool's queue, not ingest's).
-        configuration.connectionPool = .init(
-            idleTimeout: .seconds(30), concurrentHTTP1ConnectionsPerHostSoftLimit: connections)
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        let timeout = TimeAmount.milliseconds(Int64(self.timeout * 1000))
-        let start = ContinuousClock.now
-        // EventLoopFuture requests, not a task per request: the tool then costs a fraction of what it
-        // measures, so past capacity it is ingest that falls behind, not the tool (whose own lag each
-        // outcome still reports, as `late`).
-        var answers: [EventLoopFuture<LoadOutcome>] = []
-        answers.reserveCapacity(requests.count)
-        var next = 0
-        while next < requests.count {
-            // Due when its first event is: `rate` events per second, whatever the batch size.
-            let due = start + .seconds(Double(requests[next].firstEvent) / Double(rate))
-            if ContinuousClock.now < due { try? await Task.sleep(until: due, clock: .continuous) }
-            let now = ContinuousClock.now
-            // Everything due by now goes out together: one wake-up per batch of due requests.
-            while next < requests.count {
-                let due = start + .seconds(Double(requests[next].firstEvent) / Double(rate))
-                guard due <= now else { break }
-                answers.append(send(requests[next], due: due, late: (now - due).seconds * 1000, client: client, timeout: timeout))
-                next += 1
-            }
+        guard let url = URL(string: ingestURL), url.scheme == "http", let host = url.host else {
+            throw ValidationError("--ingest-url must be an http:// URL")
         }
-        let outcomes = try await EventLoopFuture.whenAllSucceed(answers, on: client.eventLoopGroup.next()).get()
+        let sender = LoadSender(
+            loop: MultiThreadedEventLoopGroup.singleton.next(), host: host, port: url.port ?? 80, requests: requests,
+            appKey: appKey, rate: rate, maxConnections: connections,
+            timeout: .milliseconds(Int64(timeout * 1000)))
+        let start = ContinuousClock.now
+        let outcomes = try await sender.run()
         let elapsed = ContinuousClock.now - start
-        try await client.shutdown()
         let figures = LoadFigures(
             rate: rate, batch: batch, seconds: elapsed.seconds, signingSeconds: signingSeconds, outcomes: outcomes)
         print(String(decoding: try JSONCoding.encoder.encode(figures), as: UTF8.self))
-    }
-
-    /// One request; its outcome, never a failure (no answer is an outcome too).
-    private func send(
-        _ request: LoadRequest, due: ContinuousClock.Instant, late: Double, client: HTTPClient, timeout: TimeAmount
-    ) -> EventLoopFuture<LoadOutcome> {
-        var headers = HTTPHeaders([("Content-Type", "application/json")])
-        if request.kind.needsAppKey, let appKey { headers.add(name: "Authorization", value: "Bearer \(appKey)") }
-        let answer: EventLoopFuture<HTTPClient.Response>
-        do {
-            let http = try HTTPClient.Request(
-                url: ingestURL + request.path, method: .POST, headers: headers, body: .byteBuffer(request.body))
-            answer = client.execute(request: http, deadline: .now() + timeout)
-        } catch {
-            answer = client.eventLoopGroup.next().makeFailedFuture(error)
-        }
-        return answer.map { response in
-            var outcome = LoadOutcome(
-                kind: request.kind, milliseconds: (ContinuousClock.now - due).seconds * 1000, events: request.events,
-                batch: request.batch, status: Int(response.status.code), body: response.body)
-            outcome.lateMilliseconds = late
-            return outcome
-        }.recover { error in
-            var outcome = LoadOutcome(
-                kind: request.kind, milliseconds: (ContinuousClock.now - due).seconds * 1000, events: request.events)
-            outcome.failed = request.events
-            outcome.lateMilliseconds = late
-            outcome.timedOut = (error as? HTTPClientError) == .deadlineExceeded
-            outcome.refusals[outcome.timedOut ? "timeout" : "no answer", default: 0] += request.events
-            return outcome
-        }
     }
 }
