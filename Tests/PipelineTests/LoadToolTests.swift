@@ -1,0 +1,55 @@
+import AttributionModel
+import Foundation
+import RedisStreams
+import ServiceRuntime
+import TestSupport
+import Testing
+
+extension PipelineSuites {
+    /// `attribution load`, which the benchmark's figures come from: it must send every request it
+    /// offers, count each answer once, and end even when nobody answers.
+    @Suite("attribution load")
+    struct LoadToolTests {
+        let http = HTTPTestClient()
+
+        static func load(_ arguments: [String]) throws -> [String: Any] {
+            let output = try OperationsTests.run(["load"] + arguments)
+            let last = output.split(separator: "\n").last.map(String.init) ?? ""
+            return (try? JSONSerialization.jsonObject(with: Data(last.utf8))) as? [String: Any] ?? [:]
+        }
+
+        @Test func everyOfferedEventIsAnsweredAndCountedOnce() async throws {
+            let redis = try await RedisServer.start()
+            defer { redis.stop() }
+            let pipeline = try PipelineProcesses(redis: redis, timeScale: 1, only: ["ingest"])
+            defer { pipeline.stop() }
+            try #require(try await http.waitUntilUp("\(pipeline.ingestURL)/health"), "ingest started\n\(pipeline.logs())")
+            let keys = FileManager.default.temporaryDirectory.appendingPathComponent("load-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: keys) }
+            _ = try OperationsTests.run(["keygen", "--name", "network", "--out", keys.path])
+            func arguments(url: String, rate: Int, batch: Int = 1) -> [String] {
+                [
+                    "--ingest-url", url, "--network", HostileInputTests.network,
+                    "--key-file", keys.appendingPathComponent("network.private.pem").path, "--rate", String(rate),
+                    "--duration", "1", "--batch", String(batch),
+                    // Fewer connections than requests in flight at times: some wait for one.
+                    "--connections", "4",
+                ]
+            }
+            for (batch, requests) in [(1, 300), (10, 30)] {
+                let figures = try Self.load(arguments(url: pipeline.ingestURL, rate: 300, batch: batch))
+                #expect(figures["sent"] as? Int == 300, "\(figures)")
+                #expect(figures["requests"] as? Int == requests, "\(figures)")
+                #expect(figures["accepted"] as? Int == 300, "\(figures)")
+                #expect(figures["failed"] as? Int == 0 && figures["shed"] as? Int == 0, "\(figures)")
+            }
+            #expect(try await streamLength(StreamNames.events, on: redis.connect()) == 600, "each event written once")
+
+            // Nobody listening: every request fails as unanswered, and the run still ends.
+            let closed = try Self.load(arguments(url: "http://127.0.0.1:\(try freeLoopbackPort())", rate: 50))
+            #expect(closed["sent"] as? Int == 50, "\(closed)")
+            #expect(closed["failed"] as? Int == 50 && closed["accepted"] as? Int == 0, "\(closed)")
+            #expect((closed["refusals"] as? [String: Int])?["no answer"] == 50, "\(closed)")
+        }
+    }
+}
