@@ -6,6 +6,14 @@ import json, os, signal, socket, subprocess, time, urllib.request
 
 
 def free_port():
+    """A port free a moment ago, at random below the kernel's ephemeral range (32768–60999), where
+    outgoing connections take their local ports and could take it before the server binds it; a
+    cluster node's bus port (port + 10000) stays below the range too."""
+    import random
+    for _ in range(64):
+        port = random.randint(15000, 22767)
+        if port_is_free(port):
+            return port
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]

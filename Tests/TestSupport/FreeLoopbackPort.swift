@@ -4,11 +4,19 @@
     import Darwin
 #endif
 
-/// A TCP port on 127.0.0.1 that was free a moment ago: bind port 0, read what the kernel chose, close.
+/// A TCP port on 127.0.0.1 that was free a moment ago, picked at random below the kernel's ephemeral
+/// range (Linux: 32768–60999), then bound and closed.
 ///
-/// Another process can take it before the caller binds it; callers that start servers retry.
+/// Not port 0: the kernel picks that from the ephemeral range, where every outgoing connection takes
+/// its local port, so any client socket of a test running alongside (an HTTP client, a Redis
+/// connection, a load run) could take the port before the server binds it (seen in CI: ingest's
+/// "Address already in use"). Below the range only another pick can, one in several thousand. A cluster
+/// node's bus port, port + 10000, stays below the range too.
 public func freeLoopbackPort() throws -> Int {
-    try bindLoopback(port: 0)
+    for _ in 0..<64 {
+        if let port = try? bindLoopback(port: Int.random(in: 15_000...22_767)) { return port }
+    }
+    return try bindLoopback(port: 0)
 }
 
 /// Whether `port` on 127.0.0.1 can be bound right now (for a second port a server derives from its
