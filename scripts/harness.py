@@ -5,13 +5,20 @@ the same command line, environment and log)."""
 import json, os, signal, socket, subprocess, time, urllib.request
 
 
+_next_port = [None]
+
+
 def free_port():
-    """A port free a moment ago, at random below the kernel's ephemeral range (32768–60999), where
-    outgoing connections take their local ports and could take it before the server binds it; a
-    cluster node's bus port (port + 10000) stays below the range too."""
+    """A port free a moment ago, below the kernel's ephemeral range (32768–60999), where outgoing
+    connections take their local ports and could take it before the server binds it; in turn from a
+    random start, so that no two picks of one run coincide. A cluster node's bus port (port + 10000)
+    stays below the range too."""
     import random
-    for _ in range(64):
-        port = random.randint(15000, 22767)
+    if _next_port[0] is None:
+        _next_port[0] = random.randint(15000, 22767)
+    for _ in range(512):
+        port = _next_port[0]
+        _next_port[0] = 15000 if port >= 22767 else port + 1
         if port_is_free(port):
             return port
     s = socket.socket()

@@ -1,23 +1,32 @@
+import Synchronization
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
     import Darwin
 #endif
 
-/// A TCP port on 127.0.0.1 that was free a moment ago, picked at random below the kernel's ephemeral
-/// range (Linux: 32768–60999), then bound and closed.
+/// A TCP port on 127.0.0.1 that was free a moment ago, below the kernel's ephemeral range (Linux:
+/// 32768–60999), never one this process handed out before (until the range wraps, after 7,768 ports).
 ///
 /// Not port 0: the kernel picks that from the ephemeral range, where every outgoing connection takes
 /// its local port, so any client socket of a test running alongside (an HTTP client, a Redis
-/// connection, a load run) could take the port before the server binds it (seen in CI: ingest's
-/// "Address already in use"). Below the range only another pick can, one in several thousand. A cluster
-/// node's bus port, port + 10000, stays below the range too.
+/// connection, a load run) could take the port before the server binds it. And not at random: two
+/// tests starting at once could draw the same port before either binds it (both seen in CI as
+/// "Address already in use"). So the ports go in turn from a random start. A cluster node's bus port,
+/// port + 10000, stays below the ephemeral range too.
 public func freeLoopbackPort() throws -> Int {
-    for _ in 0..<64 {
-        if let port = try? bindLoopback(port: Int.random(in: 15_000...22_767)) { return port }
+    for _ in 0..<512 {
+        let port = nextLoopbackPort.withLock { next in
+            defer { next = next >= 22_767 ? 15_000 : next + 1 }
+            return next
+        }
+        if let bound = try? bindLoopback(port: port) { return bound }
     }
     return try bindLoopback(port: 0)
 }
+
+private let nextLoopbackPort = Mutex(Int.random(in: 15_000...22_767))
 
 /// Whether `port` on 127.0.0.1 can be bound right now (for a second port a server derives from its
 /// first, like a cluster node's bus port at port + 10000).
