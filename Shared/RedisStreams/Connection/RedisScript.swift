@@ -73,11 +73,7 @@ public final class RedisScript: Sendable {
     /// The script's SHA-1, loaded once; for a caller on the connection's own thread.
     public func loaded(on connection: RedisConnection.Blocking) throws -> String {
         if let sha = self.sha.withLock({ $0 }) { return sha }
-        let reply = try connection.pipeline([RedisCommand("SCRIPT", "LOAD", self.source)])[0]
-        if let message = reply.errorMessage { throw RedisError(.server, message) }
-        guard let sha = reply.string else { throw RedisError(.unexpectedReply, "SCRIPT LOAD returned no SHA-1") }
-        self.sha.withLock { $0 = sha }
-        return sha
+        return try self.remember(connection.pipeline([self.load])[0])
     }
 
     private func command(_ name: String, _ script: String, _ call: Call) -> RedisCommand {
@@ -88,9 +84,15 @@ public final class RedisScript: Sendable {
 
     private func loadedSHA(on connection: RedisConnection) async throws -> String {
         if let sha = self.sha.withLock({ $0 }) { return sha }
-        guard let sha = try await connection.send(RedisCommand("SCRIPT", "LOAD", self.source)).string else {
-            throw RedisError(.unexpectedReply, "SCRIPT LOAD returned no SHA-1")
-        }
+        return try self.remember(await connection.pipeline([self.load])[0])
+    }
+
+    private var load: RedisCommand { RedisCommand("SCRIPT", "LOAD", self.source) }
+
+    /// SCRIPT LOAD's answer, kept for every later call; an error reply is thrown.
+    private func remember(_ reply: RedisReply) throws -> String {
+        if let message = reply.errorMessage { throw RedisError(.server, message) }
+        guard let sha = reply.string else { throw RedisError(.unexpectedReply, "SCRIPT LOAD returned no SHA-1") }
         self.sha.withLock { $0 = sha }
         return sha
     }

@@ -25,10 +25,10 @@ final class LoadSender: @unchecked Sendable {
     private var next = 0
     private var waiting: [Sent] = []
     private var waitingHead = 0
+    /// Every open connection, and those of them with nothing in flight.
+    private var open: [ObjectIdentifier: Connection] = [:]
     private var idle: [Connection] = []
-    private var connections = 0
     private var opening = 0
-    private var busyConnections: [ObjectIdentifier: Connection] = [:]
     private var outcomes: [LoadOutcome] = []
     private var ticker: RepeatedTask?
 
@@ -78,13 +78,14 @@ final class LoadSender: @unchecked Sendable {
 
     private func tick() {
         let now = ContinuousClock.now
-        while next < requests.count, due(next) <= now {
+        while next < requests.count {
             let due = due(next)
+            guard due <= now else { break }
             hand(Sent(index: next, due: due, late: (now - due).seconds * 1000))
             next += 1
         }
         // Answers that take longer than the timeout: the connection is closed, the request failed.
-        for connection in busyConnections.values where connection.sentAt + timeout < .now() {
+        for connection in open.values where connection.current != nil && connection.sentAt + timeout < .now() {
             connection.timedOut = true
             connection.channel?.close(promise: nil)
         }
@@ -96,14 +97,13 @@ final class LoadSender: @unchecked Sendable {
             return
         }
         waiting.append(sent)
-        if connections + opening < maxConnections { open() }
+        if open.count + opening < maxConnections { connect() }
     }
 
     private func send(_ sent: Sent, on connection: Connection) {
         let request = requests[sent.index]
         connection.current = sent
         connection.sentAt = .now()
-        busyConnections[ObjectIdentifier(connection)] = connection
         var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: request.path)
         head.headers = request.kind.needsAppKey ? appKeyHeaders : headers
         head.headers.add(name: "Content-Length", value: String(request.body.readableBytes))
@@ -113,7 +113,7 @@ final class LoadSender: @unchecked Sendable {
         channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
     }
 
-    private func open() {
+    private func connect() {
         opening += 1
         let connection = Connection(sender: self)
         ClientBootstrap(group: loop)
@@ -129,15 +129,15 @@ final class LoadSender: @unchecked Sendable {
                 self.opening -= 1
                 switch result {
                 case .success(let channel):
-                    self.connections += 1
+                    self.open[ObjectIdentifier(connection)] = connection
                     connection.channel = channel
                     self.free(connection)
                 case .failure:
                     // No connection to be had: the oldest waiting request is answered "no answer", so a
                     // run against a server that is gone still ends.
                     if let sent = self.takeWaiting() { self.record(failed: sent, timedOut: false) }
-                    if self.waitingHead < self.waiting.count, self.connections + self.opening < self.maxConnections {
-                        self.open()
+                    if self.waitingHead < self.waiting.count, self.open.count + self.opening < self.maxConnections {
+                        self.connect()
                     }
                 }
             }
@@ -157,7 +157,6 @@ final class LoadSender: @unchecked Sendable {
 
     /// A connection with nothing in flight: the next waiting request, or the idle list.
     fileprivate func free(_ connection: Connection) {
-        busyConnections[ObjectIdentifier(connection)] = nil
         if let sent = takeWaiting() {
             send(sent, on: connection)
         } else {
@@ -179,15 +178,14 @@ final class LoadSender: @unchecked Sendable {
     }
 
     fileprivate func closed(_ connection: Connection) {
-        busyConnections[ObjectIdentifier(connection)] = nil
+        open[ObjectIdentifier(connection)] = nil
         idle.removeAll { $0 === connection }
-        if connection.channel != nil { connections -= 1 }
         connection.channel = nil
         if let sent = connection.current {
             connection.current = nil
             record(failed: sent, timedOut: connection.timedOut)
         }
-        if waitingHead < waiting.count, connections + opening < maxConnections { open() }
+        if waitingHead < waiting.count, open.count + opening < maxConnections { connect() }
     }
 
     private func record(failed sent: Sent, timedOut: Bool) {
