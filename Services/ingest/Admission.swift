@@ -1,4 +1,5 @@
 import AttributionModel
+import Hummingbird
 import Logging
 import Metrics
 import NIOPosix
@@ -125,10 +126,11 @@ final class Admission: Service, Sendable {
         if standing { throw overloaded("a standing queue: for 100 ms nothing waited less than \(limits.queueTarget)") }
     }
 
-    /// How long a taken request took from its body's arrival to its writes being handed over, per
-    /// event: decoding plus waiting for a CPU, the CoDel sojourn. Not the body's upload (a slow client
+    /// A taken request's sojourn, the CoDel measure: how long its head waited for the route to run
+    /// (`HeadArrival`: a task and a thread), plus the time from its body's arrival to its writes being
+    /// handed over, per event (decoding plus waiting for a CPU). Not the body's upload (a slow client
     /// is not ingest's queue), nor Redis's round trip and `WAIT` (covered by the publish delays); a
-    /// batch's time is divided by its items, since its own work is not a queue.
+    /// batch's own time is divided by its items, since its own work is not a queue.
     func record(_ elapsed: Duration) {
         state.withLock { state in
             state.shortest = min(state.shortest ?? elapsed, elapsed)
@@ -279,5 +281,26 @@ enum IngestMetrics {
     /// `ingest_events_total{outcome}`: events answered, by `accepted` or the refusal's reason.
     static func answered(_ outcome: String, count: Int = 1) {
         Counter(label: "ingest_events_total", dimensions: [("outcome", outcome)]).increment(by: count)
+    }
+}
+
+extension Admission {
+    /// What ingest's public listener refuses from a request's head alone (`EarlyRefusal`, answered on
+    /// the connection's event loop): a request to an event route that `check()` refuses, exactly as the
+    /// route would before reading its body. A request the route answers otherwise first (no app key:
+    /// 401) goes on to the route.
+    func earlyRefusal(_ request: HTTPRequest) -> ProblemDetails? {
+        guard request.method == .post, let path = request.path, let kind = EventKind(requestPath: path) else { return nil }
+        if kind.needsAppKey {
+            guard let authorization = request.headerFields[.authorization], authorization.hasPrefix("Bearer "),
+                authorization.count > 7
+            else { return nil }
+        }
+        do {
+            try check()
+            return nil
+        } catch {
+            return error
+        }
     }
 }

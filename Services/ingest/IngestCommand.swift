@@ -45,7 +45,8 @@ struct IngestCommand {
                 },
                 adminRoutes: { router, redis in
                     IngestRoutes.addAdmin(to: router, catalog: RouteCatalog(), redis: redis, settings: settings)
-                })
+                },
+                earlyRefusal: admission.earlyRefusal)
         }
     }
 

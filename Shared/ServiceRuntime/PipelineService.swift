@@ -1,6 +1,7 @@
 import AttributionModel
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import Metrics
 import Prometheus
@@ -133,10 +134,13 @@ public struct PipelineService: Sendable {
     /// With `adminRoutes` (ingest), a second listener on `ADMIN_HTTP_HOST:ADMIN_HTTP_PORT` serves them with
     /// `/metrics` and the detailed `/ready`; the public one then serves only `routes`, `/health` and a
     /// terse `/ready`, and opens after the admin listener, so a client that saw it up can use both.
+    /// `earlyRefusal` answers requests of the public listener that it refuses from their head alone,
+    /// on the connection's event loop (`EarlyRefusalHTTP1Channel`).
     public func run(
         services: [any Service],
         routes: @Sendable (Router<BasicRequestContext>, RedisConnection) throws -> Void = { _, _ in },
-        adminRoutes: (@Sendable (Router<BasicRequestContext>, RedisConnection) throws -> Void)? = nil
+        adminRoutes: (@Sendable (Router<BasicRequestContext>, RedisConnection) throws -> Void)? = nil,
+        earlyRefusal: EarlyRefusal? = nil
     ) async throws {
         let host = try environment.value(.httpHost)
         let port = try environment.value(.httpPort).port(for: name)
@@ -156,12 +160,16 @@ public struct PipelineService: Sendable {
             return router
         }
         func application(
-            _ router: Router<BasicRequestContext>, _ host: String, _ port: Int, onRunning: (@Sendable () -> Void)? = nil
+            _ router: Router<BasicRequestContext>, _ host: String, _ port: Int, refusal: EarlyRefusal? = nil,
+            onRunning: (@Sendable () -> Void)? = nil
         )
             -> Application<RouterResponder<BasicRequestContext>>
         {
-            Application(
-                router: router, server: .http1(configuration: .init(idleTimeout: .milliseconds(idle))),
+            let http1 = HTTP1Channel.Configuration(idleTimeout: .milliseconds(idle))
+            return Application(
+                router: router,
+                server: refusal.map { EarlyRefusalHTTP1Channel.builder(configuration: http1, serverName: name, refusal: $0) }
+                    ?? .http1(configuration: http1),
                 configuration: .init(address: .hostname(host, port: port), serverName: name),
                 onServerRunning: { _ in onRunning?() }, logger: logger)
         }
@@ -181,12 +189,12 @@ public struct PipelineService: Sendable {
             let (adminUp, signal) = AsyncStream<Void>.makeStream()
             listeners = [
                 application(operations, admin.host, admin.port, onRunning: { signal.yield() }),
-                OpensAfter(signal: adminUp, service: application(front, host, port)),
+                OpensAfter(signal: adminUp, service: application(front, host, port, refusal: earlyRefusal)),
             ]
             logger.info("admin listener", metadata: ["http.host": "\(admin.host)", "http.port": "\(admin.port)"])
         } else {
             try routes(operations, httpRedis)
-            listeners = [application(operations, host, port)]
+            listeners = [application(operations, host, port, refusal: earlyRefusal)]
         }
         logger.info("starting", metadata: ["http.host": "\(host)", "http.port": "\(port)", "time.scale": "\(policy.scale)"])
         let group = ServiceGroup(

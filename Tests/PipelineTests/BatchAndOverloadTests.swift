@@ -159,6 +159,70 @@ extension PipelineSuites {
             #expect(try await eventsWritten(redis) == written, "nothing refused was written")
         }
 
+        /// Refusals from a request's head are answered on the connection's event loop (EarlyRefusal):
+        /// the connection stays in step, pipelined requests are answered in order, and a request the
+        /// route answers otherwise first still gets the route's answer.
+        @Test func aRefusedRequestLeavesItsConnectionInStep() async throws {
+            let redis = try await RedisServer.start()
+            defer { redis.stop() }
+            let pipeline = try PipelineProcesses(
+                redis: redis, timeScale: 1, extraEnvironment: ["INGEST_MAX_EVENTS_LAG": "5"], only: ["ingest", "verifier"])
+            defer { pipeline.stop() }
+            try #require(try await http.waitUntilUp("\(pipeline.ingestURL)/health"), "ingest started\n\(pipeline.logs())")
+            let grouped = try await eventually {
+                try await redis.connect().pipeline(
+                    StreamNames.events.all(testPartitioning).map { RedisCommand("XINFO", "GROUPS", $0) }
+                ).allSatisfy { $0.errorMessage == nil }
+            }
+            try #require(grouped, "the verifier created its group\n\(pipeline.logs())")
+            _ = pipeline.stopGracefully("verifier")
+            let batch = "[" + Array(repeating: Self.impression(), count: 10).joined(separator: ",") + "]"
+            let filled = try await http.send(
+                HTTPClientRequestBuilder(method: "POST", url: "\(pipeline.ingestURL)/v1/impressions/batch", body: batch))
+            #expect(filled.json["accepted"] as? Int == 10, "\(filled.json)")
+            let written = try await eventsWritten(redis)
+
+            func post(_ path: String, _ body: String, headers: String = "") -> String {
+                "POST \(path) HTTP/1.1\r\nHost: ingest\r\nContent-Type: application/json\r\n\(headers)"
+                    + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
+            }
+            func answers(_ text: String) -> [Substring] {
+                text.components(separatedBy: "HTTP/1.1 ").dropFirst().map { Substring($0) }
+            }
+            let port = try #require(URL(string: pipeline.ingestURL)?.port)
+            let socket = try #require(RawSocket(port: port))
+            // Three requests in one write: refused with its body unread, the health check, refused again
+            // (a batch, with a query string).
+            socket.transmit(
+                post("/v1/impressions", Self.impression()) + "GET /health HTTP/1.1\r\nHost: ingest\r\n\r\n"
+                    + post("/v1/impressions/batch?source=test", batch))
+            let first = socket.read(timeout: .seconds(10)) { answers($0).count == 3 && $0.hasSuffix("}") }
+            let replies = answers(first.text)
+            try #require(replies.count == 3, "three answers in order: \(first.text)")
+            #expect(replies[0].hasPrefix("503"), "\(replies[0])")
+            #expect(replies[0].contains("\"reason\":\"pipeline-lagging\""), "\(replies[0])")
+            #expect(replies[0].lowercased().contains("retry-after: 1\r\n"), "\(replies[0])")
+            #expect(replies[0].lowercased().contains("content-type: application/problem+json\r\n"), "\(replies[0])")
+            #expect(
+                replies[0].range(
+                    of: #"\r\nDate: \w{3}, \d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2} GMT\r\n"#, options: .regularExpression) != nil,
+                "\(replies[0])")
+            #expect(replies[1].hasPrefix("200"), "\(first.text)")
+            #expect(replies[2].hasPrefix("503") && replies[2].contains("pipeline-lagging"), "\(replies[2])")
+            #expect(!first.closed)
+            // No app key: the route's own first answer, 401, not a refusal.
+            socket.transmit(post("/v1/conversions", #"{"device-identifier":"d"}"#))
+            let unauthorized = socket.read(timeout: .seconds(10)) { $0.hasSuffix("}") }.text
+            #expect(unauthorized.hasPrefix("HTTP/1.1 401"), "\(unauthorized)")
+            #expect(unauthorized.contains("missing-app-key"), "\(unauthorized)")
+            // A client closing after its request: refused too, and the connection closed.
+            socket.transmit(post("/v1/impressions", Self.impression(), headers: "Connection: close\r\n"))
+            let last = socket.read(timeout: .seconds(10))
+            #expect(last.text.hasPrefix("HTTP/1.1 503") && last.text.contains("pipeline-lagging"), "\(last.text)")
+            #expect(last.closed)
+            #expect(try await eventsWritten(redis) == written, "nothing refused was written")
+        }
+
         @Test func whileRedisStallsIngestRefusesNewWorkAtOnce() async throws {
             let redis = try await RedisServer.start()
             defer { redis.stop() }

@@ -42,12 +42,13 @@ final class RawSocket {
         return bytes.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count
     }
 
-    /// What the server sends within `timeout`, and whether it closed the connection (then sooner).
-    func read(timeout: Duration) -> (text: String, closed: Bool) {
+    /// What the server sends within `timeout`, and whether it closed the connection (then sooner); with
+    /// `until`, sooner as soon as what arrived satisfies it.
+    func read(timeout: Duration, until done: (String) -> Bool = { _ in false }) -> (text: String, closed: Bool) {
         let deadline = ContinuousClock.now + timeout
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4_096)
-        while ContinuousClock.now < deadline {
+        while ContinuousClock.now < deadline, !done(String(decoding: received, as: UTF8.self)) {
             var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
             guard poll(&poller, 1, 20) > 0 else { continue }
             let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }

@@ -30,13 +30,16 @@ public struct ProblemDetails: HTTPResponseError, Codable, Sendable {
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        let data = (try? JSONEncoder().encode(self)) ?? Data()
+        let data = json
         var headers = HTTPFields()
         headers[.contentType] = "application/problem+json"
         if statusCode == 401 { headers[.wwwAuthenticate] = "Bearer" }
         if let retryAfter = retryAfter { headers[.retryAfter] = retryAfter }
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
+
+    /// The response body.
+    public var json: Data { (try? JSONEncoder().encode(self)) ?? Data() }
 
     /// The `Retry-After` value this answer carries, if any.
     public var retryAfter: String? {

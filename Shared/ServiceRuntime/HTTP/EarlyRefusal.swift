@@ -1,0 +1,143 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTPTypes
+
+/// Decides from a request's head alone whether it is refused at once: the problem to answer, or nil
+/// to hand the request to the router as usual.
+public typealias EarlyRefusal = @Sendable (HTTPRequest) -> ProblemDetails?
+
+/// An HTTP/1.1 listener whose connections answer refused requests on their event loop, before
+/// Hummingbird reads them into a task and runs the router: a flood past capacity then costs a parse and
+/// a write per request instead of a task, a router walk and several thread hops, and the accepted
+/// requests keep the CPU. Everything not refused takes Hummingbird's usual path.
+struct EarlyRefusalHTTP1Channel: ServerChildChannel {
+    typealias Value = HTTP1Channel.Value
+
+    let inner: HTTP1Channel
+    let refusal: EarlyRefusal
+    let serverName: String?
+
+    static func builder(configuration: HTTP1Channel.Configuration, serverName: String?, refusal: @escaping EarlyRefusal)
+        -> HTTPServerBuilder
+    {
+        HTTPServerBuilder { responder in
+            EarlyRefusalHTTP1Channel(
+                inner: HTTP1Channel(responder: responder, configuration: configuration), refusal: refusal,
+                serverName: serverName)
+        }
+    }
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        inner.setup(channel: channel, logger: logger).flatMapThrowing { value in
+            // After the connection-state handler, so a refused request still counts as activity for the
+            // idle timeout and as a request for a graceful shutdown's close-after-response.
+            let operations = channel.pipeline.syncOperations
+            let state = try operations.handler(type: HTTPConnectionStateHandler.self)
+            try operations.addHandler(
+                EarlyRefusalHandler(refusal: refusal, serverName: serverName), position: .after(state))
+            return value
+        }
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        await inner.handle(value: value, logger: logger)
+    }
+}
+
+/// The channel handler: on a request head that `refusal` refuses, writes the problem response and
+/// drops that request's body and end; any other request passes on untouched. HTTP/1.1 lets a server
+/// answer before the body is read. Answers must go out in the order the requests came (a client may
+/// pipeline), so while a request handed on is still unanswered the next ones are handed on too, and the
+/// route refuses them the same way.
+final class EarlyRefusalHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    let refusal: EarlyRefusal
+    let serverName: String?
+    /// Inside a refused request: its body parts and end go nowhere.
+    private var discarding = false
+    /// Requests handed on to Hummingbird whose answer has not ended yet.
+    private var unanswered = 0
+
+    init(refusal: @escaping EarlyRefusal, serverName: String?) {
+        self.refusal = refusal
+        self.serverName = serverName
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let request):
+            // A client closing after this request is left to Hummingbird, which closes for it.
+            if unanswered == 0, request.headerFields[.connection] != "close", let problem = refusal(request) {
+                discarding = true
+                answer(problem, context: context)
+            } else {
+                unanswered += 1
+                // Stamped here, overwriting whatever a client sent under that name: the route learns how
+                // long the request waited for its task (`HeadArrival`).
+                var stamped = request
+                stamped.headerFields[HeadArrival.field] = String(HeadArrival.now())
+                context.fireChannelRead(wrapInboundOut(.head(stamped)))
+            }
+        case .body:
+            if !discarding { context.fireChannelRead(data) }
+        case .end:
+            if discarding { discarding = false } else { context.fireChannelRead(data) }
+        }
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data) { unanswered -= 1 }
+        context.write(data, promise: promise)
+    }
+
+    /// Now as an HTTP date (RFC 9110 IMF-fixdate), as Hummingbird dates its answers.
+    static func httpDate() -> String {
+        var seconds = time(nil)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
+    }
+
+    /// The same response the router's `ProblemMiddleware` gives for `problem`.
+    private func answer(_ problem: ProblemDetails, context: ChannelHandlerContext) {
+        let body = ByteBuffer(bytes: problem.json)
+        var fields = HTTPFields()
+        fields[.contentType] = "application/problem+json"
+        fields[.contentLength] = String(body.readableBytes)
+        if let retryAfter = problem.retryAfter { fields[.retryAfter] = retryAfter }
+        fields[.date] = Self.httpDate()
+        if let serverName { fields[.server] = serverName }
+        context.write(wrapOutboundOut(.head(HTTPResponse(status: problem.status, headerFields: fields))), promise: nil)
+        context.write(wrapOutboundOut(.body(body)), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    }
+}
+
+/// When a request's head reached its connection's event loop, as the listener with early refusals
+/// stamps it on every request it hands on: what a route sees of it is how long the request waited
+/// for a task and a thread, the queue that a flood of requests builds before any route code runs.
+public enum HeadArrival {
+    public static let field = HTTPField.Name("x-ingest-head-arrival")!
+
+    /// Monotonic nanoseconds.
+    static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    /// How long ago `request`'s head arrived; zero without a stamp (a listener without early refusals).
+    public static func waited(_ request: Request) -> Duration {
+        guard let stamp = request.headers[field].flatMap(UInt64.init) else { return .zero }
+        let now = now()
+        return now > stamp ? .nanoseconds(Int64(now - stamp)) : .zero
+    }
+}
