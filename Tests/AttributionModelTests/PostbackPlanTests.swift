@@ -481,3 +481,25 @@ struct PostbackPlanTests {
         }
     }
 }
+
+@Suite("Random UUIDs")
+struct RandomUUIDTests {
+    @Test func textIsTheCanonicalLowercaseForm() {
+        let bytes: [UInt8] = [
+            0x00, 0x01, 0x0a, 0xff, 0x10, 0x9b, 0x4c, 0xde, 0x8f, 0x70, 0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc,
+        ]
+        #expect(RandomUUID.text(bytes[...]) == "00010aff-109b-4cde-8f70-123456789abc")
+        #expect(RandomUUID.text(bytes[...]) == UUID(uuidString: RandomUUID.text(bytes[...]))?.uuidString.lowercased())
+    }
+
+    @Test func madeIdsAreVersion4AndDiffer() {
+        var generator = SplitMix64(seed: 7)
+        let ids = (0..<1_000).map { _ in RandomUUID.make(using: &generator) }
+        #expect(Set(ids).count == ids.count)
+        for id in ids {
+            let characters = Array(id)
+            #expect(characters.count == 36 && characters[14] == "4" && "89ab".contains(characters[19]), "\(id)")
+            #expect(UUID(uuidString: id) != nil, "\(id)")
+        }
+    }
+}

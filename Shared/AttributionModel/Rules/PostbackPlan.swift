@@ -298,8 +298,14 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
 
 /// Version-4 UUIDs from a caller's generator, so tests can replay a plan exactly.
 public enum RandomUUID {
+    /// Two draws of the generator (one per 8 bytes): with the kernel's generator a draw can be a system
+    /// call, and a byte per draw made ids a noticeable part of the scheduler's CPU.
     public static func make(using generator: inout some RandomNumberGenerator) -> String {
-        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        var bytes = [UInt8](repeating: 0, count: 16)
+        for half in 0..<2 {
+            let word = generator.next()
+            for index in 0..<8 { bytes[half * 8 + index] = UInt8(truncatingIfNeeded: word >> (8 * index)) }
+        }
         bytes[6] = (bytes[6] & 0x0F) | 0x40
         bytes[8] = (bytes[8] & 0x3F) | 0x80
         return text(bytes[...])
@@ -307,11 +313,19 @@ public enum RandomUUID {
 
     /// 16 bytes as a lowercase canonical UUID (8-4-4-4-12).
     public static func text(_ bytes: ArraySlice<UInt8>) -> String {
-        let hex = bytes.map { byte in
-            let digits = String(byte, radix: 16)
-            return digits.count == 1 ? "0" + digits : digits
+        let digits = Array("0123456789abcdef".utf8)
+        return String(unsafeUninitializedCapacity: 36) { buffer in
+            var count = 0
+            for (index, byte) in bytes.prefix(16).enumerated() {
+                if index == 4 || index == 6 || index == 8 || index == 10 {
+                    buffer[count] = UInt8(ascii: "-")
+                    count += 1
+                }
+                buffer[count] = digits[Int(byte >> 4)]
+                buffer[count + 1] = digits[Int(byte & 0x0F)]
+                count += 2
+            }
+            return count
         }
-        return [hex[0..<4], hex[4..<6], hex[6..<8], hex[8..<10], hex[10..<16]].map { $0.joined() }.joined(
-            separator: "-")
     }
 }
