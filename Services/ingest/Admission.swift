@@ -126,11 +126,12 @@ final class Admission: Service, Sendable {
         if standing { throw overloaded("a standing queue: for 100 ms nothing waited less than \(limits.queueTarget)") }
     }
 
-    /// A taken request's sojourn, the CoDel measure: how long its head waited for the route to run
-    /// (`HeadArrival`: a task and a thread), plus the time from its body's arrival to its writes being
-    /// handed over, per event (decoding plus waiting for a CPU). Not the body's upload (a slow client
+    /// How long a taken request took from its body's arrival to its writes being handed over, per
+    /// event: decoding plus waiting for a CPU, the CoDel sojourn. Not the body's upload (a slow client
     /// is not ingest's queue), nor Redis's round trip and `WAIT` (covered by the publish delays); a
-    /// batch's own time is divided by its items, since its own work is not a queue.
+    /// batch's time is divided by its items, since its own work is not a queue. Nor the wait for a
+    /// task before the route runs: counted too, a single 60 ms stall of the machine at half capacity
+    /// made a whole interval's minimum exceed the target and shed the next 100 ms of requests.
     func record(_ elapsed: Duration) {
         state.withLock { state in
             state.shortest = min(state.shortest ?? elapsed, elapsed)

@@ -58,7 +58,6 @@ struct EventRoutes {
         // Cheap refusals first: no key, or no room, costs no body and no parsing.
         if kind.needsAppKey { try Self.requireAppKey(request) }
         try admission.check()
-        let waited = HeadArrival.waited(request)
         let body = try await request.collectBody(limit: maxBodyBytes)
         let started = ContinuousClock.now
         let decoded = try kind.decode(
@@ -70,7 +69,7 @@ struct EventRoutes {
         }
         try admission.reserve(1)
         defer { admission.release(1) }
-        admission.record(waited + (ContinuousClock.now - started))
+        admission.record(ContinuousClock.now - started)
         switch try await publisher.publish([decoded.event])[0] {
         case .success(let id):
             IngestMetrics.answered("accepted")
@@ -85,7 +84,6 @@ struct EventRoutes {
     private func batch(_ kind: EventKind, _ request: Request) async throws -> Response {
         if kind.needsAppKey { try Self.requireAppKey(request) }
         try admission.check()
-        let waited = HeadArrival.waited(request)
         let body = try await request.collectBody(limit: maxBatchBodyBytes)
         let started = ContinuousClock.now
         let ranges: [Range<Int>]
@@ -112,8 +110,8 @@ struct EventRoutes {
         decoded = rateLimit(decoded, into: &results)
         try admission.reserve(decoded.count)
         defer { admission.release(decoded.count) }
-        // Per item: a large batch's own work is not a queue (its wait for a task is).
-        admission.record(waited + (ContinuousClock.now - started) / ranges.count)
+        // Per item: a large batch's own work is not a queue.
+        admission.record((ContinuousClock.now - started) / ranges.count)
         let published = try await publisher.publish(decoded.map(\.item.event))
         for ((index, item), result) in zip(decoded, published) {
             results[index] = result.map { ($0, item.event.tagged) }

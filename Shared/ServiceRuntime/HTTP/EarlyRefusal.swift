@@ -80,11 +80,7 @@ final class EarlyRefusalHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 answer(problem, context: context)
             } else {
                 unanswered += 1
-                // Stamped here, overwriting whatever a client sent under that name: the route learns how
-                // long the request waited for its task (`HeadArrival`).
-                var stamped = request
-                stamped.headerFields[HeadArrival.field] = String(HeadArrival.now())
-                context.fireChannelRead(wrapInboundOut(.head(stamped)))
+                context.fireChannelRead(data)
             }
         case .body:
             if !discarding { context.fireChannelRead(data) }
@@ -122,22 +118,5 @@ final class EarlyRefusalHandler: ChannelDuplexHandler, RemovableChannelHandler {
         context.write(wrapOutboundOut(.head(HTTPResponse(status: problem.status, headerFields: fields))), promise: nil)
         context.write(wrapOutboundOut(.body(body)), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-    }
-}
-
-/// When a request's head reached its connection's event loop, as the listener with early refusals
-/// stamps it on every request it hands on: what a route sees of it is how long the request waited
-/// for a task and a thread, the queue that a flood of requests builds before any route code runs.
-public enum HeadArrival {
-    public static let field = HTTPField.Name("x-ingest-head-arrival")!
-
-    /// Monotonic nanoseconds.
-    static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
-
-    /// How long ago `request`'s head arrived; zero without a stamp (a listener without early refusals).
-    public static func waited(_ request: Request) -> Duration {
-        guard let stamp = request.headers[field].flatMap(UInt64.init) else { return .zero }
-        let now = now()
-        return now > stamp ? .nanoseconds(Int64(now - stamp)) : .zero
     }
 }
