@@ -56,7 +56,7 @@ enum EventKind: String, CaseIterable, Sendable {
         case .conversions:
             let (request, key) = try Self.decode(IngestRequests.Conversion.self, bytes, inBatch: inBatch, idempotencyKey)
             // A re-engagement's tag is its event id: known here, so it goes back in the answer.
-            let id = UUID().uuidString.lowercased()
+            let id = RandomUUID.make()
             let report = try request.report(receivedAt: receivedAt, conversionTag: id)
             let event = try prepared(
                 Envelope(id: id, time: report.time, body: .conversionReported(report)), device: report.deviceIdentifier,

@@ -11,7 +11,7 @@ public struct Envelope: Sendable, Hashable {
 
     public static let currentSchema = 1
 
-    public init(id: String = UUID().uuidString.lowercased(), time: Milliseconds, body: MessageBody) {
+    public init(id: String = RandomUUID.make(), time: Milliseconds, body: MessageBody) {
         self.id = id
         self.time = time
         self.schema = Envelope.currentSchema
