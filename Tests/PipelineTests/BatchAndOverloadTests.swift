@@ -126,13 +126,9 @@ extension PipelineSuites {
             #expect(try await eventsWritten(redis) == 2)
         }
 
-        @Test func pastTheLagCeilingIngestRefusesAtOnceAndWritesNothing() async throws {
-            let redis = try await RedisServer.start()
-            defer { redis.stop() }
-            // The verifier is up only to create its group; stopped, it lets `events` pile up.
-            let pipeline = try PipelineProcesses(
-                redis: redis, timeScale: 1, extraEnvironment: ["INGEST_MAX_EVENTS_LAG": "5"], only: ["ingest", "verifier"])
-            defer { pipeline.stop() }
+        /// With ingest's lag ceiling at 5: once the verifier (up only to create its group) is stopped,
+        /// a batch of 10 impressions fills `events` past the ceiling. Returns that batch's body.
+        func fillPastTheCeiling(_ pipeline: PipelineProcesses, _ redis: RedisServer) async throws -> String {
             try #require(try await http.waitUntilUp("\(pipeline.ingestURL)/health"), "ingest started\n\(pipeline.logs())")
             let groupExists = try await eventually {
                 try await redis.connect().pipeline(
@@ -141,10 +137,21 @@ extension PipelineSuites {
             }
             try #require(groupExists, "the verifier created its group\n\(pipeline.logs())")
             _ = pipeline.stopGracefully("verifier")
-            let url = "\(pipeline.ingestURL)/v1/impressions/batch"
             let batch = "[" + Array(repeating: Self.impression(), count: 10).joined(separator: ",") + "]"
-            let filled = try await http.send(HTTPClientRequestBuilder(method: "POST", url: url, body: batch))
+            let filled = try await http.send(
+                HTTPClientRequestBuilder(method: "POST", url: "\(pipeline.ingestURL)/v1/impressions/batch", body: batch))
             #expect(filled.json["accepted"] as? Int == 10, "\(filled.json)")
+            return batch
+        }
+
+        @Test func pastTheLagCeilingIngestRefusesAtOnceAndWritesNothing() async throws {
+            let redis = try await RedisServer.start()
+            defer { redis.stop() }
+            let pipeline = try PipelineProcesses(
+                redis: redis, timeScale: 1, extraEnvironment: ["INGEST_MAX_EVENTS_LAG": "5"], only: ["ingest", "verifier"])
+            defer { pipeline.stop() }
+            let url = "\(pipeline.ingestURL)/v1/impressions/batch"
+            let batch = try await fillPastTheCeiling(pipeline, redis)
             // Ingest counts what it wrote itself until the next lag reading (every 250 ms): the very next
             // request is refused, not one a reading later.
             let answer = try await http.send(
@@ -168,18 +175,7 @@ extension PipelineSuites {
             let pipeline = try PipelineProcesses(
                 redis: redis, timeScale: 1, extraEnvironment: ["INGEST_MAX_EVENTS_LAG": "5"], only: ["ingest", "verifier"])
             defer { pipeline.stop() }
-            try #require(try await http.waitUntilUp("\(pipeline.ingestURL)/health"), "ingest started\n\(pipeline.logs())")
-            let grouped = try await eventually {
-                try await redis.connect().pipeline(
-                    StreamNames.events.all(testPartitioning).map { RedisCommand("XINFO", "GROUPS", $0) }
-                ).allSatisfy { $0.errorMessage == nil }
-            }
-            try #require(grouped, "the verifier created its group\n\(pipeline.logs())")
-            _ = pipeline.stopGracefully("verifier")
-            let batch = "[" + Array(repeating: Self.impression(), count: 10).joined(separator: ",") + "]"
-            let filled = try await http.send(
-                HTTPClientRequestBuilder(method: "POST", url: "\(pipeline.ingestURL)/v1/impressions/batch", body: batch))
-            #expect(filled.json["accepted"] as? Int == 10, "\(filled.json)")
+            let batch = try await fillPastTheCeiling(pipeline, redis)
             let written = try await eventsWritten(redis)
 
             func post(_ path: String, _ body: String, headers: String = "") -> String {
