@@ -59,6 +59,17 @@ def partition_done(stream, group):
     return False
 
 
+def refusal_reasons(admin, network, token):
+    """Counts by reason over the advertised app's and the ad network's refusal lists."""
+    lists = [http("GET", f"{admin}/v1/admin/advertised-apps/1108187390/rejections", None, token)["rejections"],
+             http("GET", f"{admin}/v1/admin/ad-networks/{network}/rejections", None, token)["rejections"]]
+    counts = {}
+    for entry in (entry for entries in lists for entry in entries):
+        reason = entry.get("reason", "?") if isinstance(entry, dict) else "?"
+        counts[reason] = counts.get(reason, 0) + 1
+    return counts
+
+
 results = {"machine": {"cpus": os.cpu_count()}}
 try:
     # Reference limits.
@@ -246,6 +257,9 @@ try:
         "path": "all five services, a campaign (impression, install, value update per device)", "ramp": ramp,
         "capacity_per_s": ramp["capacity_per_s"], "installs": installs, "wall_s": time.time() - started,
         "postbacks_received": http("GET", f"http://127.0.0.1:{receiver_port}/stats")["accepted"] - received_before,
+        # What the pipeline refused during the ramp, by reason (the registry's last 100 of each list): an
+        # accepted install it refused gets no postback, and this says why.
+        "refused_by_reason": refusal_reasons(admin, network, token),
     }
     verifier, winner, scheduler, dispatcher = five["verifier"], five["attribution-winner"], five["scheduler"], five["dispatcher"]
 
@@ -345,7 +359,8 @@ lines = [
     "",
     f"All five services after their ramp: {five_figures['postbacks_received']:,} postbacks signed, delivered and verified for "
     f"{five_figures['installs']:,} accepted installs (one first-window postback each) within {five_figures['wall_s']:.0f} s of the ramp's start; "
-    f"accepted events not on `events`: {five_lost}.",
+    f"accepted events not on `events`: {five_lost}; refused by the pipeline, by reason (last 100 of each list): "
+    f"{', '.join(f'{k} {v}' for k, v in five_figures.get('refused_by_reason', {}).items()) or 'none'}.",
     "", hold_and_fire_line(results["hold_and_fire"]),
     "", "Resident memory after the run (MiB): " + ", ".join(f"{k} {v:.0f}" for k, v in results["rss_mib"].items()) + ".",
 ]
