@@ -20,6 +20,7 @@ half the capacity); BENCH_MAX_EVENTS_LAG (ingest's lag ceiling, 20000); BENCH_ST
 stages' nice value, 10); BENCH_RAMP_* (scripts/bench_ramp.py: step seconds, factor, bisections, start)."""
 
 import json, os, re, shutil, signal, subprocess, sys, tempfile, time, urllib.request
+from collections import Counter
 from harness import Processes, cpu_seconds, free_port, http, partitioned, redis_cli, rss_mib, until, wait_http
 from bench_ramp import FACTOR as RAMP_FACTOR, START as RAMP_START, Bench, ramp_chart
 
@@ -63,11 +64,7 @@ def refusal_reasons(admin, network, token):
     """Counts by reason over the advertised app's and the ad network's refusal lists."""
     lists = [http("GET", f"{admin}/v1/admin/advertised-apps/1108187390/rejections", None, token)["rejections"],
              http("GET", f"{admin}/v1/admin/ad-networks/{network}/rejections", None, token)["rejections"]]
-    counts = {}
-    for entry in (entry for entries in lists for entry in entries):
-        reason = entry.get("reason", "?") if isinstance(entry, dict) else "?"
-        counts[reason] = counts.get(reason, 0) + 1
-    return counts
+    return dict(Counter(entry.get("reason", "?") for entries in lists for entry in entries))
 
 
 results = {"machine": {"cpus": os.cpu_count()}}

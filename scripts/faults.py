@@ -15,7 +15,7 @@ primaries. Besides the ledger, no stage may dead-letter anything and no service 
 """
 
 import argparse, base64, json, os, re, signal, socket, subprocess, sys, threading, time
-from harness import Processes, RedisCluster, free_port, http, partitioned, redis_cli, wait_http, wait_redis
+from harness import Processes, RedisCluster, free_port, http, partitioned, redis_cli, slot_ranges, wait_http, wait_redis
 
 parser = argparse.ArgumentParser()
 parser.add_argument("bin")
@@ -253,13 +253,7 @@ def reshard():
     nodes = {port: slots for port, role, _, slots in cluster.nodes() if role == "master" and slots}
 
     def owned(slots_text):
-        owned = []
-        for part in slots_text.split():
-            if part.startswith("["):
-                continue
-            low, _, high = part.partition("-")
-            owned += range(int(low), int(high or low) + 1)
-        return sorted(owned)
+        return sorted(slot for low, high in slot_ranges(slots_text.split()) for slot in range(low, high + 1))
 
     by_node = {port: owned(text) for port, text in nodes.items()}
     partitions = partition_slots()

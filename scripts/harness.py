@@ -2,7 +2,7 @@
 HTTP, JSON requests, redis-cli, and the processes a run starts (each can be killed and restarted with
 the same command line, environment and log)."""
 
-import json, os, signal, socket, subprocess, time, urllib.request
+import json, os, random, signal, socket, subprocess, time, urllib.request
 
 
 _next_port = [None]
@@ -13,7 +13,6 @@ def free_port():
     connections take their local ports and could take it before the server binds it; in turn from a
     random start, so that no two picks of one run coincide. A cluster node's bus port (port + 10000)
     stays below the range too."""
-    import random
     if _next_port[0] is None:
         _next_port[0] = random.randint(15000, 22767)
     for _ in range(512):
@@ -194,6 +193,15 @@ def entries_added(connection, stream, count=PARTITIONS):
     return sum(stream_entries_added(connection, partitioned(stream, count)))
 
 
+def slot_ranges(parts):
+    """(low, high) of each slot range in the slot fields of a CLUSTER NODES line ("0-5460", "7"),
+    leaving out migrations in progress ("[5461->-id]")."""
+    for part in parts:
+        if not part.startswith("["):
+            low, _, high = part.partition("-")
+            yield int(low), int(high or low)
+
+
 def redis_cli(port, *args):
     return subprocess.run(["redis-cli", "-p", str(port), *map(str, args)], capture_output=True, text=True).stdout.strip()
 
@@ -328,13 +336,7 @@ class RedisCluster:
         first_slot = int((ranges or slots.split())[0].split("-")[0])
 
         def serves(parts, slot):
-            for part in parts.split():
-                if part.startswith("["):
-                    continue
-                low, _, high = part.partition("-")
-                if int(low) <= slot <= int(high or low):
-                    return True
-            return False
+            return any(low <= slot <= high for low, high in slot_ranges(parts.split()))
 
         self.processes.kill(f"redis-{victim}")
         survivors = [p for p in self.ports if p != victim]
@@ -395,11 +397,8 @@ class RedisCluster:
                 fields = line.split()
                 if len(fields) < 8 or "master" not in fields[2]:
                     continue
-                for part in fields[8:]:
-                    if part.startswith("["):
-                        continue
-                    low, _, high = part.partition("-")
-                    for slot in range(int(low), int(high or low) + 1):
+                for low, high in slot_ranges(fields[8:]):
+                    for slot in range(low, high + 1):
                         owners[slot] = fields[0]
             views[port] = owners
         sent = 0

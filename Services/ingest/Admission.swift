@@ -292,11 +292,7 @@ extension Admission {
     /// 401) goes on to the route.
     func earlyRefusal(_ request: HTTPRequest) -> ProblemDetails? {
         guard request.method == .post, let path = request.path, let kind = EventKind(requestPath: path) else { return nil }
-        if kind.needsAppKey {
-            guard let authorization = request.headerFields[.authorization], authorization.hasPrefix("Bearer "),
-                authorization.count > 7
-            else { return nil }
-        }
+        if kind.needsAppKey, request.headerFields.bearerToken?.isEmpty != false { return nil }
         do {
             try check()
             return nil

@@ -13,13 +13,15 @@ enum EventKind: String, CaseIterable, Sendable {
     case activity
 
     var path: String { "/v1/\(rawValue)" }
+    var batchPath: String { path + "/batch" }
 
     /// The kind whose single or batch route `requestPath` (a request's path, query and all) names.
     init?(requestPath: String) {
         let path = requestPath.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
-        guard let kind = Self.allCases.first(where: { path == $0.path || path == $0.path + "/batch" }) else { return nil }
+        guard let kind = Self.allCases.first(where: { path == $0.path || path == $0.batchPath }) else { return nil }
         self = kind
     }
+
     /// The name in idempotency records (as before batches existed).
     var route: String { self == .updates ? "updates" : rawValue }
     /// Conversions, updates and activity carry the advertised app's key.

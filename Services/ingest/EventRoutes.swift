@@ -31,7 +31,7 @@ struct EventRoutes {
     func add(to router: Router<BasicRequestContext>, catalog: RouteCatalog) {
         for kind in EventKind.allCases {
             catalog.on(router, .post, kind.path) { request, _ in try await single(kind, request) }
-            catalog.on(router, .post, kind.path + "/batch") { request, _ in try await batch(kind, request) }
+            catalog.on(router, .post, kind.batchPath) { request, _ in try await batch(kind, request) }
         }
         SchemaRoutes(redis: redis, maxBodyBytes: maxBodyBytes, appKeys: publisher.appKeys).addPublic(
             to: router, catalog: catalog)
@@ -212,8 +212,14 @@ extension Request {
     }
 
     /// The token of an `Authorization: Bearer …` header.
+    var bearerToken: String? { headers.bearerToken }
+}
+
+extension HTTPFields {
+    /// The token of an `Authorization: Bearer …` header (a route's request, or a head the listener
+    /// refuses early).
     var bearerToken: String? {
-        guard let header = headers[.authorization], header.hasPrefix("Bearer ") else { return nil }
+        guard let header = self[.authorization], header.hasPrefix("Bearer ") else { return nil }
         return String(header.dropFirst(7))
     }
 }

@@ -241,7 +241,7 @@ public struct KernelRandom: RandomNumberGenerator, Sendable {
     /// glibc's `arc4random_buf` (2.36+) reads the kernel's CSPRNG with `getrandom`, as the system
     /// generator does, and never fails.
     private mutating func refill() {
-        words = [UInt64](repeating: 0, count: 32)
+        if words.isEmpty { words = [UInt64](repeating: 0, count: 32) }
         used = 0
         words.withUnsafeMutableBytes { arc4random_buf($0.baseAddress!, $0.count) }
     }

@@ -109,10 +109,8 @@ final class EarlyRefusalHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// The same response the router's `ProblemMiddleware` gives for `problem`.
     private func answer(_ problem: ProblemDetails, context: ChannelHandlerContext) {
         let body = ByteBuffer(bytes: problem.json)
-        var fields = HTTPFields()
-        fields[.contentType] = "application/problem+json"
+        var fields = problem.headers
         fields[.contentLength] = String(body.readableBytes)
-        if let retryAfter = problem.retryAfter { fields[.retryAfter] = retryAfter }
         fields[.date] = Self.httpDate()
         if let serverName { fields[.server] = serverName }
         context.write(wrapOutboundOut(.head(HTTPResponse(status: problem.status, headerFields: fields))), promise: nil)

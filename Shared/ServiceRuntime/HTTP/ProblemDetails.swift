@@ -30,12 +30,16 @@ public struct ProblemDetails: HTTPResponseError, Codable, Sendable {
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        let data = json
+        Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: json)))
+    }
+
+    /// The answer's headers: its media type, `WWW-Authenticate` on a 401, `Retry-After` on a 429/503.
+    public var headers: HTTPFields {
         var headers = HTTPFields()
         headers[.contentType] = "application/problem+json"
         if statusCode == 401 { headers[.wwwAuthenticate] = "Bearer" }
-        if let retryAfter = retryAfter { headers[.retryAfter] = retryAfter }
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        if let retryAfter { headers[.retryAfter] = retryAfter }
+        return headers
     }
 
     /// The response body.
