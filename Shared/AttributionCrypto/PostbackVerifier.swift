@@ -16,24 +16,42 @@ public struct VerifiedPostback: Sendable {
     public var kind: PostbackBodyKind = .adAttributionKit
 }
 
+/// An AdAttributionKit postback body parsed but not verified: `PostbackVerifier.parse(body:)`.
+public struct ParsedPostback: Sendable {
+    public let body: PostbackBody
+    let jws: CompactJWS
+    /// The header `kid`: which published key must verify it.
+    public let keyID: String
+}
+
 /// What a postback receiver does with a body: what the reference receiver and the end-to-end tests
 /// use, so both accept exactly the same postbacks.
 public enum PostbackVerifier {
     /// Parses a postback HTTP body, verifies its `jws-string` (ES256 only, key chosen by the header
     /// `kid` from `keys`) and decodes the signed payload.
     public static func verify(body: Data, keys: JWKSet) throws(JWSError) -> VerifiedPostback {
-        let postback = try decodeBody(body)
-        let jws = try CompactJWS(parsing: postback.jwsString)
-        let keyID = try requireKeyID(jws.header)
-        guard let jwk = keys.key(withID: keyID) else {
-            throw JWSError(.invalidKey, "no published key has kid \(keyID)")
+        try verify(parse(body: body), keys: keys)
+    }
+
+    /// Verifies a parsed body against `keys`: a receiver parses once, picks its key set by the kid,
+    /// then verifies without parsing the body again.
+    public static func verify(_ parsed: ParsedPostback, keys: JWKSet) throws(JWSError) -> VerifiedPostback {
+        guard let jwk = keys.key(withID: parsed.keyID) else {
+            throw JWSError(.invalidKey, "no published key has kid \(parsed.keyID)")
         }
         // Signature first: nothing from the payload is trusted before it verifies.
-        try jws.verify(with: jwk.publicKey())
-        guard let payload = try? JSONCoding.decoder.decode(PostbackPayload.self, from: jws.payload) else {
+        try parsed.jws.verify(with: jwk.publicKey())
+        guard let payload = try? PlainJSON.decode(PostbackPayload.self, from: parsed.jws.payload) else {
             throw JWSError(.invalidPayload, "signed payload is not a postback payload")
         }
-        return VerifiedPostback(keyID: keyID, payload: payload, body: postback, payloadData: jws.payload)
+        return VerifiedPostback(keyID: parsed.keyID, payload: payload, body: parsed.body, payloadData: parsed.jws.payload)
+    }
+
+    /// An AdAttributionKit body's form checked (JSON, a compact JWS with a kid), nothing verified yet.
+    public static func parse(body: Data) throws(JWSError) -> ParsedPostback {
+        let postback = try decodeBody(body)
+        let jws = try CompactJWS(parsing: postback.jwsString)
+        return ParsedPostback(body: postback, jws: jws, keyID: try requireKeyID(jws.header))
     }
 
     /// Verifies an AdAttributionKit body (key by `kid`) or a SKAdNetwork 4.0 body (which names no key:
@@ -69,11 +87,11 @@ public enum PostbackVerifier {
     /// The `kid` a body's JWS names, without verifying anything: a receiver uses it to decide whether
     /// its cached key set is stale before calling `verify`.
     public static func keyID(inBody body: Data) throws(JWSError) -> String {
-        try requireKeyID(CompactJWS(parsing: decodeBody(body).jwsString).header)
+        try parse(body: body).keyID
     }
 
     static func decodeBody(_ body: Data) throws(JWSError) -> PostbackBody {
-        guard let postback = try? JSONCoding.decoder.decode(PostbackBody.self, from: body) else {
+        guard let postback = try? PlainJSON.decode(PostbackBody.self, from: body) else {
             throw JWSError(
                 .invalidComponents, "body must be a JSON object with jws-string and ad-interaction-type")
         }

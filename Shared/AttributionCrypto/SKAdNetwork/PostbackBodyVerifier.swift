@@ -38,10 +38,10 @@ public enum PostbackBodyVerifier {
     /// `jws-string` makes an AdAttributionKit body and `attribution-signature` a SKAdNetwork one; a
     /// body with both or neither is `invalidComponents`.
     public static func kind(of body: Data) throws(JWSError) -> PostbackBodyKind {
-        guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any] else {
+        guard let fields = try? PlainJSON.decode(SignatureFields.self, from: body) else {
             throw JWSError(.invalidComponents, "body is not a JSON object")
         }
-        switch (object["jws-string"] != nil, object["attribution-signature"] != nil) {
+        switch (fields.hasJWS, fields.hasAttributionSignature) {
         case (true, false): return .adAttributionKit
         case (false, true): return .skAdNetwork
         case (true, true):
@@ -84,5 +84,25 @@ public enum PostbackBodyVerifier {
             try SKANPostbackVerifier.verify(postback, publicKey: publicKey)
             return .skAdNetwork(postback)
         }
+    }
+}
+
+/// Which signature fields a body has, whatever their values: all `kind(of:)` needs, read without
+/// building the whole object.
+private struct SignatureFields: Decodable {
+    let hasJWS: Bool
+    let hasAttributionSignature: Bool
+
+    private struct Key: CodingKey {
+        let stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Key.self)
+        hasJWS = container.contains(Key(stringValue: "jws-string"))
+        hasAttributionSignature = container.contains(Key(stringValue: "attribution-signature"))
     }
 }

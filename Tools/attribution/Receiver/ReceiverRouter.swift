@@ -114,8 +114,9 @@ enum ReceiverRouter {
     /// SKAdNetwork body names no kid: it is tried against the cached keys, then once against fresh ones.
     static func verify(_ body: Data, keys: KeySetCache) async throws -> VerifiedPostback {
         guard try PostbackBodyVerifier.kind(of: body) == .skAdNetwork else {
-            let keyID = try PostbackVerifier.keyID(inBody: body)
-            return try PostbackVerifier.verify(body: body, keys: await keys.keySet(containing: keyID))
+            // Parsed once: the kid picks the key set, and the same parse is verified.
+            let parsed = try PostbackVerifier.parse(body: body)
+            return try PostbackVerifier.verify(parsed, keys: await keys.keySet(containing: parsed.keyID))
         }
         do {
             return try PostbackVerifier.verifyAny(body: body, keys: await keys.cachedOrFetched())
