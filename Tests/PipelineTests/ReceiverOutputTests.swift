@@ -50,8 +50,9 @@ extension PipelineSuites {
             // The pipeline's own layout (one line), then a sender that pretty-prints and ends with a newline.
             let compact = try body(postbackIdentifier: UUID().uuidString.lowercased())
             let spread = try body(postbackIdentifier: UUID().uuidString.lowercased())
-            let spreadBody = try JSONSerialization.data(
-                withJSONObject: JSONSerialization.jsonObject(with: spread.body), options: [.prettyPrinted]) + Data("\n".utf8)
+            let spreadBody =
+                try JSONSerialization.data(
+                    withJSONObject: JSONSerialization.jsonObject(with: spread.body), options: [.prettyPrinted]) + Data("\n".utf8)
             for (raw, duplicate) in [(compact.body, false), (spreadBody, false), (compact.body, true)] {
                 let reply = try await http.send("POST", "\(receiver)/postbacks", raw: String(decoding: raw, as: UTF8.self))
                 #expect(reply.status == 200, "\(String(decoding: reply.body, as: UTF8.self))")
@@ -64,7 +65,8 @@ extension PipelineSuites {
             for (line, sent) in zip(lines.prefix(2), [compact, spread]) {
                 let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? NSDictionary, "\(line)")
                 #expect(object["body"] as? NSDictionary == (try JSONSerialization.jsonObject(with: sent.body) as? NSDictionary))
-                #expect(object["payload"] as? NSDictionary == (try JSONSerialization.jsonObject(with: sent.payload) as? NSDictionary))
+                #expect(
+                    object["payload"] as? NSDictionary == (try JSONSerialization.jsonObject(with: sent.payload) as? NSDictionary))
                 #expect(object["kid"] as? String == pipeline.signingKeyID && object["kind"] as? String == "adattributionkit")
                 #expect(object["path"] as? String == "/postbacks" && object["duplicate"] as? Bool == false)
                 #expect((object["received-at"] as? NSNumber).map { $0.int64Value > 1_700_000_000_000 } == true, "\(line)")

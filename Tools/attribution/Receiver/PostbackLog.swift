@@ -71,7 +71,8 @@ actor PostbackLog {
             return false
         }
         do {
-            let payload = postback.kind == .adAttributionKit ? postback.payloadData : try JSONCoding.encoder.encode(postback.payload)
+            let payload =
+                postback.kind == .adAttributionKit ? postback.payloadData : try JSONCoding.encoder.encode(postback.payload)
             // FileHandle writes go straight to write(2): the line is visible to a tail at once.
             try handle.write(
                 contentsOf: try Self.line(
@@ -105,7 +106,8 @@ actor PostbackLog {
         var line = Data("{\"body\":".utf8)
         line.reserveCapacity(body.count + payload.count + 160)
         line.append(body)
-        line.append(contentsOf: ",\"duplicate\":false,\"kid\":\"\(kid)\",\"kind\":\"\(kind)\",\"path\":\"\(path)\",\"payload\":".utf8)
+        line.append(
+            contentsOf: ",\"duplicate\":false,\"kid\":\"\(kid)\",\"kind\":\"\(kind)\",\"path\":\"\(path)\",\"payload\":".utf8)
         line.append(payload)
         line.append(contentsOf: ",\"received-at\":\(receivedAt)}\n".utf8)
         return line
