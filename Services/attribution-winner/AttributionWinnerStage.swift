@@ -18,6 +18,11 @@ struct AttributionWinnerStage: StreamStage {
         var partitions: [Partition]
         var scopes: [WinnerStep.Scope]
         var reengagementDevices: [String]
+        /// Where the verifier wrote each entry (ms of its id): read from `verified` only.
+        var written: [Milliseconds?]
+        /// The partitions of a `winner:settled` batch, each once: how far `verified` is finished there
+        /// decides whether a settled conversion waits (`WinnerStep.VerifiedPosition`).
+        var settledPartitions: [Partition]
     }
 
     func prepare(_ entries: [StreamEntry]) -> Batch {
@@ -28,7 +33,12 @@ struct AttributionWinnerStage: StreamStage {
             envelopes: envelopes, partitions: entries.map { partitioning[$0.partition] },
             scopes: envelopes.compactMap { $0.flatMap(WinnerStep.scope(of:)) }.filter { seenScopes.insert($0).inserted },
             reengagementDevices: envelopes.compactMap { $0.flatMap(WinnerStep.reengagementDevice(of:)) }
-                .filter { seenDevices.insert($0).inserted })
+                .filter { seenDevices.insert($0).inserted },
+            written: entries.map {
+                step.input == .verified ? StreamTrim.EntryID($0.id).map { Milliseconds($0.milliseconds) } : nil
+            },
+            settledPartitions: step.input == .settled
+                ? Array(Set(entries.map(\.partition))).sorted().map { partitioning[$0] } : [])
     }
 
     func reads(for batch: Batch) -> StageReads {
@@ -38,9 +48,14 @@ struct AttributionWinnerStage: StreamStage {
         let caps = batch.reengagementDevices.map {
             DeviceKeys.winnerReengagements(device: $0, in: partitioning.of(device: $0))
         }
+        // Not watched: `verified` only moves on, and a settled conversion read too early just waits.
+        let progress = batch.settledPartitions.flatMap {
+            GroupProgress.commands(stream: StreamNames.verified($0), group: ConsumerGroups.attributionWinner.name)
+        }
         return StageReads(
             watch: states + caps,
-            commands: states.map { RedisCommand("GET", $0) } + caps.map { RedisCommand("ZRANGE", $0, "0", "-1", "WITHSCORES") })
+            commands: states.map { RedisCommand("GET", $0) } + caps.map { RedisCommand("ZRANGE", $0, "0", "-1", "WITHSCORES") }
+                + progress)
     }
 
     func decide(_ batch: Batch, state: [RedisReply]) async -> [StageOutcome] {
@@ -54,13 +69,27 @@ struct AttributionWinnerStage: StreamStage {
             reengagements[device] = stride(from: 1, to: flat.count, by: 2).compactMap { flat[$0].int }
         }
         let now = clock()
-        return zip(batch.envelopes, batch.partitions).map { envelope, partition -> StageOutcome in
+        var readThrough: [Partition: Milliseconds] = [:]
+        let progressReplies = Array(state.dropFirst(batch.scopes.count + batch.reengagementDevices.count))
+        for (index, partition) in batch.settledPartitions.enumerated() where progressReplies.count >= 2 * index + 2 {
+            let progress = GroupProgress(
+                groups: progressReplies[2 * index], pending: progressReplies[2 * index + 1],
+                group: ConsumerGroups.attributionWinner.name)
+            readThrough[partition] = progress.map { Milliseconds($0.finishedThrough(now: UInt64(max(0, now)))) }
+        }
+        return zip(batch.envelopes, batch.partitions).enumerated().map { index, pair -> StageOutcome in
+            let (envelope, partition) = pair
             guard let envelope, let scope = WinnerStep.scope(of: envelope) else {
                 return .failed("attribution-winner takes verified impressions, conversions, updates and activity")
             }
             let device = WinnerStep.reengagementDevice(of: envelope)
             let history = device.flatMap { reengagements[$0] } ?? []
-            switch step.step(states[scope] ?? DeviceAttributionState(), message: envelope, reengagements: history, now: now) {
+            let position: WinnerStep.VerifiedPosition? =
+                batch.written[index].map { .writtenAt($0) } ?? readThrough[partition].map { .readThrough($0) }
+            switch step.step(
+                states[scope] ?? DeviceAttributionState(), message: envelope, reengagements: history, now: now, verified: position
+            )
+            {
             case .retry(let reason):
                 return .failed(reason)
             case .done(let effects):

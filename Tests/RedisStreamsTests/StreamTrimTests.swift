@@ -73,4 +73,33 @@ struct StreamTrimTests {
         let trimmed = try await StreamTrim.trim("never-written", retentionMilliseconds: 1, now: 10_000, on: server.connect())
         #expect(trimmed == 0)
     }
+
+    /// `GroupProgress` on a real stream: what the group finished, read from XINFO GROUPS and XPENDING.
+    @Test func groupProgressIsWhatTheGroupFinished() async throws {
+        let server = try await RedisServer.start()
+        defer { server.stop() }
+        let redis = server.connect()
+        for index in 1...3 { _ = try await redis.send(RedisCommand("XADD", "s", "\(index)000-0", "e", "m")) }
+        _ = try await redis.send(RedisCommand("XGROUP", "CREATE", "s", "g", "0"))
+        func progress() async throws -> GroupProgress? {
+            let replies = try await redis.pipeline(GroupProgress.commands(stream: "s", group: "g"))
+            return GroupProgress(groups: replies[0], pending: replies[1], group: "g")
+        }
+        // Nothing read: nothing finished, three undelivered.
+        #expect(try await progress() == GroupProgress(finishedBefore: ID(milliseconds: 0, sequence: 1), caughtUp: false))
+        _ = try await redis.send(RedisCommand("XREADGROUP", "GROUP", "g", "c", "COUNT", "2", "STREAMS", "s", ">"))
+        _ = try await redis.send(RedisCommand("XACK", "s", "g", "2000-0"))
+        // The first is pending: it bounds what is finished, though the second is acknowledged.
+        let pending = try #require(try await progress())
+        #expect(pending == GroupProgress(finishedBefore: ID(milliseconds: 1000, sequence: 0), caughtUp: false))
+        #expect(pending.finishedThrough(now: 99_000) == 999)
+        _ = try await redis.send(RedisCommand("XACK", "s", "g", "1000-0"))
+        #expect(try await progress()?.finishedBefore == ID(milliseconds: 2000, sequence: 1), "the third is undelivered")
+        _ = try await redis.send(RedisCommand("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">"))
+        _ = try await redis.send(RedisCommand("XACK", "s", "g", "3000-0"))
+        let done = try #require(try await progress())
+        #expect(done.caughtUp && done.finishedThrough(now: 99_000) == 99_000, "everything written so far is finished")
+        let other = try await redis.pipeline(GroupProgress.commands(stream: "s", group: "other"))
+        #expect(GroupProgress(groups: other[0], pending: other[1], group: "other") == nil, "no such group")
+    }
 }

@@ -4,12 +4,20 @@ public struct ConversionRecord: Sendable, Codable, Hashable {
     public var conversionType: ConversionType
     public var time: Milliseconds
     public var conversionTag: String?
+    /// A settling conversion's horizon on `verified` (a stream position: wall-clock ms of entry ids):
+    /// where the verifier wrote it plus the settle time. It is attributed once attribution-winner has
+    /// read `verified` that far in its partition (`WinnerStep`). Nil in records written before it.
+    public var settlesAfter: Milliseconds?
 
-    public init(conversionIdentifier: String, conversionType: ConversionType, time: Milliseconds, conversionTag: String? = nil) {
+    public init(
+        conversionIdentifier: String, conversionType: ConversionType, time: Milliseconds, conversionTag: String? = nil,
+        settlesAfter: Milliseconds? = nil
+    ) {
         self.conversionIdentifier = conversionIdentifier
         self.conversionType = conversionType
         self.time = time
         self.conversionTag = conversionTag
+        self.settlesAfter = settlesAfter
     }
 }
 
@@ -45,13 +53,14 @@ public struct DeviceAttributionState: Sendable, Codable, Hashable {
         pendingActivities = try container.decodeIfPresent([ActivityReport].self, forKey: .pendingActivities) ?? []
     }
 
-    /// Notes a conversion that will be attributed once its settle time has passed.
-    public mutating func settle(_ report: ConversionReport, conversionIdentifier: String) {
+    /// Notes a conversion that will be attributed once its settle time has passed (and, with
+    /// `settlesAfter`, once `verified` has been read that far).
+    public mutating func settle(_ report: ConversionReport, conversionIdentifier: String, settlesAfter: Milliseconds? = nil) {
         guard !settling.contains(where: { $0.conversionIdentifier == conversionIdentifier }) else { return }
         settling.append(
             ConversionRecord(
                 conversionIdentifier: conversionIdentifier, conversionType: report.conversionType, time: report.time,
-                conversionTag: report.conversionTag))
+                conversionTag: report.conversionTag, settlesAfter: settlesAfter))
     }
 
     /// At most 15 view impressions per publisher app are kept (the oldest are dropped).

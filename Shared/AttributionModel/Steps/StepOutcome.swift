@@ -10,6 +10,9 @@ public enum StepOutcome<Effects: Sendable>: Sendable {
 public enum StepCount: Sendable, Hashable {
     /// attribution-winner: an impression reported after a conversion it could have won was attributed.
     case lateImpression
+    /// attribution-winner: a settled conversion waits longer, because `verified` is not yet read up to
+    /// its horizon (the winner is behind).
+    case settleExtended
     /// attribution-winner: a conversion attributed, or refused with this reason.
     case conversion(ConversionStepOutcome)
     /// verifier: an event refused with this reason.

@@ -100,10 +100,25 @@ public struct WinnerStep: Sendable {
         public var counts: [StepCount] = []
     }
 
+    /// Where a message stands on `verified` (stream positions: wall-clock ms of entry ids), for the
+    /// settle rule: a conversion waits for the impressions the verifier wrote within the settle time
+    /// after it, however far behind on `verified` attribution-winner is.
+    public enum VerifiedPosition: Sendable, Hashable {
+        /// Input `.verified`: where the verifier wrote this message.
+        case writtenAt(Milliseconds)
+        /// Input `.settled`: attribution-winner has read and finished every entry of the message's
+        /// partition up to here.
+        case readThrough(Milliseconds)
+    }
+
+    /// How soon a settled conversion that must wait for `verified` is looked at again.
+    var recheckMilliseconds: Milliseconds { max(10, min(settleMilliseconds, 100)) }
+
     /// One message against its device's state. `reengagements` are the device's re-engagement times
     /// across apps (for a re-engagement conversion); `now` is when a settling conversion starts waiting.
     public func step(
-        _ state: DeviceAttributionState, message envelope: Envelope, reengagements: [Milliseconds], now: Milliseconds
+        _ state: DeviceAttributionState, message envelope: Envelope, reengagements: [Milliseconds], now: Milliseconds,
+        verified position: VerifiedPosition? = nil
     ) -> StepOutcome<Effects> {
         guard Self.scope(of: envelope) != nil else {
             return .retry("attribution-winner takes verified impressions, conversions, updates and activity")
@@ -113,8 +128,14 @@ public struct WinnerStep: Sendable {
         case .impressionVerified(let impression):
             if effects.state.record(impression) { effects.counts.append(.lateImpression) }
         case .conversionVerified(let conversion) where input == .verified && settleMilliseconds > 0:
-            effects.state.settle(conversion.report, conversionIdentifier: envelope.id)
+            var horizon: Milliseconds?
+            if case .writtenAt(let written) = position { horizon = written + settleMilliseconds }
+            effects.state.settle(conversion.report, conversionIdentifier: envelope.id, settlesAfter: horizon)
             effects.settle = (envelope, now + settleMilliseconds)
+        case .conversionVerified where input == .settled && waitsForVerified(envelope.id, effects.state, position, now: now):
+            // Behind on `verified`: impressions written just after the conversion are not read yet.
+            effects.settle = (envelope, now + recheckMilliseconds)
+            effects.counts.append(.settleExtended)
         case .conversionVerified(let conversion):
             attribute(conversion, envelope: envelope, reengagements: reengagements, into: &effects)
         case .updateVerified(var report):
@@ -155,6 +176,19 @@ public struct WinnerStep: Sendable {
                     event: activity.eventIdentifier, app: activity.advertisedItemIdentifier, at: activity.time))
         }
         return .done(effects)
+    }
+
+    /// Whether a settled conversion must wait: attribution-winner has not yet read `verified` up to
+    /// the conversion's horizon, and the wait has not reached `ConversionWindows.longestSettle`.
+    func waitsForVerified(
+        _ conversionIdentifier: String, _ state: DeviceAttributionState, _ position: VerifiedPosition?, now: Milliseconds
+    )
+        -> Bool
+    {
+        guard case .readThrough(let read) = position,
+            let horizon = state.settling.first(where: { $0.conversionIdentifier == conversionIdentifier })?.settlesAfter
+        else { return false }
+        return read < horizon && now < horizon + ConversionWindows.longestSettle(policy: policy)
     }
 
     private func attribute(

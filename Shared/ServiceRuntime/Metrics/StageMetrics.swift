@@ -30,6 +30,8 @@ extension StageCount {
         switch count {
         case .lateImpression:
             self.init("winner_late_impressions_total")
+        case .settleExtended:
+            self.init("winner_settle_extensions_total")
         case .conversion(let outcome):
             self.init("winner_conversions_total", [("outcome", outcome.label)])
         case .rejection(let reason):

@@ -40,6 +40,42 @@ import Testing
         #expect(attributed.keepStateFor == Retention.deviceState(.realTime))
     }
 
+    /// A settled conversion waits while attribution-winner has not finished `verified` up to where the
+    /// verifier wrote it plus the settle time: an impression written just after it, read late because
+    /// the winner is behind, still competes. The wait ends at `ConversionWindows.longestSettle`.
+    @Test(arguments: [
+        // (read through, now, waits)
+        (nil, 12_000, false) as (Milliseconds?, Milliseconds, Bool),  // no position known (old records, the rule runner)
+        (11_999, 12_000, true),  // written at 10,000 + 2,000 settle: not read that far yet
+        (12_000, 12_000, false),  // read through the horizon
+        (5_000, 12_000 + ConversionWindows.longestSettle(policy: .realTime) - 1, true),
+        (5_000, 12_000 + ConversionWindows.longestSettle(policy: .realTime), false),  // waited the longest a conversion may
+    ])
+    func aSettledConversionWaitsUntilVerifiedIsReadPastIt(readThrough: Milliseconds?, now: Milliseconds, waits: Bool) throws {
+        let settling = WinnerStep(policy: .realTime, input: .verified, settleMilliseconds: 2_000)
+        var state = DeviceAttributionState()
+        state.record(F.impression("i", at: Self.now - F.hour))
+        let message = Self.conversion(.download, at: Self.now)
+        // The winner reads the conversion long after the verifier wrote it (at 10,000): the horizon
+        // counts from the writing.
+        let held = try effects(
+            settling.step(state, message: message, reengagements: [], now: 9_000_000, verified: .writtenAt(10_000)))
+        #expect(held.state.settling.first?.settlesAfter == 12_000 && held.settle?.dueAt == 9_002_000)
+
+        let settled = WinnerStep(policy: .realTime, input: .settled, settleMilliseconds: 2_000)
+        let outcome = try effects(
+            settled.step(
+                held.state, message: message, reengagements: [], now: now, verified: readThrough.map { .readThrough($0) }))
+        if waits {
+            #expect(outcome.outputs.isEmpty && outcome.state.settling.count == 1)
+            #expect(outcome.settle?.message == message && outcome.settle?.dueAt == now + 100)
+            #expect(outcome.counts == [.settleExtended])
+        } else {
+            #expect(outcome.settle == nil && outcome.state.settling.isEmpty)
+            #expect(outcome.counts == [.conversion(.attributed)])
+        }
+    }
+
     /// A refused conversion is recorded with its reason; updates that waited on it go to the one before.
     @Test func aRefusedConversionRoutesItsWaitingUpdatesToThePreviousOne() throws {
         let step = WinnerStep(policy: .realTime, input: .settled, settleMilliseconds: 0)

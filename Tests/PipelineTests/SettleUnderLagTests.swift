@@ -1,0 +1,84 @@
+import AttributionModel
+import Foundation
+import RedisStreams
+import ServiceRuntime
+import TestSupport
+import Testing
+
+extension PipelineSuites {
+    /// attribution-winner alone, far behind on `verified` entries the test writes itself: a conversion
+    /// whose impression the verifier wrote just after it must still be attributed to that impression.
+    @Suite("Settling while behind on verified")
+    struct SettleUnderLagTests {
+        static let app: ItemIdentifier = 1_108_187_390
+
+        static func impression(device: String, at time: Milliseconds) -> Envelope {
+            Envelope(
+                time: time,
+                body: .impressionVerified(
+                    VerifiedImpression(
+                        deviceIdentifier: device,
+                        payload: ImpressionPayload(
+                            impressionIdentifier: UUID().uuidString,
+                            adNetworkIdentifier: AdNetworkIdentifier("lag.adattributionkit")!,
+                            advertisedItemIdentifier: app, publisherItemIdentifier: 5_838_492, sourceIdentifier: 4_321,
+                            timestamp: time),
+                        interaction: .click(at: time, loadedAt: time), kind: .adAttributionKit)))
+        }
+
+        /// The install, 5,000 other devices' impressions, then the install's impression, all in one
+        /// partition and written before attribution-winner starts reading one at a time: it reads the
+        /// impression seconds after the install's 250 ms settle time ran out. (Before the settle time
+        /// counted from `verified`, the install was refused `no-eligible-impression`.)
+        @Test func aConversionWaitsForTheImpressionsWrittenJustAfterIt() async throws {
+            let redis = try await RedisServer.start()
+            defer { redis.stop() }
+            let pipeline = try PipelineProcesses(redis: redis, timeScale: 1, only: [])
+            defer { pipeline.stop() }
+            let connection = redis.connect()
+            let now = Milliseconds(Date().timeIntervalSince1970 * 1000)
+            let device = "lagging-device"
+            let partition = testPartitioning.of(device: device)
+            var others: [String] = []
+            var index = 0
+            while others.count < 5_000 {
+                index += 1
+                if testPartitioning.of(device: "other-\(index)") == partition { others.append("other-\(index)") }
+            }
+            let install = Envelope(
+                time: now,
+                body: .conversionVerified(
+                    VerifiedConversion(
+                        report: ConversionReport(
+                            deviceIdentifier: device, advertisedItemIdentifier: Self.app, conversionType: .download, time: now,
+                            countryCode: "US", receivedAt: now),
+                        app: AdvertisedAppConfiguration(itemIdentifier: Self.app))))
+            let entries =
+                [install] + others.map { Self.impression(device: $0, at: now - 60_000) }
+                + [Self.impression(device: device, at: now - 60_000)]
+            _ = try await connection.pipeline(
+                entries.map { StreamCommands.add(StreamNames.verified(partition), message: $0.encoded()) })
+
+            try pipeline.start("attribution-winner", port: try freeLoopbackPort(), ["BATCH_SIZE": "1"])
+            let attributions = StreamNames.attributions(partition)
+            // Decided: attributed (on `attributions`) or refused (on `rejected`).
+            try #require(
+                try await eventually(timeout: .seconds(60)) {
+                    try await streamLength(attributions, on: connection) + streamLength(StreamNames.rejected, on: connection) > 0
+                }, "the install is decided\n\(pipeline.logs())")
+            let decided = try await streamRecords(attributions, on: connection).compactMap { record in
+                record.fields["e"].flatMap { try? Envelope.decode($0) }
+            }
+            guard case .conversionAttributed(let attribution)? = decided.first?.body else {
+                Issue.record(
+                    "not attributed: \(decided); rejected: \(try await streamLength(StreamNames.rejected, on: connection))")
+                return
+            }
+            #expect(attribution.conversionIdentifier == install.id)
+            #expect(try await streamLength(StreamNames.rejected, on: connection) == 0)
+            let metrics = try await HTTPTestClient().send(
+                "GET", "\(try #require(pipeline.url(of: "attribution-winner")))/metrics")
+            #expect(String(decoding: metrics.body, as: UTF8.self).contains("winner_settle_extensions_total"), "it waited")
+        }
+    }
+}
