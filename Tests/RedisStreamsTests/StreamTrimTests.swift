@@ -86,12 +86,13 @@ struct StreamTrimTests {
             return GroupProgress(groups: replies[0], pending: replies[1], group: "g")
         }
         // Nothing read: nothing finished, three undelivered.
-        #expect(try await progress() == GroupProgress(finishedBefore: ID(milliseconds: 0, sequence: 1), caughtUp: false))
+        #expect(try await progress()?.finishedBefore == ID(milliseconds: 0, sequence: 1))
+        #expect(try await progress()?.caughtUp == false)
         _ = try await redis.send(RedisCommand("XREADGROUP", "GROUP", "g", "c", "COUNT", "2", "STREAMS", "s", ">"))
         _ = try await redis.send(RedisCommand("XACK", "s", "g", "2000-0"))
         // The first is pending: it bounds what is finished, though the second is acknowledged.
         let pending = try #require(try await progress())
-        #expect(pending == GroupProgress(finishedBefore: ID(milliseconds: 1000, sequence: 0), caughtUp: false))
+        #expect(pending.finishedBefore == ID(milliseconds: 1000, sequence: 0) && !pending.caughtUp)
         #expect(pending.finishedThrough(now: 99_000) == 999)
         _ = try await redis.send(RedisCommand("XACK", "s", "g", "1000-0"))
         #expect(try await progress()?.finishedBefore == ID(milliseconds: 2000, sequence: 1), "the third is undelivered")

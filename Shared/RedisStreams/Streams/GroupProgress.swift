@@ -1,14 +1,24 @@
 /// How far a consumer group has finished a stream: every entry it has read and acknowledged, from
 /// `XINFO GROUPS` (last delivered id, lag) and the `XPENDING` summary (oldest entry still pending).
 public struct GroupProgress: Sendable, Equatable {
-    /// Every entry with an id below this one is delivered and acknowledged.
-    public var finishedBefore: StreamTrim.EntryID
+    /// The last entry delivered to the group (acknowledged or pending).
+    public var lastDelivered: StreamTrim.EntryID
+    /// The oldest entry delivered and not acknowledged, if any.
+    public var oldestPending: StreamTrim.EntryID?
     /// Nothing undelivered and nothing pending: every entry written so far is finished.
     public var caughtUp: Bool
 
-    public init(finishedBefore: StreamTrim.EntryID, caughtUp: Bool) {
-        self.finishedBefore = finishedBefore
+    public init(lastDelivered: StreamTrim.EntryID, oldestPending: StreamTrim.EntryID?, caughtUp: Bool) {
+        self.lastDelivered = lastDelivered
+        self.oldestPending = oldestPending
         self.caughtUp = caughtUp
+    }
+
+    /// Every entry with an id below this one is delivered and acknowledged.
+    public var finishedBefore: StreamTrim.EntryID {
+        min(
+            StreamTrim.EntryID(milliseconds: lastDelivered.milliseconds, sequence: lastDelivered.sequence &+ 1),
+            oldestPending ?? .max)
     }
 
     /// The two commands whose replies `init(groups:pending:group:)` reads, in that order.
@@ -25,8 +35,8 @@ public struct GroupProgress: Sendable, Equatable {
         else { return nil }
         let summary = pending.elements
         guard let count = summary.first?.int else { return nil }
-        let oldest = count > 0 && summary.count > 1 ? summary[1].string.flatMap(StreamTrim.EntryID.init) : nil
-        finishedBefore = min(StreamTrim.EntryID(milliseconds: last.milliseconds, sequence: last.sequence &+ 1), oldest ?? .max)
+        lastDelivered = last
+        oldestPending = count > 0 && summary.count > 1 ? summary[1].string.flatMap(StreamTrim.EntryID.init) : nil
         caughtUp = count == 0 && fields["lag"]?.int == 0
     }
 

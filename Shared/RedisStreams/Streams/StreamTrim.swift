@@ -51,16 +51,15 @@ public enum StreamTrim {
         // A stream not written yet (a partition's `rejected` with nothing refused): nothing to trim.
         if info.errorMessage?.contains("no such key") == true { return 0 }
         if let message = info.errorMessage { throw RedisError(.server, message) }
-        let groups = info.elements
         var states: [(lastDelivered: EntryID, oldestPending: EntryID?)] = []
-        for info in groups {
-            let fields = info.fieldMap
-            guard let name = fields["name"]?.string, let last = fields["last-delivered-id"]?.string.flatMap(EntryID.init) else {
+        for group in info.elements {
+            guard let name = group.fieldMap["name"]?.string,
+                let progress = GroupProgress(
+                    groups: info, pending: try await connection.send(RedisCommand("XPENDING", stream, name)), group: name)
+            else {
                 return 0  // a group we cannot read: trim nothing rather than something needed
             }
-            let summary = try await connection.send(RedisCommand("XPENDING", stream, name)).elements
-            let oldest = summary.count > 1 ? summary[1].string.flatMap(EntryID.init) : nil
-            states.append((last, oldest))
+            states.append((progress.lastDelivered, progress.oldestPending))
         }
         guard let bound = threshold(groups: states, now: now, retentionMilliseconds: retentionMilliseconds) else { return 0 }
         return Int(
