@@ -37,13 +37,7 @@ public enum ConversionWindows {
     /// window for updates, whatever `TIME_SCALE` is. Real time: 24 h, never reached by the 2 s default;
     /// `TIME_SCALE=86400`: 1 s; 172800: 500 ms.
     public static func settle(configured: Milliseconds, policy: TimePolicy) -> Milliseconds {
-        max(0, min(configured, longestSettle(policy: policy)))
-    }
-
-    /// The longest a conversion waits before it is attributed, whatever holds it (the settle time, or
-    /// attribution-winner being behind on `verified`): half the first window's scaled length.
-    public static func longestSettle(policy: TimePolicy) -> Milliseconds {
-        policy.milliseconds(end(of: 0, development: false)) / 2
+        max(0, min(configured, policy.milliseconds(end(of: 0, development: false)) / 2))
     }
 
     /// The first update must arrive within 60 days of an install or 48 h of a re-engagement.

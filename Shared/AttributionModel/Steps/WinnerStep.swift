@@ -179,7 +179,10 @@ public struct WinnerStep: Sendable {
     }
 
     /// Whether a settled conversion must wait: attribution-winner has not yet read `verified` up to
-    /// the conversion's horizon, and the wait has not reached `ConversionWindows.longestSettle`.
+    /// the conversion's horizon, by less than a waiting update is kept (`DeviceStateLimits.pendingKept`:
+    /// 2 scaled days, at least 10 minutes of wall clock). The bound is for a `verified` entry that
+    /// stays pending (its consumer died); the winner's lag alone is not, since the conversion's windows
+    /// count from its own time, not from its attribution, and a scaled run's lag of seconds is days.
     func waitsForVerified(
         _ conversionIdentifier: String, _ state: DeviceAttributionState, _ position: VerifiedPosition?, now: Milliseconds
     )
@@ -188,7 +191,7 @@ public struct WinnerStep: Sendable {
         guard case .readThrough(let read) = position,
             let horizon = state.settling.first(where: { $0.conversionIdentifier == conversionIdentifier })?.settlesAfter
         else { return false }
-        return read < horizon && now < horizon + ConversionWindows.longestSettle(policy: policy)
+        return read < horizon && now < horizon + DeviceStateLimits.pendingKept(policy)
     }
 
     private func attribute(

@@ -115,7 +115,7 @@ extension ConfigurationKey.Typed where Value == Milliseconds {
         .milliseconds(
             "CONVERSION_SETTLE_MS", note: "wall clock, not scaled", default: 2_000, range: 0...3_600_000,
             services: ["attribution-winner"],
-            "A conversion waits this long before it is attributed, so impressions reported a little after it still count. The wait counts from when the verifier wrote the conversion to `verified`: attribution-winner, if behind, also waits until it has read `verified` that far (counted in `winner_settle_extensions_total`), for at most half the first conversion window's scaled length. An impression reported later than that is counted in `winner_late_impressions_total`. 0 attributes at once. Capped at half the first conversion window's scaled length (24 h at `TIME_SCALE=1`, 1 s at 86400, 500 ms at 172800), so scaled runs never spend their first window settling; the cap is logged at start."
+            "A conversion waits this long before it is attributed, so impressions reported a little after it still count. The wait counts from when the verifier wrote the conversion to `verified`: attribution-winner, if behind, also waits until it has read `verified` that far (counted in `winner_settle_extensions_total`), for at most 2 scaled days (at least 10 minutes). An impression reported later than that is counted in `winner_late_impressions_total`. 0 attributes at once. Capped at half the first conversion window's scaled length (24 h at `TIME_SCALE=1`, 1 s at 86400, 500 ms at 172800), so scaled runs never spend their first window settling; the cap is logged at start."
         )
     }
 

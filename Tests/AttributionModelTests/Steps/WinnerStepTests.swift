@@ -42,14 +42,15 @@ import Testing
 
     /// A settled conversion waits while attribution-winner has not finished `verified` up to where the
     /// verifier wrote it plus the settle time: an impression written just after it, read late because
-    /// the winner is behind, still competes. The wait ends at `ConversionWindows.longestSettle`.
+    /// the winner is behind, still competes. The wait ends when a waiting update would be refused
+    /// (`DeviceStateLimits.pendingKept`).
     @Test(arguments: [
         // (read through, now, waits)
         (nil, 12_000, false) as (Milliseconds?, Milliseconds, Bool),  // no position known (old records, the rule runner)
         (11_999, 12_000, true),  // written at 10,000 + 2,000 settle: not read that far yet
         (12_000, 12_000, false),  // read through the horizon
-        (5_000, 12_000 + ConversionWindows.longestSettle(policy: .realTime) - 1, true),
-        (5_000, 12_000 + ConversionWindows.longestSettle(policy: .realTime), false),  // waited the longest a conversion may
+        (5_000, 12_000 + DeviceStateLimits.pendingKept(.realTime) - 1, true),
+        (5_000, 12_000 + DeviceStateLimits.pendingKept(.realTime), false),  // waited as long as a waiting update is kept
     ])
     func aSettledConversionWaitsUntilVerifiedIsReadPastIt(readThrough: Milliseconds?, now: Milliseconds, waits: Bool) throws {
         let settling = WinnerStep(policy: .realTime, input: .verified, settleMilliseconds: 2_000)
