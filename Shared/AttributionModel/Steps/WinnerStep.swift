@@ -111,8 +111,11 @@ public struct WinnerStep: Sendable {
         case readThrough(Milliseconds)
     }
 
-    /// How soon a settled conversion that must wait for `verified` is looked at again.
-    var recheckMilliseconds: Milliseconds { max(10, min(settleMilliseconds, 100)) }
+    /// How soon a settled conversion that must wait for `verified` is looked at again: after about the
+    /// span of `verified` still unread before its horizon (the winner reads it at least that fast when
+    /// it keeps up), at least 10 ms and at most a second. A winner seconds behind looks again a few
+    /// times, not every few milliseconds: each look costs Redis commands when Redis is busiest.
+    static func recheckMilliseconds(unread: Milliseconds) -> Milliseconds { min(max(10, unread), 1_000) }
 
     /// One message against its device's state. `reengagements` are the device's re-engagement times
     /// across apps (for a re-engagement conversion); `now` is when a settling conversion starts waiting.
@@ -132,12 +135,14 @@ public struct WinnerStep: Sendable {
             if case .writtenAt(let written) = position { horizon = written + settleMilliseconds }
             effects.state.settle(conversion.report, conversionIdentifier: envelope.id, settlesAfter: horizon)
             effects.settle = (envelope, now + settleMilliseconds)
-        case .conversionVerified where input == .settled && waitsForVerified(envelope.id, effects.state, position, now: now):
-            // Behind on `verified`: impressions written just after the conversion are not read yet.
-            effects.settle = (envelope, now + recheckMilliseconds)
-            effects.counts.append(.settleExtended)
         case .conversionVerified(let conversion):
-            attribute(conversion, envelope: envelope, reengagements: reengagements, into: &effects)
+            if input == .settled, let unread = unreadBeforeHorizon(envelope.id, effects.state, position, now: now) {
+                // Behind on `verified`: impressions written just after the conversion are not read yet.
+                effects.settle = (envelope, now + Self.recheckMilliseconds(unread: unread))
+                effects.counts.append(.settleExtended)
+            } else {
+                attribute(conversion, envelope: envelope, reengagements: reengagements, into: &effects)
+            }
         case .updateVerified(var report):
             report.eventIdentifier = envelope.id
             if effects.state.route(report) == nil, !effects.state.canKeepPending(update: true) {
@@ -183,15 +188,15 @@ public struct WinnerStep: Sendable {
     /// 2 scaled days, at least 10 minutes of wall clock). The bound is for a `verified` entry that
     /// stays pending (its consumer died); the winner's lag alone is not, since the conversion's windows
     /// count from its own time, not from its attribution, and a scaled run's lag of seconds is days.
-    func waitsForVerified(
+    /// Returns the span of `verified` (ms) still unread before the horizon, nil when it need not wait.
+    func unreadBeforeHorizon(
         _ conversionIdentifier: String, _ state: DeviceAttributionState, _ position: VerifiedPosition?, now: Milliseconds
-    )
-        -> Bool
-    {
+    ) -> Milliseconds? {
         guard case .readThrough(let read) = position,
-            let horizon = state.settling.first(where: { $0.conversionIdentifier == conversionIdentifier })?.settlesAfter
-        else { return false }
-        return read < horizon && now < horizon + DeviceStateLimits.pendingKept(policy)
+            let horizon = state.settling.first(where: { $0.conversionIdentifier == conversionIdentifier })?.settlesAfter,
+            read < horizon, now < horizon + DeviceStateLimits.pendingKept(policy)
+        else { return nil }
+        return horizon - read
     }
 
     private func attribute(
