@@ -8,7 +8,8 @@ acknowledged and every postback that fell due; the run fails on anything unaccou
 
 With --cluster the pipeline runs on a local Redis Cluster (3 primaries, 3 replicas) and the faults are
 the cluster's own: SIGKILL of a primary while the campaign flows (its replica is promoted; the killed
-node comes back as a replica), and resharding that moves the slots of several partitions between
+node is replaced by a new empty node on its port that replicates the promoted one, see
+RedisCluster.replace), and resharding that moves the slots of several partitions between
 primaries. Besides the ledger, no stage may dead-letter anything and no service may log CROSSSLOT.
 
   faults.py BIN OUT [--devices N] [--time-scale S] [--cluster]
@@ -278,11 +279,11 @@ def inject(receiver, timeline):
             failed_over_at = time.time()
             note(f"SIGKILL of primary :{killed[-1]}; a replica took over in {failed_over_at - started_at:.1f} s")
         elif action == "rejoin":
-            # A slow failover can make the rejoin overdue; restarting the old primary within a moment of
-            # the election (before the new configEpoch has spread) once left a node in cluster_state:fail.
+            # A slow failover can make the rejoin overdue: still 2 s after the election, so that the new
+            # configEpoch has spread.
             time.sleep(max(0, failed_over_at + 2 - time.time()))
-            cluster.restart(killed[-1])
-            note(f"node :{killed[-1]} restarted (rejoins as a replica)")
+            cluster.replace(killed[-1])
+            note(f"node :{killed[-1]} replaced by a new empty node (rejoins as a replica)")
         elif action == "reshard":
             reshard()
         elif action == "kill" and target == "redis":
