@@ -204,8 +204,8 @@ final class Admission: Service, Sendable {
     }
 
     /// A timer asking to fire in 10 ms fires late by the queue ahead of it: on an event loop, the HTTP
-    /// work (parsing, writing answers) of every connection it serves; on Swift's thread pool, every
-    /// request handler already queued. That lateness is ingest's own queue (requests received, not yet
+    /// work (parsing, handling, writing answers: the public listener's requests run on their
+    /// connection's loop) of every connection it serves; on Swift's thread pool, every other task queued. That lateness is ingest's own queue (requests received, not yet
     /// served), which no request can measure for itself. Each round samples every event loop, and
     /// then the pool, and keeps the worst: one saturated loop delays all of its connections.
     private func sampleLateness() async {
@@ -278,6 +278,11 @@ enum IngestMetrics {
     static func shed(_ reason: ProblemReason) {
         Counter(label: "ingest_shed_total", dimensions: [("reason", reason.rawValue)]).increment()
     }
+
+    /// `ingest_events_total{outcome="accepted"}`, made once: each single-event request counts itself,
+    /// and asking the factory for it again costs a locked lookup per request. (First used by a request,
+    /// so after the metrics system is bootstrapped.)
+    static let accepted = Counter(label: "ingest_events_total", dimensions: [("outcome", "accepted")])
 
     /// `ingest_events_total{outcome}`: events answered, by `accepted` or the refusal's reason.
     static func answered(_ outcome: String, count: Int = 1) {

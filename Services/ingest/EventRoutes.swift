@@ -26,6 +26,26 @@ struct EventRoutes {
             case eventIdentifier = "event-identifier"
             case conversionTag = "conversion-tag"
         }
+
+        /// The 202, in the sorted-keys encoding of `Response.json`. Spliced, not encoded: the answer of
+        /// every single-event request, and a JSONEncoder costs a few µs of ingest's ~60 per request. Ids
+        /// are ingest's own (UUIDs), so nothing needs escaping; anything else goes through the encoder.
+        var response: Response {
+            guard Self.plain(eventIdentifier), conversionTag.map(Self.plain) ?? true else {
+                return Response.json(self, status: .accepted)
+            }
+            var body = ByteBuffer()
+            body.reserveCapacity(96)
+            if let conversionTag { body.writeString("{\"conversion-tag\":\"\(conversionTag)\",") } else { body.writeString("{") }
+            body.writeString("\"event-identifier\":\"\(eventIdentifier)\"}")
+            var headers = HTTPFields()
+            headers[.contentType] = "application/json"
+            return Response(status: .accepted, headers: headers, body: .init(byteBuffer: body))
+        }
+
+        private static func plain(_ text: String) -> Bool {
+            text.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
+        }
     }
 
     func add(to router: Router<BasicRequestContext>, catalog: RouteCatalog) {
@@ -72,9 +92,8 @@ struct EventRoutes {
         admission.record(ContinuousClock.now - started)
         switch try await publisher.publish([decoded.event])[0] {
         case .success(let id):
-            IngestMetrics.answered("accepted")
-            return Response.json(
-                Accepted(eventIdentifier: id, conversionTag: decoded.event.tagged ? id : nil), status: .accepted)
+            IngestMetrics.accepted.increment()
+            return Accepted(eventIdentifier: id, conversionTag: decoded.event.tagged ? id : nil).response
         case .failure(let problem):
             throw problem
         }

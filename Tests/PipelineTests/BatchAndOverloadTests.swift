@@ -124,6 +124,22 @@ extension PipelineSuites {
             #expect(results[0]["conversion-tag"] == nil)
             #expect(results[2]["conversion-tag"] as? String == results[2]["event-identifier"] as? String)
             #expect(try await eventsWritten(redis) == 2)
+
+            // The single routes' 202 (spliced, not encoded): exactly the sorted-keys JSON, with the
+            // conversion tag only for a re-engagement.
+            for type in ["download", "re-engagement"] {
+                let single = try await http.send(
+                    HTTPClientRequestBuilder(
+                        method: "POST", url: "\(pipeline.ingestURL)/v1/conversions", body: conversion(Hostile.app, type: type),
+                        token: appKey))
+                #expect(single.status == 202)
+                #expect(single.contentType == "application/json")
+                let id = try #require(single.json["event-identifier"] as? String)
+                let expected =
+                    type == "download"
+                    ? #"{"event-identifier":"\#(id)"}"# : #"{"conversion-tag":"\#(id)","event-identifier":"\#(id)"}"#
+                #expect(String(decoding: single.body, as: UTF8.self) == expected)
+            }
         }
 
         /// With ingest's lag ceiling at 5: once the verifier (up only to create its group) is stopped,
