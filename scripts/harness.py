@@ -365,7 +365,7 @@ class RedisCluster:
         key of partition {p01.61} (slot 1961) was gone and the ledger failed."""
         survivor = next(p for p in self.ports if p != port)
         old_id = next((line.split()[0] for line in redis_cli(survivor, "CLUSTER", "NODES").splitlines()
-                       if f"127.0.0.1:{port}@" in line), None)
+                       if f"127.0.0.1:{port}@" in line and "handshake" not in line), None)
         orphan = self.orphan_primary(survivor)
         directory = os.path.join(self.out, "cluster", str(port))
         shutil.rmtree(directory)
@@ -398,15 +398,22 @@ class RedisCluster:
         self.wait_replicas()
 
     @staticmethod
-    def orphan_primary(port):
-        """The node id of the primary serving slots with no replica (the promoted one), as node `port` sees it."""
-        rows = [line.split() for line in redis_cli(port, "CLUSTER", "NODES").splitlines()]
-        followed = {fields[3] for fields in rows if "slave" in fields[2] and "fail" not in fields[2]}
-        orphans = [fields[0] for fields in rows
-                   if "master" in fields[2] and "fail" not in fields[2] and len(fields) > 8 and fields[0] not in followed]
-        if len(orphans) != 1:
-            raise SystemExit(f"expected one primary without a replica, found {orphans}")
-        return orphans[0]
+    def orphan_primary(port, seconds=10):
+        """The node id of the primary serving slots with no replica (the promoted one), as node `port` sees
+        it; asked again until exactly one shows (a node's view can briefly mark a healthy one `fail?`)."""
+        deadline = time.time() + seconds
+        while True:
+            rows = [line.split() for line in redis_cli(port, "CLUSTER", "NODES").splitlines()]
+            rows = [fields for fields in rows if len(fields) >= 8]
+            flags = {fields[0]: set(fields[2].split(",")) for fields in rows}
+            followed = {fields[3] for fields in rows if "slave" in flags[fields[0]]}
+            orphans = [fields[0] for fields in rows if {"master"} <= flags[fields[0]] and not flags[fields[0]] & {"fail", "fail?"}
+                       and len(fields) > 8 and fields[0] not in followed]
+            if len(orphans) == 1:
+                return orphans[0]
+            if time.time() > deadline:
+                raise SystemExit(f"expected one primary without a replica, found {orphans}")
+            time.sleep(0.1)
 
     def reshard(self, slots, source, target):
         """Moves `slots` slots from primary `source` to primary `target` with `redis-cli --cluster reshard`

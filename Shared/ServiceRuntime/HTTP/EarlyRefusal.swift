@@ -46,7 +46,8 @@ struct EarlyRefusalHTTP1Channel: ServerChildChannel {
     /// The connection's requests are served on its own event loop, not on Swift's thread pool: a
     /// request's head is read, routed, handled and answered on the thread that parsed it, so a
     /// single-event request costs two thread hand-offs (to the Redis connection's thread and back), not
-    /// four. The handlers only compute and await; nothing in them blocks a thread.
+    /// four. The handlers only compute and await; nothing in them blocks a thread, and a handler with
+    /// milliseconds of work (ingest's batch routes) moves to Swift's pool itself.
     func handle(value: Value, logger: Logger) async {
         await withTaskExecutorPreference(EventLoopTaskExecutor(value.channel.eventLoop)) {
             await inner.handle(value: value, logger: logger)
