@@ -204,8 +204,9 @@ final class Admission: Service, Sendable {
     }
 
     /// A timer asking to fire in 10 ms fires late by the queue ahead of it: on an event loop, the HTTP
-    /// work (parsing, handling, writing answers: the public listener's requests run on their
-    /// connection's loop) of every connection it serves; on Swift's thread pool, every other task queued. That lateness is ingest's own queue (requests received, not yet
+    /// work (parsing, handling, writing answers: the public listener's single-event requests run on
+    /// their connection's loop) of every connection it serves; on Swift's thread pool, every other task
+    /// queued (batches among them). That lateness is ingest's own queue (requests received, not yet
     /// served), which no request can measure for itself. Each round samples every event loop, and
     /// then the pool, and keeps the worst: one saturated loop delays all of its connections.
     private func sampleLateness() async {
