@@ -280,7 +280,7 @@ enum IngestMetrics {
         Counter(label: "ingest_shed_total", dimensions: [("reason", reason.rawValue)]).increment()
     }
 
-    /// `ingest_events_total{outcome="accepted"}`, made once: each single-event request counts itself,
+    /// `ingest_events_total{outcome="accepted"}`, made once: every accepted request counts itself,
     /// and asking the factory for it again costs a locked lookup per request. (First used by a request,
     /// so after the metrics system is bootstrapped.)
     static let accepted = Counter(label: "ingest_events_total", dimensions: [("outcome", "accepted")])

@@ -145,7 +145,7 @@ struct EventRoutes {
             results[index] = result.map { ($0, item.event.tagged) }
         }
         let answer = BatchAnswer(results.map { $0! })
-        IngestMetrics.answered("accepted", count: answer.accepted)
+        IngestMetrics.accepted.increment(by: answer.accepted)
         var response = Response.json(answer, status: .ok)
         if let retryAfter = answer.retryAfter { response.headers[.retryAfter] = retryAfter }
         return response

@@ -22,12 +22,15 @@ struct StreamTrimTests {
         ] as [(ID, ID?, UInt64, UInt64, ID)])
     func threshold(_ delivered: ID, _ pending: ID?, _ now: UInt64, _ retention: UInt64, _ expected: ID) {
         #expect(
-            StreamTrim.threshold(groups: [(delivered, pending)], now: now, retentionMilliseconds: retention) == expected)
+            StreamTrim.threshold(
+                groups: [GroupProgress(lastDelivered: delivered, oldestPending: pending, caughtUp: false)], now: now,
+                retentionMilliseconds: retention) == expected)
     }
 
     @Test func twoGroupsTheSlowerOneDecides() {
-        let groups: [(lastDelivered: ID, oldestPending: ID?)] = [
-            (ID(milliseconds: 900, sequence: 0), nil), (ID(milliseconds: 300, sequence: 1), nil),
+        let groups = [
+            GroupProgress(lastDelivered: ID(milliseconds: 900, sequence: 0), oldestPending: nil, caughtUp: false),
+            GroupProgress(lastDelivered: ID(milliseconds: 300, sequence: 1), oldestPending: nil, caughtUp: false),
         ]
         #expect(StreamTrim.threshold(groups: groups, now: 10_000, retentionMilliseconds: 1) == ID(milliseconds: 300, sequence: 2))
         #expect(StreamTrim.threshold(groups: [], now: 50, retentionMilliseconds: 100) == nil)

@@ -29,10 +29,13 @@ public struct GroupProgress: Sendable, Equatable {
     /// Nil when the stream or the group does not exist or a reply is not what Redis 7 sends. A lag
     /// Redis cannot tell (null) counts as not caught up.
     public init?(groups: RedisReply, pending: RedisReply, group: String) {
-        guard
-            let fields = groups.elements.map(\.fieldMap).first(where: { $0["name"]?.string == group }),
-            let last = fields["last-delivered-id"]?.string.flatMap(StreamTrim.EntryID.init)
-        else { return nil }
+        guard let fields = groups.elements.map(\.fieldMap).first(where: { $0["name"]?.string == group }) else { return nil }
+        self.init(group: fields, pending: pending)
+    }
+
+    /// One group's fields of `XINFO GROUPS` and its `XPENDING` summary.
+    public init?(group fields: [String: RedisReply], pending: RedisReply) {
+        guard let last = fields["last-delivered-id"]?.string.flatMap(StreamTrim.EntryID.init) else { return nil }
         let summary = pending.elements
         guard let count = summary.first?.int else { return nil }
         lastDelivered = last

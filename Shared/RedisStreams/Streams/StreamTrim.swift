@@ -25,19 +25,12 @@ public enum StreamTrim {
         public var description: String { "\(milliseconds)-\(sequence)" }
     }
 
-    /// The MINID below which every entry may be deleted, or nil when nothing may: the smallest of each
-    /// group's last delivered id (+1, since that one was acknowledged or is pending) and oldest pending
-    /// id, and of the retention bound. A stream without groups is trimmed by retention alone.
-    public static func threshold(
-        groups: [(lastDelivered: EntryID, oldestPending: EntryID?)], now: UInt64, retentionMilliseconds: UInt64
-    ) -> EntryID? {
+    /// The MINID below which every entry may be deleted, or nil when nothing may: the smallest of what
+    /// each group has finished (`GroupProgress.finishedBefore`: its last delivered id + 1, or its oldest
+    /// pending id) and of the retention bound. A stream without groups is trimmed by retention alone.
+    public static func threshold(groups: [GroupProgress], now: UInt64, retentionMilliseconds: UInt64) -> EntryID? {
         guard now > retentionMilliseconds else { return nil }
-        var bound = EntryID(milliseconds: now - retentionMilliseconds, sequence: 0)
-        for group in groups {
-            let delivered = EntryID(milliseconds: group.lastDelivered.milliseconds, sequence: group.lastDelivered.sequence &+ 1)
-            bound = min(bound, delivered)
-            if let pending = group.oldestPending { bound = min(bound, pending) }
-        }
+        let bound = groups.map(\.finishedBefore).reduce(EntryID(milliseconds: now - retentionMilliseconds, sequence: 0), min)
         return bound.milliseconds == 0 && bound.sequence == 0 ? nil : bound
     }
 
@@ -51,17 +44,17 @@ public enum StreamTrim {
         // A stream not written yet (a partition's `rejected` with nothing refused): nothing to trim.
         if info.errorMessage?.contains("no such key") == true { return 0 }
         if let message = info.errorMessage { throw RedisError(.server, message) }
-        var states: [(lastDelivered: EntryID, oldestPending: EntryID?)] = []
-        for group in info.elements {
-            guard let name = group.fieldMap["name"]?.string,
+        var groups: [GroupProgress] = []
+        for group in info.elements.map(\.fieldMap) {
+            guard let name = group["name"]?.string,
                 let progress = GroupProgress(
-                    groups: info, pending: try await connection.send(RedisCommand("XPENDING", stream, name)), group: name)
+                    group: group, pending: try await connection.send(RedisCommand("XPENDING", stream, name)))
             else {
                 return 0  // a group we cannot read: trim nothing rather than something needed
             }
-            states.append((progress.lastDelivered, progress.oldestPending))
+            groups.append(progress)
         }
-        guard let bound = threshold(groups: states, now: now, retentionMilliseconds: retentionMilliseconds) else { return 0 }
+        guard let bound = threshold(groups: groups, now: now, retentionMilliseconds: retentionMilliseconds) else { return 0 }
         return Int(
             try await connection.send(RedisCommand("XTRIM", stream, "MINID", approximate ? "~" : "=", bound.description)).int ?? 0
         )
