@@ -45,6 +45,19 @@ extension PipelineSuites {
             }
             #expect(try await streamLength(StreamNames.events, on: redis.connect()) == 600, "each event written once")
 
+            // A lag ceiling of 10 events and no verifier: past it, ingest refuses the rest at once
+            // (503 `pipeline-lagging`), which the tool reads off the problem body and counts as shed.
+            let lagging = try PipelineProcesses(
+                redis: redis, timeScale: 1, extraEnvironment: ["INGEST_MAX_EVENTS_LAG": "10"], only: ["ingest"])
+            defer { lagging.stop() }
+            try #require(try await http.waitUntilUp("\(lagging.ingestURL)/health"), "ingest started\n\(lagging.logs())")
+            let shed = try Self.load(arguments(url: lagging.ingestURL, rate: 300))
+            let refusals = shed["refusals"] as? [String: Int] ?? [:]
+            #expect((shed["accepted"] as? Int ?? 0) + (shed["shed"] as? Int ?? 0) == 300, "\(shed)")
+            #expect((shed["shed"] as? Int ?? 0) >= 150 && shed["failed"] as? Int == 0, "\(shed)")
+            #expect(refusals["503 pipeline-lagging"] == shed["shed"] as? Int, "\(shed)")
+            #expect((shed["answerP99Milliseconds"] as? Double ?? -1) > 0, "\(shed)")
+
             // Nobody listening: every request fails as unanswered, and the run still ends.
             let closed = try Self.load(arguments(url: "http://127.0.0.1:\(try freeLoopbackPort())", rate: 50))
             #expect(closed["sent"] as? Int == 50, "\(closed)")

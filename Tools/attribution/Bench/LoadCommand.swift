@@ -20,7 +20,11 @@ struct LoadCommand: AsyncParsableCommand {
             202), shed (refused at once under overload, a whole request or a batch item: 429, or 503 \
             overloaded or pipeline-lagging), failed (everything else: no answer within --timeout, other \
             5xx, batch items refused for their content). Latency percentiles are per request, counted from when the request was due: \
-            over every request (p50Milliseconds …) and over the accepted ones (acceptedP50Milliseconds …).
+            over every request (p50Milliseconds …) and over the accepted ones (acceptedP50Milliseconds …); \
+            answerP50Milliseconds and answerP99Milliseconds count from a request's write to its answer, without the wait for \
+            a connection. sendingCPUSeconds is this tool's CPU while sending (signing excluded). For a campaign, \
+            completeDevices counts the devices whose impression, install and value update were all accepted: the \
+            installs due a first-window postback.
             """)
 
     @Option(help: "HTTP connections at most (requests beyond them wait for one, and that wait counts in their latency).")
@@ -68,10 +72,20 @@ struct LoadCommand: AsyncParsableCommand {
             appKey: appKey, rate: rate, maxConnections: connections,
             timeout: .milliseconds(Int64(timeout * 1000)))
         let start = ContinuousClock.now
+        let cpuBefore = Self.processCPUSeconds()
         let outcomes = try await sender.run()
         let elapsed = ContinuousClock.now - start
-        let figures = LoadFigures(
+        var figures = LoadFigures(
             rate: rate, batch: batch, seconds: elapsed.seconds, signingSeconds: signingSeconds, outcomes: outcomes)
+        figures.sendingCPUSeconds = Self.processCPUSeconds() - cpuBefore
         print(String(decoding: try JSONCoding.encoder.encode(figures), as: UTF8.self))
+    }
+
+    /// This process's CPU time so far (user and system), so a run can say what sending cost the tool.
+    private static func processCPUSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }
 }

@@ -10,12 +10,17 @@ struct LoadOutcome: Sendable {
     var events: Int
     /// How late the request was handed to the HTTP client after it was due: the load tool's own lag.
     var lateMilliseconds = 0.0
+    /// From the request's write to its whole answer: the server's part of `milliseconds`, without the
+    /// wait for a free connection (nil for a request that got no answer).
+    var answerMilliseconds: Double?
     var accepted = 0
     var shed = 0
     var failed = 0
     var timedOut = false
     /// "<status> <reason>" of a request refused as a whole, or of refused batch items.
     var refusals: [String: Int] = [:]
+    /// The devices whose event ingest accepted (the request's `firstDevice` plus the item's position).
+    var acceptedDevices: [Int] = []
 
     /// The 503 reasons that mean "overloaded, come back later", as opposed to a fault.
     static let shedReasons: Set<String> = ["overloaded", "pipeline-lagging", "rate-limited"]
@@ -32,20 +37,25 @@ struct LoadOutcome: Sendable {
 
     /// Sorts an answer's events: a single route answers 202 per event; a batch route 200 with one
     /// result per item, in order.
-    init(kind: LoadEventKind, milliseconds: Double, events: Int, batch: Bool, status: Int, body: ByteBuffer?) {
+    init(
+        kind: LoadEventKind, milliseconds: Double, events: Int, firstDevice: Int, batch: Bool, status: Int,
+        body: ByteBuffer?
+    ) {
         self.init(kind: kind, milliseconds: milliseconds, events: events)
         switch status {
         case 202 where !batch:
             accepted = events
+            acceptedDevices = [firstDevice]
         case 200 where batch:
             guard let body, let answer = try? JSONDecoder().decode(BatchAnswer.self, from: body) else {
                 failed = events
                 refusals["200 unreadable", default: 0] += events
                 return
             }
-            for item in answer.results.prefix(events) {
+            for (position, item) in answer.results.prefix(events).enumerated() {
                 if item.status == 202 {
                     accepted += 1
+                    acceptedDevices.append(firstDevice + position)
                 } else {
                     refusals["\(item.status) \(item.reason ?? "")", default: 0] += 1
                     // An item past the caller's rate (or shed by ingest) is refused for load, not for its content.
@@ -54,7 +64,7 @@ struct LoadOutcome: Sendable {
             }
             failed = events - accepted - shed
         default:
-            let reason = body.flatMap { try? JSONDecoder().decode(Problem.self, from: $0) }?.reason ?? ""
+            let reason = body.flatMap(HTTPAnswer.reason(in:)) ?? ""
             refusals["\(status) \(reason)", default: 0] += events
             if Self.isShed(status: status, reason: reason) {
                 shed = events
@@ -70,10 +80,6 @@ struct LoadOutcome: Sendable {
             var status: Int
             var reason: String?
         }
-    }
-
-    private struct Problem: Decodable {
-        var reason: String?
     }
 }
 
@@ -109,7 +115,19 @@ struct LoadFigures: Codable {
     /// The p99 of how late requests left this tool after they were due: when it is large, the
     /// generator (on the same cores as the server) was the bottleneck, not the server.
     var lateP99Milliseconds: Double
+    /// The p50 and p99 of the answered requests' time from their write to their answer: when these are
+    /// small and the latency large, requests waited for one of the `--connections`.
+    var answerP50Milliseconds: Double
+    var answerP99Milliseconds: Double
+    var acceptedAnswerP99Milliseconds: Double
     var signingSeconds: Double
+    /// A campaign's devices whose impression, install and value update were all accepted: the
+    /// installs that get a first-window postback (an install without an accepted update has no window,
+    /// one without an accepted impression nothing to attribute). nil for impressions alone.
+    var completeDevices: Int?
+    /// CPU seconds this tool spent while sending and reading answers (signing excluded): on a machine
+    /// it shares with the server, what the generator took from it.
+    var sendingCPUSeconds = 0.0
 
     init(rate: Int, batch: Int, seconds: Double, signingSeconds: Double, outcomes: [LoadOutcome]) {
         let all = outcomes.map(\.milliseconds).sorted()
@@ -140,6 +158,21 @@ struct LoadFigures: Codable {
             Self.percentile($0.map(\.milliseconds).sorted(), 0.99)
         }
         lateP99Milliseconds = Self.percentile(outcomes.map(\.lateMilliseconds).sorted(), 0.99)
+        completeDevices = Self.completeDevices(outcomes)
+        let answers = outcomes.compactMap(\.answerMilliseconds).sorted()
+        answerP50Milliseconds = Self.percentile(answers, 0.5)
+        answerP99Milliseconds = Self.percentile(answers, 0.99)
+        acceptedAnswerP99Milliseconds = Self.percentile(
+            outcomes.filter { $0.accepted > 0 }.compactMap(\.answerMilliseconds).sorted(), 0.99)
+    }
+
+    private static func completeDevices(_ outcomes: [LoadOutcome]) -> Int? {
+        guard outcomes.contains(where: { $0.kind != .impression }) else { return nil }
+        var kinds: [Int: Set<LoadEventKind>] = [:]
+        for outcome in outcomes {
+            for device in outcome.acceptedDevices { kinds[device, default: []].insert(outcome.kind) }
+        }
+        return kinds.values.filter { $0.count == LoadEventKind.allCases.count }.count
     }
 
     /// The exact percentile of sorted samples (nearest rank; every sample is kept).

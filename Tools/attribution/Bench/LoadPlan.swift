@@ -12,6 +12,9 @@ struct LoadRequest: Sendable {
     var body: ByteBuffer
     var events: Int
     var firstEvent: Int
+    /// The offer's devices this request carries events of: `firstDevice` and the next `events - 1`, in
+    /// item order.
+    var firstDevice: Int
 
     var path: String { batch ? kind.path + "/batch" : kind.path }
 }
@@ -108,7 +111,9 @@ struct LoadPlan {
             }
             if batch > 1 { body.writeString("]") }
             requests.append(
-                LoadRequest(kind: kind, batch: batch > 1, body: body, events: end - start, firstEvent: slots[start].index))
+                LoadRequest(
+                    kind: kind, batch: batch > 1, body: body, events: end - start, firstEvent: slots[start].index,
+                    firstDevice: slots[start].device))
             start = end
         }
         return requests
