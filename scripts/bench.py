@@ -37,8 +37,16 @@ OVERLOAD_SECONDS = float(os.environ.get("BENCH_OVERLOAD_SECONDS", "4"))  # each 
 # scheduler (EEVDF) a woken ingest thread still waited behind a nice-10 verifier, and at 10,000
 # single-event impressions a second (about capacity) the accepted p99 was 63 ms with nice 10 and
 # 6.7 ms with SCHED_IDLE, the same load.
-STAGE_SCHEDULING = {"idle": ["chrt", "--idle", "0"], "none": []}.get(
-    os.environ.get("BENCH_STAGE_SCHEDULING", "idle"), ["nice", "-n", os.environ.get("BENCH_STAGE_SCHEDULING", "nice 10").split()[-1]])
+def stage_scheduling(setting):
+    if setting in ("idle", "none"):
+        return ["chrt", "--idle", "0"] if setting == "idle" else []
+    match = re.fullmatch(r"nice (-?\d+)", setting)
+    if not match:
+        sys.exit(f"BENCH_STAGE_SCHEDULING must be idle, none or \"nice N\", not {setting!r}")
+    return ["nice", "-n", match.group(1)]
+
+
+STAGE_SCHEDULING = stage_scheduling(os.environ.get("BENCH_STAGE_SCHEDULING", "idle"))
 os.makedirs(OUT, exist_ok=True)
 children = Processes(OUT)
 
