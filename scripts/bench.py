@@ -35,7 +35,7 @@ OVERLOAD_SECONDS = float(os.environ.get("BENCH_OVERLOAD_SECONDS", "4"))  # each 
 # ingest, Redis and the load tool as usual: on one 2-core machine a backlogged verifier would otherwise
 # take the CPU that ingest's requests wait for. `nice 10` did not keep it off: on this kernel's
 # scheduler (EEVDF) a woken ingest thread still waited behind a nice-10 verifier, and at 10,000
-# single-event impressions a second (about capacity) the accepted p99 was 63 ms with nice 10 and
+# single-event impressions a second (about capacity) the accepted p99 was 52–69 ms with nice 10 and
 # 6.7 ms with SCHED_IDLE, the same load.
 def stage_scheduling(setting):
     if setting in ("idle", "none"):
