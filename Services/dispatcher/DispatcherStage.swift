@@ -100,7 +100,8 @@ struct DispatcherStage: StreamStage {
     func deliverAll(_ deliveries: [DeliveryRetry]) async -> [DispatcherStep.Response] {
         await withTaskGroup(of: (Int, DispatcherStep.Response).self) { group in
             for (index, attempt) in deliveries.enumerated() {
-                group.addTask { (index, await delivery.post(attempt.body, to: attempt.url)) }
+                let executor = EventLoopTaskExecutor(delivery.client.eventLoopGroup.next())
+                group.addTask(executorPreference: executor) { (index, await delivery.post(attempt.body, to: attempt.url)) }
             }
             var responses = [DispatcherStep.Response](repeating: .delivered, count: deliveries.count)
             for await (index, response) in group { responses[index] = response }

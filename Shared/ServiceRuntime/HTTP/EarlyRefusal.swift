@@ -55,19 +55,6 @@ struct EarlyRefusalHTTP1Channel: ServerChildChannel {
     }
 }
 
-/// Runs a task's jobs on one NIO event loop (Swift's `TaskExecutor`, preferred with
-/// `withTaskExecutorPreference`).
-final class EventLoopTaskExecutor: TaskExecutor {
-    let eventLoop: any EventLoop
-
-    init(_ eventLoop: any EventLoop) { self.eventLoop = eventLoop }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
-    }
-}
-
 /// The channel handler: on a request head that `refusal` refuses, writes the problem response and
 /// drops that request's body and end; any other request passes on untouched. HTTP/1.1 lets a server
 /// answer before the body is read. Answers must go out in the order the requests came (a client may
@@ -114,24 +101,12 @@ final class EarlyRefusalHandler: ChannelDuplexHandler, RemovableChannelHandler {
         context.write(data, promise: promise)
     }
 
-    /// Now as an HTTP date (RFC 9110 IMF-fixdate), as Hummingbird dates its answers.
-    static func httpDate() -> String {
-        var seconds = time(nil)
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
-        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
-            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
-    }
-
     /// The same response the router's `ProblemMiddleware` gives for `problem`.
     private func answer(_ problem: ProblemDetails, context: ChannelHandlerContext) {
         let body = ByteBuffer(bytes: problem.json)
         var fields = problem.headers
         fields[.contentLength] = String(body.readableBytes)
-        fields[.date] = Self.httpDate()
+        fields[.date] = HTTPDate.now()
         if let serverName { fields[.server] = serverName }
         context.write(wrapOutboundOut(.head(HTTPResponse(status: problem.status, headerFields: fields))), promise: nil)
         context.write(wrapOutboundOut(.body(body)), promise: nil)

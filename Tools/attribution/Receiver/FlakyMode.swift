@@ -1,11 +1,13 @@
 import AttributionModel
 import Foundation
+import Synchronization
 
 /// The receiver's deliberate unreliability, so tests and the demo can show retries: fail the first N
 /// attempts of every postback (per path), and/or a random share of attempts, with a 500 or by holding
 /// the request past the sender's timeout. Changed at run time through `POST /control`; every attempt
-/// is listed at `GET /attempts`.
-actor FlakyMode {
+/// is listed at `GET /attempts`. A lock, not an actor: the postback fast path (`PostbackFastPath`)
+/// asks it on an event loop, without a hop.
+final class FlakyMode: Sendable {
     struct Settings: Codable, Sendable {
         /// Attempts of each postback (per path) answered with a failure before one is accepted.
         var failFirst: Int = 0
@@ -69,20 +71,44 @@ actor FlakyMode {
         }
     }
 
-    private(set) var settings: Settings
-    private var counts: [String: Int] = [:]
-    private(set) var attempts: [Attempt] = []
+    private struct State {
+        var settings: Settings
+        var counts: [String: Int] = [:]
+        var attempts: [Attempt] = []
+    }
 
-    init(settings: Settings) { self.settings = settings }
+    private let state: Mutex<State>
 
-    func update(_ settings: Settings) { self.settings = settings }
+    init(settings: Settings) { state = Mutex(State(settings: settings)) }
+
+    var settings: Settings { state.withLock { $0.settings } }
+
+    var attempts: [Attempt] { state.withLock { $0.attempts } }
+
+    func update(_ settings: Settings) { state.withLock { $0.settings = settings } }
+
+    /// In plain mode, records the attempt as accepted and returns true; otherwise records nothing and
+    /// returns false (the caller then asks `shouldFail`, with the settings' delay first). One lock, so a
+    /// `POST /control` racing in cannot slip between the check and the record.
+    func acceptIfPlain(postbackIdentifier: String, path: String, at time: Milliseconds) -> Bool {
+        state.withLock { state in
+            let settings = state.settings
+            guard settings.failFirst == 0, settings.failShare == 0, settings.delayMilliseconds == 0 else { return false }
+            state.counts["\(path) \(postbackIdentifier)", default: 0] += 1
+            state.attempts.append(Attempt(postbackIdentifier: postbackIdentifier, path: path, at: time, accepted: true))
+            return true
+        }
+    }
 
     /// Whether this attempt is to fail; records it either way.
     func shouldFail(postbackIdentifier: String, path: String, at time: Milliseconds) -> Bool {
         let key = "\(path) \(postbackIdentifier)"
-        counts[key, default: 0] += 1
-        let fail = counts[key]! <= settings.failFirst || Double.random(in: 0..<1) < settings.failShare
-        attempts.append(Attempt(postbackIdentifier: postbackIdentifier, path: path, at: time, accepted: !fail))
-        return fail
+        return state.withLock { state in
+            state.counts[key, default: 0] += 1
+            let fail =
+                state.counts[key]! <= state.settings.failFirst || Double.random(in: 0..<1) < state.settings.failShare
+            state.attempts.append(Attempt(postbackIdentifier: postbackIdentifier, path: path, at: time, accepted: !fail))
+            return fail
+        }
     }
 }

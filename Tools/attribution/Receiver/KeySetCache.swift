@@ -3,6 +3,7 @@ import AttributionCrypto
 import Foundation
 import Logging
 import NIOCore
+import Synchronization
 
 /// The pipeline's published keys (`/.well-known/jwks.json`), fetched once and refetched when a
 /// postback names a kid the cached set lacks: that is how a key rotation reaches the receiver.
@@ -14,7 +15,11 @@ actor KeySetCache {
     private let url: String
     private let client: HTTPClient
     private let logger: Logger
-    private var current: JWKSet?
+    private var current: JWKSet? {
+        didSet { snapshot.withLock { $0 = current } }
+    }
+    /// `current`, readable without a hop to the actor (the postback fast path).
+    private let snapshot = Mutex<JWKSet?>(nil)
     private var lastFetch: ContinuousClock.Instant?
     /// One fetch at a time: concurrent postbacks with a new kid share it.
     private var fetching: Task<JWKSet, any Error>?
@@ -47,6 +52,9 @@ actor KeySetCache {
         }
         return try await refresh()
     }
+
+    /// The set as last fetched, if any, read at once (nil before the first fetch).
+    nonisolated var cached: JWKSet? { snapshot.withLock { $0 } }
 
     /// For bodies that name no kid (SKAdNetwork): the cached set, fetched if there is none yet.
     func cachedOrFetched() async throws -> JWKSet {

@@ -2,6 +2,7 @@ import AttributionCrypto
 import AttributionModel
 import Foundation
 import Logging
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -10,9 +11,10 @@ import Logging
 #endif
 
 /// The receiver's output file and its memory: deduplicates on `postback-identifier` (delivery is at
-/// least once) and counts what it saw. An actor, so two copies racing in are checked and written
-/// one after the other.
-actor PostbackLog {
+/// least once) and counts what it saw. Under one lock, so two copies racing in are checked and written
+/// one after the other; a lock rather than an actor so the postback fast path (`PostbackFastPath`)
+/// records on its event loop without a hop (a write(2) of one line is all it holds the lock for).
+final class PostbackLog: Sendable {
     struct Stats: Codable, Sendable {
         var accepted = 0
         var duplicates = 0
@@ -23,9 +25,13 @@ actor PostbackLog {
         var description: String
     }
 
+    private struct State {
+        var seen: Set<String>
+        var stats = Stats()
+    }
+
     private let handle: FileHandle
-    private var seen: Set<String>
-    private var stats = Stats()
+    private let state: Mutex<State>
 
     /// Postback ids already in the file when the receiver started.
     let seededCount: Int
@@ -59,32 +65,35 @@ actor PostbackLog {
         if let last = existing.last, last != UInt8(ascii: "\n") {
             try handle.write(contentsOf: Data("\n".utf8))
         }
-        self.seen = seen
+        self.state = Mutex(State(seen: seen))
         self.seededCount = seen.count
     }
 
     /// Writes the first copy of a postback and returns true; a duplicate is only counted.
     func record(_ postback: VerifiedPostback, path: String, body: Data, receivedAt: Milliseconds) throws -> Bool {
         let key = Self.key(path, postback.payload.postbackIdentifier)
-        guard seen.insert(key).inserted else {
-            stats.duplicates += 1
-            return false
+        // The line is made before the lock; only the check, the write and the count hold it.
+        let payload =
+            postback.kind == .adAttributionKit ? postback.payloadData : try JSONCoding.encoder.encode(postback.payload)
+        let line = try Self.line(
+            receivedAt: receivedAt, path: path, kind: postback.kind.rawValue, kid: postback.keyID, payload: payload,
+            body: body)
+        return try state.withLock { state in
+            guard state.seen.insert(key).inserted else {
+                state.stats.duplicates += 1
+                return false
+            }
+            do {
+                // FileHandle writes go straight to write(2): the line is visible to a tail at once.
+                try handle.write(contentsOf: line)
+            } catch {
+                // Not written, so not seen: the sender's retry gets another chance.
+                state.seen.remove(key)
+                throw error
+            }
+            state.stats.accepted += 1
+            return true
         }
-        do {
-            let payload =
-                postback.kind == .adAttributionKit ? postback.payloadData : try JSONCoding.encoder.encode(postback.payload)
-            // FileHandle writes go straight to write(2): the line is visible to a tail at once.
-            try handle.write(
-                contentsOf: try Self.line(
-                    receivedAt: receivedAt, path: path, kind: postback.kind.rawValue, kid: postback.keyID, payload: payload,
-                    body: body))
-        } catch {
-            // Not written, so not seen: the sender's retry gets another chance.
-            seen.remove(key)
-            throw error
-        }
-        stats.accepted += 1
-        return true
     }
 
     /// One output line, newline included. The body and the signed payload were parsed as JSON to be
@@ -127,7 +136,7 @@ actor PostbackLog {
     /// Deduplication is per path: the ad network's copy and the advertiser's copy are both kept.
     static func key(_ path: String, _ postbackIdentifier: String) -> String { "\(path) \(postbackIdentifier)" }
 
-    func countRejected() { stats.rejected += 1 }
+    func countRejected() { state.withLock { $0.stats.rejected += 1 } }
 
-    func currentStats() -> Stats { stats }
+    func currentStats() -> Stats { state.withLock { $0.stats } }
 }

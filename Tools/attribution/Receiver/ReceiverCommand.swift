@@ -2,6 +2,7 @@ import ArgumentParser
 import AsyncHTTPClient
 import Hummingbird
 import Logging
+import ServiceRuntime
 
 /// `attribution receiver`: a reference postback receiver, as an ad network or advertiser runs one.
 struct ReceiverCommand: AsyncParsableCommand {
@@ -89,9 +90,15 @@ struct ReceiverCommand: AsyncParsableCommand {
         // log at startup; not fatal, the pipeline may simply start later.
         async let prefetch = try? keys.refresh()
 
+        let intake = ReceiverIntake(
+            log: log, keys: keys, flaky: FlakyMode(settings: flakySettings), collector: nil, logger: logger)
+        let serverName = "attribution-receiver"
         let app = Application(
-            router: ReceiverRouter.build(log: log, keys: keys, flaky: FlakyMode(settings: flakySettings), logger: logger),
-            configuration: .init(address: .hostname(host, port: port), serverName: "attribution-receiver"),
+            router: ReceiverRouter.build(intake),
+            // Postbacks are answered by `PostbackFastPath` on the event loops; the rest of the routes are
+            // served there too (they only read memory).
+            server: EventLoopHTTP1Channel.builder { PostbackFastPath(intake: intake, serverName: serverName) },
+            configuration: .init(address: .hostname(host, port: port), serverName: serverName),
             onServerRunning: { [host, output, seeded = log.seededCount] channel in
                 logger.info(
                     "Receiver listening",
