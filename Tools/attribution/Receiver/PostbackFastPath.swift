@@ -85,8 +85,10 @@ final class PostbackFastPath: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Writes a waited-for answer, then reads what arrived meanwhile (which may wait again).
     private func finish(_ answer: ReceiverIntake.Answer, context: ChannelHandlerContext) {
-        write(answer, context: context)
         waiting = false
+        // The client went away meanwhile: nothing to answer, and nothing queued to hand on.
+        guard context.channel.isActive else { return queued.removeAll() }
+        write(answer, context: context)
         let parts = queued
         queued = []
         for part in parts { channelRead(context: context, data: part) }
