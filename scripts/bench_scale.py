@@ -9,7 +9,7 @@ pipeline empty, nothing arriving) as a share of one core. Writes OUT/scale.json.
   bench_scale.py BIN OUT
 """
 
-import json, os, re, subprocess, sys, tempfile, time
+import json, os, re, shutil, subprocess, sys, tempfile, time
 from harness import PARTITIONS, Processes, RedisCluster, cpu_seconds, free_port, http, partitioned, redis_cli, until, wait_http, wait_redis
 
 BIN, OUT = sys.argv[1], os.path.abspath(sys.argv[2])
@@ -47,6 +47,7 @@ def counters(ports):
 def run(mode):
     children = Processes(os.path.join(OUT, f"scale-{mode}"))
     os.makedirs(children.out, exist_ok=True)
+    redis_dir = ""  # one Redis: its data directory, made below
     try:
         if mode == "cluster":
             cluster = RedisCluster(children, children.out)
@@ -55,8 +56,9 @@ def run(mode):
             cli = ["redis-cli", "-c", "-p", str(ports[0])]
         else:
             port = free_port()
+            redis_dir = tempfile.mkdtemp(prefix="bench-redis-")
             children.start("redis", ["redis-server", "--port", str(port), "--save", "", "--appendonly", "yes",
-                                     "--appendfsync", "everysec", "--dir", tempfile.mkdtemp()])
+                                     "--appendfsync", "everysec", "--dir", redis_dir])
             wait_redis(port)
             ports, primaries, url = [port], [port], f"redis://127.0.0.1:{port}/0"
             redis_env = {"REDIS_URL": url}
@@ -166,6 +168,8 @@ def run(mode):
         }
     finally:
         children.stop_all()
+        # The Redis data (AOF, nodes.conf) is no part of the report, and a run leaves gigabytes of it.
+        shutil.rmtree(os.path.join(children.out, "cluster") if mode == "cluster" else redis_dir, ignore_errors=True)
 
 
 modes = os.environ.get("BENCH_SCALE_MODES", "single,cluster").split(",")

@@ -14,7 +14,7 @@ Writes commands.json and commands.md into OUT and prints the table. With TOGETHE
 five-services figure instead: all five at once, counted until one first-window postback per install
 has arrived (CAMPAIGN_RATE=3000 as there)."""
 
-import collections, json, os, re, signal, subprocess, sys, tempfile, time
+import collections, json, os, re, shutil, signal, subprocess, sys, tempfile, time
 from harness import Processes, cpu_seconds, free_port, http, partitioned, redis_cli, until, wait_http
 
 BIN, OUT = sys.argv[1], os.path.abspath(sys.argv[2])
@@ -66,10 +66,12 @@ def measure(name, body):
 
 phases = {}
 TOGETHER = os.environ.get("TOGETHER") == "1"
+redis_dir = None
 try:
     PORT = free_port()
+    redis_dir = tempfile.mkdtemp(prefix="stage-commands-redis-")
     children.start("redis", ["redis-server", "--port", str(PORT), "--save", "", "--appendonly", "yes", "--appendfsync", "everysec",
-                             "--dir", tempfile.mkdtemp()])
+                             "--dir", redis_dir])
     until(lambda: redis_cli(PORT, "PING") == "PONG", 10)
     url, token = f"redis://127.0.0.1:{PORT}/0", "commands-admin-token-of-at-least-32-characters"
     keys = os.path.join(OUT, "keys")
@@ -173,6 +175,8 @@ try:
     received = http("GET", f"http://127.0.0.1:{receiver_port}/stats").get("accepted", 0)
 finally:
     children.stop_all()
+    if redis_dir:
+        shutil.rmtree(redis_dir, ignore_errors=True)
 
 events = max(1, offered.get("accepted", 0))
 names = sorted({c for p in phases.values() for c in p["commands"]}, key=lambda c: -sum(p["commands"].get(c, 0) for p in phases.values()))
