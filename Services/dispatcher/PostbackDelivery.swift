@@ -19,12 +19,13 @@ struct PostbackDelivery: Sendable {
 
     func post(_ body: String, to url: String) async -> DispatcherStep.Response {
         let client: HTTPClient
-        switch await destinations.resolve(url) {
+        let destination = DestinationPolicy.parse(url)  // once: the check, DNS and the host's permits share it
+        switch await destinations.resolve(destination) {
         case .refused(let refusal): return .refused(refusal)
         case .direct: client = self.client
         case .pinned(let name, let address): client = pinned.client(for: name, address: address)
         }
-        let host = DestinationPolicy.parse(url).map { "\($0.host):\($0.port ?? 0)" } ?? url
+        let host = destination.map { "\($0.host):\($0.port ?? 0)" } ?? url
         return await limiter.withPermit(for: host) {
             var request = HTTPClientRequest(url: url)
             request.method = .POST

@@ -1,5 +1,6 @@
-import AttributionModel
 import Testing
+
+@testable import AttributionModel
 
 @Suite("Postback destinations: https and public addresses only, unless allow-listed")
 struct DestinationPolicyTests {
@@ -79,6 +80,23 @@ struct DestinationPolicyTests {
         ] as [(String, DestinationPolicy.Refusal?)])
     func checksURL(_ url: String, _ refusal: DestinationPolicy.Refusal?) {
         #expect(Self.policy.check(url: url) == refusal, "\(url)")
+    }
+
+    /// ASCII URLs take a byte scan (`parse(ascii:)`), anything else the character scan (`parse(text:)`);
+    /// on ASCII both must read the same parts, including where they refuse.
+    @Test(
+        "the byte scan reads ASCII URLs as the character scan does",
+        arguments: [
+            "https://postbacks.example.com/v1", "HTTPS://Postbacks.Example.COM:8443/v1?x=1#f", "http://127.0.0.1:9999/p",
+            "https://[::1]:8443/p", "https://[fd00::5]/", "https://[::1]x/", "https://[::1", "https://[]/", "https://:80/",
+            "https://host:/", "https://host:+80/", "https://host:-80/", "https://host:0080/", "https://host:65536/",
+            "https://a:b:c/", "https:///path", "https://", "://x", "x://y", "postbacks.example.com/v1", "https:/x.com/",
+            "https://user@host/", "https://host/@x", "https://ho st/", "https://host\t/", "https://host\r\n/",
+            "https://host?q=1", "https://host#frag", "a://b://c", "https://host:8443", "::///", ":///x", "",
+        ])
+    func byteScanMatchesCharacterScan(_ url: String) {
+        #expect(DestinationPolicy.parse(ascii: Array(url.utf8)) == DestinationPolicy.parse(text: url), "\(url)")
+        #expect(DestinationPolicy.parse(url) == DestinationPolicy.parse(text: url), "\(url)")
     }
 
     @Test func resolvedAddressesMustAllBePublic() {

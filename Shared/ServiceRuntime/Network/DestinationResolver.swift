@@ -35,9 +35,12 @@ public struct DestinationResolver: Sendable {
     }
 
     /// Checks `url` and says which address a POST must connect to.
-    public func resolve(_ url: String) async -> Resolution {
-        if let refusal = policy.check(url: url) { return .refused(refusal) }
-        guard let destination = DestinationPolicy.parse(url), !policy.isAllowListed(destination) else { return .direct }
+    public func resolve(_ url: String) async -> Resolution { await resolve(DestinationPolicy.parse(url)) }
+
+    /// `resolve` on a parsed URL (nil: one that did not parse), for a caller that needs its parts too.
+    public func resolve(_ destination: DestinationPolicy.Destination?) async -> Resolution {
+        if let refusal = policy.check(destination) { return .refused(refusal) }
+        guard let destination, !policy.isAllowListed(destination) else { return .direct }
         if IPAddress(destination.host) != nil { return .direct }  // a literal: already classified
         let host = destination.host
         let now = ContinuousClock.now
@@ -53,7 +56,7 @@ public struct DestinationResolver: Sendable {
                 }
             }
         }
-        if let refusal = policy.check(url: url, resolved: addresses) { return .refused(refusal) }
+        if let refusal = policy.check(destination, resolved: addresses) { return .refused(refusal) }
         // Every answer is public (checked above); the first is the one connected to.
         return addresses.first.map { .pinned(host: host, address: $0) } ?? .refused(.unresolvable)
     }
