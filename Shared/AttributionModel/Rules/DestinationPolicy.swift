@@ -64,33 +64,12 @@ public struct DestinationPolicy: Sendable, Hashable {
                 bytes[$0] == colon && bytes[$0 + 1] == slash && bytes[$0 + 2] == slash
             })
         else { return nil }
-        let rest = bytes[(schemeEnd + 3)...]
-        let authority = rest.prefix { $0 != slash && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }
-        guard !authority.isEmpty, !authority.contains(UInt8(ascii: "@")),
-            !authority.contains(where: { $0 == 0x20 || (0x09...0x0D).contains($0) })
+        let authority = bytes[(schemeEnd + 3)...].prefix { $0 != slash && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }
+        guard !authority.contains(where: { $0 == 0x20 || (0x09...0x0D).contains($0) }),
+            let (host, port) = split(
+                authority: authority, colon: colon, at: UInt8(ascii: "@"), brackets: (UInt8(ascii: "["), UInt8(ascii: "]")),
+                number: { Int(String(decoding: $0, as: UTF8.self)) })
         else { return nil }
-        var host: ArraySlice<UInt8>
-        var portText: ArraySlice<UInt8>?
-        if authority.first == UInt8(ascii: "[") {
-            guard let close = authority.firstIndex(of: UInt8(ascii: "]")) else { return nil }
-            host = authority[(authority.startIndex + 1)..<close]
-            let after = authority[(close + 1)...]
-            if !after.isEmpty {
-                guard after.first == colon else { return nil }
-                portText = after.dropFirst()
-            }
-        } else if let index = authority.lastIndex(of: colon) {
-            host = authority[..<index]
-            portText = authority[(index + 1)...]
-        } else {
-            host = authority
-        }
-        var port: Int?
-        if let portText {
-            guard let value = Int(String(decoding: portText, as: UTF8.self)), (1...65_535).contains(value) else { return nil }
-            port = value
-        }
-        guard !host.isEmpty else { return nil }
         let lowercased = { (text: ArraySlice<UInt8>) in
             String(decoding: text.map { (65...90).contains($0) ? $0 + 32 : $0 }, as: UTF8.self)
         }
@@ -100,33 +79,41 @@ public struct DestinationPolicy: Sendable, Hashable {
     /// `parse` on any text, character by character.
     static func parse(text url: String) -> Destination? {
         guard let schemeEnd = url.range(of: "://") else { return nil }
-        let scheme = url[..<schemeEnd.lowerBound].lowercased()
-        let rest = url[schemeEnd.upperBound...]
-        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        guard !authority.isEmpty, !authority.contains("@"), authority.allSatisfy({ !$0.isWhitespace }) else { return nil }
-        var host: Substring
-        var portText: Substring?
-        if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { return nil }
+        let authority = url[schemeEnd.upperBound...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        guard authority.allSatisfy({ !$0.isWhitespace }),
+            let (host, port) = split(authority: authority, colon: ":", at: "@", brackets: ("[", "]"), number: { Int($0) })
+        else { return nil }
+        return Destination(scheme: url[..<schemeEnd.lowerBound].lowercased(), host: host.lowercased(), port: port)
+    }
+
+    /// An authority (`host`, `host:port`, `[v6]`, `[v6]:port`) as its host, without brackets, and its
+    /// port (1–65535); nil when empty, malformed, or carrying user info. Shared by both scans, which
+    /// differ only in what a character is.
+    private static func split<Text: BidirectionalCollection>(
+        authority: Text, colon: Text.Element, at: Text.Element, brackets: (open: Text.Element, close: Text.Element),
+        number: (Text) -> Int?
+    ) -> (host: Text, port: Int?)? where Text.SubSequence == Text, Text.Element: Equatable {
+        guard !authority.isEmpty, !authority.contains(at) else { return nil }
+        var host = authority
+        var portText: Text?
+        if authority.first == brackets.open {
+            guard let close = authority.firstIndex(of: brackets.close) else { return nil }
             host = authority[authority.index(after: authority.startIndex)..<close]
             let after = authority[authority.index(after: close)...]
             if !after.isEmpty {
-                guard after.hasPrefix(":") else { return nil }
+                guard after.first == colon else { return nil }
                 portText = after.dropFirst()
             }
-        } else if let colon = authority.lastIndex(of: ":") {
-            host = authority[..<colon]
-            portText = authority[authority.index(after: colon)...]
-        } else {
-            host = authority
+        } else if let index = authority.lastIndex(of: colon) {
+            host = authority[..<index]
+            portText = authority[authority.index(after: index)...]
         }
         var port: Int?
         if let portText {
-            guard let value = Int(portText), (1...65_535).contains(value) else { return nil }
+            guard let value = number(portText), (1...65_535).contains(value) else { return nil }
             port = value
         }
-        guard !host.isEmpty else { return nil }
-        return Destination(scheme: scheme, host: host.lowercased(), port: port)
+        return host.isEmpty ? nil : (host, port)
     }
 
     public func isAllowListed(_ destination: Destination) -> Bool {
