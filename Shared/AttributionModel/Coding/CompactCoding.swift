@@ -6,7 +6,8 @@ import Foundation
 /// `init(from:)` keeps reading older layouts), but without text: no number parsing, no escaping, no
 /// sorting of keys, and containers carry their length so a decoder skips what it does not ask for.
 /// JSON coding of these blobs was about half the scheduler's and attribution-winner's CPU per event
-/// (issue 17); `attribution bench-coding` measures both forms side by side.
+/// (issue 17); `attribution bench-coding` measures both forms side by side. The types read and written
+/// on every event write the same bytes by hand, without Codable (`CompactHandCoded`).
 ///
 /// Layout (version 1): magic `0xF5` (never the first byte of JSON or of UTF-8 text, and not
 /// `CompactHeldPostback.magic`), the version byte, then one value:
@@ -77,6 +78,13 @@ public enum CompactCoding {
 
     /// The compact form of `value`.
     public static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
+        // A hand-coded type's own writer first; one that does not write this value throws (see `CompactHandCoded`).
+        if let handCoded = value as? any CompactHandCoded, let bytes = try? encodeByHand(handCoded) { return bytes }
+        return try encodeByCodable(value)
+    }
+
+    /// The compact form of `value` through its `Codable` conformance (a hand-coded type's reference).
+    static func encodeByCodable<T: Encodable>(_ value: T) throws -> [UInt8] {
         let encoder = CompactEncoder()
         encoder.bytes.reserveCapacity(512)
         encoder.bytes.append(magic)
@@ -91,6 +99,15 @@ public enum CompactCoding {
     /// Reads either form: the compact one by its magic byte, JSON otherwise.
     public static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
         guard isCompact(bytes) else { return try JSONCoding.decoder.decode(T.self, from: Data(bytes)) }
+        // A hand-coded type's own reader first; bytes it does not expect go the `Codable` way (see `CompactHandCoded`).
+        if let handCoded = T.self as? any CompactHandCoded.Type, let value = decodeByHand(handCoded, from: bytes) as? T {
+            return value
+        }
+        return try decodeByCodable(T.self, from: bytes)
+    }
+
+    /// Compact `bytes` read through `T`'s `Codable` conformance (any key order, defaults, damage reported).
+    static func decodeByCodable<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
         return try bytes.withUnsafeBufferPointer { buffer in
             guard buffer.count >= 2, buffer[1] == version else {
                 throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "unknown compact coding version"))
