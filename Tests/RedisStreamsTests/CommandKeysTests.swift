@@ -65,4 +65,11 @@ struct CommandKeysTests {
         #expect(CommandKeys.keyIndices(of: RedisCommand("GET")).isEmpty)
         #expect(CommandKeys.keyIndices(of: RedisCommand(bytes: [])).isEmpty)
     }
+
+    /// The name routing and coalescing switch on: upper case whatever the caller wrote, as
+    /// `uppercased()` gives it (the ASCII fast path and the general one agree).
+    @Test("command names in upper case", arguments: ["GET", "set", "zAdd", "xinfo", "", "evalsha_ro", "1x-y_z", "ça", "straße"])
+    func name(_ written: String) {
+        #expect(RedisCommand(written, "k").name == written.uppercased())
+    }
 }
