@@ -58,6 +58,43 @@ struct CompactWriter {
         defer { swap(&encoder.bytes, &bytes) }
         try encoder.encodeValue(value)
     }
+
+    // MARK: - Entries of a keyed container: the key, then the value (as `encode(_:forKey:)` writes it).
+
+    mutating func field(_ key: StaticString, _ value: String) {
+        self.key(key)
+        string(value)
+    }
+    mutating func field(_ key: StaticString, _ value: some FixedWidthInteger & SignedInteger) {
+        self.key(key)
+        signed(value)
+    }
+    mutating func field(_ key: StaticString, _ value: UInt64) {
+        self.key(key)
+        unsigned(value)
+    }
+    mutating func field(_ key: StaticString, _ value: Bool) {
+        self.key(key)
+        bool(value)
+    }
+    /// An enum (or other type) coded as its string raw value.
+    mutating func field<T: RawRepresentable>(_ key: StaticString, _ value: T) where T.RawValue == String {
+        field(key, value.rawValue)
+    }
+
+    // `encodeIfPresent`: nothing at all for nil.
+    mutating func field(_ key: StaticString, ifPresent value: String?) {
+        if let value { field(key, value) }
+    }
+    mutating func field(_ key: StaticString, ifPresent value: (some FixedWidthInteger & SignedInteger)?) {
+        if let value { field(key, value) }
+    }
+    mutating func field(_ key: StaticString, ifPresent value: Bool?) {
+        if let value { field(key, value) }
+    }
+    mutating func field<T: RawRepresentable>(_ key: StaticString, ifPresent value: T?) where T.RawValue == String {
+        if let value { field(key, value.rawValue) }
+    }
 }
 
 /// Reads what `CompactWriter` wrote, in the order it wrote it; `Mismatch` for anything else.
@@ -68,6 +105,14 @@ struct CompactReader {
 
     let buffer: UnsafeBufferPointer<UInt8>
     var position: Int
+    /// Where the keyed container being read ends: an optional key is looked for before it.
+    private var containerEnd: Int
+
+    init(buffer: UnsafeBufferPointer<UInt8>, position: Int) {
+        self.buffer = buffer
+        self.position = position
+        self.containerEnd = buffer.count
+    }
 
     private mutating func byte() throws -> UInt8 {
         guard position < buffer.count else { throw Mismatch() }
@@ -103,9 +148,12 @@ struct CompactReader {
     }
 
     /// A keyed container: `body` reads its entries, which must end where the container does.
-    mutating func keyed<T>(_ body: (inout CompactReader, _ end: Int) throws -> T) throws -> T {
+    mutating func keyed<T>(_ body: (inout CompactReader) throws -> T) throws -> T {
         let end = try container(Tag.keyed)
-        let value = try body(&self, end)
+        let outer = containerEnd
+        containerEnd = end
+        defer { containerEnd = outer }
+        let value = try body(&self)
         guard position == end else { throw Mismatch() }
         return value
     }
@@ -121,12 +169,12 @@ struct CompactReader {
 
     /// The next key, which must be `name`.
     mutating func key(_ name: StaticString) throws {
-        guard try optionalKey(name, end: buffer.count) else { throw Mismatch() }
+        guard try optionalKey(name) else { throw Mismatch() }
     }
 
-    /// Whether the next key (before `end`) is `name`; if so it is read, else nothing is.
-    mutating func optionalKey(_ name: StaticString, end: Int) throws -> Bool {
-        guard position < end else { return false }
+    /// Whether the container's next key is `name`; if so it is read, else nothing is.
+    mutating func optionalKey(_ name: StaticString) throws -> Bool {
+        guard position < containerEnd else { return false }
         let start = position
         let count = Int(try varint())
         let matches = name.withUTF8Buffer { wanted in
@@ -188,6 +236,43 @@ struct CompactReader {
         let value = try decoder.decodeValue(T.self)
         position = try decoder.end(ofValueAt: position)
         return value
+    }
+
+    // MARK: - Entries of a keyed container, in the writer's order (`ifPresent`: nil when the key is absent).
+
+    mutating func string(_ key: StaticString) throws -> String {
+        try self.key(key)
+        return try string()
+    }
+    mutating func signed<T: FixedWidthInteger>(_ key: StaticString, as type: T.Type = Int64.self) throws -> T {
+        try self.key(key)
+        return try signed(T.self)
+    }
+    mutating func unsigned(_ key: StaticString) throws -> UInt64 {
+        try self.key(key)
+        return try unsigned()
+    }
+    mutating func bool(_ key: StaticString) throws -> Bool {
+        try self.key(key)
+        return try bool()
+    }
+    mutating func raw<T: RawRepresentable>(_ key: StaticString, as type: T.Type) throws -> T where T.RawValue == String {
+        try self.key(key)
+        return try raw(T.self)
+    }
+
+    mutating func string(ifPresent key: StaticString) throws -> String? {
+        try optionalKey(key) ? try string() : nil
+    }
+    mutating func signed<T: FixedWidthInteger>(ifPresent key: StaticString, as type: T.Type = Int64.self) throws -> T? {
+        try optionalKey(key) ? try signed(T.self) : nil
+    }
+    mutating func bool(ifPresent key: StaticString) throws -> Bool? {
+        try optionalKey(key) ? try bool() : nil
+    }
+    mutating func raw<T: RawRepresentable>(ifPresent key: StaticString, as type: T.Type) throws -> T?
+    where T.RawValue == String {
+        try optionalKey(key) ? try raw(T.self) : nil
     }
 }
 

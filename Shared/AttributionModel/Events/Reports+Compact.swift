@@ -3,49 +3,26 @@
 extension ConversionReport {
     func write(to writer: inout CompactWriter) {
         writer.keyed { writer in
-            writer.key("device-identifier")
-            writer.string(deviceIdentifier)
-            writer.key("advertised-item-identifier")
-            writer.unsigned(advertisedItemIdentifier)
-            writer.key("conversion-type")
-            writer.string(conversionType.rawValue)
-            writer.key("time")
-            writer.signed(time)
-            if let countryCode {
-                writer.key("country-code")
-                writer.string(countryCode)
-            }
-            writer.key("received-at")
-            writer.signed(receivedAt)
-            if let conversionTag {
-                writer.key("conversion-tag")
-                writer.string(conversionTag)
-            }
-            if let marketplaceIdentifier {
-                writer.key("marketplace-identifier")
-                writer.string(marketplaceIdentifier)
-            }
+            writer.field("device-identifier", deviceIdentifier)
+            writer.field("advertised-item-identifier", advertisedItemIdentifier)
+            writer.field("conversion-type", conversionType)
+            writer.field("time", time)
+            writer.field("country-code", ifPresent: countryCode)
+            writer.field("received-at", receivedAt)
+            writer.field("conversion-tag", ifPresent: conversionTag)
+            writer.field("marketplace-identifier", ifPresent: marketplaceIdentifier)
         }
     }
 
     init(reading reader: inout CompactReader) throws {
-        self = try reader.keyed { reader, end in
-            try reader.key("device-identifier")
-            let device = try reader.string()
-            try reader.key("advertised-item-identifier")
-            let advertised = try reader.unsigned()
-            try reader.key("conversion-type")
-            let type = try reader.raw(ConversionType.self)
-            try reader.key("time")
-            let time: Milliseconds = try reader.signed()
-            let country = try reader.optionalKey("country-code", end: end) ? try reader.string() : nil
-            try reader.key("received-at")
-            let receivedAt: Milliseconds = try reader.signed()
-            let tag = try reader.optionalKey("conversion-tag", end: end) ? try reader.string() : nil
-            let marketplace = try reader.optionalKey("marketplace-identifier", end: end) ? try reader.string() : nil
-            return ConversionReport(
-                deviceIdentifier: device, advertisedItemIdentifier: advertised, conversionType: type, time: time,
-                countryCode: country, receivedAt: receivedAt, conversionTag: tag, marketplaceIdentifier: marketplace)
+        self = try reader.keyed { reader in
+            ConversionReport(
+                deviceIdentifier: try reader.string("device-identifier"),
+                advertisedItemIdentifier: try reader.unsigned("advertised-item-identifier"),
+                conversionType: try reader.raw("conversion-type", as: ConversionType.self), time: try reader.signed("time"),
+                countryCode: try reader.string(ifPresent: "country-code"), receivedAt: try reader.signed("received-at"),
+                conversionTag: try reader.string(ifPresent: "conversion-tag"),
+                marketplaceIdentifier: try reader.string(ifPresent: "marketplace-identifier"))
         }
     }
 }
@@ -62,7 +39,7 @@ extension VerifiedConversion {
     }
 
     init(reading reader: inout CompactReader) throws {
-        self = try reader.keyed { reader, _ in
+        self = try reader.keyed { reader in
             try reader.key("report")
             let report = try ConversionReport(reading: &reader)
             try reader.key("app")
@@ -74,38 +51,26 @@ extension VerifiedConversion {
 extension ValueUpdateReport {
     func write(to writer: inout CompactWriter) throws {
         try writer.keyed { writer in
-            writer.key("device-identifier")
-            writer.string(deviceIdentifier)
-            writer.key("advertised-item-identifier")
-            writer.unsigned(advertisedItemIdentifier)
+            writer.field("device-identifier", deviceIdentifier)
+            writer.field("advertised-item-identifier", advertisedItemIdentifier)
             writer.key("update")
             try update.write(to: &writer)
-            writer.key("time")
-            writer.signed(time)
-            writer.key("received-at")
-            writer.signed(receivedAt)
-            if let eventIdentifier {
-                writer.key("event-identifier")
-                writer.string(eventIdentifier)
-            }
+            writer.field("time", time)
+            writer.field("received-at", receivedAt)
+            writer.field("event-identifier", ifPresent: eventIdentifier)
         }
     }
 
     init(reading reader: inout CompactReader) throws {
-        self = try reader.keyed { reader, end in
-            try reader.key("device-identifier")
-            let device = try reader.string()
-            try reader.key("advertised-item-identifier")
-            let advertised = try reader.unsigned()
+        self = try reader.keyed { reader in
+            let device = try reader.string("device-identifier")
+            let advertised = try reader.unsigned("advertised-item-identifier")
             try reader.key("update")
             let update = try PostbackUpdate(reading: &reader)
-            try reader.key("time")
-            let time: Milliseconds = try reader.signed()
-            try reader.key("received-at")
             var report = ValueUpdateReport(
-                deviceIdentifier: device, advertisedItemIdentifier: advertised, update: update, time: time,
-                receivedAt: try reader.signed())
-            if try reader.optionalKey("event-identifier", end: end) { report.eventIdentifier = try reader.string() }
+                deviceIdentifier: device, advertisedItemIdentifier: advertised, update: update, time: try reader.signed("time"),
+                receivedAt: try reader.signed("received-at"))
+            report.eventIdentifier = try reader.string(ifPresent: "event-identifier")
             return report
         }
     }
@@ -114,29 +79,21 @@ extension ValueUpdateReport {
 extension AttributedUpdate {
     func write(to writer: inout CompactWriter) throws {
         try writer.keyed { writer in
-            writer.key("conversion-identifier")
-            writer.string(conversionIdentifier)
+            writer.field("conversion-identifier", conversionIdentifier)
             writer.key("update")
             try update.write(to: &writer)
-            writer.key("time")
-            writer.signed(time)
-            if let eventIdentifier {
-                writer.key("event-identifier")
-                writer.string(eventIdentifier)
-            }
+            writer.field("time", time)
+            writer.field("event-identifier", ifPresent: eventIdentifier)
         }
     }
 
     init(reading reader: inout CompactReader) throws {
-        self = try reader.keyed { reader, end in
-            try reader.key("conversion-identifier")
-            let conversion = try reader.string()
+        self = try reader.keyed { reader in
+            let conversion = try reader.string("conversion-identifier")
             try reader.key("update")
-            let update = try PostbackUpdate(reading: &reader)
-            try reader.key("time")
-            let time: Milliseconds = try reader.signed()
-            let event = try reader.optionalKey("event-identifier", end: end) ? try reader.string() : nil
-            return AttributedUpdate(conversionIdentifier: conversion, update: update, time: time, eventIdentifier: event)
+            return AttributedUpdate(
+                conversionIdentifier: conversion, update: try PostbackUpdate(reading: &reader), time: try reader.signed("time"),
+                eventIdentifier: try reader.string(ifPresent: "event-identifier"))
         }
     }
 }
@@ -144,39 +101,26 @@ extension AttributedUpdate {
 extension PostbackUpdate {
     func write(to writer: inout CompactWriter) throws {
         try writer.keyed { writer in
-            writer.key("fineConversionValue")
-            writer.signed(fineConversionValue)
-            if let coarseConversionValue {
-                writer.key("coarseConversionValue")
-                writer.string(coarseConversionValue.rawValue)
-            }
-            writer.key("lockPostback")
-            writer.bool(lockPostback)
+            writer.field("fineConversionValue", fineConversionValue)
+            writer.field("coarseConversionValue", ifPresent: coarseConversionValue)
+            writer.field("lockPostback", lockPostback)
             if let conversionTypes {
                 writer.key("conversionTypes")
                 try writer.encodable(conversionTypes)
             }
-            if let conversionTag {
-                writer.key("conversionTag")
-                writer.string(conversionTag)
-            }
+            writer.field("conversionTag", ifPresent: conversionTag)
         }
     }
 
     init(reading reader: inout CompactReader) throws {
-        self = try reader.keyed { reader, end in
-            try reader.key("fineConversionValue")
-            var update = PostbackUpdate(fineConversionValue: try reader.signed(Int.self))
-            if try reader.optionalKey("coarseConversionValue", end: end) {
-                update.coarseConversionValue = try reader.raw(CoarseConversionValue.self)
-            }
-            try reader.key("lockPostback")
-            update.lockPostback = try reader.bool()
-            if try reader.optionalKey("conversionTypes", end: end) {
-                update.conversionTypes = try reader.decodable([ConversionKind].self)
-            }
-            if try reader.optionalKey("conversionTag", end: end) { update.conversionTag = try reader.string() }
-            return update
+        self = try reader.keyed { reader in
+            let fine = try reader.signed("fineConversionValue", as: Int.self)
+            let coarse = try reader.raw(ifPresent: "coarseConversionValue", as: CoarseConversionValue.self)
+            let lock = try reader.bool("lockPostback")
+            let types = try reader.optionalKey("conversionTypes") ? try reader.decodable([ConversionKind].self) : nil
+            return PostbackUpdate(
+                fineConversionValue: fine, coarseConversionValue: coarse, lockPostback: lock, conversionTypes: types,
+                conversionTag: try reader.string(ifPresent: "conversionTag"))
         }
     }
 }

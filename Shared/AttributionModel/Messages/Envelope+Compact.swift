@@ -6,14 +6,10 @@
 extension Envelope: CompactHandCoded {
     func write(to writer: inout CompactWriter) throws {
         try writer.keyed { writer in
-            writer.key("type")
-            writer.string(type.rawValue)
-            writer.key("id")
-            writer.string(id)
-            writer.key("time")
-            writer.signed(time)
-            writer.key("schema")
-            writer.signed(schema)
+            writer.field("type", type)
+            writer.field("id", id)
+            writer.field("time", time)
+            writer.field("schema", schema)
             writer.key("body")
             switch body {
             case .impressionVerified(let impression): impression.write(to: &writer)
@@ -30,15 +26,11 @@ extension Envelope: CompactHandCoded {
     }
 
     init(reading reader: inout CompactReader) throws {
-        self = try reader.keyed { reader, _ in
-            try reader.key("type")
-            let type = try reader.raw(MessageType.self)
-            try reader.key("id")
-            let id = try reader.string()
-            try reader.key("time")
-            let time: Milliseconds = try reader.signed()
-            try reader.key("schema")
-            let schema = try reader.signed(Int.self)
+        self = try reader.keyed { reader in
+            let type = try reader.raw("type", as: MessageType.self)
+            let id = try reader.string("id")
+            let time: Milliseconds = try reader.signed("time")
+            let schema = try reader.signed("schema", as: Int.self)
             try reader.key("body")
             let body: MessageBody
             switch type {
@@ -63,28 +55,25 @@ extension Envelope: CompactHandCoded {
 extension VerifiedImpression {
     func write(to writer: inout CompactWriter) {
         writer.keyed { writer in
-            writer.key("device-identifier")
-            writer.string(deviceIdentifier)
+            writer.field("device-identifier", deviceIdentifier)
             writer.key("payload")
             payload.write(to: &writer)
             writer.key("interaction")
             interaction.write(to: &writer)
-            writer.key("kind")
-            writer.string(kind.rawValue)
+            writer.field("kind", kind)
         }
     }
 
     init(reading reader: inout CompactReader) throws {
-        self = try reader.keyed { reader, _ in
-            try reader.key("device-identifier")
-            let device = try reader.string()
+        self = try reader.keyed { reader in
+            let device = try reader.string("device-identifier")
             try reader.key("payload")
             let payload = try ImpressionPayload(reading: &reader)
             try reader.key("interaction")
             let interaction = try Interaction(reading: &reader)
-            try reader.key("kind")
             return VerifiedImpression(
-                deviceIdentifier: device, payload: payload, interaction: interaction, kind: try reader.raw(ImpressionKind.self))
+                deviceIdentifier: device, payload: payload, interaction: interaction,
+                kind: try reader.raw("kind", as: ImpressionKind.self))
         }
     }
 }
@@ -94,30 +83,23 @@ extension ImpressionReport {
     func write(to writer: inout CompactWriter) throws {
         guard skadnetworkImpression == nil else { throw CompactReader.Mismatch() }
         writer.keyed { writer in
-            writer.key("device-identifier")
-            writer.string(deviceIdentifier)
-            if let impression {
-                writer.key("impression")
-                writer.string(impression)
-            }
+            writer.field("device-identifier", deviceIdentifier)
+            writer.field("impression", ifPresent: impression)
             writer.key("interaction")
             interaction.write(to: &writer)
-            writer.key("received-at")
-            writer.signed(receivedAt)
+            writer.field("received-at", receivedAt)
         }
     }
 
     init(reading reader: inout CompactReader) throws {
-        self = try reader.keyed { reader, end in
-            try reader.key("device-identifier")
-            let device = try reader.string()
-            guard try reader.optionalKey("impression", end: end) else { throw CompactReader.Mismatch() }
-            let impression = try reader.string()
+        self = try reader.keyed { reader in
+            let device = try reader.string("device-identifier")
+            let impression = try reader.string("impression")
             try reader.key("interaction")
             let interaction = try Interaction(reading: &reader)
-            try reader.key("received-at")
             return ImpressionReport(
-                deviceIdentifier: device, impression: impression, interaction: interaction, receivedAt: try reader.signed())
+                deviceIdentifier: device, impression: impression, interaction: interaction,
+                receivedAt: try reader.signed("received-at"))
         }
     }
 }
@@ -125,48 +107,30 @@ extension ImpressionReport {
 extension ImpressionPayload {
     func write(to writer: inout CompactWriter) {
         writer.keyed { writer in
-            writer.key("impression-identifier")
-            writer.string(impressionIdentifier)
-            writer.key("ad-network-identifier")
-            writer.string(adNetworkIdentifier.rawValue)
-            writer.key("advertised-item-identifier")
-            writer.unsigned(advertisedItemIdentifier)
-            writer.key("publisher-item-identifier")
-            writer.unsigned(publisherItemIdentifier)
-            writer.key("source-identifier")
-            writer.signed(sourceIdentifier)
-            writer.key("timestamp")
-            writer.signed(timestamp)
-            writer.key("impression-type")
-            writer.string(impressionType)
-            if let eligibleForReengagement {
-                writer.key("eligible-for-re-engagement")
-                writer.bool(eligibleForReengagement)
-            }
+            writer.field("impression-identifier", impressionIdentifier)
+            writer.field("ad-network-identifier", adNetworkIdentifier.rawValue)
+            writer.field("advertised-item-identifier", advertisedItemIdentifier)
+            writer.field("publisher-item-identifier", publisherItemIdentifier)
+            writer.field("source-identifier", sourceIdentifier)
+            writer.field("timestamp", timestamp)
+            writer.field("impression-type", impressionType)
+            writer.field("eligible-for-re-engagement", ifPresent: eligibleForReengagement)
         }
     }
 
     init(reading reader: inout CompactReader) throws {
-        self = try reader.keyed { reader, end in
-            try reader.key("impression-identifier")
-            let impression = try reader.string()
-            try reader.key("ad-network-identifier")
-            guard let network = AdNetworkIdentifier(try reader.string()) else { throw CompactReader.Mismatch() }
-            try reader.key("advertised-item-identifier")
-            let advertised = try reader.unsigned()
-            try reader.key("publisher-item-identifier")
-            let publisher = try reader.unsigned()
-            try reader.key("source-identifier")
-            let source = try reader.signed(Int.self)
-            try reader.key("timestamp")
-            let timestamp: Milliseconds = try reader.signed()
-            try reader.key("impression-type")
-            let type = try reader.string()
-            let reengagement = try reader.optionalKey("eligible-for-re-engagement", end: end) ? try reader.bool() : nil
+        self = try reader.keyed { reader in
+            let impression = try reader.string("impression-identifier")
+            guard let network = AdNetworkIdentifier(try reader.string("ad-network-identifier")) else {
+                throw CompactReader.Mismatch()
+            }
             return ImpressionPayload(
-                impressionIdentifier: impression, adNetworkIdentifier: network, advertisedItemIdentifier: advertised,
-                publisherItemIdentifier: publisher, sourceIdentifier: source, timestamp: timestamp, impressionType: type,
-                eligibleForReengagement: reengagement)
+                impressionIdentifier: impression, adNetworkIdentifier: network,
+                advertisedItemIdentifier: try reader.unsigned("advertised-item-identifier"),
+                publisherItemIdentifier: try reader.unsigned("publisher-item-identifier"),
+                sourceIdentifier: try reader.signed("source-identifier", as: Int.self), timestamp: try reader.signed("timestamp"),
+                impressionType: try reader.string("impression-type"),
+                eligibleForReengagement: try reader.bool(ifPresent: "eligible-for-re-engagement"))
         }
     }
 }
@@ -174,30 +138,18 @@ extension ImpressionPayload {
 extension Interaction {
     func write(to writer: inout CompactWriter) {
         writer.keyed { writer in
-            writer.key("type")
-            writer.string(type.rawValue)
-            writer.key("time")
-            writer.signed(time)
-            if let loadedAt {
-                writer.key("loaded-at")
-                writer.signed(loadedAt)
-            }
-            if let begin {
-                writer.key("begin")
-                writer.signed(begin)
-            }
+            writer.field("type", type)
+            writer.field("time", time)
+            writer.field("loaded-at", ifPresent: loadedAt)
+            writer.field("begin", ifPresent: begin)
         }
     }
 
     init(reading reader: inout CompactReader) throws {
-        self = try reader.keyed { reader, end in
-            try reader.key("type")
-            let type = try reader.raw(InteractionType.self)
-            try reader.key("time")
-            let time: Milliseconds = try reader.signed()
-            let loadedAt: Milliseconds? = try reader.optionalKey("loaded-at", end: end) ? try reader.signed() : nil
-            let begin: Milliseconds? = try reader.optionalKey("begin", end: end) ? try reader.signed() : nil
-            return Interaction(type: type, time: time, loadedAt: loadedAt, begin: begin)
+        self = try reader.keyed { reader in
+            Interaction(
+                type: try reader.raw("type", as: InteractionType.self), time: try reader.signed("time"),
+                loadedAt: try reader.signed(ifPresent: "loaded-at"), begin: try reader.signed(ifPresent: "begin"))
         }
     }
 }
@@ -205,23 +157,18 @@ extension Interaction {
 extension WindowClosed {
     func write(to writer: inout CompactWriter) {
         writer.keyed { writer in
-            writer.key("conversion-identifier")
-            writer.string(conversionIdentifier)
-            writer.key("window")
-            writer.signed(window)
-            writer.key("time")
-            writer.signed(time)
+            writer.field("conversion-identifier", conversionIdentifier)
+            writer.field("window", window)
+            writer.field("time", time)
         }
     }
 
     init(reading reader: inout CompactReader) throws {
-        self = try reader.keyed { reader, _ in
-            try reader.key("conversion-identifier")
-            let conversion = try reader.string()
-            try reader.key("window")
-            let window = try reader.signed(Int.self)
-            try reader.key("time")
-            return WindowClosed(conversionIdentifier: conversion, window: window, time: try reader.signed())
+        self = try reader.keyed { reader in
+            WindowClosed(
+                conversionIdentifier: try reader.string("conversion-identifier"),
+                window: try reader.signed("window", as: Int.self),
+                time: try reader.signed("time"))
         }
     }
 }

@@ -11,10 +11,7 @@ extension DeviceAttributionState: CompactHandCoded {
             writer.array(conversions) { writer, record in record.write(to: &writer) }
             writer.key("pendingUpdates")
             try writer.encodable(pendingUpdates)
-            if let installedAt {
-                writer.key("installedAt")
-                writer.signed(installedAt)
-            }
+            writer.field("installedAt", ifPresent: installedAt)
             writer.key("settling")
             writer.array(settling) { writer, record in record.write(to: &writer) }
             writer.key("pendingActivities")
@@ -23,7 +20,7 @@ extension DeviceAttributionState: CompactHandCoded {
     }
 
     init(reading reader: inout CompactReader) throws {
-        self = try reader.keyed { reader, end in
+        self = try reader.keyed { reader in
             var state = DeviceAttributionState()
             try reader.key("impressions")
             state.impressions = try reader.array { try VerifiedImpression(reading: &$0) }
@@ -31,7 +28,7 @@ extension DeviceAttributionState: CompactHandCoded {
             state.conversions = try reader.array { try ConversionRecord(reading: &$0) }
             try reader.key("pendingUpdates")
             state.pendingUpdates = try reader.decodable([ValueUpdateReport].self)
-            if try reader.optionalKey("installedAt", end: end) { state.installedAt = try reader.signed() }
+            state.installedAt = try reader.signed(ifPresent: "installedAt")
             try reader.key("settling")
             state.settling = try reader.array { try ConversionRecord(reading: &$0) }
             try reader.key("pendingActivities")
@@ -44,36 +41,21 @@ extension DeviceAttributionState: CompactHandCoded {
 extension ConversionRecord {
     func write(to writer: inout CompactWriter) {
         writer.keyed { writer in
-            writer.key("conversionIdentifier")
-            writer.string(conversionIdentifier)
-            writer.key("conversionType")
-            writer.string(conversionType.rawValue)
-            writer.key("time")
-            writer.signed(time)
-            if let conversionTag {
-                writer.key("conversionTag")
-                writer.string(conversionTag)
-            }
-            if let settlesAfter {
-                writer.key("settlesAfter")
-                writer.signed(settlesAfter)
-            }
+            writer.field("conversionIdentifier", conversionIdentifier)
+            writer.field("conversionType", conversionType)
+            writer.field("time", time)
+            writer.field("conversionTag", ifPresent: conversionTag)
+            writer.field("settlesAfter", ifPresent: settlesAfter)
         }
     }
 
     init(reading reader: inout CompactReader) throws {
-        self = try reader.keyed { reader, end in
-            try reader.key("conversionIdentifier")
-            let conversion = try reader.string()
-            try reader.key("conversionType")
-            let type = try reader.raw(ConversionType.self)
-            try reader.key("time")
-            let time: Milliseconds = try reader.signed()
-            let tag = try reader.optionalKey("conversionTag", end: end) ? try reader.string() : nil
-            let settlesAfter: Milliseconds? = try reader.optionalKey("settlesAfter", end: end) ? try reader.signed() : nil
-            return ConversionRecord(
-                conversionIdentifier: conversion, conversionType: type, time: time, conversionTag: tag, settlesAfter: settlesAfter
-            )
+        self = try reader.keyed { reader in
+            ConversionRecord(
+                conversionIdentifier: try reader.string("conversionIdentifier"),
+                conversionType: try reader.raw("conversionType", as: ConversionType.self), time: try reader.signed("time"),
+                conversionTag: try reader.string(ifPresent: "conversionTag"),
+                settlesAfter: try reader.signed(ifPresent: "settlesAfter"))
         }
     }
 }

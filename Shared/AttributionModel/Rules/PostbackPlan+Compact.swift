@@ -10,10 +10,7 @@ extension PostbackPlan: CompactHandCoded {
             attribution.write(to: &writer)
             writer.key("crowd")
             crowd.write(to: &writer)
-            if let firstUpdateAt {
-                writer.key("firstUpdateAt")
-                writer.signed(firstUpdateAt)
-            }
+            writer.field("firstUpdateAt", ifPresent: firstUpdateAt)
             writer.key("reported")
             writer.array(reported) { writer, value in value.write(to: &writer) }
             writer.key("windowsDone")
@@ -36,7 +33,7 @@ extension PostbackPlan: CompactHandCoded {
     }
 
     init(reading reader: inout CompactReader) throws {
-        self = try reader.keyed { reader, end in
+        self = try reader.keyed { reader in
             try reader.key("attribution")
             let attribution = try Attribution(reading: &reader)
             try reader.key("crowd")
@@ -44,15 +41,15 @@ extension PostbackPlan: CompactHandCoded {
             var plan = PostbackPlan(attribution: attribution, crowd: crowd)
             // `init(attribution:crowd:)` gives a development winner the development crowd; the stored one counts.
             plan.crowd = crowd
-            if try reader.optionalKey("firstUpdateAt", end: end) { plan.firstUpdateAt = try reader.signed() }
+            plan.firstUpdateAt = try reader.signed(ifPresent: "firstUpdateAt")
             try reader.key("reported")
             plan.reported = try reader.array { try ReportedValue(reading: &$0) }
             try reader.key("windowsDone")
             plan.windowsDone = try reader.array { try $0.bool() }
-            if try reader.optionalKey("closed", end: end) {
+            if try reader.optionalKey("closed") {
                 plan.closed = try reader.array { reader in reader.null() ? nil : try ClosedWindow(reading: &reader) }
             }
-            if try reader.optionalKey("valueSchema", end: end) {
+            if try reader.optionalKey("valueSchema") {
                 plan.valueSchema = try reader.decodable(ConversionValueSchema.self)
                 try reader.key("activityTotals")
                 plan.activityTotals = try reader.decodable([ActivityTotals].self)
@@ -67,26 +64,17 @@ extension PostbackPlan: CompactHandCoded {
 extension PostbackPlan.ReportedValue {
     func write(to writer: inout CompactWriter) {
         writer.keyed { writer in
-            writer.key("time")
-            writer.signed(time)
-            if let fine {
-                writer.key("fine")
-                writer.signed(fine)
-            }
-            if let coarse {
-                writer.key("coarse")
-                writer.string(coarse.rawValue)
-            }
+            writer.field("time", time)
+            writer.field("fine", ifPresent: fine)
+            writer.field("coarse", ifPresent: coarse)
         }
     }
 
     init(reading reader: inout CompactReader) throws {
-        self = try reader.keyed { reader, end in
-            try reader.key("time")
-            var value = Self(time: try reader.signed())
-            if try reader.optionalKey("fine", end: end) { value.fine = try reader.signed(Int.self) }
-            if try reader.optionalKey("coarse", end: end) { value.coarse = try reader.raw(CoarseConversionValue.self) }
-            return value
+        self = try reader.keyed { reader in
+            Self(
+                time: try reader.signed("time"), fine: try reader.signed(ifPresent: "fine", as: Int.self),
+                coarse: try reader.raw(ifPresent: "coarse", as: CoarseConversionValue.self))
         }
     }
 }
@@ -94,57 +82,42 @@ extension PostbackPlan.ReportedValue {
 extension PostbackPlan.ClosedWindow {
     func write(to writer: inout CompactWriter) {
         writer.keyed { writer in
-            writer.key("at")
-            writer.signed(at)
+            writer.field("at", at)
             if let values {
                 writer.key("values")
                 writer.keyed { writer in
-                    if let fine = values.fine {
-                        writer.key("fine")
-                        writer.signed(fine)
-                    }
-                    if let coarse = values.coarse {
-                        writer.key("coarse")
-                        writer.string(coarse.rawValue)
-                    }
+                    writer.field("fine", ifPresent: values.fine)
+                    writer.field("coarse", ifPresent: values.coarse)
                 }
             }
             writer.key("postbacks")
             writer.array(postbacks) { writer, postback in
                 writer.keyed { writer in
-                    writer.key("contender")
-                    writer.signed(postback.contender)
-                    writer.key("identifier")
-                    writer.string(postback.identifier)
-                    writer.key("dueAt")
-                    writer.signed(postback.dueAt)
+                    writer.field("contender", postback.contender)
+                    writer.field("identifier", postback.identifier)
+                    writer.field("dueAt", postback.dueAt)
                 }
             }
         }
     }
 
     init(reading reader: inout CompactReader) throws {
-        self = try reader.keyed { reader, end in
-            try reader.key("at")
-            let at: Milliseconds = try reader.signed()
+        self = try reader.keyed { reader in
+            let at: Milliseconds = try reader.signed("at")
             var values: PostbackFieldGating.Values?
-            if try reader.optionalKey("values", end: end) {
-                values = try reader.keyed { reader, end in
-                    var values = PostbackFieldGating.Values()
-                    if try reader.optionalKey("fine", end: end) { values.fine = try reader.signed(Int.self) }
-                    if try reader.optionalKey("coarse", end: end) { values.coarse = try reader.raw(CoarseConversionValue.self) }
-                    return values
+            if try reader.optionalKey("values") {
+                values = try reader.keyed { reader in
+                    PostbackFieldGating.Values(
+                        fine: try reader.signed(ifPresent: "fine", as: Int.self),
+                        coarse: try reader.raw(ifPresent: "coarse", as: CoarseConversionValue.self))
                 }
             }
             try reader.key("postbacks")
             let postbacks = try reader.array { reader in
-                try reader.keyed { reader, _ in
-                    try reader.key("contender")
-                    let contender = try reader.signed(Int.self)
-                    try reader.key("identifier")
-                    let identifier = try reader.string()
-                    try reader.key("dueAt")
-                    return Prepared(contender: contender, identifier: identifier, dueAt: try reader.signed())
+                try reader.keyed { reader in
+                    Prepared(
+                        contender: try reader.signed("contender", as: Int.self), identifier: try reader.string("identifier"),
+                        dueAt: try reader.signed("dueAt"))
                 }
             }
             return Self(at: at, values: values, postbacks: postbacks)
@@ -155,23 +128,18 @@ extension PostbackPlan.ClosedWindow {
 extension CrowdAssessment {
     func write(to writer: inout CompactWriter) {
         writer.keyed { writer in
-            writer.key("tier")
-            writer.signed(tier.rawValue)
-            writer.key("sourceIdentifierDigits")
-            writer.signed(sourceIdentifierDigits)
-            writer.key("countryIsTierThree")
-            writer.bool(countryIsTierThree)
+            writer.field("tier", tier.rawValue)
+            writer.field("sourceIdentifierDigits", sourceIdentifierDigits)
+            writer.field("countryIsTierThree", countryIsTierThree)
         }
     }
 
     init(reading reader: inout CompactReader) throws {
-        self = try reader.keyed { reader, _ in
-            try reader.key("tier")
-            let tier = CrowdTier(rawValue: try reader.signed(Int.self))
-            try reader.key("sourceIdentifierDigits")
-            let digits = try reader.signed(Int.self)
-            try reader.key("countryIsTierThree")
-            return CrowdAssessment(tier: tier, sourceIdentifierDigits: digits, countryIsTierThree: try reader.bool())
+        self = try reader.keyed { reader in
+            CrowdAssessment(
+                tier: CrowdTier(rawValue: try reader.signed("tier", as: Int.self)),
+                sourceIdentifierDigits: try reader.signed("sourceIdentifierDigits", as: Int.self),
+                countryIsTierThree: try reader.bool("countryIsTierThree"))
         }
     }
 }
@@ -179,54 +147,36 @@ extension CrowdAssessment {
 extension Attribution {
     func write(to writer: inout CompactWriter) {
         writer.keyed { writer in
-            writer.key("conversion-identifier")
-            writer.string(conversionIdentifier)
-            writer.key("advertised-item-identifier")
-            writer.unsigned(advertisedItemIdentifier)
-            writer.key("conversion-type")
-            writer.string(conversionType.rawValue)
-            writer.key("conversion-time")
-            writer.signed(conversionTime)
-            if let countryCode {
-                writer.key("country-code")
-                writer.string(countryCode)
-            }
+            writer.field("conversion-identifier", conversionIdentifier)
+            writer.field("advertised-item-identifier", advertisedItemIdentifier)
+            writer.field("conversion-type", conversionType)
+            writer.field("conversion-time", conversionTime)
+            writer.field("country-code", ifPresent: countryCode)
             writer.key("winner")
             winner.write(to: &writer)
             writer.key("non-winners")
             writer.array(nonWinners) { writer, impression in impression.write(to: &writer) }
-            if let conversionTag {
-                writer.key("conversion-tag")
-                writer.string(conversionTag)
-            }
-            if let marketplaceIdentifier {
-                writer.key("marketplace-identifier")
-                writer.string(marketplaceIdentifier)
-            }
+            writer.field("conversion-tag", ifPresent: conversionTag)
+            writer.field("marketplace-identifier", ifPresent: marketplaceIdentifier)
         }
     }
 
     init(reading reader: inout CompactReader) throws {
-        self = try reader.keyed { reader, end in
-            try reader.key("conversion-identifier")
-            let conversion = try reader.string()
-            try reader.key("advertised-item-identifier")
-            let advertised = try reader.unsigned()
-            try reader.key("conversion-type")
-            let type = try reader.raw(ConversionType.self)
-            try reader.key("conversion-time")
-            let time: Milliseconds = try reader.signed()
-            let country = try reader.optionalKey("country-code", end: end) ? try reader.string() : nil
+        self = try reader.keyed { reader in
+            let conversion = try reader.string("conversion-identifier")
+            let advertised = try reader.unsigned("advertised-item-identifier")
+            let type = try reader.raw("conversion-type", as: ConversionType.self)
+            let time: Milliseconds = try reader.signed("conversion-time")
+            let country = try reader.string(ifPresent: "country-code")
             try reader.key("winner")
             let winner = try AttributedImpression(reading: &reader)
             try reader.key("non-winners")
             let nonWinners = try reader.array { try AttributedImpression(reading: &$0) }
-            let tag = try reader.optionalKey("conversion-tag", end: end) ? try reader.string() : nil
-            let marketplace = try reader.optionalKey("marketplace-identifier", end: end) ? try reader.string() : nil
             return Attribution(
                 conversionIdentifier: conversion, advertisedItemIdentifier: advertised, conversionType: type,
-                conversionTime: time, countryCode: country, winner: winner, nonWinners: nonWinners, conversionTag: tag,
-                marketplaceIdentifier: marketplace)
+                conversionTime: time, countryCode: country, winner: winner, nonWinners: nonWinners,
+                conversionTag: try reader.string(ifPresent: "conversion-tag"),
+                marketplaceIdentifier: try reader.string(ifPresent: "marketplace-identifier"))
         }
     }
 }
@@ -234,37 +184,26 @@ extension Attribution {
 extension AttributedImpression {
     func write(to writer: inout CompactWriter) {
         writer.keyed { writer in
-            writer.key("ad-network-identifier")
-            writer.string(adNetworkIdentifier.rawValue)
-            writer.key("impression-identifier")
-            writer.string(impressionIdentifier)
-            writer.key("source-identifier")
-            writer.signed(sourceIdentifier)
-            writer.key("publisher-item-identifier")
-            writer.unsigned(publisherItemIdentifier)
-            writer.key("interaction-type")
-            writer.string(interactionType.rawValue)
-            writer.key("kind")
-            writer.string(kind.rawValue)
+            writer.field("ad-network-identifier", adNetworkIdentifier.rawValue)
+            writer.field("impression-identifier", impressionIdentifier)
+            writer.field("source-identifier", sourceIdentifier)
+            writer.field("publisher-item-identifier", publisherItemIdentifier)
+            writer.field("interaction-type", interactionType)
+            writer.field("kind", kind)
         }
     }
 
     init(reading reader: inout CompactReader) throws {
-        self = try reader.keyed { reader, _ in
-            try reader.key("ad-network-identifier")
-            guard let network = AdNetworkIdentifier(try reader.string()) else { throw CompactReader.Mismatch() }
-            try reader.key("impression-identifier")
-            let impression = try reader.string()
-            try reader.key("source-identifier")
-            let source = try reader.signed(Int.self)
-            try reader.key("publisher-item-identifier")
-            let publisher = try reader.unsigned()
-            try reader.key("interaction-type")
-            let interaction = try reader.raw(InteractionType.self)
-            try reader.key("kind")
+        self = try reader.keyed { reader in
+            guard let network = AdNetworkIdentifier(try reader.string("ad-network-identifier")) else {
+                throw CompactReader.Mismatch()
+            }
             return AttributedImpression(
-                adNetworkIdentifier: network, impressionIdentifier: impression, sourceIdentifier: source,
-                publisherItemIdentifier: publisher, interactionType: interaction, kind: try reader.raw(ImpressionKind.self))
+                adNetworkIdentifier: network, impressionIdentifier: try reader.string("impression-identifier"),
+                sourceIdentifier: try reader.signed("source-identifier", as: Int.self),
+                publisherItemIdentifier: try reader.unsigned("publisher-item-identifier"),
+                interactionType: try reader.raw("interaction-type", as: InteractionType.self),
+                kind: try reader.raw("kind", as: ImpressionKind.self))
         }
     }
 }
