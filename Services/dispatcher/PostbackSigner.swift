@@ -63,8 +63,10 @@ struct PostbackSigner: Sendable {
             let postback = try SKANPostbackSigner.signed(SKANPostback(order: order), with: key.privateKey)
             return String(decoding: try JSONCoding.encoder.encode(postback), as: UTF8.self)
         }
-        let payload = try JSONCoding.encoder.encode(order.payload)
+        // The same bytes as JSONCoding.encoder's, written directly when the text is plain (`plainJSON`).
+        let payload = try order.payload.plainJSON().map { Data($0) } ?? JSONCoding.encoder.encode(order.payload)
         let jws = try CompactJWS.sign(payload: payload, keyID: key.id, with: key.privateKey)
-        return String(decoding: try JSONCoding.encoder.encode(PostbackBody(order: order, jwsString: jws)), as: UTF8.self)
+        let body = PostbackBody(order: order, jwsString: jws)
+        return String(decoding: try body.plainJSON().map { Data($0) } ?? JSONCoding.encoder.encode(body), as: UTF8.self)
     }
 }

@@ -58,7 +58,7 @@ extension Envelope {
 
 extension [UInt8] {
     /// `"key":`, preceded by a comma unless it is the first key of its object. Keys are plain.
-    fileprivate mutating func key(_ key: StaticString, first: Bool = false) -> Bool {
+    mutating func key(_ key: StaticString, first: Bool = false) -> Bool {
         if !first { append(UInt8(ascii: ",")) }
         append(UInt8(ascii: "\""))
         key.withUTF8Buffer { append(contentsOf: $0) }
@@ -67,13 +67,13 @@ extension [UInt8] {
     }
 
     /// The envelope's own fields after its body, and the closing brace.
-    fileprivate mutating func envelopeFields(_ envelope: Envelope) -> Bool {
+    mutating func envelopeFields(_ envelope: Envelope) -> Bool {
         key("id") && string(envelope.id) && key("schema") && number(envelope.schema) && key("time")
             && number(envelope.time) && key("type") && string(envelope.type.rawValue) && byte(UInt8(ascii: "}"))
     }
 
     /// An `Interaction` object, keys sorted.
-    fileprivate mutating func interaction(_ interaction: Interaction) -> Bool {
+    mutating func interaction(_ interaction: Interaction) -> Bool {
         byte(UInt8(ascii: "{"))
             && (interaction.begin.map({ key("begin", first: true) && number($0) }) ?? true)
             && (interaction.loadedAt.map({ key("loaded-at", first: interaction.begin == nil) && number($0) }) ?? true)
@@ -81,23 +81,23 @@ extension [UInt8] {
             && key("type") && string(interaction.type.rawValue) && byte(UInt8(ascii: "}"))
     }
 
-    fileprivate mutating func byte(_ byte: UInt8) -> Bool {
+    mutating func byte(_ byte: UInt8) -> Bool {
         append(byte)
         return true
     }
 
-    fileprivate mutating func literal(_ text: StaticString) -> Bool {
+    mutating func literal(_ text: StaticString) -> Bool {
         text.withUTF8Buffer { append(contentsOf: $0) }
         return true
     }
 
-    fileprivate mutating func number(_ value: some BinaryInteger) -> Bool {
+    mutating func number(_ value: some BinaryInteger) -> Bool {
         append(contentsOf: String(value).utf8)
         return true
     }
 
     /// A quoted string, or false when it holds anything JSONEncoder would escape or that is not ASCII.
-    fileprivate mutating func string(_ text: String) -> Bool {
+    mutating func string(_ text: String) -> Bool {
         append(UInt8(ascii: "\""))
         for byte in text.utf8 {
             guard byte >= 0x20, byte < 0x7F, byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\") else { return false }
