@@ -56,6 +56,7 @@ extension Envelope {
     }
 }
 
+/// The byte writers of plain JSON, shared with the dispatcher's postback JSON (`Postback+PlainJSON.swift`).
 extension [UInt8] {
     /// `"key":`, preceded by a comma unless it is the first key of its object. Keys are plain.
     mutating func key(_ key: StaticString, first: Bool = false) -> Bool {
@@ -67,13 +68,13 @@ extension [UInt8] {
     }
 
     /// The envelope's own fields after its body, and the closing brace.
-    mutating func envelopeFields(_ envelope: Envelope) -> Bool {
+    fileprivate mutating func envelopeFields(_ envelope: Envelope) -> Bool {
         key("id") && string(envelope.id) && key("schema") && number(envelope.schema) && key("time")
             && number(envelope.time) && key("type") && string(envelope.type.rawValue) && byte(UInt8(ascii: "}"))
     }
 
     /// An `Interaction` object, keys sorted.
-    mutating func interaction(_ interaction: Interaction) -> Bool {
+    fileprivate mutating func interaction(_ interaction: Interaction) -> Bool {
         byte(UInt8(ascii: "{"))
             && (interaction.begin.map({ key("begin", first: true) && number($0) }) ?? true)
             && (interaction.loadedAt.map({ key("loaded-at", first: interaction.begin == nil) && number($0) }) ?? true)
