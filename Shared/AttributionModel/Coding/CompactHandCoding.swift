@@ -103,48 +103,31 @@ struct CompactReader {
     /// Not damage, necessarily: only not the layout this reader expects (see `CompactHandCoded`).
     struct Mismatch: Error {}
 
-    let buffer: UnsafeBufferPointer<UInt8>
+    /// The primitives (tags, varints, container lengths, text, integers) are `CompactDecoder`'s own.
+    private let decoder: CompactDecoder
+    var buffer: UnsafeBufferPointer<UInt8> { decoder.buffer }
     var position: Int
     /// Where the keyed container being read ends: an optional key is looked for before it.
     private var containerEnd: Int
 
     init(buffer: UnsafeBufferPointer<UInt8>, position: Int) {
-        self.buffer = buffer
+        self.decoder = CompactDecoder(buffer: buffer, position: position)
         self.position = position
         self.containerEnd = buffer.count
     }
 
-    private mutating func byte() throws -> UInt8 {
-        guard position < buffer.count else { throw Mismatch() }
-        defer { position += 1 }
-        return buffer[position]
-    }
-
-    private mutating func expect(_ tag: UInt8) throws {
-        guard try byte() == tag else { throw Mismatch() }
-    }
-
-    private mutating func varint() throws -> UInt64 {
-        var value: UInt64 = 0
-        var shift: UInt64 = 0
-        while shift < 64 {
-            let byte = try byte()
-            value |= UInt64(byte & 0x7F) << shift
-            if byte & 0x80 == 0 { return value }
-            shift += 7
-        }
-        throw Mismatch()
-    }
-
     /// A container's contents start here; where they end.
     private mutating func container(_ tag: UInt8) throws -> Int {
-        try expect(tag)
-        guard position + 4 <= buffer.count else { throw Mismatch() }
-        var count = 0
-        for index in 0..<4 { count |= Int(buffer[position + index]) << (8 * index) }
-        position += 4
-        guard count <= buffer.count - position else { throw Mismatch() }
-        return position + count
+        let (start, end) = try decoder.contents(of: tag, at: position)
+        position = start
+        return end
+    }
+
+    /// The value at `position` read by `read`, then `position` past it.
+    private mutating func value<T>(_ read: (CompactDecoder, Int) throws -> T) throws -> T {
+        let value = try read(decoder, position)
+        position = try decoder.end(ofValueAt: position)
+        return value
     }
 
     /// A keyed container: `body` reads its entries, which must end where the container does.
@@ -175,47 +158,22 @@ struct CompactReader {
     /// Whether the container's next key is `name`; if so it is read, else nothing is.
     mutating func optionalKey(_ name: StaticString) throws -> Bool {
         guard position < containerEnd else { return false }
-        let start = position
-        let count = Int(try varint())
+        var cursor = position
+        let count = Int(try decoder.varint(at: &cursor))
         let matches = name.withUTF8Buffer { wanted in
-            count == wanted.count && count <= buffer.count - position
-                && (count == 0 || memcmp(buffer.baseAddress! + position, wanted.baseAddress!, count) == 0)
+            count == wanted.count && count <= buffer.count - cursor
+                && (count == 0 || memcmp(buffer.baseAddress! + cursor, wanted.baseAddress!, count) == 0)
         }
-        if matches {
-            position += count
-        } else {
-            position = start
-        }
+        if matches { position = cursor + count }
         return matches
     }
 
-    mutating func string() throws -> String {
-        try expect(Tag.string)
-        let count = Int(try varint())
-        guard count <= buffer.count - position else { throw Mismatch() }
-        defer { position += count }
-        return String(decoding: UnsafeBufferPointer(rebasing: buffer[position..<position + count]), as: UTF8.self)
-    }
-
+    mutating func string() throws -> String { try value { try $0.string(at: $1) } }
     mutating func signed<T: FixedWidthInteger>(_ type: T.Type = Int64.self) throws -> T {
-        try expect(Tag.signed)
-        let zigzag = try varint()
-        guard let value = T(exactly: Int64(bitPattern: zigzag >> 1) ^ -Int64(bitPattern: zigzag & 1)) else { throw Mismatch() }
-        return value
+        try value { try $0.integer(T.self, at: $1) }
     }
-
-    mutating func unsigned() throws -> UInt64 {
-        try expect(Tag.unsigned)
-        return try varint()
-    }
-
-    mutating func bool() throws -> Bool {
-        switch try byte() {
-        case Tag.trueValue: return true
-        case Tag.falseValue: return false
-        default: throw Mismatch()
-        }
-    }
+    mutating func unsigned() throws -> UInt64 { try value { try $0.integer(UInt64.self, at: $1) } }
+    mutating func bool() throws -> Bool { try value { try $0.bool(at: $1) } }
 
     /// Whether the next value is nil; if so it is read.
     mutating func null() -> Bool {
@@ -232,10 +190,7 @@ struct CompactReader {
 
     /// A value of a type without a hand-written form, through `CompactDecoder`.
     mutating func decodable<T: Decodable>(_ type: T.Type) throws -> T {
-        let decoder = CompactDecoder(buffer: buffer, position: position)
-        let value = try decoder.decodeValue(T.self)
-        position = try decoder.end(ofValueAt: position)
-        return value
+        try value { try $0.decodeValue(T.self, at: $1) }
     }
 
     // MARK: - Entries of a keyed container, in the writer's order (`ifPresent`: nil when the key is absent).
