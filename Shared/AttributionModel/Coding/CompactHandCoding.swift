@@ -1,17 +1,19 @@
 import Foundation
 
-/// Hand-written `CompactCoding` for the blobs read and written on every message (a conversion's
-/// postback plan, the attributions in it): the same bytes `CompactEncoder` writes for the type's
-/// `Codable` form, without Codable's per-value dispatch, container boxes and generic metadata lookups.
-/// Codable coding of the plan was about a fifth of the scheduler's CPU per event (issue 17).
+/// Hand-written `CompactCoding` for what is read and written on every event (a conversion's postback
+/// plan, a device's attribution state, the envelopes of the common message bodies): the same bytes
+/// `CompactEncoder` writes for the type's `Codable` form, without Codable's per-value dispatch,
+/// container boxes and generic metadata lookups, which were about a fifth of the scheduler's and of
+/// attribution-winner's CPU per event (issue 17).
 ///
 /// `CompactCoding.encode` and `decode` take this path for a conforming type and fall back to the
 /// `Codable` one otherwise, and when the writer throws (a value it leaves to `Codable`, such as an
-/// envelope whose body has no hand-written form). The reader is strict: it reads keys in the order the writer puts them, and
-/// anything else (a blob written by an older or newer binary, another key order, JSON) throws
-/// `CompactReader.Mismatch`, upon which `CompactCoding.decode` reads the bytes through `CompactDecoder`,
-/// which finds keys wherever they are, fills defaults and reports real damage. `CompactHandCodingTests`
-/// holds the hand-written bytes to the `Codable` ones, and the hand-read values to `CompactDecoder`'s.
+/// envelope whose body has no hand-written form). The reader is strict: it reads keys in the order
+/// the writer puts them, and anything else (a blob written by an older or newer binary, another key
+/// order, JSON, damage) throws, upon which `CompactCoding.decode` reads the bytes through
+/// `CompactDecoder`, which finds keys wherever they are, fills defaults and reports real damage.
+/// `CompactHandCodingTests` holds the hand-written bytes to the `Codable` ones, and the hand-read
+/// values to `CompactDecoder`'s.
 protocol CompactHandCoded {
     func write(to writer: inout CompactWriter) throws
     init(reading reader: inout CompactReader) throws
