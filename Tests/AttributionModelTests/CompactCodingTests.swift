@@ -1,6 +1,7 @@
-import AttributionModel
 import Foundation
 import Testing
+
+@testable import AttributionModel
 
 @Suite("Compact coding of state blobs")
 struct CompactCodingTests {
@@ -41,21 +42,74 @@ struct CompactCodingTests {
         #expect(try CompactCoding.decode(Primitives.self, from: bytes) == value)
     }
 
+    struct Small: Codable, Equatable {
+        var a: Int
+        var b: String?
+        var c: [Bool]
+        var time: Int64
+    }
+
     /// The layout is pinned: blobs in Redis outlive the binary that wrote them.
     @Test func layoutIsPinned() throws {
-        struct Small: Codable {
-            var a: Int
-            var b: String?
-            var c: [Bool]
+        let version2: [UInt8] = [
+            0xF5, 2,  // magic, version
+            0x08, 15, 0, 0, 0,  // keyed container, 15 bytes
+            2, 0x61, 0x03, 3,  // "a" (not in the key table: 2 × 1 byte, then its text): signed, zigzag(-2) = 3
+            2, 0x63, 0x07, 1, 0, 0, 0, 0x02,  // "c": array of 1 byte: true (nil "b" is left out, as in JSON)
+            1, 0x03, 0x54,  // "time", key number 0 (2 × 0 + 1): signed, zigzag(42) = 84
+        ]
+        let value = Small(a: -2, b: nil, c: [true], time: 42)
+        #expect(try CompactCoding.encode(value) == version2)
+        #expect(try CompactCoding.decode(Small.self, from: version2) == value)
+        // Version 1, keys as text, as written before the key table: still read.
+        let version1: [UInt8] = [
+            0xF5, 1, 0x08, 19, 0, 0, 0, 1, 0x61, 0x03, 3, 1, 0x63, 0x07, 1, 0, 0, 0, 0x02, 4, 0x74, 0x69, 0x6D, 0x65, 0x03, 0x54,
+        ]
+        #expect(try CompactCoding.encodeByCodable(value, version: 1) == version1)
+        #expect(try CompactCoding.decode(Small.self, from: version1) == value)
+    }
+
+    /// The key table is append-only: these numbers are in blobs in Redis. A new key goes at the end of
+    /// `CompactKeys.names` and of this list; nothing here is ever reordered, renamed or removed.
+    @Test func keyTableIsPinned() throws {
+        let pinned = [
+            "time", "type", "body", "id", "schema", "advertised-item-identifier", "device-identifier", "received-at",
+            "conversion-identifier", "conversion-type", "country-code", "ad-network-identifier",
+            "publisher-item-identifier", "source-identifier", "impression-identifier", "kind", "interaction", "loaded-at",
+            "update", "fineConversionValue", "coarseConversionValue", "lockPostback", "payload", "impression-type",
+            "timestamp", "impressions", "conversions", "pendingUpdates", "settling", "pendingActivities", "window",
+            "report", "app", "item-identifier", "conversionIdentifier", "conversionType", "conversion-time", "winner",
+            "interaction-type", "non-winners", "fine", "coarse", "event-identifier", "settlesAfter", "attribution",
+            "crowd", "tier", "sourceIdentifierDigits", "countryIsTierThree", "firstUpdateAt", "reported", "windowsDone",
+            "impression", "installedAt", "closed", "at", "values", "postbacks", "contender", "identifier", "dueAt",
+            "postback-identifier", "destination", "url", "attempts", "order", "marketplace-identifier",
+            "postback-sequence-index", "did-win", "ad-interaction-type", "conversion-value", "development",
+            "impression-kind", "first-attempt-at", "last-error", "activityTotals", "begin", "coarse-conversion-value",
+            "conversion-tag", "conversionTag", "conversionTypes", "eligible-for-re-engagement", "jws-string",
+            "schemaValues", "valueSchema",
+        ]
+        let names = CompactKeys.names.map { $0.description }
+        #expect(Array(names.prefix(pinned.count)) == pinned)
+        #expect(Set(names).count == names.count)
+        for (number, name) in names.enumerated() {
+            var name = name
+            #expect(name.withUTF8 { CompactKeys.number(of: $0) } == number)
+            #expect(CompactKeys.text(UInt64(number)).map { String(decoding: $0, as: UTF8.self) } == name)
         }
-        let bytes = try CompactCoding.encode(Small(a: -2, b: nil, c: [true]))
-        #expect(
-            bytes == [
-                0xF5, 1,  // magic, version
-                0x08, 12, 0, 0, 0,  // keyed container, 12 bytes
-                1, 0x61, 0x03, 3,  // "a": signed, zigzag(-2) = 3
-                1, 0x63, 0x07, 1, 0, 0, 0, 0x02,  // "c": array of 1 byte: true (nil "b" is left out, as in JSON)
-            ])
+        for other in ["", "tim", "times", "Time", "key:with:colons", String(repeating: "x", count: 300)] {
+            var other = other
+            #expect(other.withUTF8 { CompactKeys.number(of: $0) } == nil)
+        }
+        #expect(CompactKeys.text(UInt64(names.count)) == nil)
+    }
+
+    /// A key number past this binary's table (a newer writer's key) is skipped like an unknown key.
+    @Test func unknownKeyNumbersAreSkipped() throws {
+        let past = UInt64(CompactKeys.names.count) * 2 + 1
+        let key: [UInt8] = [UInt8(past & 0x7F) | 0x80, UInt8(past >> 7)]  // a two-byte varint (128 ≤ past < 16384)
+        let bytes: [UInt8] = [0xF5, 2, 0x08, 7, 0, 0, 0] + key + [0x03, 6, 1, 0x03, 0x54]
+        struct Timed: Codable, Equatable { var time: Int64 }
+        #expect(try CompactCoding.decode(Timed.self, from: bytes) == Timed(time: 42))
     }
 
     @Test func modelStatesRoundTrip() throws {
@@ -131,7 +185,7 @@ struct CompactCodingTests {
         }
         #expect(throws: (any Error).self) { try CompactCoding.decode(PostbackPlan.self, from: bytes + [0]) }
         #expect(throws: (any Error).self) {
-            try CompactCoding.decode(PostbackPlan.self, from: [CompactCoding.magic, 2] + bytes.dropFirst(2))
+            try CompactCoding.decode(PostbackPlan.self, from: [CompactCoding.magic, 3] + bytes.dropFirst(2))
         }
     }
 

@@ -75,10 +75,13 @@ struct CompactHandCodingTests {
         #expect(try CompactCoding.encode(plan) == byHand)
     }
 
+    /// Both versions: version 1 (keys as text) is what plans stored before the key table look like.
     @Test(arguments: plans) func sameValueAsCodable(plan: PostbackPlan) throws {
-        let bytes = try CompactCoding.encodeByCodable(plan)
-        #expect(CompactCoding.decodeByHand(PostbackPlan.self, from: bytes) == plan)
-        #expect(try CompactCoding.decodeByCodable(PostbackPlan.self, from: bytes) == plan)
+        for version in CompactCoding.readableVersions {
+            let bytes = try CompactCoding.encodeByCodable(plan, version: version)
+            #expect(CompactCoding.decodeByHand(PostbackPlan.self, from: bytes) == plan, "version \(version)")
+            #expect(try CompactCoding.decodeByCodable(PostbackPlan.self, from: bytes) == plan, "version \(version)")
+        }
     }
 
     /// The plans the scenario of a real run produces are covered: every field the table sets is set
@@ -118,7 +121,7 @@ struct CompactHandCodingTests {
         #expect(try CompactCoding.decode(PostbackPlan.self, from: bytes) == plan)
         // A key the hand reader does not know (a newer writer's) is skipped by the Codable reader.
         var extended = try CompactCoding.encodeByHand(plan)
-        let extra: [UInt8] = [5] + Array("later".utf8) + [CompactCoding.Tag.trueValue]
+        let extra: [UInt8] = [2 * 5] + Array("later".utf8) + [CompactCoding.Tag.trueValue]
         extended.insert(contentsOf: extra, at: extended.count)
         let count = UInt32(extended.count - 7)
         for index in 0..<4 { extended[3 + index] = UInt8(truncatingIfNeeded: count >> (8 * index)) }
@@ -170,6 +173,10 @@ struct CompactHandCodingTests {
         if case .impressionReported(let report) = envelope.body, report.impression == nil { expected = false }
         #expect((byHand != nil) == expected, "\(envelope.type)")
         if let byHand { #expect(byHand == envelope) }
+        // Written before the key table (version 1): read the same way.
+        let version1 = try CompactCoding.encodeByCodable(envelope, version: CompactCoding.inlineKeysVersion)
+        #expect(try CompactCoding.decode(Envelope.self, from: version1) == envelope)
+        #expect((CompactCoding.decodeByHand(Envelope.self, from: version1) != nil) == expected, "\(envelope.type)")
     }
 
     /// Device states: empty; impressions of both interactions, an install, a settling conversion and a
@@ -210,5 +217,8 @@ struct CompactHandCodingTests {
         #expect(try CompactCoding.encodeByHand(state) == bytes)
         #expect(CompactCoding.decodeByHand(DeviceAttributionState.self, from: bytes) == state)
         #expect(try CompactCoding.decode(DeviceAttributionState.self, from: bytes) == state)
+        let version1 = try CompactCoding.encodeByCodable(state, version: CompactCoding.inlineKeysVersion)
+        #expect(version1.count > bytes.count)
+        #expect(CompactCoding.decodeByHand(DeviceAttributionState.self, from: version1) == state)
     }
 }

@@ -9,7 +9,7 @@ import Foundation
 /// (issue 17); `attribution bench-coding` measures both forms side by side. The types read and written
 /// on every event write the same bytes by hand, without Codable (`CompactHandCoded`).
 ///
-/// Layout (version 1): magic `0xF5` (never the first byte of JSON or of UTF-8 text, and not
+/// Layout: magic `0xF5` (never the first byte of JSON or of UTF-8 text, and not
 /// `CompactHeldPostback.magic`), the version byte, then one value:
 ///
 /// | tag | value |
@@ -21,14 +21,24 @@ import Foundation
 /// | `0x05` | Double, 8 bytes little-endian |
 /// | `0x06` | String: varint byte count, UTF-8 |
 /// | `0x07` | array: 4-byte little-endian byte count, then its values |
-/// | `0x08` | keyed container: 4-byte little-endian byte count, then (key as a tag-less String, value) pairs |
+/// | `0x08` | keyed container: 4-byte little-endian byte count, then (key, value) pairs |
 /// | `0x09` | Decimal (revenue): its exact text, as a String |
+///
+/// A key in version 2 (written since issue 17's key table): the varint `2n + 1` for key number `n` of
+/// `CompactKeys`, else the varint `2 × byte count`, then the UTF-8. In version 1 (still read, and the
+/// transient form `PlainJSON` writes): the varint byte count, then the UTF-8. A rolling upgrade to a
+/// binary that writes version 2 must replace every binary older than it before one writes; an older
+/// one refuses version 2's blobs (unknown version), and its messages wait as failed attempts.
 ///
 /// Readers accept JSON too (`CompactCoding.decode` looks at the first byte), so blobs written before
 /// this form, or by an older binary during a rolling upgrade, are still read.
 public enum CompactCoding {
     public static let magic: UInt8 = 0xF5
-    public static let version: UInt8 = 1
+    /// The version written.
+    public static let version: UInt8 = 2
+    /// Keys as text (see the layout); read, and written by `PlainJSON` and by tests.
+    static let inlineKeysVersion: UInt8 = 1
+    static let readableVersions: ClosedRange<UInt8> = 1...2
 
     enum Tag {
         static let null: UInt8 = 0x00
@@ -63,6 +73,21 @@ public enum CompactCoding {
         bytes.append(contentsOf: utf8)
     }
 
+    /// A key in version 2's form: its number in `CompactKeys`, else its text (see the layout).
+    static func appendKey(_ utf8: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
+        if let number = CompactKeys.number(of: utf8) {
+            CompactHeldPostback.appendVarint(UInt64(number) << 1 | 1, to: &bytes)
+        } else {
+            CompactHeldPostback.appendVarint(UInt64(utf8.count) << 1, to: &bytes)
+            bytes.append(contentsOf: utf8)
+        }
+    }
+
+    /// Whether two keys' UTF-8 are the same.
+    static func same(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        a.count == b.count && (a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
+    }
+
     /// A container's tag and a placeholder for its 4-byte little-endian byte count; where the count goes.
     static func openContainer(_ tag: UInt8, in bytes: inout [UInt8]) -> Int {
         bytes.append(tag)
@@ -84,8 +109,8 @@ public enum CompactCoding {
     }
 
     /// The compact form of `value` through its `Codable` conformance (a hand-coded type's reference).
-    static func encodeByCodable<T: Encodable>(_ value: T) throws -> [UInt8] {
-        let encoder = CompactEncoder()
+    static func encodeByCodable<T: Encodable>(_ value: T, version: UInt8 = version) throws -> [UInt8] {
+        let encoder = CompactEncoder(inlineKeys: version == inlineKeysVersion)
         encoder.bytes.reserveCapacity(512)
         encoder.bytes.append(magic)
         encoder.bytes.append(version)
@@ -109,10 +134,10 @@ public enum CompactCoding {
     /// Compact `bytes` read through `T`'s `Codable` conformance (any key order, defaults, damage reported).
     static func decodeByCodable<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
         return try bytes.withUnsafeBufferPointer { buffer in
-            guard buffer.count >= 2, buffer[1] == version else {
+            guard buffer.count >= 2, readableVersions.contains(buffer[1]) else {
                 throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "unknown compact coding version"))
             }
-            let decoder = CompactDecoder(buffer: buffer, position: 2)
+            let decoder = CompactDecoder(buffer: buffer, position: 2, version: buffer[1])
             let value = try decoder.decodeValue(T.self)
             guard try decoder.end(ofValueAt: 2) == buffer.count else {
                 throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "trailing bytes"))

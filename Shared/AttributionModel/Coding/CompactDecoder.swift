@@ -9,13 +9,16 @@ final class CompactDecoder: Decoder {
     let buffer: UnsafeBufferPointer<UInt8>
     /// Offset of the tag of the value being decoded.
     var position: Int
+    /// The layout's version: how keys are written (see `CompactCoding`).
+    let version: UInt8
 
     var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
-    init(buffer: UnsafeBufferPointer<UInt8>, position: Int) {
+    init(buffer: UnsafeBufferPointer<UInt8>, position: Int, version: UInt8) {
         self.buffer = buffer
         self.position = position
+        self.version = version
     }
 
     func decodeValue<T: Decodable>(_ type: T.Type) throws -> T { try decodeValue(T.self, at: position) }
@@ -69,6 +72,21 @@ final class CompactDecoder: Decoder {
             shift += 7
         }
         throw Self.corrupted("varint too long")
+    }
+
+    /// The key at `offset`, before a container's `end`, and `offset` moved past it: its UTF-8 (in the
+    /// buffer, or in `CompactKeys` for a numbered key), or nil for a number this binary's table does
+    /// not have (a newer writer's key, which no reader here asks for).
+    func key(at offset: inout Int, end: Int) throws -> UnsafeBufferPointer<UInt8>? {
+        let value = try varint(at: &offset)
+        var count = Int(clamping: value)
+        if version != CompactCoding.inlineKeysVersion {
+            if value & 1 == 1 { return CompactKeys.text(value >> 1) }
+            count = Int(clamping: value >> 1)
+        }
+        guard count <= end - offset else { throw Self.corrupted("truncated key") }
+        defer { offset += count }
+        return UnsafeBufferPointer(rebasing: buffer[offset..<offset + count])
     }
 
     func uint32(at offset: Int) throws -> Int {
@@ -169,11 +187,9 @@ final class CompactDecoder: Decoder {
             var found: [(name: String, value: Int)] = []
             var cursor = start
             while cursor < end {
-                let count = Int(try decoder.varint(at: &cursor))
-                guard count <= end - cursor else { throw CompactDecoder.corrupted("truncated key") }
-                let name = String(decoding: UnsafeBufferPointer(rebasing: decoder.buffer[cursor..<cursor + count]), as: UTF8.self)
-                cursor += count
-                found.append((name, cursor))
+                if let key = try decoder.key(at: &cursor, end: end) {
+                    found.append((String(decoding: key, as: UTF8.self), cursor))
+                }
                 cursor = try decoder.end(ofValueAt: cursor)
             }
             return found
@@ -187,16 +203,7 @@ final class CompactDecoder: Decoder {
             return try name.withUTF8 { wanted in
                 var cursor = start
                 while cursor < end {
-                    let count = Int(try decoder.varint(at: &cursor))
-                    guard count <= end - cursor else { throw CompactDecoder.corrupted("truncated key") }
-                    let keyStart = cursor
-                    cursor += count
-                    if count == wanted.count,
-                        count == 0
-                            || memcmp(decoder.buffer.baseAddress! + keyStart, wanted.baseAddress!, count) == 0
-                    {
-                        return cursor
-                    }
+                    if let key = try decoder.key(at: &cursor, end: end), CompactCoding.same(key, wanted) { return cursor }
                     cursor = try decoder.end(ofValueAt: cursor)
                 }
                 return nil
@@ -271,7 +278,7 @@ final class CompactDecoder: Decoder {
             throw CompactDecoder.corrupted("super decoders are not written")
         }
         func superDecoder(forKey key: Key) throws -> any Decoder {
-            CompactDecoder(buffer: decoder.buffer, position: try value(key))
+            CompactDecoder(buffer: decoder.buffer, position: try value(key), version: decoder.version)
         }
     }
 
@@ -343,7 +350,7 @@ final class CompactDecoder: Decoder {
             return UnkeyedContainer(decoder: decoder, start: start, end: end, position: start)
         }
         mutating func superDecoder() throws -> any Decoder {
-            CompactDecoder(buffer: decoder.buffer, position: try next())
+            CompactDecoder(buffer: decoder.buffer, position: try next(), version: decoder.version)
         }
     }
 

@@ -2,7 +2,7 @@ import Foundation
 
 /// Hand-written `CompactCoding` for what is read and written on every event (a conversion's postback
 /// plan, a device's attribution state, the envelopes of the common message bodies): the same bytes
-/// `CompactEncoder` writes for the type's `Codable` form, without Codable's per-value dispatch,
+/// `CompactEncoder` writes for the type's `Codable` form (keys numbered by `CompactKeys` alike), without Codable's per-value dispatch,
 /// container boxes and generic metadata lookups, which were about a fifth of the scheduler's and of
 /// attribution-winner's CPU per event (issue 17).
 ///
@@ -39,7 +39,7 @@ struct CompactWriter {
     }
 
     mutating func key(_ name: StaticString) {
-        name.withUTF8Buffer { CompactCoding.appendText($0, to: &bytes) }
+        name.withUTF8Buffer { CompactCoding.appendKey($0, to: &bytes) }
     }
 
     mutating func string(_ value: String) {
@@ -112,8 +112,8 @@ struct CompactReader {
     /// Where the keyed container being read ends: an optional key is looked for before it.
     private var containerEnd: Int
 
-    init(buffer: UnsafeBufferPointer<UInt8>, position: Int) {
-        self.decoder = CompactDecoder(buffer: buffer, position: position)
+    init(buffer: UnsafeBufferPointer<UInt8>, position: Int, version: UInt8) {
+        self.decoder = CompactDecoder(buffer: buffer, position: position, version: version)
         self.position = position
         self.containerEnd = buffer.count
     }
@@ -161,13 +161,12 @@ struct CompactReader {
     mutating func optionalKey(_ name: StaticString) throws -> Bool {
         guard position < containerEnd else { return false }
         var cursor = position
-        let count = Int(try decoder.varint(at: &cursor))
-        let matches = name.withUTF8Buffer { wanted in
-            count == wanted.count && count <= buffer.count - cursor
-                && (count == 0 || memcmp(buffer.baseAddress! + cursor, wanted.baseAddress!, count) == 0)
-        }
-        if matches { position = cursor + count }
-        return matches
+        // A key this binary's table does not number is no key this reader asks for.
+        guard let key = try decoder.key(at: &cursor, end: containerEnd),
+            name.withUTF8Buffer({ CompactCoding.same(key, $0) })
+        else { return false }
+        position = cursor
+        return true
     }
 
     mutating func string() throws -> String { try value { try $0.string(at: $1) } }
@@ -245,8 +244,8 @@ extension CompactCoding {
     /// The hand-read value of compact `bytes`, nil when they are not in the layout the reader expects.
     static func decodeByHand<T: CompactHandCoded>(_ type: T.Type, from bytes: [UInt8]) -> T? {
         bytes.withUnsafeBufferPointer { buffer in
-            guard buffer.count >= 2, buffer[0] == magic, buffer[1] == version else { return nil }
-            var reader = CompactReader(buffer: buffer, position: 2)
+            guard buffer.count >= 2, buffer[0] == magic, readableVersions.contains(buffer[1]) else { return nil }
+            var reader = CompactReader(buffer: buffer, position: 2, version: buffer[1])
             guard let value = try? T(reading: &reader), reader.position == buffer.count else { return nil }
             return value
         }

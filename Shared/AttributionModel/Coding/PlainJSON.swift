@@ -28,7 +28,8 @@ public enum PlainJSON {
 
     static func compactForm(of json: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         var reader = Reader(json: json)
-        var out: [UInt8] = [CompactCoding.magic, CompactCoding.version]
+        // Keys as text: the form is read at once and never stored, so the key table gains nothing here.
+        var out: [UInt8] = [CompactCoding.magic, CompactCoding.inlineKeysVersion]
         out.reserveCapacity(json.count + 16)
         reader.skipSpace()
         guard reader.value(into: &out, depth: 0) else { return nil }

@@ -139,8 +139,8 @@ extension StageWorker {
         )
     }
 
-    /// The lookups in their own pipeline, then WATCH (if any keys) and the stage's reads in one round
-    /// trip; returns the replies to the lookups followed by those to the reads, or nil when the stage
+    /// The lookups in their own pipeline, then WATCH (if any keys) and the stage's reads (GETs and
+    /// MGETs merged) in one round trip; returns the replies to the lookups followed by those to the reads, or nil when the stage
     /// found its lookups stale.
     private func readState(_ reads: StageReads, prepared: Stage.Prepared) async throws -> [RedisReply]? {
         let lookups = try await self.connection.pipeline(reads.lookups)
@@ -154,13 +154,15 @@ extension StageWorker {
         if !reads.watch.isEmpty {
             commands.append(RedisCommand(["WATCH"] + reads.watch))
         }
-        commands += reads.commands
+        // The stage's GETs and MGETs as one MGET (see `ReadCoalescing`).
+        let coalesced = ReadCoalescing(reads.commands)
+        commands += coalesced.commands
         let replies = try await self.connection.pipeline(commands)
-        guard !reads.watch.isEmpty else { return lookups + replies }
+        guard !reads.watch.isEmpty else { return lookups + coalesced.replies(replies) }
         if let message = replies[0].errorMessage {
             throw RedisError(.server, "WATCH failed: \(message)")
         }
-        return lookups + replies.dropFirst()
+        return lookups + coalesced.replies(Array(replies.dropFirst()))
     }
 
     /// The stage's outcomes, guarding against a stage that returns the wrong number of them.
