@@ -11,7 +11,8 @@ drained pipeline, and is good when
 The ramp starts low and multiplies the rate by 1.5 until a step is bad, then bisects (geometrically)
 between the last good and the first bad rate. A bad step is run once more before it counts as bad
 (a single stall on shared cores is not the capacity). Each step also records CPU per event per process (from
-/proc, from the step's start until the pipeline has drained), Redis CPU and commands per event, and
+/proc, from the step's start until the pipeline has drained), Redis CPU and commands per event (and
+the CPU of the append-only file rewrites that ended meanwhile), and
 the entries added to the pipeline's streams, so that nothing accepted is lost unnoticed.
 
 Environment: BENCH_RAMP_STEP_SECONDS (5), BENCH_RAMP_FACTOR (1.5), BENCH_RAMP_REFINE (3 bisections),
@@ -48,9 +49,12 @@ class Bench:
         return total
 
     def redis_counters(self):
+        """Redis's own CPU seconds, its commands, and the CPU seconds of its finished children (the
+        rewrites of its append-only file: another core's work, counted when a rewrite ends)."""
         cpu, stats = self.connection.pipeline([("INFO", "cpu"), ("INFO", "stats")])
         seconds = sum(float(re.search(rf"used_cpu_{kind}:([\d.]+)", cpu).group(1)) for kind in ("user", "sys"))
-        return seconds, int(re.search(r"total_commands_processed:(\d+)", stats).group(1))
+        children = sum(float(re.search(rf"used_cpu_{kind}_children:([\d.]+)", cpu).group(1)) for kind in ("user", "sys"))
+        return seconds, int(re.search(r"total_commands_processed:(\d+)", stats).group(1)), children
 
     def drain(self, seconds=120):
         """Until nothing waits in the pipeline; how long that took (None if it did not drain in time)."""
@@ -91,14 +95,14 @@ class Bench:
         """One step from a drained pipeline: offer, judge, drain, account."""
         self.drain()
         cpu_before = {name: cpu_seconds(p.pid) for name, p in self.processes.items()}
-        redis_cpu_before, commands_before = self.redis_counters()
+        redis_cpu_before, commands_before, rewriting_before = self.redis_counters()
         added_before = {stream: entries_added(self.connection, stream) for stream in self.streams}
         backlog_before = self.backlog()
         figures, samples, ended = self.load(rate, seconds, batch)
         backlog_after = self.backlog()
         drain_s = self.drain()
         cpu = {name: cpu_seconds(p.pid) - cpu_before[name] for name, p in self.processes.items()}
-        redis_cpu_after, commands_after = self.redis_counters()
+        redis_cpu_after, commands_after, rewriting_after = self.redis_counters()
         added = {stream: entries_added(self.connection, stream) - added_before[stream] for stream in self.streams}
         # The samples while requests went out (the tool signs first): from the first request's due time
         # (the end minus the tool's own run time) to the end, less the first half second of warm-up.
@@ -126,6 +130,7 @@ class Bench:
             "redis_cpu_s": redis_cpu_after - redis_cpu_before,
             "redis_us_per_event": (redis_cpu_after - redis_cpu_before) * 1e6 / per_event,
             "redis_commands_per_event": (commands_after - commands_before) / per_event,
+            "redis_rewrite_us_per_event": (rewriting_after - rewriting_before) * 1e6 / per_event,
             "added": added, "figures": figures,
         }
 

@@ -26,9 +26,9 @@ import Foundation
 ///
 /// A key in version 2 (written since issue 17's key table): the varint `2n + 1` for key number `n` of
 /// `CompactKeys`, else the varint `2 × byte count`, then the UTF-8. In version 1 (still read, and the
-/// transient form `PlainJSON` writes): the varint byte count, then the UTF-8. A rolling upgrade to a
-/// binary that writes version 2 must replace every binary older than it before one writes; an older
-/// one refuses version 2's blobs (unknown version), and its messages wait as failed attempts.
+/// transient form `PlainJSON` writes): the varint byte count, then the UTF-8. Binaries from before
+/// version 2 refuse it (unknown version), so upgrading to it is not rolling: the older services stop
+/// first (README, "Partitions and Redis Cluster").
 ///
 /// Readers accept JSON too (`CompactCoding.decode` looks at the first byte), so blobs written before
 /// this form, or by an older binary during a rolling upgrade, are still read.

@@ -2,9 +2,9 @@ import Foundation
 
 /// Hand-written `CompactCoding` for what is read and written on every event (a conversion's postback
 /// plan, a device's attribution state, the envelopes of the common message bodies): the same bytes
-/// `CompactEncoder` writes for the type's `Codable` form (keys numbered by `CompactKeys` alike), without Codable's per-value dispatch,
-/// container boxes and generic metadata lookups, which were about a fifth of the scheduler's and of
-/// attribution-winner's CPU per event (issue 17).
+/// `CompactEncoder` writes for the type's `Codable` form (keys numbered by `CompactKeys` alike),
+/// without Codable's per-value dispatch, container boxes and generic metadata lookups, which were about
+/// a fifth of the scheduler's and of attribution-winner's CPU per event (issue 17).
 ///
 /// `CompactCoding.encode` and `decode` take this path for a conforming type and fall back to the
 /// `Codable` one otherwise, and when the writer throws (a value it leaves to `Codable`, such as an

@@ -140,8 +140,8 @@ extension StageWorker {
     }
 
     /// The lookups in their own pipeline, then WATCH (if any keys) and the stage's reads (GETs and
-    /// MGETs merged) in one round trip; returns the replies to the lookups followed by those to the reads, or nil when the stage
-    /// found its lookups stale.
+    /// MGETs merged) in one round trip; returns the replies to the lookups followed by those to the
+    /// reads, or nil when the stage found its lookups stale.
     private func readState(_ reads: StageReads, prepared: Stage.Prepared) async throws -> [RedisReply]? {
         let lookups = try await self.connection.pipeline(reads.lookups)
         // A stage deciding from a failed read (a registry entry, a crowd count) would decide wrongly
