@@ -55,6 +55,18 @@ def redis(*args):
     return redis_cli(REDIS_PORT, *args)
 
 
+def rewrite_aof():
+    """Has Redis rewrite its append-only file now, and waits until it has: the next automatic rewrite
+    then waits for the file to double. The sections before the all-five ramp keep every stream entry (a
+    gigabyte or more by the overload offers), and a rewrite of that takes a core for about 15 s,
+    whatever offer or step it falls on: one fell on the ramp's first two steps in one run, one on the
+    5× batch offer in another. A 4 s offer measures ingest's shedding, not that stall; the all-five
+    ramp measures the rewrites its own writes cause."""
+    redis("BGREWRITEAOF")  # an error if one is already running: waiting for that one does as well
+    until(lambda: re.search(r"aof_rewrite_in_progress:0\b", redis("INFO", "persistence"))
+          and re.search(r"aof_rewrite_scheduled:0\b", redis("INFO", "persistence")), 300)
+
+
 def xlen(stream):
     """XLEN summed over the stream's partitions."""
     return sum(int(redis("XLEN", name) or 0) for name in partitioned(stream))
@@ -228,6 +240,7 @@ try:
         for multiple in (2, 5):
             if not ramp["capacity_per_s"]:
                 continue
+            rewrite_aof()
             record = path.step(multiple * ramp["capacity_per_s"], ramp["batch"], OVERLOAD_SECONDS)
             # Every accepted impression becomes one entry on `events` and, verified, one on `verified`,
             # which attribution-winner has consumed once the step drained.
@@ -249,14 +262,10 @@ try:
     for process in five.values():
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=30)
-    # From an empty Redis, its append-only file rewritten: the sections above leave a gigabyte or more
-    # in it (streams are kept), whose next automatic rewrite takes a core for 15 s or so, at whatever
-    # step it falls on (it failed the first two steps of one run, far below capacity). Emptied, the
-    # campaign's own data is all there is, and its rewrites come at the rate its writes cause them.
+    # From an empty Redis, its append-only file rewritten (see `rewrite_aof`): the campaign's own data
+    # is all there is, and its rewrites come at the rate its writes cause them.
     redis("FLUSHALL")
-    redis("BGREWRITEAOF")
-    until(lambda: re.search(r"aof_rewrite_in_progress:0\b", redis("INFO", "persistence"))
-          and re.search(r"aof_rewrite_scheduled:0\b", redis("INFO", "persistence")), 120)
+    rewrite_aof()
     scaled = {"TIME_SCALE": "86400", "CONVERSION_SETTLE_MS": "250", "WINDOW_CLOSE_GRACE_MS": "400", "CROWD_TIER_THRESHOLDS": "1,1,1"}
     five["ingest"] = children.start("ingest", [f"{BIN}/ingest"], {**common, **lag_ceiling, **scaled, "HTTP_PORT": str(ingest_port), "ADMIN_HTTP_PORT": str(admin_port), "ADMIN_TOKEN": token})
     wait_http(ingest + "/health")
@@ -385,6 +394,8 @@ lines = [
     "as a share of the capacity; shed is the share refused at once (503 overloaded or pipeline-lagging, 429); failed counts "
     "timeouts (10 s), other errors and refused items; lost counts accepted impressions that never reached `verified` "
     f"(attribution-winner consumed all of `verified` before each count). **Accepted events lost: {lost_total}.**", "",
+    "Each offer starts right after Redis rewrote its append-only file (`rewrite_aof` in scripts/bench.py): the sections "
+    "before keep every stream entry, and a rewrite of that takes a core for seconds, whatever offer it falls on. "
     "Accepted p99 counts from each request's due time, so it includes any wait for one of the load tool's 512 connections; "
     "ingest's answer p99 counts from the accepted request's write to its answer. The load tool's CPU per request (sending "
     "and reading answers, on the same cores) is what the offer itself takes from the services.", "",
