@@ -63,8 +63,7 @@ def rewrite_aof():
     5× batch offer in another. A 4 s offer measures ingest's shedding, not that stall; the all-five
     ramp measures the rewrites its own writes cause."""
     redis("BGREWRITEAOF")  # an error if one is already running: waiting for that one does as well
-    until(lambda: re.search(r"aof_rewrite_in_progress:0\b", redis("INFO", "persistence"))
-          and re.search(r"aof_rewrite_scheduled:0\b", redis("INFO", "persistence")), 300)
+    until(lambda: re.search(r"aof_rewrite_in_progress:0\b.*aof_rewrite_scheduled:0\b", redis("INFO", "persistence"), re.S), 300)
 
 
 def xlen(stream):

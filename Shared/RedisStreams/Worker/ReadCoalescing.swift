@@ -14,7 +14,6 @@ public struct ReadCoalescing: Sendable {
     public let commands: [RedisCommand]
     /// Per original command: where its reply comes from.
     private let sources: [Source]
-    private let merged: Bool
 
     private enum Source: Sendable {
         /// The value at `offset` of the merged MGET's reply (a GET's).
@@ -48,7 +47,6 @@ public struct ReadCoalescing: Sendable {
         guard reads.count - others.count >= 2 else {
             self.commands = reads
             self.sources = reads.indices.map { .sent(index: $0) }
-            self.merged = false
             return
         }
         self.commands = [RedisCommand(bytes: [Array("MGET".utf8)] + keys)] + others
@@ -56,19 +54,13 @@ public struct ReadCoalescing: Sendable {
             if case .sent(let index) = source { return .sent(index: index + 1) }
             return source
         }
-        self.merged = true
     }
 
     /// The replies to the original commands, in their order, from the replies to `commands`.
     public func replies(_ sent: [RedisReply]) -> [RedisReply] {
-        let values: [RedisReply]
-        var failure: RedisReply?
-        if merged, let first = sent.first {
-            if first.errorMessage != nil { failure = first }
-            values = first.elements
-        } else {
-            values = []
-        }
+        // The merged MGET's reply, if there is one, is the first (only `.value(s)` sources read it).
+        let values = sent.first?.elements ?? []
+        let failure = sent.first?.errorMessage != nil ? sent.first : nil
         return sources.map { source in
             switch source {
             case .sent(let index):
