@@ -175,20 +175,18 @@ struct SchedulerStage: StreamStage {
         }
         let key = StageKeys.plan(conversion: id, in: partition)
         switch effects.store {
-        case .plan(let plan)? where effects.keptUntil != nil:
-            // Kept until its last postback leaves, then only the marker remains (no timer to wake it).
-            let kept = max(1, (effects.keptUntil ?? now) - now)
-            commands += [
-                .set(key, Self.stored(plan), expiringAfter: kept),
-                .set(
-                    StageKeys.finishedPlan(conversion: id, in: partition), StageKeys.finishedPlanMarker,
-                    expiringAfter: kept + Retention.finishedMarker(step.policy)),
-            ]
+        case .plan(let plan)?:
+            // No timer wakes a plan to end it: its key expires, and the marker beside it outlives it.
+            commands.append(.set(key, Self.stored(plan), expiringAfter: max(1, (effects.expiresAt ?? now) - now)))
+            if let marker = effects.markerExpiresAt {
+                commands.append(
+                    .set(
+                        StageKeys.finishedPlan(conversion: id, in: partition), StageKeys.finishedPlanMarker,
+                        expiringAfter: max(1, marker - now)))
+            }
         case .finished?:
             commands.append(
                 .set(key, StageKeys.finishedPlanMarker, expiringAfter: Retention.finishedMarker(step.policy)))
-        case .plan(let plan)?:
-            commands.append(.set(key, Self.stored(plan), expiringAfter: Retention.plan(step.policy)))
         case .absent?, nil:
             break
         }

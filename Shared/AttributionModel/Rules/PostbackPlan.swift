@@ -127,7 +127,22 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
         return .init(fine: latest(\.fine), coarse: latest(\.coarse))
     }
 
-    /// When each window ends: the scheduler sets a timer for each.
+    /// The windows still open in which the app reported a value: each has a timer to close it. A window
+    /// without a value sends nothing (spec section 4), so it needs none.
+    public func windowsAwaitingClose(policy: TimePolicy) -> Set<Int> {
+        var windows = Set<Int>()
+        for value in reported {
+            let offset = value.time - attribution.conversionTime
+            if let index = ConversionWindows.index(atOffset: offset, development: attribution.isDevelopment, policy: policy),
+                !windowsDone[index]
+            {
+                windows.insert(index)
+            }
+        }
+        return windows
+    }
+
+    /// When each window ends: a window's timer fires then (plus the close grace).
     public func windowEnds(policy: TimePolicy) -> [(window: Int, at: Milliseconds)] {
         (0..<ConversionWindows.count).map { index in
             let end = ConversionWindows.end(of: index, development: attribution.isDevelopment)

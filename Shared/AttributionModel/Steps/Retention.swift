@@ -4,8 +4,17 @@ public enum Retention {
     /// attribution-winner's device state: an impression (30 days) could still lead to a conversion
     /// whose windows (35 days) run.
     public static func deviceState(_ policy: TimePolicy) -> Milliseconds { policy.milliseconds(.days(66)) }
-    /// A postback plan: its windows (35 days) and a margin.
-    public static func plan(_ policy: TimePolicy) -> Milliseconds { policy.milliseconds(.days(37)) }
+    /// Until when a postback plan is kept (an absolute time, so a plan's writes do not push it back): its
+    /// last window's end plus that window's shortest postback delay, while a value stamped in time but
+    /// late through the pipeline could still prepare a postback that is not yet due, or its last held
+    /// postback's release if later (a late update may swap it until it leaves).
+    public static func plan(_ plan: PostbackPlan, policy: TimePolicy) -> Milliseconds {
+        let last = ConversionWindows.count - 1
+        let development = plan.attribution.isDevelopment
+        let end = plan.windowEnds(policy: policy)[last].at
+        let settled = end + policy.milliseconds(PostbackDelay.range(sequenceIndex: last, development: development).lowerBound)
+        return max(settled, plan.lastDueAt ?? settled)
+    }
     /// A finished plan's marker: as long as attribution-winner may still route updates to the
     /// conversion, so late updates are ignored rather than retried.
     public static func finishedMarker(_ policy: TimePolicy) -> Milliseconds { policy.milliseconds(.days(66)) }

@@ -1,8 +1,8 @@
 /// The scheduler's decision for one message, as a pure function: a new attribution gets its plan (tier
-/// from its crowds, the app's schema pinned, window timers); updates, activity, supersessions and
-/// window timers change the plan and prepare (or swap) held postbacks. The scheduler service reads the
-/// plan and crowd counters, calls `step`, and writes what it returns; the rule-level scenario runner
-/// calls the same `step` under a virtual clock.
+/// from its crowds, the app's schema pinned); updates, activity, supersessions and window timers change
+/// the plan, set a window's timer when the first value lands in it, and prepare (or swap) held
+/// postbacks. The scheduler service reads the plan and crowd counters, calls `step`, and writes what it
+/// returns; the rule-level scenario runner calls the same `step` under a virtual clock.
 public struct SchedulerStep: Sendable {
     public var policy: TimePolicy
     public var thresholds: CrowdTierThresholds
@@ -34,11 +34,13 @@ public struct SchedulerStep: Sendable {
     public struct Effects: Sendable {
         /// The plan state to store; nil when the message changed nothing (a redelivery, a finished plan).
         public var store: PlanState?
-        /// With a stored plan whose windows are all done but a postback is still held: the plan is kept
-        /// until then (the last one's release: a late update may swap it until it leaves), and from then
-        /// on the conversion is finished. The scheduler stores the plan to expire then, beside a finished
-        /// marker that outlives it; no timer needs to wake it.
-        public var keptUntil: Milliseconds?
+        /// With a stored plan: when its key expires (`Retention.plan`), an absolute time that later writes
+        /// do not push back. No timer wakes a plan to end it.
+        public var expiresAt: Milliseconds?
+        /// When set, the finished marker is written beside the plan to expire then: from the plan's
+        /// expiry on, everything for the conversion is acknowledged and ignored. A new plan writes it;
+        /// a plan whose expiry moved later, or that finished with a postback still held, writes it again.
+        public var markerExpiresAt: Milliseconds?
         public var timers: [Timer] = []
         /// New held postbacks, and replacements of held ones (`replacing` set).
         public var held: [HeldPostback] = []
@@ -86,21 +88,13 @@ public struct SchedulerStep: Sendable {
             effects.crowd = crowd.count(attribution, policy: policy)
             plan = PostbackPlan(
                 attribution: attribution, crowd: CrowdAssessment.assess(sizes, thresholds: thresholds), valueSchema: schema)
-            let grace = ConversionWindows.closeGrace(
-                configured: windowCloseGraceMilliseconds, development: attribution.isDevelopment, policy: policy)
-            for (window, at) in plan.windowEnds(policy: policy) {
-                let timer = Envelope(
-                    id: "\(id):\(window)", time: at,
-                    body: .windowClosed(.init(conversionIdentifier: id, window: window, time: at)))
-                effects.timers.append(Timer(identifier: "\(id):\(window)", dueAt: at + grace, message: timer))
-            }
         case (.updateAttributed(let update), .plan(let current)):
             plan = current
-            late = plan.isLate(stampedAt: update.time)
+            late = isLate(plan, stampedAt: update.time, now: now)
             held = plan.apply(update, policy: policy, using: &generator)
         case (.activityAttributed(let activity), .plan(let current)):
             plan = current
-            late = plan.isLate(stampedAt: activity.time)
+            late = isLate(plan, stampedAt: activity.time, now: now)
             held = plan.record(activity, policy: policy, using: &generator)
         case (.updateAttributed, _), (.activityAttributed, _):
             // Attributions and updates travel one stream in order, but replicas may take neighbours out of
@@ -108,7 +102,7 @@ public struct SchedulerStep: Sendable {
             return .retry("no postback plan yet for conversion \(id)")
         case (.conversionSuperseded(let superseded), .plan(let current)):
             plan = current
-            late = plan.isLate(stampedAt: superseded.time)
+            late = isLate(plan, stampedAt: superseded.time, now: now)
             held = plan.supersede(at: superseded.time, policy: policy, using: &generator)
         case (.windowClosed(let timer), .plan(let current)):
             // Window `count` is the wake timer kept plans had before they expired on their own: it changes nothing.
@@ -119,12 +113,27 @@ public struct SchedulerStep: Sendable {
         default:
             return .retry("unexpected \(envelope.type.rawValue)")
         }
-        // Every window done, but a postback still held (a late update may yet swap it) or a window that
-        // closed with nothing to send still preparable: the plan stays until then, and the conversion is
-        // finished from then on.
-        let releasing = plan.keptUntil(now: now, policy: policy)
-        effects.keptUntil = releasing
-        effects.store = plan.isFinished && releasing == nil ? .finished : .plan(plan)
+        let previous: PostbackPlan? = if case .plan(let before) = state { before } else { nil }
+        held += setTimers(
+            &plan, opening: previous?.windowsAwaitingClose(policy: policy) ?? [], now: now, effects: &effects, using: &generator)
+        let natural = Retention.plan(plan, policy: policy)
+        if !plan.isFinished {
+            effects.store = .plan(plan)
+            effects.expiresAt = natural
+            // A new plan's marker, moved when the plan's expiry moves later (a postback held past it).
+            if previous.map({ natural > Retention.plan($0, policy: policy) }) ?? true {
+                effects.markerExpiresAt = natural + Retention.finishedMarker(policy)
+            }
+        } else if let releasing = plan.keptUntil(now: now, policy: policy) {
+            // Every window done, but a postback still held (a late update may yet swap it) or a window that
+            // closed with nothing to send still preparable: the plan stays until then, and the conversion is
+            // finished from then on.
+            effects.store = .plan(plan)
+            effects.expiresAt = releasing
+            effects.markerExpiresAt = max(releasing, natural) + Retention.finishedMarker(policy)
+        } else {
+            effects.store = .finished
+        }
         for postback in held {
             if let old = postback.replacing {
                 // Past its due time the old one is released (or about to be): the swap will find nothing.
@@ -135,5 +144,46 @@ public struct SchedulerStep: Sendable {
         }
         effects.held = held
         return .done(effects)
+    }
+
+    /// Whether something stamped at `time` reached the plan late through the pipeline: after a window it
+    /// belongs to closed (`PostbackPlan.isLate`), or after the close of its own window, which has no timer
+    /// when no value had come for it (what it prepares is counted in `scheduler_late_postbacks_total`).
+    func isLate(_ plan: PostbackPlan, stampedAt time: Milliseconds, now: Milliseconds) -> Bool {
+        if plan.isLate(stampedAt: time) { return true }
+        let offset = time - plan.attribution.conversionTime
+        guard let window = ConversionWindows.index(atOffset: offset, development: plan.attribution.isDevelopment, policy: policy)
+        else { return false }
+        return plan.windowEnds(policy: policy)[window].at + closeGrace(plan) <= now
+    }
+
+    func closeGrace(_ plan: PostbackPlan) -> Milliseconds {
+        ConversionWindows.closeGrace(
+            configured: windowCloseGraceMilliseconds, development: plan.attribution.isDevelopment, policy: policy)
+    }
+
+    /// The window timers a message's values call for. A window sends nothing unless the app reported a
+    /// value in it (spec section 4), so its timer is set only when the first one lands there (`opening`:
+    /// the windows awaiting their close before the message), not for every window of every conversion.
+    /// A window already past its close (the value was late through the pipeline) closes at once instead.
+    func setTimers(
+        _ plan: inout PostbackPlan, opening before: Set<Int>, now: Milliseconds, effects: inout Effects,
+        using generator: inout some RandomNumberGenerator
+    ) -> [HeldPostback] {
+        let id = plan.attribution.conversionIdentifier
+        let grace = closeGrace(plan)
+        let ends = plan.windowEnds(policy: policy)
+        var held: [HeldPostback] = []
+        for window in plan.windowsAwaitingClose(policy: policy).subtracting(before).sorted() {
+            let at = ends[window].at
+            guard at + grace > now else {
+                held += plan.closeWindow(window, policy: policy, using: &generator)
+                continue
+            }
+            let timer = Envelope(
+                id: "\(id):\(window)", time: at, body: .windowClosed(.init(conversionIdentifier: id, window: window, time: at)))
+            effects.timers.append(Timer(identifier: "\(id):\(window)", dueAt: at + grace, message: timer))
+        }
+        return held
     }
 }

@@ -239,8 +239,9 @@ public enum StageKeys {
     public static func plan(conversion: String, in partition: Partition) -> String {
         "scheduler:plan:\(partition.tag):\(conversion)"
     }
-    /// scheduler: the `finished` marker of a plan kept until its last held postback is released (the
-    /// plan's key expires then; this one outlives it by `Retention.finishedMarker`).
+    /// scheduler: the `finished` marker beside a plan, written with a new plan (and again when the plan's
+    /// expiry moves): the plan's key expires (`Retention.plan`), this one outlives it by
+    /// `Retention.finishedMarker`.
     public static func finishedPlan(conversion: String, in partition: Partition) -> String {
         "scheduler:finished:\(partition.tag):\(conversion)"
     }

@@ -76,8 +76,9 @@ struct ScenarioRuleRunner {
     private var devices: [WinnerStep.Scope: DeviceAttributionState] = [:]
     private var reengagements: [String: [Milliseconds]] = [:]
     private var plans: [String: SchedulerStep.PlanState] = [:]
-    /// Kept plans' expiry (as Redis expires the scheduler's key): finished from then on.
-    private var keptUntil: [String: Milliseconds] = [:]
+    /// Plans' expiry and their finished markers' (as Redis expires the scheduler's keys).
+    private var expiresAt: [String: Milliseconds] = [:]
+    private var markerExpiresAt: [String: Milliseconds] = [:]
     private var timers: [Timer] = []
     private var timerSequence = 0
     private var settling: [Envelope] = []
@@ -163,7 +164,10 @@ struct ScenarioRuleRunner {
                     scenario.thresholds == nil ? [day: Self.crowdCount(tier: scenario.tier ?? 3)] : crowds[member] ?? [:]
             }
         }
-        if let kept = keptUntil[id], kept <= now { plans[id] = .finished }
+        if let expiry = expiresAt[id], expiry <= now {
+            plans[id] = markerExpiresAt[id].map { $0 > now } == true ? .finished : .absent
+            expiresAt[id] = nil
+        }
         switch scheduler.step(plans[id] ?? .absent, message: message, crowd: &crowd, schema: nil, now: now, using: &generator) {
         case .retry(let reason):
             run.retried.append("\(message.type.rawValue) \(message.id): \(reason)")
@@ -173,7 +177,8 @@ struct ScenarioRuleRunner {
             }
             if let store = effects.store {
                 plans[id] = store
-                keptUntil[id] = effects.keptUntil
+                expiresAt[id] = effects.expiresAt
+                if let marker = effects.markerExpiresAt { markerExpiresAt[id] = marker }
             }
             for timer in effects.timers {
                 timers.append(Timer(at: timer.dueAt, sequence: timerSequence, message: timer.message))

@@ -42,8 +42,131 @@ import Testing
         #expect(plan.crowd.tier == .zero)
         #expect(plan.crowd.countryIsTierThree == false)
         #expect(second.crowd?.crowds == Crowd.all(for: fresh))
-        #expect(second.timers.map(\.identifier) == ["fresh:0", "fresh:1", "fresh:2"])
-        #expect(second.timers.map(\.dueAt) == plan.windowEnds(policy: .realTime).map { $0.at + 10_000 })
+        // No window timer before a value lands in a window; the plan expires by itself, its marker after it.
+        #expect(second.timers.isEmpty)
+        #expect(second.expiresAt == Retention.plan(plan, policy: .realTime))
+        #expect(second.markerExpiresAt == Retention.plan(plan, policy: .realTime) + Retention.finishedMarker(.realTime))
+    }
+
+    func update(
+        _ id: String, at time: Milliseconds, fine: Int = 5, lock: Bool = false, event: String? = nil
+    ) -> Envelope {
+        Envelope(
+            id: event ?? "\(id)@\(time)", time: time,
+            body: .updateAttributed(
+                AttributedUpdate(
+                    conversionIdentifier: id,
+                    update: PostbackUpdate(fineConversionValue: fine, coarseConversionValue: .low, lockPostback: lock),
+                    time: time, eventIdentifier: event)))
+    }
+
+    /// A window's timer is set when the first value lands in it (spec section 4: a window without a value
+    /// sends nothing), once; a lock needs none; a first value that arrives after its window's close
+    /// closes it at once, counted as late. Rows: (update's offset from the conversion, when it is
+    /// processed past that, lock) → the timers set, postbacks prepared, late count.
+    @Test(
+        arguments: [
+            // In time, in each window: one timer each.
+            ([(F.hour, 0, false)], ["t:0"], 0, 0),
+            ([(3 * F.day, 0, false)], ["t:1"], 0, 0),
+            ([(10 * F.day, 0, false)], ["t:2"], 0, 0),
+            // A second value in the same window (or the same update redelivered): no second timer.
+            ([(F.hour, 0, false), (2 * F.hour, 0, false)], ["t:0"], 0, 0),
+            ([(F.hour, 0, false), (F.hour, 0, false)], ["t:0"], 0, 0),
+            // Windows 0 and 2: their two timers, window 1 none.
+            ([(F.hour, 0, false), (20 * F.day, 0, false)], ["t:0", "t:2"], 0, 0),
+            // A lock prepares at once: no timer, even after an earlier value set one.
+            ([(F.hour, 0, true)], [], 1, 0),
+            ([(F.hour, 0, false), (2 * F.hour, 0, true)], ["t:0"], 1, 0),
+            // Late through the pipeline, past its window's close (end + 10 s grace): closed at once, counted.
+            ([(3 * F.day, 5 * F.day, false)], [], 1, 1),
+            ([(3 * F.day, 4 * F.day + 10_000, false)], [], 1, 1),
+            // Just before the close: a timer still.
+            ([(3 * F.day, 4 * F.day + 9_999, false)], ["t:1"], 0, 0),
+        ] as [([(Milliseconds, Milliseconds, Bool)], [String], Int, Int)])
+    func windowTimersAreSetByTheFirstValueInAWindow(
+        updates: [(offset: Milliseconds, processedAfter: Milliseconds, lock: Bool)], timers: [String], prepared: Int,
+        late: Int
+    ) throws {
+        // Tier 3 from any crowd: every window with a value sends its winner's postback.
+        let step = SchedulerStep(
+            policy: .realTime, thresholds: CrowdTierThresholds(tier1: 0, tier2: 0, tier3: 0),
+            windowCloseGraceMilliseconds: 10_000)
+        var crowd = CrowdCounts()
+        var generator = SeededGenerator(seed: 5)
+        let attribution = attribution("t", publisher: 1, country: "US")
+        guard
+            case .plan(var plan)? = try effects(
+                step.step(.absent, message: message(attribution), crowd: &crowd, schema: nil, now: 0, using: &generator)
+            ).store
+        else { throw StepFailure("no plan") }
+        var set: [SchedulerStep.Timer] = []
+        var held: [HeldPostback] = []
+        var counts: [StepCount] = []
+        for row in updates {
+            let time = attribution.conversionTime + row.offset
+            let effects = try effects(
+                step.step(
+                    .plan(plan), message: update("t", at: time, lock: row.lock, event: "e\(row.offset)"), crowd: &crowd,
+                    schema: nil, now: time + row.processedAfter, using: &generator))
+            guard case .plan(let next)? = effects.store else { throw StepFailure("no plan") }
+            plan = next
+            set += effects.timers
+            held += effects.held
+            counts += effects.counts
+        }
+        #expect(set.map(\.identifier) == timers)
+        let ends = plan.windowEnds(policy: .realTime)
+        #expect(set.map(\.dueAt) == set.map { timer in ends[Int(timer.identifier.dropFirst(2))!].at + 10_000 })
+        #expect(held.count == prepared)
+        #expect(counts.filter { $0 == .latePostback(.prepared) }.count == late)
+    }
+
+    /// A plan's expiry is fixed from its attribution and moves only when a postback is held past it; its
+    /// marker moves with it.
+    @Test func aPlansExpiryMovesOnlyForAPostbackHeldPastIt() throws {
+        let step = SchedulerStep(
+            policy: .realTime, thresholds: CrowdTierThresholds(tier1: 0, tier2: 0, tier3: 0), windowCloseGraceMilliseconds: 0)
+        var crowd = CrowdCounts()
+        var generator = SeededGenerator(seed: 6)
+        let attribution = attribution("x", publisher: 1, country: "US")
+        guard
+            case .plan(var plan)? = try effects(
+                step.step(.absent, message: message(attribution), crowd: &crowd, schema: nil, now: 0, using: &generator)
+            ).store
+        else { throw StepFailure("no plan") }
+        let natural = Retention.plan(plan, policy: .realTime)
+        #expect(natural == attribution.conversionTime + 36 * F.day)
+        // A value in window 0, then its close: the expiry stays, no marker is written again.
+        for message in [
+            update("x", at: attribution.conversionTime + F.hour),
+            Envelope(
+                time: plan.windowEnds(policy: .realTime)[0].at,
+                body: .windowClosed(
+                    WindowClosed(conversionIdentifier: "x", window: 0, time: plan.windowEnds(policy: .realTime)[0].at))),
+        ] {
+            let effects = try effects(
+                step.step(.plan(plan), message: message, crowd: &crowd, schema: nil, now: message.time, using: &generator))
+            guard case .plan(let next)? = effects.store else { throw StepFailure("no plan") }
+            plan = next
+            #expect(effects.expiresAt == natural && effects.markerExpiresAt == nil)
+        }
+        // A value in window 2, then its close: a postback due up to 144 h after day 35 moves both.
+        let end2 = plan.windowEnds(policy: .realTime)[2].at
+        _ = try effects(
+            step.step(
+                .plan(plan), message: update("x", at: end2 - F.hour), crowd: &crowd, schema: nil, now: end2 - F.hour,
+                using: &generator)
+        ).store.map { if case .plan(let next) = $0 { plan = next } }
+        let closed = try effects(
+            step.step(
+                .plan(plan),
+                message: Envelope(
+                    time: end2, body: .windowClosed(WindowClosed(conversionIdentifier: "x", window: 2, time: end2))),
+                crowd: &crowd, schema: nil, now: end2, using: &generator))
+        let due = try #require(closed.held.first?.dueAt)
+        #expect(closed.expiresAt == max(natural, due))
+        #expect(closed.markerExpiresAt == (due > natural ? due + Retention.finishedMarker(.realTime) : nil))
     }
 
     /// Sizes include the conversion itself and the batch's earlier conversions of the same crowd.
@@ -132,10 +255,10 @@ import Testing
             if window == 2 {
                 // Kept until the last held postback leaves, with no timer: the scheduler's key expires then.
                 #expect(effects.timers.isEmpty)
-                #expect(effects.keptUntil == held.map(\.dueAt).max())
+                #expect(effects.expiresAt == held.map(\.dueAt).max())
                 #expect(effects.store == .plan(plan))
                 // A wake timer from before (window `count`) still finds nothing to do.
-                let wakeAt = try #require(effects.keptUntil)
+                let wakeAt = try #require(effects.expiresAt)
                 let wake = try self.effects(
                     step.step(
                         .plan(plan),
@@ -143,9 +266,9 @@ import Testing
                             time: wakeAt,
                             body: .windowClosed(WindowClosed(conversionIdentifier: "kept", window: 3, time: wakeAt))),
                         crowd: &crowd, schema: nil, now: wakeAt, using: &generator))
-                #expect(wake.store == .finished && wake.keptUntil == nil && wake.held.isEmpty)
+                #expect(wake.store == .finished && wake.expiresAt == nil && wake.held.isEmpty)
             } else {
-                #expect(effects.keptUntil == nil)
+                #expect(effects.expiresAt == Retention.plan(plan, policy: .realTime))
             }
         }
         #expect(!held.isEmpty)
