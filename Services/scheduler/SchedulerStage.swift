@@ -218,11 +218,14 @@ struct SchedulerStage: StreamStage {
         return plan.decoded(as: PostbackPlan.self).map { .plan($0) } ?? .absent
     }
 
-    /// One crowd counter's HGETALL: day → conversions that day.
+    /// One crowd counter's HGETALL: day → conversions that day. The pairs are read in place, not through
+    /// `fieldMap`'s dictionary of strings (a batch reads hundreds of counters).
     static func dayBuckets(_ reply: RedisReply) -> [Int64: Int] {
+        let flat = reply.elements
         var buckets: [Int64: Int] = [:]
-        for (day, count) in reply.fieldMap {
-            if let day = Int64(day), let count = count.string.flatMap({ Int($0) }) { buckets[day] = count }
+        buckets.reserveCapacity(flat.count / 2)
+        for index in stride(from: 0, to: flat.count - 1, by: 2) {
+            if let day = flat[index].int, let count = flat[index + 1].int { buckets[day] = Int(count) }
         }
         return buckets
     }

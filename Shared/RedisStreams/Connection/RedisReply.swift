@@ -22,13 +22,36 @@ public enum RedisReply: Sendable, Equatable {
         }
     }
 
-    /// An integer reply, or a bulk or status string that parses as a decimal integer.
+    /// An integer reply, or a bulk or status string that parses as a decimal integer (as `Int64(_:)`
+    /// reads text: an optional sign, digits, nil on overflow).
     public var int: Int64? {
         switch self {
         case .integer(let value): value
-        case .bulk, .status: self.string.flatMap { Int64($0) }
+        case .bulk(let bytes): Self.decimal(bytes)
+        case .status(let text): Int64(text)
         default: nil
         }
+    }
+
+    /// `Int64(_:)` on the bytes' text without making a string: the scheduler reads hundreds of crowd
+    /// counters' day → count pairs per batch.
+    static func decimal(_ bytes: [UInt8]) -> Int64? {
+        var digits = bytes[...]
+        let negative = digits.first == UInt8(ascii: "-")
+        if negative || digits.first == UInt8(ascii: "+") { digits = digits.dropFirst() }
+        guard !digits.isEmpty else { return nil }
+        var value: Int64 = 0
+        for byte in digits {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            let digit = Int64(byte - UInt8(ascii: "0"))
+            // Accumulated negative, so Int64.min (one more than Int64.max in magnitude) parses too.
+            let (shifted, overflowA) = value.multipliedReportingOverflow(by: 10)
+            let (next, overflowB) = shifted.subtractingReportingOverflow(digit)
+            guard !overflowA, !overflowB else { return nil }
+            value = next
+        }
+        if negative { return value }
+        return value == .min ? nil : -value
     }
 
     /// The raw bytes of a bulk string; nil for every other reply.

@@ -25,16 +25,17 @@ public enum WriteCoalescing {
     public static func coalesce(_ commands: [RedisCommand]) -> [RedisCommand] {
         guard commands.count > 1 else { return commands }
         // Every key each command touches, and for each key the commands touching it.
-        var touching: [[UInt8]: [Int]] = [:]
+        var touching: [Key: [Int]] = [:]
+        touching.reserveCapacity(commands.count)
         var shapes: [Shape?] = []
         shapes.reserveCapacity(commands.count)
         for (index, command) in commands.enumerated() {
             let shape = Shape(command)
             shapes.append(shape)
             if let shape {
-                touching[shape.key, default: []].append(index)
+                touching[Key(shape.key), default: []].append(index)
             } else {
-                for key in CommandKeys.keys(of: command) { touching[key, default: []].append(index) }
+                for key in CommandKeys.keys(of: command) { touching[Key(key), default: []].append(index) }
             }
         }
         var replacement: [Int: [RedisCommand]] = [:]  // first index of a merged key → its commands
@@ -42,7 +43,7 @@ public enum WriteCoalescing {
         for (key, indices) in touching where indices.count > 1 {
             let group = indices.compactMap { shapes[$0] }
             // A command of another shape (or one touching several keys) on this key: leave it alone.
-            guard group.count == indices.count, let merged = Self.merge(key: key, group) else { continue }
+            guard group.count == indices.count, let merged = Self.merge(key: key.bytes, group) else { continue }
             replacement[indices[0]] = merged
             dropped.formUnion(indices.dropFirst())
         }
@@ -84,21 +85,22 @@ public enum WriteCoalescing {
     /// HINCRBY / HDEL / PEXPIRE on one hash, reduced per field (see the type's documentation).
     static func mergeCounter(key: [UInt8], _ group: [Shape]) -> [RedisCommand]? {
         var order: [[UInt8]] = []  // fields in first-seen order, so the output is deterministic
-        var fields: [[UInt8]: (deleted: Bool, add: Int64)] = [:]
+        var fields: [Key: (deleted: Bool, add: Int64)] = [:]
         var expiry: [UInt8]?
         var sawDelete = false
         for shape in group {
             switch shape {
             case .hincrby(_, let field, let amount):
-                if fields[field] == nil { order.append(field) }
+                let field = Key(field)
+                if fields[field] == nil { order.append(field.bytes) }
                 let (deleted, add) = fields[field] ?? (false, 0)
                 let (sum, overflow) = add.addingReportingOverflow(amount)
                 if overflow { return nil }
                 fields[field] = (deleted, sum)
             case .hdel(_, let deleted):
                 sawDelete = true
-                for field in deleted {
-                    if fields[field] == nil { order.append(field) }
+                for field in deleted.map(Key.init) {
+                    if fields[field] == nil { order.append(field.bytes) }
                     fields[field] = (true, 0)
                 }
             case .pexpire(_, let milliseconds):
@@ -117,7 +119,7 @@ public enum WriteCoalescing {
         var sets: [[UInt8]] = []
         var deletes: [[UInt8]] = []
         for field in order {
-            guard let (deleted, add) = fields[field] else { continue }
+            guard let (deleted, add) = fields[Key(field)] else { continue }
             switch (deleted, add) {
             case (false, _):
                 commands.append(RedisCommand(bytes: [Array("HINCRBY".utf8), key, field, Array(String(add).utf8)]))
@@ -131,6 +133,15 @@ public enum WriteCoalescing {
         if !deletes.isEmpty { commands.append(RedisCommand(bytes: [Array("HDEL".utf8), key] + deletes)) }
         if let expiry { commands.append(RedisCommand(bytes: [Array("PEXPIRE".utf8), key, expiry])) }
         return commands
+    }
+
+    /// A key's bytes, hashed in one call: `[UInt8]`'s own hashing feeds the hasher a byte at a time, and
+    /// with a table resize rehashing every key that was most of this function's cost (the scheduler's
+    /// transactions carry a few hundred keys per batch).
+    struct Key: Hashable {
+        let bytes: [UInt8]
+        init(_ bytes: [UInt8]) { self.bytes = bytes }
+        func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
     }
 
     /// The command shapes that merge, parsed strictly: anything else (flags, odd arity) is not one.
