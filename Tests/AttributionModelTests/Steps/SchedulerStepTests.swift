@@ -21,6 +21,29 @@ import Testing
         return effects
     }
 
+    /// Tier 3 from any crowd: every window with a value sends its winner's postback.
+    func tierThree(grace: Milliseconds) -> SchedulerStep {
+        SchedulerStep(
+            policy: .realTime, thresholds: CrowdTierThresholds(tier1: 0, tier2: 0, tier3: 0),
+            windowCloseGraceMilliseconds: grace)
+    }
+
+    /// The plan a step stores for a new attribution.
+    func planned(_ attribution: Attribution, by step: SchedulerStep, using generator: inout SeededGenerator) throws
+        -> PostbackPlan
+    {
+        var crowd = CrowdCounts()
+        return try stored(
+            effects(
+                step.step(.absent, message: message(attribution), crowd: &crowd, schema: nil, now: 0, using: &generator)))
+    }
+
+    /// The plan some effects store.
+    func stored(_ effects: SchedulerStep.Effects) throws -> PostbackPlan {
+        guard case .plan(let plan)? = effects.store else { throw StepFailure("no plan stored") }
+        return plan
+    }
+
     /// The batch the scheduler bug needed: a redelivered attribution of a finished plan, then a fresh
     /// attribution. The finished one changes nothing and counts nothing; the fresh one is assessed on its
     /// own crowd (here one conversion: tier 0), not on the finished one's (tier 3).
@@ -48,15 +71,14 @@ import Testing
         #expect(second.markerExpiresAt == Retention.plan(plan, policy: .realTime) + Retention.finishedMarker(.realTime))
     }
 
-    func update(
-        _ id: String, at time: Milliseconds, fine: Int = 5, lock: Bool = false, event: String? = nil
-    ) -> Envelope {
+    /// An attributed update of fine value 5, coarse `low`.
+    func update(_ id: String, at time: Milliseconds, lock: Bool = false, event: String? = nil) -> Envelope {
         Envelope(
             id: event ?? "\(id)@\(time)", time: time,
             body: .updateAttributed(
                 AttributedUpdate(
                     conversionIdentifier: id,
-                    update: PostbackUpdate(fineConversionValue: fine, coarseConversionValue: .low, lockPostback: lock),
+                    update: PostbackUpdate(fineConversionValue: 5, coarseConversionValue: .low, lockPostback: lock),
                     time: time, eventIdentifier: event)))
     }
 
@@ -88,18 +110,11 @@ import Testing
         updates: [(offset: Milliseconds, processedAfter: Milliseconds, lock: Bool)], timers: [String], prepared: Int,
         late: Int
     ) throws {
-        // Tier 3 from any crowd: every window with a value sends its winner's postback.
-        let step = SchedulerStep(
-            policy: .realTime, thresholds: CrowdTierThresholds(tier1: 0, tier2: 0, tier3: 0),
-            windowCloseGraceMilliseconds: 10_000)
+        let step = tierThree(grace: 10_000)
         var crowd = CrowdCounts()
         var generator = SeededGenerator(seed: 5)
         let attribution = attribution("t", publisher: 1, country: "US")
-        guard
-            case .plan(var plan)? = try effects(
-                step.step(.absent, message: message(attribution), crowd: &crowd, schema: nil, now: 0, using: &generator)
-            ).store
-        else { throw StepFailure("no plan") }
+        var plan = try planned(attribution, by: step, using: &generator)
         var set: [SchedulerStep.Timer] = []
         var held: [HeldPostback] = []
         var counts: [StepCount] = []
@@ -109,8 +124,7 @@ import Testing
                 step.step(
                     .plan(plan), message: update("t", at: time, lock: row.lock, event: "e\(row.offset)"), crowd: &crowd,
                     schema: nil, now: time + row.processedAfter, using: &generator))
-            guard case .plan(let next)? = effects.store else { throw StepFailure("no plan") }
-            plan = next
+            plan = try stored(effects)
             set += effects.timers
             held += effects.held
             counts += effects.counts
@@ -125,16 +139,11 @@ import Testing
     /// A plan's expiry is fixed from its attribution and moves only when a postback is held past it; its
     /// marker moves with it.
     @Test func aPlansExpiryMovesOnlyForAPostbackHeldPastIt() throws {
-        let step = SchedulerStep(
-            policy: .realTime, thresholds: CrowdTierThresholds(tier1: 0, tier2: 0, tier3: 0), windowCloseGraceMilliseconds: 0)
+        let step = tierThree(grace: 0)
         var crowd = CrowdCounts()
         var generator = SeededGenerator(seed: 6)
         let attribution = attribution("x", publisher: 1, country: "US")
-        guard
-            case .plan(var plan)? = try effects(
-                step.step(.absent, message: message(attribution), crowd: &crowd, schema: nil, now: 0, using: &generator)
-            ).store
-        else { throw StepFailure("no plan") }
+        var plan = try planned(attribution, by: step, using: &generator)
         let natural = Retention.plan(plan, policy: .realTime)
         #expect(natural == attribution.conversionTime + 36 * F.day)
         // A value in window 0, then its close: the expiry stays, no marker is written again.
@@ -147,17 +156,16 @@ import Testing
         ] {
             let effects = try effects(
                 step.step(.plan(plan), message: message, crowd: &crowd, schema: nil, now: message.time, using: &generator))
-            guard case .plan(let next)? = effects.store else { throw StepFailure("no plan") }
-            plan = next
+            plan = try stored(effects)
             #expect(effects.expiresAt == natural && effects.markerExpiresAt == nil)
         }
         // A value in window 2, then its close: a postback due up to 144 h after day 35 moves both.
         let end2 = plan.windowEnds(policy: .realTime)[2].at
-        _ = try effects(
-            step.step(
-                .plan(plan), message: update("x", at: end2 - F.hour), crowd: &crowd, schema: nil, now: end2 - F.hour,
-                using: &generator)
-        ).store.map { if case .plan(let next) = $0 { plan = next } }
+        plan = try stored(
+            effects(
+                step.step(
+                    .plan(plan), message: update("x", at: end2 - F.hour), crowd: &crowd, schema: nil, now: end2 - F.hour,
+                    using: &generator)))
         let closed = try effects(
             step.step(
                 .plan(plan),
@@ -215,30 +223,16 @@ import Testing
     /// timer then turns into the finished marker.
     @Test func aFinishedPlanIsKeptUntilItsLastPostbackIsReleased() throws {
         // Tier 3 from any crowd: every window sends a postback, the last one due after the last window ends.
-        let step = SchedulerStep(
-            policy: .realTime, thresholds: CrowdTierThresholds(tier1: 0, tier2: 0, tier3: 0), windowCloseGraceMilliseconds: 0)
+        let step = tierThree(grace: 0)
         var crowd = CrowdCounts()
         var generator = SeededGenerator(seed: 4)
         let attribution = attribution("kept", publisher: 1, country: "US")
-        guard
-            case .plan(var plan)? = try effects(
-                step.step(.absent, message: message(attribution), crowd: &crowd, schema: nil, now: 0, using: &generator)
-            ).store
-        else { throw StepFailure("no plan") }
+        var plan = try planned(attribution, by: step, using: &generator)
         // A value in each window, so that each window prepares its postback.
         for offset in [F.hour, 3 * F.day, 10 * F.day] {
-            let value = Envelope(
-                time: attribution.conversionTime + offset,
-                body: .updateAttributed(
-                    AttributedUpdate(
-                        conversionIdentifier: "kept", update: PostbackUpdate(fineConversionValue: 5, coarseConversionValue: .low),
-                        time: attribution.conversionTime + offset)))
-            guard
-                case .plan(let updated)? = try effects(
-                    step.step(.plan(plan), message: value, crowd: &crowd, schema: nil, now: value.time, using: &generator)
-                ).store
-            else { throw StepFailure("no plan") }
-            plan = updated
+            let value = update("kept", at: attribution.conversionTime + offset)
+            plan = try stored(
+                effects(step.step(.plan(plan), message: value, crowd: &crowd, schema: nil, now: value.time, using: &generator)))
         }
         var held: [HeldPostback] = []
         let ends = plan.windowEnds(policy: .realTime)
