@@ -234,7 +234,7 @@ try:
     single = path.ramp(1)
     batch = path.ramp(BATCH, start=max(RAMP_START, int(single["capacity_per_s"] / RAMP_FACTOR)))
     latency_rate = int(os.environ.get("BENCH_LATENCY_RATE", "0")) or max(1, single["capacity_per_s"] // 2)
-    rewrite_aof()  # the ramps' gigabyte: a rewrite of it fell on this 10 s measurement in one run (p99 5.1 ms)
+    rewrite_aof()
     results["ingest_latency"] = path.step(latency_rate, 1, float(os.environ.get("BENCH_LATENCY_SECONDS", "10")))["figures"]
     overload = {}
     for name, ramp in (("single", single), ("batch", batch)):
@@ -405,7 +405,7 @@ lines = [
     *[overload_row(f"{name.split('_')[0]}, {r['multiple']}× capacity", r) for name, r in overload.items()],
     "",
     f"Ingest latency at half the single-event capacity ({latency['offeredPerSecond']:,}/s offered, open loop, from each request's due time, "
-    f"right after an append-only file rewrite like the offers, "
+    "right after an append-only file rewrite like the offers, "
     f"every sample): p50 {latency['p50Milliseconds']:.1f} ms, **p99 {latency['p99Milliseconds']:.1f} ms**, "
     f"p99.9 {latency['p999Milliseconds']:.1f} ms, max {latency['maxMilliseconds']:.1f} ms "
     f"({latency['accepted']:,} accepted, {latency['shed']} shed, {latency['failed']} failed).",

@@ -130,16 +130,14 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
     /// The windows still open in which the app reported a value: each has a timer to close it. A window
     /// without a value sends nothing (spec section 4), so it needs none.
     public func windowsAwaitingClose(policy: TimePolicy) -> Set<Int> {
-        var windows = Set<Int>()
-        for value in reported {
-            let offset = value.time - attribution.conversionTime
-            if let index = ConversionWindows.index(atOffset: offset, development: attribution.isDevelopment, policy: policy),
-                !windowsDone[index]
-            {
-                windows.insert(index)
-            }
-        }
-        return windows
+        Set(reported.compactMap { window(at: $0.time, policy: policy) }.filter { !windowsDone[$0] })
+    }
+
+    /// The window something stamped at `time` falls in (the first for anything before the conversion),
+    /// nil once the last has ended.
+    public func window(at time: Milliseconds, policy: TimePolicy) -> Int? {
+        ConversionWindows.index(
+            atOffset: time - attribution.conversionTime, development: attribution.isDevelopment, policy: policy)
     }
 
     /// When each window ends: a window's timer fires then (plus the close grace).
@@ -163,10 +161,7 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
         {
             return []
         }
-        guard
-            let index = ConversionWindows.index(
-                atOffset: offset, development: attribution.isDevelopment, policy: policy)
-        else { return [] }
+        guard let index = window(at: update.time, policy: policy) else { return [] }
         // Done windows take only updates stamped before they closed; after a lock the device ignores them.
         if windowsDone[index] {
             guard let done = closed[index], update.time < done.at else { return [] }
@@ -178,12 +173,8 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
         var held: [HeldPostback] = []
         if update.update.lockPostback {
             // The device ignores updates after a lock in the same window: drop any that overtook the lock.
-            reported.removeAll { value in
-                value.time > update.time
-                    && ConversionWindows.index(
-                        atOffset: value.time - attribution.conversionTime, development: attribution.isDevelopment,
-                        policy: policy) == index
-            }
+            let before = self  // read windows from a copy while `reported` changes (exclusive access)
+            reported.removeAll { value in value.time > update.time && before.window(at: value.time, policy: policy) == index }
             let lockedAt = max(update.time, attribution.conversionTime)
             if windowsDone[index] {
                 // A late lock: the window froze before it closed, so its postbacks count their delay from the lock.
@@ -204,8 +195,7 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
         _ activity: AttributedActivity, policy: TimePolicy, using generator: inout some RandomNumberGenerator
     ) -> [HeldPostback] {
         guard let valueSchema, activity.time >= attribution.conversionTime,
-            let index = ConversionWindows.index(
-                atOffset: activity.time - attribution.conversionTime, development: attribution.isDevelopment, policy: policy),
+            let index = window(at: activity.time, policy: policy),
             !windowsDone[index] || (closed[index].map { activity.time < $0.at } ?? false)
         else { return [] }
         activityTotals[index].add(activity.activity)
@@ -225,8 +215,7 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
     public mutating func supersede(at time: Milliseconds, policy: TimePolicy, using generator: inout some RandomNumberGenerator)
         -> [HeldPostback]
     {
-        let offset = time - attribution.conversionTime
-        let current = ConversionWindows.index(atOffset: offset, development: attribution.isDevelopment, policy: policy)
+        let current = window(at: time, policy: policy)
         let at = max(time, attribution.conversionTime)
         var held: [HeldPostback] = []
         for index in windowsDone.indices where !windowsDone[index] {

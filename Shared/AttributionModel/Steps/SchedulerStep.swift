@@ -151,9 +151,7 @@ public struct SchedulerStep: Sendable {
     /// when no value had come for it (what it prepares is counted in `scheduler_late_postbacks_total`).
     func isLate(_ plan: PostbackPlan, stampedAt time: Milliseconds, now: Milliseconds) -> Bool {
         if plan.isLate(stampedAt: time) { return true }
-        let offset = time - plan.attribution.conversionTime
-        guard let window = ConversionWindows.index(atOffset: offset, development: plan.attribution.isDevelopment, policy: policy)
-        else { return false }
+        guard let window = plan.window(at: time, policy: policy) else { return false }
         return plan.windowEnds(policy: policy)[window].at + closeGrace(plan) <= now
     }
 
