@@ -123,7 +123,7 @@ extension ConfigurationKey.Typed where Value == Milliseconds {
         .milliseconds(
             "WINDOW_CLOSE_GRACE_MS", note: "wall clock, not scaled", default: 10_000, range: 0...3_600_000,
             services: ["scheduler"],
-            "A conversion window's timer fires this long after the window ends, so updates stamped before the end but still in the pipeline count at once (keep it above `CONVERSION_SETTLE_MS`); later ones still count while the window's postbacks are held, by swapping them. The postback is still prepared as of the end; capped at half the shortest postback delay."
+            "A conversion window's timer (set once a value is reported in the window; a window without one sends nothing and has no timer) fires this long after the window ends, so updates stamped before the end but still in the pipeline count at once (keep it above `CONVERSION_SETTLE_MS`); later ones still count while the window's postbacks are held, by swapping them. The postback is still prepared as of the end; capped at half the shortest postback delay."
         )
     }
 
