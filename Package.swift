@@ -53,6 +53,7 @@ let package = Package(
             name: "RedisStreams",
             dependencies: [
                 "CHiredis",
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -91,6 +92,7 @@ let package = Package(
             dependencies: [
                 "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "Services/ingest",
             swiftSettings: swiftSettings
@@ -161,7 +163,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RedisStreamsTests",
-            dependencies: ["RedisStreams", "TestSupport"],
+            dependencies: ["RedisStreams", "TestSupport", .product(name: "NIOPosix", package: "swift-nio")],
             path: "Tests/RedisStreamsTests",
             swiftSettings: swiftSettings
         ),
@@ -171,6 +173,7 @@ let package = Package(
                 "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime", "TestSupport", "Delivery",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/PipelineTests",
             swiftSettings: swiftSettings

@@ -1,6 +1,7 @@
 import AttributionModel
 import Foundation
 import Hummingbird
+import NIOPosix
 import RedisStreams
 import ServiceRuntime
 
@@ -30,10 +31,7 @@ struct IngestCommand {
             let settings = try IngestSettings(
                 service.environment, policy: service.policy, partitioning: service.partitioning, cluster: service.cluster,
                 clock: service.clock)
-            let queue = PublishQueue(
-                script: EventPublisher.script, connections: (0..<settings.connections).map { _ in service.connection() },
-                replicas: settings.durability.replicas, waitMilliseconds: settings.durability.timeoutMilliseconds,
-                oneNode: !service.cluster)
+            let queue = publishQueue(service, settings)
             let admission = Admission(
                 limits: settings.limits, queue: queue, lagConnection: service.connection(),
                 partitioning: service.partitioning, clock: service.clock, logger: service.logger)
@@ -48,6 +46,26 @@ struct IngestCommand {
                 },
                 earlyRefusal: admission.earlyRefusal)
         }
+    }
+
+    /// The connections events are published over: on one server, event-loop connections spread over the
+    /// HTTP server's loops (a request's round trip then wakes no other thread); on a cluster,
+    /// connections with their own threads, which route by slot.
+    static func publishQueue(_ service: PipelineService, _ settings: IngestSettings) -> PublishQueue {
+        let (replicas, wait) = (settings.durability.replicas, settings.durability.timeoutMilliseconds)
+        // Hummingbird's default group, which the listeners run on: one loop per core.
+        let loops = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())
+        let count = settings.connections == 0 ? loops.count : settings.connections
+        if service.cluster {
+            return PublishQueue(
+                script: EventPublisher.script, connections: (0..<count).map { _ in service.connection() },
+                replicas: replicas, waitMilliseconds: wait, oneNode: false)
+        }
+        let connections = (0..<count).map {
+            EventLoopRedisConnection(
+                configuration: service.redisConfiguration, eventLoop: loops[$0 % loops.count], logger: service.logger)
+        }
+        return PublishQueue(script: EventPublisher.script, connections: connections, replicas: replicas, waitMilliseconds: wait)
     }
 
     /// What the print-and-exit flags print; nil when the arguments ask for the server.
@@ -112,8 +130,8 @@ struct IngestSettings {
     let adminToken: String
     let maxBodyBytes: Int
     var maxBatchBodyBytes = 4_194_304
-    /// Connections events are published over.
-    var connections = 4
+    /// Connections events are published over; 0: one per HTTP event loop.
+    var connections = 0
     /// When ingest refuses work at once.
     var limits = Admission.Limits()
     let keyRotationGrace: Milliseconds

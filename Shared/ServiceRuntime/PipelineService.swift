@@ -47,7 +47,7 @@ public struct PipelineService: Sendable {
     public static func bootstrap(name: String, environment: ServiceEnvironment = ServiceEnvironment()) throws -> PipelineService {
         let level = try environment.value(.logLevel)
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
+            var handler = DeferredMetadataLogHandler(StreamLogHandler.standardError(label: label))
             handler.logLevel = level
             return handler
         }

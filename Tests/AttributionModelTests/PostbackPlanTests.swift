@@ -492,6 +492,24 @@ struct RandomUUIDTests {
         #expect(RandomUUID.text(bytes[...]) == UUID(uuidString: RandomUUID.text(bytes[...]))?.uuidString.lowercased())
     }
 
+    @Test("the pooled CSPRNG hands each word out once, across refills and from concurrent callers")
+    func pooledWordsAreNeverHandedOutTwice() async {
+        // 8 × 1,000 words cross several 512-word refills; 64-bit draws of a CSPRNG never repeat in 8,000.
+        let words = await withTaskGroup(of: [UInt64].self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    var generator = PooledSystemRandom()
+                    return (0..<1_000).map { _ in generator.next() }
+                }
+            }
+            return await group.reduce(into: []) { $0 += $1 }
+        }
+        #expect(Set(words).count == 8_000)
+        // Every bit position takes both values (a stuck or zeroed byte would not).
+        #expect(words.reduce(0, |) == .max && words.reduce(.max, &) == 0)
+        #expect(Set((0..<100).map { _ in RandomUUID.make() }).count == 100)
+    }
+
     @Test func madeIdsAreVersion4AndDiffer() {
         var generator = SplitMix64(seed: 7)
         let ids = (0..<1_000).map { _ in RandomUUID.make(using: &generator) }

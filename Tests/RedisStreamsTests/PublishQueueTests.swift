@@ -1,24 +1,51 @@
+import NIOPosix
 import RedisStreams
 import TestSupport
 import Testing
 
 /// ingest's write path: concurrent publishes share pipelined round trips, each answered in order, on a
-/// real redis-server.
+/// real redis-server; over both kinds of connection (threads on a cluster, event loops on one server).
 @Suite("PublishQueue: coalesced script calls and commands")
 struct PublishQueueTests {
     /// Appends its argument to a list and answers the list's new length.
     static let script = RedisScript("return redis.call('RPUSH', KEYS[1], ARGV[1])")
 
+    enum Links: CaseIterable, Sendable {
+        case threads, eventLoops
+    }
+
+    /// A queue over `count` connections of `links`' kind (event-loop connections serve one node only).
+    static func queue(
+        _ links: Links, _ server: RedisServer, count: Int = 1, script: RedisScript = Self.script, replicas: Int = 0,
+        waitMilliseconds: Int64 = 0, oneNode: Bool = true
+    ) -> PublishQueue {
+        switch links {
+        case .threads:
+            return PublishQueue(
+                script: script, connections: (0..<count).map { _ in server.connect() }, replicas: replicas,
+                waitMilliseconds: waitMilliseconds, oneNode: oneNode)
+        case .eventLoops:
+            let connections = (0..<count).map { _ in
+                EventLoopRedisConnection(
+                    configuration: server.configuration, eventLoop: MultiThreadedEventLoopGroup.singleton.next(),
+                    logger: .test("publish"))
+            }
+            return PublishQueue(
+                script: script, connections: connections, replicas: replicas, waitMilliseconds: waitMilliseconds)
+        }
+    }
+
     static func write(_ value: Int, key: String = "list") -> PublishQueue.Write {
         PublishQueue.Write(call: RedisScript.Call(keys: [key], arguments: [Array(String(value).utf8)]), group: value % 4)
     }
 
-    @Test("200 concurrent requests over one connection: every write once, answered its own reply, in far fewer round trips")
-    func concurrentRequestsShareRoundTrips() async throws {
+    @Test(
+        "200 concurrent requests over one connection: every write once, answered its own reply, in far fewer round trips",
+        arguments: Links.allCases)
+    func concurrentRequestsShareRoundTrips(links: Links) async throws {
         let server = try await RedisServer.start()
         defer { server.stop() }
-        let queue = PublishQueue(
-            script: Self.script, connections: [server.connect()], replicas: 0, waitMilliseconds: 0, oneNode: true)
+        let queue = Self.queue(links, server)
         let lengths = try await withThrowingTaskGroup(of: (Int, [Int]).self) { group in
             for request in 0..<200 {
                 group.addTask {
@@ -42,26 +69,26 @@ struct PublishQueueTests {
         #expect(queue.delays().queued == .zero && queue.delays().inFlight == .zero, "idle again")
     }
 
-    @Test("a server that lost its scripts (SCRIPT FLUSH, a restart) is sent the source again")
-    func noScriptIsRecovered() async throws {
+    @Test("a server that lost its scripts (SCRIPT FLUSH, a restart) is sent the source again", arguments: Links.allCases)
+    func noScriptIsRecovered(links: Links) async throws {
         let server = try await RedisServer.start()
         defer { server.stop() }
-        let queue = PublishQueue(
-            script: Self.script, connections: [server.connect(), server.connect()], replicas: 0, waitMilliseconds: 0,
-            oneNode: true)
+        let queue = Self.queue(links, server, count: 2)
         #expect(try await queue.publish([Self.write(1)])[0].reply.int == 1)
         _ = try await server.connect().send(RedisCommand("SCRIPT", "FLUSH"))
         let outcomes = try await queue.publish([Self.write(2), Self.write(3)])
         #expect(outcomes.map(\.reply.int) == [2, 3])
     }
 
-    @Test("plain commands and script calls in one round trip: each answered its own reply, a flushed script sent again")
-    func plainCommandsMixWithScriptCalls() async throws {
+    @Test(
+        "plain commands and script calls in one round trip: each answered its own reply, a flushed script sent again",
+        arguments: Links.allCases)
+    func plainCommandsMixWithScriptCalls(links: Links) async throws {
         let server = try await RedisServer.start()
         defer { server.stop() }
         // Its own script value: whether the SHA is cached must not depend on the other tests.
         let script = RedisScript("return redis.call('RPUSH', KEYS[1], ARGV[1])")
-        let queue = PublishQueue(script: script, connections: [server.connect()], replicas: 0, waitMilliseconds: 0, oneNode: true)
+        let queue = Self.queue(links, server, script: script)
         let plain = { (value: Int) in PublishQueue.Write(command: RedisCommand("RPUSH", "list", String(value)), group: 0) }
         let call = { (value: Int) in
             PublishQueue.Write(call: RedisScript.Call(keys: ["list"], arguments: [Array(String(value).utf8)]), group: 0)
@@ -76,24 +103,24 @@ struct PublishQueueTests {
         #expect(list == ["1", "2", "4", "6", "3", "5"], "each write once")
     }
 
-    @Test("with replicas to wait for and none attached, every write reports 0 confirmations after the timeout")
-    func waitReportsConfirmations() async throws {
+    @Test(
+        "with replicas to wait for and none attached, every write reports 0 confirmations after the timeout",
+        arguments: Links.allCases)
+    func waitReportsConfirmations(links: Links) async throws {
         let server = try await RedisServer.start()
         defer { server.stop() }
-        for oneNode in [true, false] {
-            let queue = PublishQueue(
-                script: Self.script, connections: [server.connect()], replicas: 1, waitMilliseconds: 50, oneNode: oneNode)
+        for oneNode in links == .threads ? [true, false] : [true] {
+            let queue = Self.queue(links, server, replicas: 1, waitMilliseconds: 50, oneNode: oneNode)
             let outcomes = try await queue.publish((0..<6).map { Self.write($0) })
             #expect(outcomes.count == 6)
             #expect(outcomes.allSatisfy { $0.replicas == 0 && $0.reply.int != nil }, "\(outcomes)")
         }
     }
 
-    @Test("a round trip that cannot be made (Redis gone) fails its requests with a RedisError")
-    func unreachableRedisFailsTheRequests() async throws {
+    @Test("a round trip that cannot be made (Redis gone) fails its requests with a RedisError", arguments: Links.allCases)
+    func unreachableRedisFailsTheRequests(links: Links) async throws {
         let server = try await RedisServer.start()
-        let queue = PublishQueue(
-            script: Self.script, connections: [server.connect()], replicas: 0, waitMilliseconds: 0, oneNode: true)
+        let queue = Self.queue(links, server)
         #expect(try await queue.publish([Self.write(1)])[0].reply.int == 1)
         server.stop()
         await #expect(throws: RedisError.self) { try await queue.publish([Self.write(2)]) }

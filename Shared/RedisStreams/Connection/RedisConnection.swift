@@ -109,35 +109,6 @@ public final class RedisConnection: Sendable {
         }
     }
 
-    /// The connection as seen from its own thread: round trips that block, for work that makes several
-    /// in a row (the publish queue's drain) and would otherwise hop between threads twice for each.
-    /// Valid only inside `onThread`'s body.
-    public struct Blocking: Sendable {
-        fileprivate let transport: Transport
-        fileprivate let active: Bool
-
-        /// Sends all commands in one round trip (per node on a cluster); one reply per command, in order.
-        public func pipeline(_ commands: [RedisCommand]) throws -> [RedisReply] {
-            guard active else { throw RedisError(.closed, "connection closed") }
-            if commands.isEmpty { return [] }
-            return try transport.execute(commands)
-        }
-    }
-
-    /// Runs `body` on the connection's thread, after the calls already queued, and returns at once.
-    /// On a closed connection `body` still runs (perhaps on the calling thread) and every round trip
-    /// it asks for throws `closed`, so whoever waits on it is told.
-    public func onThread(_ body: @escaping @Sendable (Blocking) -> Void) {
-        let transport = self.transport
-        if self.isClosed.load(ordering: .acquiring) {
-            return body(Blocking(transport: transport, active: false))
-        }
-        self.threadPool.submit { state in
-            guard case .active = state else { return body(Blocking(transport: transport, active: false)) }
-            body(Blocking(transport: transport, active: true))
-        }
-    }
-
     /// Closes the socket and stops the thread; calls already queued finish first, later calls throw `closed`.
     public func close() async {
         guard self.isClosed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged

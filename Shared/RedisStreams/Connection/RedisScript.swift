@@ -70,10 +70,10 @@ public final class RedisScript: Sendable {
         try await self.loadedSHA(on: connection)
     }
 
-    /// The script's SHA-1, loaded once; for a caller on the connection's own thread.
-    public func loaded(on connection: RedisConnection.Blocking) throws -> String {
+    /// The script's SHA-1, loaded once through `pipeline` (a connection of any kind).
+    public func loaded(via pipeline: ([RedisCommand]) async throws -> [RedisReply]) async throws -> String {
         if let sha = self.sha.withLock({ $0 }) { return sha }
-        return try self.remember(connection.pipeline([self.load])[0])
+        return try self.remember(await pipeline([self.load])[0])
     }
 
     private func command(_ name: String, _ script: String, _ call: Call) -> RedisCommand {

@@ -5,6 +5,7 @@ import HummingbirdCore
 import Logging
 import NIOCore
 import NIOHTTPTypes
+import RedisStreams
 
 /// Decides from a request's head alone whether it is refused at once: the problem to answer, or nil
 /// to hand the request to the router as usual.

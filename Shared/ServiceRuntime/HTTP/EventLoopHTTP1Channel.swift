@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import RedisStreams
 
 /// An HTTP/1.1 listener whose requests are served on their connection's event loop instead of Swift's
 /// thread pool: a request is read, routed, handled and answered on the thread that parsed it, without
@@ -44,19 +45,6 @@ public struct EventLoopHTTP1Channel: ServerChildChannel {
         await withTaskExecutorPreference(EventLoopTaskExecutor(value.channel.eventLoop)) {
             await inner.handle(value: value, logger: logger)
         }
-    }
-}
-
-/// Runs a task's jobs on one NIO event loop (Swift's `TaskExecutor`, preferred with
-/// `withTaskExecutorPreference`). Default actors the task calls run there too (SE-0417).
-public final class EventLoopTaskExecutor: TaskExecutor {
-    public let eventLoop: any EventLoop
-
-    public init(_ eventLoop: any EventLoop) { self.eventLoop = eventLoop }
-
-    public func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }
 
