@@ -69,6 +69,31 @@ struct PublishQueueTests {
         #expect(queue.delays().queued == .zero && queue.delays().inFlight == .zero, "idle again")
     }
 
+    @Test("a request on an event loop makes its round trip on that loop's connection while it is idle")
+    func requestsPreferTheirOwnLoopsConnection() async throws {
+        let server = try await RedisServer.start()
+        defer { server.stop() }
+        let loops = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())
+        try #require(loops.count >= 2, "the singleton group has one loop per core")
+        let connections = loops.prefix(2).map {
+            EventLoopRedisConnection(configuration: server.configuration, eventLoop: $0, logger: .test("publish"))
+        }
+        let queue = PublishQueue(script: Self.script, connections: connections, replicas: 0, waitMilliseconds: 0)
+        // CLIENT ID answers the id of the connection it went over.
+        let clientID = PublishQueue.Write(command: RedisCommand("CLIENT", "ID"), group: 0)
+        var seen: [[Int64]] = []
+        for loop in loops.prefix(2) {
+            let ids = try await withTaskExecutorPreference(EventLoopTaskExecutor(loop)) {
+                var ids: [Int64] = []
+                for _ in 0..<20 { ids.append(try await queue.publish([clientID])[0].reply.int ?? -1) }
+                return ids
+            }
+            seen.append(ids)
+        }
+        #expect(Set(seen[0]).count == 1 && Set(seen[1]).count == 1, "one connection per loop: \(seen)")
+        #expect(seen[0][0] != seen[1][0], "each loop its own")
+    }
+
     @Test("a server that lost its scripts (SCRIPT FLUSH, a restart) is sent the source again", arguments: Links.allCases)
     func noScriptIsRecovered(links: Links) async throws {
         let server = try await RedisServer.start()
