@@ -13,7 +13,7 @@ extension ConfigurationKey.Typed where Value == Int {
     public static var ingestRedisConnections: Self {
         .integer(
             "INGEST_REDIS_CONNECTIONS", default: 0, range: 0...64, services: ["ingest"],
-            "Connections ingest publishes events over; 0: one per core (one per HTTP event loop, so a request's round trip stays on its own loop's connection). Requests that arrive while their connection is busy are coalesced: their writes go together in the next pipelined round trip. More connections make more, smaller round trips: in one capacity-search probe on 2 cores, 4 connections instead of 2 cost ingest 10 % more CPU per single-event request and Redis 30 % more."
+            "Connections ingest publishes events over; 0: one per core (on one Redis, one per HTTP event loop, so a request's round trip stays on its own loop's connection; on Redis Cluster, each with its own thread). Requests that arrive while their connection is busy are coalesced: their writes go together in the next pipelined round trip. More connections make more, smaller round trips: in one capacity-search probe on 2 cores, 4 connections instead of 2 cost ingest 10 % more CPU per single-event request and Redis 30 % more."
         )
     }
 
