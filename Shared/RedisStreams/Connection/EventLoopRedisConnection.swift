@@ -64,11 +64,8 @@ public final class EventLoopRedisConnection: Sendable {
 
     /// On the loop: checks, connects if need be, writes.
     private func send(_ commands: [RedisCommand]) -> EventLoopFuture<[RedisReply]> {
-        if let empty = commands.first(where: { $0.arguments.isEmpty }) {
-            // Redis silently ignores `*0`, so an empty command would wait for a reply until the timeout.
-            return self.eventLoop.makeFailedFuture(RedisError(.invalidArgument, "empty redis command: \(empty)"))
-        }
         do {
+            try RedisCommand.refuseEmpty(commands)
             // Publishes carry no WATCH, but the guard's rules are the same on every transport.
             if let slotGuard = self.state.value.slotGuard { _ = try slotGuard.check(commands) }
         } catch {
@@ -131,25 +128,13 @@ public final class EventLoopRedisConnection: Sendable {
         }
     }
 
-    /// AUTH and SELECT, as `HiredisContext` does them, before any caller's command.
+    /// AUTH and SELECT, as `HiredisContext` sends them, before any caller's command.
     private func handshake(_ handler: NIOLoopBound<RedisReplyHandler>) -> EventLoopFuture<Void> {
         let configuration = self.configuration
-        var commands: [RedisCommand] = []
-        if let password = configuration.password {
-            commands.append(configuration.username.map { RedisCommand("AUTH", $0, password) } ?? RedisCommand("AUTH", password))
-        }
-        if configuration.database != 0 { commands.append(RedisCommand("SELECT", String(configuration.database))) }
+        let commands = configuration.handshake
         guard !commands.isEmpty else { return self.eventLoop.makeSucceededVoidFuture() }
         return handler.value.send(commands).flatMapThrowing { replies in
-            var failure: RedisError?
-            if configuration.password != nil, let message = replies[0].errorMessage {
-                // The server's words (WRONGPASS, NOPERM…), never the password.
-                failure = RedisError(
-                    .connectionFailed, "AUTH as \(configuration.username ?? "default") failed: \(message.prefix(120))")
-            } else if configuration.database != 0, let message = replies[replies.count - 1].errorMessage {
-                failure = RedisError(.connectionFailed, "SELECT \(configuration.database) failed: \(message)")
-            }
-            if let failure {
+            if let failure = configuration.handshakeFailure(replies) {
                 handler.value.close()
                 throw failure
             }

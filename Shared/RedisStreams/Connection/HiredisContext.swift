@@ -31,10 +31,7 @@ final class HiredisContext: @unchecked Sendable {
     /// The first half of `execute`: queues every command and flushes the socket without reading, so
     /// several nodes can work on their parts of a pipeline at once; `read(count:)` collects the replies.
     func write(_ commands: [RedisCommand]) throws {
-        if let empty = commands.first(where: { $0.arguments.isEmpty }) {
-            // Redis silently ignores `*0`, so an empty command would wait for a reply until the timeout.
-            throw RedisError(.invalidArgument, "empty redis command: \(empty)")
-        }
+        try RedisCommand.refuseEmpty(commands)
         let context = try self.connected()
         do {
             for command in commands {
@@ -113,23 +110,10 @@ final class HiredisContext: @unchecked Sendable {
         _ = redisEnableKeepAlive(context)
         self.context = context
 
-        if let password = configuration.password {
-            let auth = configuration.username.map { RedisCommand("AUTH", $0, password) } ?? RedisCommand("AUTH", password)
-            let reply = try self.execute([auth])[0]
-            if let message = reply.errorMessage {
-                self.drop()
-                // The server's words (WRONGPASS, NOPERM…), never the password.
-                throw RedisError(
-                    .connectionFailed, "AUTH as \(configuration.username ?? "default") failed: \(message.prefix(120))")
-            }
-        }
-
-        if configuration.database != 0 {
-            let reply = try self.execute([RedisCommand("SELECT", String(configuration.database))])[0]
-            if let message = reply.errorMessage {
-                self.drop()
-                throw RedisError(.connectionFailed, "SELECT \(configuration.database) failed: \(message)")
-            }
+        let handshake = configuration.handshake
+        if !handshake.isEmpty, let failure = configuration.handshakeFailure(try self.execute(handshake)) {
+            self.drop()
+            throw failure
         }
         self.logger.debug(
             "redis connected",

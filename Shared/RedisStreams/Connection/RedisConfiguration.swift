@@ -127,3 +127,38 @@ public struct RedisConfiguration: Sendable, Equatable {
         return (authority[..<colon], authority[authority.index(after: colon)...])
     }
 }
+
+extension RedisConfiguration {
+    /// What every new connection sends before any caller's command: AUTH with a password, SELECT for a
+    /// database other than 0.
+    var handshake: [RedisCommand] {
+        var commands: [RedisCommand] = []
+        if let password {
+            commands.append(username.map { RedisCommand("AUTH", $0, password) } ?? RedisCommand("AUTH", password))
+        }
+        if database != 0 { commands.append(RedisCommand("SELECT", String(database))) }
+        return commands
+    }
+
+    /// The `connectionFailed` error `handshake`'s replies call for; nil when they all succeeded.
+    func handshakeFailure(_ replies: [RedisReply]) -> RedisError? {
+        if password != nil, let message = replies.first?.errorMessage {
+            // The server's words (WRONGPASS, NOPERM…), never the password.
+            return RedisError(.connectionFailed, "AUTH as \(username ?? "default") failed: \(message.prefix(120))")
+        }
+        if database != 0, let message = replies.last?.errorMessage {
+            return RedisError(.connectionFailed, "SELECT \(database) failed: \(message)")
+        }
+        return nil
+    }
+}
+
+extension RedisCommand {
+    /// Throws `invalidArgument` for an empty command: Redis silently ignores `*0`, so it would wait for a
+    /// reply until the timeout.
+    static func refuseEmpty(_ commands: [RedisCommand]) throws {
+        if let empty = commands.first(where: { $0.arguments.isEmpty }) {
+            throw RedisError(.invalidArgument, "empty redis command: \(empty)")
+        }
+    }
+}
