@@ -19,7 +19,7 @@ BENCH_BATCH (100), BENCH_OVERLOAD_SECONDS (4), BENCH_LATENCY_SECONDS (10), BENCH
 half the capacity); BENCH_MAX_EVENTS_LAG (ingest's lag ceiling, 20000); BENCH_STAGE_SCHEDULING (the four
 stages' CPU priority: idle, the default, for SCHED_IDLE; "nice 10"; none); BENCH_RAMP_* (scripts/bench_ramp.py: step seconds, factor, bisections, start)."""
 
-import json, os, re, shutil, signal, subprocess, sys, tempfile, time, urllib.request
+import json, os, re, resource, shutil, signal, subprocess, sys, tempfile, time, urllib.request
 from collections import Counter
 from harness import Processes, cpu_seconds, free_port, http, partitioned, redis_cli, rss_mib, until, wait_http
 from bench_ramp import FACTOR as RAMP_FACTOR, START as RAMP_START, Bench, ramp_chart
@@ -65,6 +65,41 @@ def rewrite_aof():
     rewrites its own writes cause."""
     redis("BGREWRITEAOF")  # an error if one is already running: waiting for that one does as well
     until(lambda: re.search(r"aof_rewrite_in_progress:0\b.*aof_rewrite_scheduled:0\b", redis("INFO", "persistence"), re.S), 300)
+
+
+def redis_cpu_seconds():
+    info = redis("INFO", "cpu")
+    return sum(float(re.search(rf"used_cpu_{kind}:([\d.]+)", info).group(1)) for kind in ("user", "sys"))
+
+
+def loopback_floor(requests=200_000, connections=128):
+    """What any refusal costs at least on this machine: a request and its answer over loopback TCP, one
+    in flight on each of 128 connections (as `attribution load` sends them), answered by a server that
+    does next to nothing (Redis's PING), counting the CPU of both ends. A refused HTTP request makes the
+    same system calls and wake-ups, and parses more."""
+    server_before, client_before = redis_cpu_seconds(), resource.getrusage(resource.RUSAGE_CHILDREN)
+    output = subprocess.run(["redis-benchmark", "-p", str(REDIS_PORT), "-q", "-n", str(requests), "-c", str(connections),
+                             "-t", "ping_inline"], capture_output=True, text=True).stdout
+    server, client_after = redis_cpu_seconds() - server_before, resource.getrusage(resource.RUSAGE_CHILDREN)
+    client = (client_after.ru_utime - client_before.ru_utime) + (client_after.ru_stime - client_before.ru_stime)
+    return {"requests": requests, "connections": connections, "server_cpu_s": server, "client_cpu_s": client,
+            "us_per_request": (server + client) * 1e6 / requests,
+            "per_s": float(re.findall(r"([\d.]+) requests per second", output)[-1])}
+
+
+def goodput_ceiling(ramp, multiple):
+    """The most a path could accept at `multiple` × its capacity, as a share of the capacity, with every
+    core of the machine working and each refused request costing no more than the loopback floor:
+    accepted × (CPU per accepted event at capacity, every process, Redis and the load tool) + refused
+    requests × floor ≤ cores. An upper bound for any ingest, since the load tool shares the cores."""
+    at, capacity = ramp["at_capacity"], ramp["capacity_per_s"]
+    if not at or not capacity:
+        return None
+    per_event = (sum(at["cpu_us_per_event"].values()) + at["redis_us_per_event"]
+                 + at["figures"].get("sendingCPUSeconds", 0) * 1e6 / max(1, at["accepted"]))
+    refusal = results["loopback_floor"]["us_per_request"] / ramp["batch"]  # per refused event
+    accepted = (os.cpu_count() * 1e6 - multiple * capacity * refusal) / max(1e-9, per_event - refusal)
+    return max(0.0, accepted / capacity)
 
 
 def xlen(stream):
@@ -115,6 +150,7 @@ try:
         bench[f"xadd_per_s_pipeline_{pipeline}"] = float(re.findall(r"([\d.]+) requests per second", output)[-1])
     redis("DEL", "bench")
     results["redis_benchmark"] = bench
+    results["loopback_floor"] = loopback_floor()
 
     # The pipeline's registry, through ingest's admin API.
     url = f"redis://127.0.0.1:{REDIS_PORT}/0"
@@ -246,6 +282,7 @@ try:
             # Every accepted impression becomes one entry on `events` and, verified, one on `verified`,
             # which attribution-winner has consumed once the step drained.
             record.update(multiple=multiple, goodput_fraction=record["goodput_per_s"] / ramp["capacity_per_s"],
+                          goodput_ceiling=goodput_ceiling(ramp, multiple),
                           lost=max(0, record["accepted"] - record["added"]["verified"]),
                           # Requests that timed out in the tool after ingest had written them: not lost, unanswered.
                           written_unanswered=max(0, record["added"]["verified"] - record["accepted"]), unlogged=record["accepted"] - record["added"]["events"])
@@ -338,7 +375,7 @@ def ramp_line(ramp):
 
 # The report.
 o, v, w, s, d, h = results["openssl"], results["verifier"], results["attribution_winner"], results["scheduler"], results["dispatcher"], results["holding"]
-rb = results["redis_benchmark"]
+rb, lf = results["redis_benchmark"], results["loopback_floor"]
 e2e, five_figures, latency = results["end_to_end"], results["five_services"], results["ingest_latency"]
 verify_us = 1e6 / o["verify_per_s"]  # one openssl P-256 verify on one core, in µs
 
@@ -354,7 +391,8 @@ def capacity_row(label, ramp):
 def overload_row(label, record):
     return (f"| {label} | {record['rate']:,} | {record['goodput_per_s']:,.0f} | {record['goodput_fraction']:.0%} | "
             f"{record['accepted_p99_ms']:.1f} | {record['figures'].get('acceptedAnswerP99Milliseconds', 0):.1f} | "
-            f"{record['figures'].get('sendingCPUSeconds', 0) * 1e6 / max(1, record['figures']['requests']):.1f} | {record['shed_fraction']:.1%} | {record['failed']:,} | {record['lost']:,}" + (f" ({record['written_unanswered']:,} written, answered too late)" if record.get('written_unanswered') else "") + " |")
+            f"{record['figures'].get('sendingCPUSeconds', 0) * 1e6 / max(1, record['figures']['requests']):.1f} | "
+            f"{'≤ %.0f %%' % (record['goodput_ceiling'] * 100) if record.get('goodput_ceiling') is not None else '–'} | {record['shed_fraction']:.1%} | {record['failed']:,} | {record['lost']:,}" + (f" ({record['written_unanswered']:,} written, answered too late)" if record.get('written_unanswered') else "") + " |")
 
 
 single, batch, overload = e2e["single"], e2e["batch"], e2e["overload"]
@@ -397,11 +435,16 @@ lines = [
     f"(attribution-winner consumed all of `verified` before each count). **Accepted events lost: {lost_total}.**", "",
     "Each offer starts right after Redis rewrote its append-only file (`rewrite_aof` in scripts/bench.py): the sections "
     "before keep every stream entry, and a rewrite of that takes a core for seconds, whatever offer it falls on. "
-    "Accepted p99 counts from each request's due time, so it includes any wait for one of the load tool's 512 connections; "
+    "Accepted p99 counts from each request's due time, so it includes any wait for one of the load tool's 128 connections; "
     "ingest's answer p99 counts from the accepted request's write to its answer. The load tool's CPU per request (sending "
     "and reading answers, on the same cores) is what the offer itself takes from the services.", "",
-    "| offer | offered (events/s) | goodput (events/s) | of capacity | accepted p99 (ms) | ingest's answer p99 (ms) | load tool CPU µs/request | shed | failed | lost |",
-    "|---|---|---|---|---|---|---|---|---|---|",
+    f"The ceiling is the most any ingest could accept on these cores with the load tool beside it: every core working, each "
+    f"accepted event costing what it cost at capacity (every process, Redis and the tool), and each refused request only "
+    f"the loopback floor, a request and its answer over loopback TCP to a server doing next to nothing (redis-benchmark "
+    f"PING_INLINE on {lf['connections']} connections, CPU of both ends): **{lf['us_per_request']:.1f} µs** here. "
+    "The share of the refusals' cost above that floor is ingest's and the tool's to cut; the ceiling is not.", "",
+    "| offer | offered (events/s) | goodput (events/s) | of capacity | accepted p99 (ms) | ingest's answer p99 (ms) | load tool CPU µs/request | ceiling | shed | failed | lost |",
+    "|---|---|---|---|---|---|---|---|---|---|---|",
     *[overload_row(f"{name.split('_')[0]}, {r['multiple']}× capacity", r) for name, r in overload.items()],
     "",
     f"Ingest latency at half the single-event capacity ({latency['offeredPerSecond']:,}/s offered, open loop, from each request's due time, "

@@ -64,5 +64,19 @@ extension PipelineSuites {
             #expect(closed["failed"] as? Int == 50 && closed["accepted"] as? Int == 0, "\(closed)")
             #expect((closed["refusals"] as? [String: Int])?["no answer"] == 50, "\(closed)")
         }
+
+        /// No connections at all would leave every request waiting for one that is never opened: refused
+        /// before anything is signed or sent.
+        @Test func zeroConnectionsIsRefused() throws {
+            let result = try ChildProcess.run(
+                PipelineProcesses.binaryDirectory().appendingPathComponent("attribution"),
+                arguments: [
+                    "load", "--ingest-url", "http://127.0.0.1:1", "--network", HostileInputTests.network,
+                    "--key-file", "/nonexistent", "--rate", "10", "--duration", "1", "--connections", "0",
+                ])
+            let errors = String(decoding: result.stderr, as: UTF8.self)
+            #expect(result.status != 0)
+            #expect(errors.contains("--connections must be positive"), "\(errors)")
+        }
     }
 }
