@@ -442,7 +442,10 @@ lines = [
     f"accepted event costing what it cost at capacity (every process, Redis and the tool), and each refused request only "
     f"the loopback floor, a request and its answer over loopback TCP to a server doing next to nothing (redis-benchmark "
     f"PING_INLINE on {lf['connections']} connections, CPU of both ends): **{lf['us_per_request']:.1f} µs** here. "
-    "The share of the refusals' cost above that floor is ingest's and the tool's to cut; the ceiling is not.", "",
+    "The share of the refusals' cost above that floor is ingest's and the tool's to cut; the ceiling is not. It bounds "
+    "what an offer sustains: a 4 s offer's goodput can pass it by the events ingest takes ahead of the stages, up to its "
+    f"lag ceiling ({int(os.environ.get('BENCH_MAX_EVENTS_LAG', '20000')):,} events, "
+    f"{int(os.environ.get('BENCH_MAX_EVENTS_LAG', '20000')) / OVERLOAD_SECONDS:,.0f}/s over a {OVERLOAD_SECONDS:.0f} s offer).", "",
     "| offer | offered (events/s) | goodput (events/s) | of capacity | accepted p99 (ms) | ingest's answer p99 (ms) | load tool CPU µs/request | ceiling | shed | failed | lost |",
     "|---|---|---|---|---|---|---|---|---|---|---|",
     *[overload_row(f"{name.split('_')[0]}, {r['multiple']}× capacity", r) for name, r in overload.items()],
