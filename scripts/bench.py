@@ -21,7 +21,7 @@ stages' CPU priority: idle, the default, for SCHED_IDLE; "nice 10"; none); BENCH
 
 import json, os, re, resource, shutil, signal, subprocess, sys, tempfile, time, urllib.request
 from collections import Counter
-from harness import Processes, cpu_seconds, free_port, http, partitioned, redis_cli, rss_mib, until, wait_http
+from harness import Processes, cpu_seconds, redis_info_cpu_seconds, free_port, http, partitioned, redis_cli, rss_mib, until, wait_http
 from bench_ramp import FACTOR as RAMP_FACTOR, START as RAMP_START, Bench, ramp_chart
 
 BIN = sys.argv[1]
@@ -67,20 +67,15 @@ def rewrite_aof():
     until(lambda: re.search(r"aof_rewrite_in_progress:0\b.*aof_rewrite_scheduled:0\b", redis("INFO", "persistence"), re.S), 300)
 
 
-def redis_cpu_seconds():
-    info = redis("INFO", "cpu")
-    return sum(float(re.search(rf"used_cpu_{kind}:([\d.]+)", info).group(1)) for kind in ("user", "sys"))
-
-
 def loopback_floor(requests=200_000, connections=128):
     """What any refusal costs at least on this machine: a request and its answer over loopback TCP, one
     in flight on each of 128 connections (as `attribution load` sends them), answered by a server that
     does next to nothing (Redis's PING), counting the CPU of both ends. A refused HTTP request makes the
     same system calls and wake-ups, and parses more."""
-    server_before, client_before = redis_cpu_seconds(), resource.getrusage(resource.RUSAGE_CHILDREN)
+    server_before, client_before = redis_info_cpu_seconds(redis("INFO", "cpu")), resource.getrusage(resource.RUSAGE_CHILDREN)
     output = subprocess.run(["redis-benchmark", "-p", str(REDIS_PORT), "-q", "-n", str(requests), "-c", str(connections),
                              "-t", "ping_inline"], capture_output=True, text=True).stdout
-    server, client_after = redis_cpu_seconds() - server_before, resource.getrusage(resource.RUSAGE_CHILDREN)
+    server, client_after = redis_info_cpu_seconds(redis("INFO", "cpu")) - server_before, resource.getrusage(resource.RUSAGE_CHILDREN)
     client = (client_after.ru_utime - client_before.ru_utime) + (client_after.ru_stime - client_before.ru_stime)
     return {"requests": requests, "connections": connections, "server_cpu_s": server, "client_cpu_s": client,
             "us_per_request": (server + client) * 1e6 / requests,

@@ -19,7 +19,7 @@ Environment: BENCH_RAMP_STEP_SECONDS (5), BENCH_RAMP_FACTOR (1.5), BENCH_RAMP_RE
 BENCH_RAMP_START (250 events/s), BENCH_RAMP_MAX_STEPS (12 rising steps), BENCH_RAMP_RETRIES (1)."""
 
 import json, os, re, subprocess, threading, time
-from harness import RedisConnection, cpu_seconds, entries_added, group_backlog, partitioned
+from harness import RedisConnection, cpu_seconds, redis_info_cpu_seconds, entries_added, group_backlog, partitioned
 
 STEP_SECONDS = float(os.environ.get("BENCH_RAMP_STEP_SECONDS", "5"))
 FACTOR = float(os.environ.get("BENCH_RAMP_FACTOR", "1.5"))
@@ -52,9 +52,7 @@ class Bench:
         """Redis's own CPU seconds, its commands, and the CPU seconds of its finished children (the
         rewrites of its append-only file: another core's work, counted when a rewrite ends)."""
         cpu, stats = self.connection.pipeline([("INFO", "cpu"), ("INFO", "stats")])
-        seconds = sum(float(re.search(rf"used_cpu_{kind}:([\d.]+)", cpu).group(1)) for kind in ("user", "sys"))
-        children = sum(float(re.search(rf"used_cpu_{kind}_children:([\d.]+)", cpu).group(1)) for kind in ("user", "sys"))
-        return seconds, int(re.search(r"total_commands_processed:(\d+)", stats).group(1)), children
+        return redis_info_cpu_seconds(cpu), int(re.search(r"total_commands_processed:(\d+)", stats).group(1)), redis_info_cpu_seconds(cpu, children=True)
 
     def drain(self, seconds=120):
         """Until nothing waits in the pipeline; how long that took (None if it did not drain in time)."""

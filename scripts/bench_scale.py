@@ -10,7 +10,7 @@ pipeline empty, nothing arriving) as a share of one core. Writes OUT/scale.json.
 """
 
 import json, os, re, shutil, subprocess, sys, tempfile, time
-from harness import PARTITIONS, Processes, RedisCluster, cpu_seconds, free_port, http, partitioned, redis_cli, until, wait_http, wait_redis
+from harness import PARTITIONS, Processes, RedisCluster, cpu_seconds, redis_info_cpu_seconds, free_port, http, partitioned, redis_cli, until, wait_http, wait_redis
 
 BIN, OUT = sys.argv[1], os.path.abspath(sys.argv[2])
 os.makedirs(OUT, exist_ok=True)
@@ -39,8 +39,7 @@ def counters(ports):
     result = {}
     for port in ports:
         cpu, stats = redis_cli(port, "INFO", "cpu"), redis_cli(port, "INFO", "stats")
-        seconds = sum(float(re.search(rf"used_cpu_{kind}:([\d.]+)", cpu).group(1)) for kind in ("user", "sys"))
-        result[port] = (seconds, int(re.search(r"total_commands_processed:(\d+)", stats).group(1)))
+        result[port] = (redis_info_cpu_seconds(cpu), int(re.search(r"total_commands_processed:(\d+)", stats).group(1)))
     return result
 
 

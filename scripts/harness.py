@@ -2,7 +2,7 @@
 HTTP, JSON requests, redis-cli, and the processes a run starts (each can be killed and restarted with
 the same command line, environment and log)."""
 
-import json, os, random, shutil, signal, socket, subprocess, time, urllib.request
+import json, os, random, re, shutil, signal, socket, subprocess, time, urllib.request
 
 
 _next_port = [None]
@@ -69,6 +69,13 @@ def http(method, url, body=None, token=None, timeout=10):
 def cpu_seconds(pid):
     fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def redis_info_cpu_seconds(info, children=False):
+    """User plus system CPU seconds from `INFO cpu`'s text: Redis's own, or (`children`) those of its
+    finished children (append-only file rewrites)."""
+    suffix = "_children" if children else ""
+    return sum(float(re.search(rf"used_cpu_{kind}{suffix}:([\d.]+)", info).group(1)) for kind in ("user", "sys"))
 
 
 def rss_mib(pid):

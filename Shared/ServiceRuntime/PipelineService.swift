@@ -222,31 +222,6 @@ struct OpensAfter: Service {
     }
 }
 
-/// The services' random source for delays, jitter and ids: the kernel CSPRNG (rules receive it as a
-/// parameter, so tests inject a seeded one). It reads 32 draws per call into the kernel rather than one:
-/// a stage makes one per batch and draws several per message, and a system call per draw showed in
-/// the scheduler's profile. Each draw is used once.
-public struct KernelRandom: RandomNumberGenerator, Sendable {
-    private var words: [UInt64] = []
-    private var used = 0
-
-    public init() {}
-
-    public mutating func next() -> UInt64 {
-        if used == words.count { refill() }
-        defer { used += 1 }
-        return words[used]
-    }
-
-    /// glibc's `arc4random_buf` (2.36+) reads the kernel's CSPRNG with `getrandom`, as the system
-    /// generator does, and never fails.
-    private mutating func refill() {
-        if words.isEmpty { words = [UInt64](repeating: 0, count: 32) }
-        used = 0
-        words.withUnsafeMutableBytes { arc4random_buf($0.baseAddress!, $0.count) }
-    }
-}
-
 /// Wall-clock milliseconds: the services' only clock (rules and steps receive time as a parameter).
 public enum WallClock {
     public static func nowMilliseconds() -> Milliseconds {

@@ -498,7 +498,7 @@ struct RandomUUIDTests {
         let words = await withTaskGroup(of: [UInt64].self) { group in
             for _ in 0..<8 {
                 group.addTask {
-                    var generator = PooledSystemRandom()
+                    var generator = KernelRandom()
                     return (0..<1_000).map { _ in generator.next() }
                 }
             }

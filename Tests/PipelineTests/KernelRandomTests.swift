@@ -1,4 +1,4 @@
-import ServiceRuntime
+import AttributionModel
 import Testing
 
 /// The services' CSPRNG reads its draws in blocks: past a block's end it must read a fresh one, never

@@ -315,11 +315,11 @@ public enum RandomUUID {
         return text(bytes[...])
     }
 
-    /// A fresh one from the system CSPRNG (`PooledSystemRandom`: one system call per 16 ids): message
+    /// A fresh one from the system CSPRNG (`KernelRandom`: one system call per 16 ids): message
     /// and event ids. Foundation's `UUID()` opens, reads and closes `/dev/urandom` on Linux for each,
     /// which was about a tenth of ingest's CPU in batches.
     public static func make() -> String {
-        var system = PooledSystemRandom()
+        var system = KernelRandom()
         return make(using: &system)
     }
 

@@ -6,11 +6,14 @@ import Synchronization
     import Darwin
 #endif
 
-/// The kernel's CSPRNG, fetched 4 KiB at a time (256 bytes a system call). `SystemRandomNumberGenerator`
-/// makes one `getrandom` system call per draw: two per event id, a third of ingest's system calls per
-/// single-event request (`perf trace`). The bytes are the kernel's own, each handed out once; only the
-/// system calls are shared.
-public struct PooledSystemRandom: RandomNumberGenerator, Sendable {
+/// The pipeline's random source for ids, delays, jitter and secrets: the kernel's CSPRNG (rules receive
+/// a generator as a parameter, so tests inject a seeded one), fetched 4 KiB at a time (256 bytes a
+/// system call) into one pool shared by every instance. `SystemRandomNumberGenerator` makes one
+/// `getrandom` system call per draw: two per event id, a third of ingest's system calls per
+/// single-event request (`perf trace`), and a system call per draw showed in the scheduler's profile.
+/// The bytes are the kernel's own, each handed out once and then zeroed; only the system calls are
+/// shared.
+public struct KernelRandom: RandomNumberGenerator, Sendable {
     private static let pool = Mutex(Pool())
 
     private struct Pool {
