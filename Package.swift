@@ -31,6 +31,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
     ],
@@ -80,10 +81,14 @@ let package = Package(
             path: "Shared/ServiceRuntime",
             swiftSettings: swiftSettings
         ),
-        // The dispatcher's HTTP side, apart so tests can drive it: clients pinned to checked addresses.
+        // The dispatcher's HTTP side, apart so tests can drive it: keep-alive POSTs to checked addresses.
         .target(
             name: "Delivery",
-            dependencies: ["AttributionModel", .product(name: "AsyncHTTPClient", package: "async-http-client")],
+            dependencies: [
+                "AttributionModel", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
             path: "Shared/Delivery",
             swiftSettings: swiftSettings
         ),
@@ -124,7 +129,7 @@ let package = Package(
             name: "dispatcher",
             dependencies: [
                 "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime", "Delivery",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             path: "Services/dispatcher",
             swiftSettings: swiftSettings
@@ -172,6 +177,7 @@ let package = Package(
             dependencies: [
                 "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime", "TestSupport", "Delivery",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],

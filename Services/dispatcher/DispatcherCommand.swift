@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import AttributionModel
 import Delivery
 import NIOCore
@@ -29,19 +28,14 @@ struct DispatcherCommand {
                 try await heartbeat.publish()
             }
 
-            var configuration = HTTPClient.Configuration()
-            configuration.timeout = .init(connect: .milliseconds(Int64(timeout)), read: .milliseconds(Int64(timeout)))
-            configuration.connectionPool = .init(idleTimeout: .seconds(60))
             // Only the checked URL is ever contacted: a 3xx is a failed attempt (retried, then dead-lettered),
-            // never followed to a destination the guard did not see.
-            configuration.redirectConfiguration = .disallow
-            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-            let pinned = PinnedClients(configuration: configuration, drain: .milliseconds(Int64(timeout) + 5_000))
+            // never followed to a destination the guard did not see (`PostbackPoster` follows nothing).
+            let poster = try PostbackPoster(idleTimeout: .seconds(60))
             let perHost = try service.environment.value(.deliveryConcurrencyPerHost)
             let stage = DispatcherStage(
                 step: DispatcherStep(policy: service.policy, publicSuffixes: publicSuffixes), signer: signer,
                 delivery: PostbackDelivery(
-                    client: client, pinned: pinned, timeout: .milliseconds(Int64(timeout)),
+                    poster: poster, timeout: .milliseconds(Int64(timeout)),
                     destinations: DestinationResolver(
                         policy: try service.environment.value(.postbackURLAllowList)),
                     limiter: HostLimiter(limit: perHost)),
@@ -56,12 +50,10 @@ struct DispatcherCommand {
                         heartbeat,
                     ])
             } catch {
-                await pinned.shutdown()
-                try? await client.shutdown()
+                await poster.shutdown()
                 throw error
             }
-            await pinned.shutdown()
-            try await client.shutdown()
+            await poster.shutdown()
         }
     }
 }

@@ -100,7 +100,7 @@ struct DispatcherStage: StreamStage {
     func deliverAll(_ deliveries: [DeliveryRetry]) async -> [DispatcherStep.Response] {
         await withTaskGroup(of: (Int, DispatcherStep.Response).self) { group in
             for (index, attempt) in deliveries.enumerated() {
-                let executor = EventLoopTaskExecutor(delivery.client.eventLoopGroup.next())
+                let executor = EventLoopTaskExecutor(delivery.poster.eventLoopGroup.next())
                 group.addTask(executorPreference: executor) { (index, await delivery.post(attempt.body, to: attempt.url)) }
             }
             var responses = [DispatcherStep.Response](repeating: .delivered, count: deliveries.count)

@@ -1,44 +1,38 @@
-import AsyncHTTPClient
 import AttributionModel
 import Delivery
-import Foundation
 import NIOCore
-import NIOHTTP1
 import ServiceRuntime
 
 /// One POST of a postback body, after the destination policy (and DNS) allowed its URL: the answer as
 /// `DispatcherStep.Response`, which the model's step judges (delivered, retried, dead-lettered).
 struct PostbackDelivery: Sendable {
-    /// For destinations used as they are (IP literals, allow-listed hosts).
-    let client: HTTPClient
-    /// For names: a client that connects only to the address the check approved.
-    let pinned: PinnedClients
+    /// Connects to the checked address of a name, and to IP literals and allow-listed hosts as they are.
+    let poster: PostbackPoster
+    /// The whole attempt: connecting, sending and the answer.
     let timeout: TimeAmount
     let destinations: DestinationResolver
     let limiter: HostLimiter
 
+    static let headers = [("Content-Type", "application/json"), ("User-Agent", "attribution-pipeline-dispatcher")]
+
     func post(_ body: String, to url: String) async -> DispatcherStep.Response {
-        let client: HTTPClient
         let destination = DestinationPolicy.parse(url)  // once: the check, DNS and the host's permits share it
+        let address: IPAddress?
         switch await destinations.resolve(destination) {
         case .refused(let refusal): return .refused(refusal)
-        case .direct: client = self.client
-        case .pinned(let name, let address): client = pinned.client(for: name, address: address)
+        case .direct: address = nil
+        case .pinned(_, let checked): address = checked
         }
-        let host = destination.map { "\($0.host):\($0.port ?? 0)" } ?? url
-        return await limiter.withPermit(for: host) {
-            var request = HTTPClientRequest(url: url)
-            request.method = .POST
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.headers.add(name: "User-Agent", value: "attribution-pipeline-dispatcher")
-            request.body = .bytes(ByteBuffer(string: body))
-            do {
-                let response = try await client.execute(request, timeout: timeout)
-                // Drain (bounded) so the pooled connection can be reused.
-                _ = try? await response.body.collect(upTo: 64 * 1024)
-                return (200..<300).contains(Int(response.status.code)) ? .delivered : .status(Int(response.status.code))
-            } catch {
-                return .transportError("\(error)")
+        guard let destination, let endpoint = PostbackPoster.Endpoint(destination, address: address) else {
+            return .transportError("not an http or https URL")
+        }
+        return await limiter.withPermit(for: "\(endpoint.host):\(endpoint.port)") {
+            let outcome = await poster.post(
+                ByteBuffer(string: body), target: PostbackPoster.target(of: url), to: endpoint, headers: Self.headers,
+                timeout: timeout)
+            switch outcome {
+            case .answered(let status): return (200..<300).contains(status) ? .delivered : .status(status)
+            case .failed(let reason): return .transportError(reason)
             }
         }
     }

@@ -130,7 +130,7 @@ extension ConfigurationKey.Typed where Value == Milliseconds {
     public static var deliveryTimeoutMilliseconds: Self {
         .milliseconds(
             "DELIVERY_TIMEOUT_MS", default: 10_000, range: 1...300_000, services: ["dispatcher"],
-            "Time allowed for one postback POST; a timeout is a failed attempt.")
+            "Time allowed for one postback POST (connecting, TLS, sending and the answer); a timeout is a failed attempt.")
     }
 }
 
