@@ -129,8 +129,9 @@ final class PostbackLog: Sendable {
 
     /// Valid JSON (the caller parsed it) whose text is an object on one line.
     private static func isOneLineObject(_ json: Data) -> Bool {
+        // Over the contiguous bytes: Data's element-by-element iterator was 3 % of the receiver's CPU.
         json.first == UInt8(ascii: "{") && json.last == UInt8(ascii: "}")
-            && !json.contains(where: { $0 == 0x0A || $0 == 0x0D })
+            && json.withUnsafeBytes { bytes in !bytes.contains(where: { $0 == 0x0A || $0 == 0x0D }) }
     }
 
     /// Deduplication is per path: the ad network's copy and the advertiser's copy are both kept.
