@@ -16,7 +16,8 @@ per event come from the step at capacity.
 
 Environment: BENCH_IMPRESSIONS, BENCH_POSTBACKS, BENCH_HELD, BENCH_HOLD_AND_FIRE (sizes);
 BENCH_BATCH (100), BENCH_OVERLOAD_SECONDS (4), BENCH_LATENCY_SECONDS (10), BENCH_LATENCY_RATE (default
-half the capacity); BENCH_MAX_EVENTS_LAG (ingest's lag ceiling, 20000); BENCH_STAGE_SCHEDULING (the four
+half the capacity); BENCH_FIVE_WARMUP_SECONDS (5, the all-five ramp's warm-up per step);
+BENCH_MAX_EVENTS_LAG (ingest's lag ceiling, 20000); BENCH_STAGE_SCHEDULING (the four
 stages' CPU priority: idle, the default, for SCHED_IDLE; "nice 10"; none); BENCH_RAMP_* (scripts/bench_ramp.py: step seconds, factor, bisections, start)."""
 
 import json, os, re, resource, shutil, signal, subprocess, sys, tempfile, time, urllib.request
@@ -31,6 +32,9 @@ POSTBACKS = int(os.environ.get("BENCH_POSTBACKS", "10000"))
 HELD = int(os.environ.get("BENCH_HELD", "1000000"))
 BATCH = int(os.environ.get("BENCH_BATCH", "100"))  # events per request in the batch ramps
 OVERLOAD_SECONDS = float(os.environ.get("BENCH_OVERLOAD_SECONDS", "4"))  # each offer at 2× and 5× capacity
+# The all-five ramp's warm-up per step: a scaled day is a second, so an install's first window closes
+# 2.4 s after it (2 days and WINDOW_CLOSE_GRACE_MS) and its postback is due 1–2 s later.
+FIVE_WARMUP_SECONDS = float(os.environ.get("BENCH_FIVE_WARMUP_SECONDS", "5"))
 # The four stages run as SCHED_IDLE (BENCH_STAGE_SCHEDULING "idle"; "nice N" or "none" otherwise),
 # ingest, Redis and the load tool as usual: on one 2-core machine a backlogged verifier would otherwise
 # take the CPU that ingest's requests wait for. `nice 10` did not keep it off: on this kernel's
@@ -315,7 +319,10 @@ try:
     campaign = Bench(BIN, REDIS_PORT, ingest, network, key_file, five,
                      groups=[("events", "verifier"), ("verified", "attribution-winner"), ("winner:settled", "attribution-winner"),
                              ("attributions", "scheduler")],
-                     streams=["events", "verified", "attributions", "rejected"], queues=["winner:settling"], app_key=app_key)
+                     streams=["events", "verified", "attributions", "rejected"], queues=["winner:settling"], app_key=app_key,
+                     drain_groups=[("scheduler:timers", "scheduler"), ("postbacks", "dispatcher")],
+                     drain_queues=["scheduler:windows", "scheduler:held:w0", "scheduler:held:w1", "scheduler:held:w2", "dispatcher:retries"],
+                     warmup=FIVE_WARMUP_SECONDS)
     print("==> capacity: all five services, a campaign in batches", flush=True)
     ramp = campaign.ramp(BATCH, start=max(RAMP_START, single["capacity_per_s"] // 2))
     accepted = {kind: sum(s["figures"]["acceptedByKind"].get(kind, 0) for s in ramp["steps"]) for kind in ("install", "value-update")}
@@ -412,7 +419,11 @@ lines = [
     "CPU per event is from the step at capacity, from its start until the pipeline drained; in brackets, in openssl verifies. "
     "The all-five ramp starts from an emptied Redis whose append-only file was just rewritten (the sections before it leave "
     "a gigabyte or more, whose next rewrite would take a core for seconds at whatever step it fell on); its own rewrites "
-    "come as its writes cause them, and their CPU (a child of Redis, counted when one ends) is shown beside Redis's.", "",
+    "come as its writes cause them, and their CPU (a child of Redis, counted when one ends) is shown beside Redis's. "
+    f"Each of its steps also waits until the window timers, held postbacks and deliveries of the steps before are done, and "
+    f"offers its rate for {five_figures['ramp']['criteria'].get('warmup_seconds', 0):.0f} s before the judged seconds: an "
+    "install's window timer and postback fall due seconds after it, so a step judged from a cold start would carry less than "
+    "its rate's delayed work, and one right after a faster step more (its CPU per event counts all of it, until drained).", "",
     f"**Ingest → verifier → attribution-winner: {single['capacity_per_s']:,} events/s with single-event requests "
     f"({single['capacity_per_s'] / o['verify_per_s']:.0%} of openssl verify/s), {batch['capacity_per_s']:,} events/s in batches of "
     f"{batch['batch']} ({batch['capacity_per_s'] / o['verify_per_s']:.0%}).** All five services, a campaign in batches of "

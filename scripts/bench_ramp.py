@@ -2,7 +2,12 @@
 load`, judges each step, and finds the highest offered rate the running services sustain.
 
 A step offers a rate (events/s, in requests of `batch` events) for a few seconds, starting from a
-drained pipeline, and is good when
+drained pipeline (its consumer groups and queues, and what else the caller names: the all-five ramp
+also waits for the window timers, held postbacks and deliveries of the steps before, so that no step
+inherits another's delayed work), after a warm-up at the same rate when the caller asks for one (the
+all-five ramp, whose window timers and postbacks fall due seconds after each event: judged after the
+warm-up, a step carries the delayed work of its own rate, as a pipeline running at that rate does),
+and is good when
   - accepted ≥ 99 % of the events offered,
   - the accepted requests' p99 latency ≤ 50 ms (counted from when each request was due), and
   - the pipeline keeps up: the backlog of the stages' consumer groups (lag + pending, summed over the
@@ -35,16 +40,20 @@ class Bench:
     groups whose backlog must not grow, the streams whose added entries are counted, and the delayed
     queues (sorted sets) that must be empty for the pipeline to count as drained."""
 
-    def __init__(self, bin_dir, redis_port, ingest, network, key_file, processes, groups, streams, queues=(), app_key=None):
+    def __init__(self, bin_dir, redis_port, ingest, network, key_file, processes, groups, streams, queues=(), app_key=None,
+                 drain_groups=(), drain_queues=(), warmup=0.0):
         self.bin_dir, self.redis_port, self.ingest, self.network, self.key_file = bin_dir, redis_port, ingest, network, key_file
         self.processes, self.groups, self.streams, self.queues, self.app_key = processes, groups, streams, queues, app_key
+        # Empty before a step starts, not judged during it: work due later (timers, held postbacks).
+        self.drain_groups, self.drain_queues, self.warmup = drain_groups, drain_queues, warmup
         self.connection = RedisConnection(redis_port)
 
-    def backlog(self, connection=None):
+    def backlog(self, connection=None, groups=None, queues=None):
         connection = connection or self.connection
-        total = sum(group_backlog(connection, self.groups).values())
-        if self.queues:
-            names = [name + ":due" for queue in self.queues for name in partitioned(queue)]
+        groups, queues = self.groups if groups is None else groups, self.queues if queues is None else queues
+        total = sum(group_backlog(connection, groups).values()) if groups else 0
+        if queues:
+            names = [name + ":due" for queue in queues for name in partitioned(queue)]
             total += sum(r for r in connection.pipeline([("ZCARD", name) for name in names]) if isinstance(r, int))
         return total
 
@@ -58,7 +67,7 @@ class Bench:
         """Until nothing waits in the pipeline; how long that took (None if it did not drain in time)."""
         started = time.time()
         while time.time() - started < seconds:
-            if self.backlog() == 0:
+            if self.backlog() == 0 and self.backlog(groups=self.drain_groups, queues=self.drain_queues) == 0:
                 return time.time() - started
             time.sleep(0.05)
         return None
@@ -96,15 +105,15 @@ class Bench:
         redis_cpu_before, commands_before, rewriting_before = self.redis_counters()
         added_before = {stream: entries_added(self.connection, stream) for stream in self.streams}
         backlog_before = self.backlog()
-        figures, samples, ended = self.load(rate, seconds, batch)
+        figures, samples, ended = self.load(rate, seconds + self.warmup, batch)
         backlog_after = self.backlog()
         drain_s = self.drain()
         cpu = {name: cpu_seconds(p.pid) - cpu_before[name] for name, p in self.processes.items()}
         redis_cpu_after, commands_after, rewriting_after = self.redis_counters()
         added = {stream: entries_added(self.connection, stream) - added_before[stream] for stream in self.streams}
         # The samples while requests went out (the tool signs first): from the first request's due time
-        # (the end minus the tool's own run time) to the end, less the first half second of warm-up.
-        window = [(t, b) for t, b in samples if ended - figures["seconds"] + 0.5 <= t <= ended]
+        # (the end minus the tool's own run time) to the end, less the warm-up (at least half a second).
+        window = [(t, b) for t, b in samples if ended - figures["seconds"] + max(0.5, self.warmup) <= t <= ended]
         growth = slope(window)
         accepted, offered = figures["accepted"], max(1, figures["sent"])
         why_not = []
@@ -176,7 +185,8 @@ class Bench:
         at_capacity = max((s for s in steps if s["good"]), key=lambda s: s["rate"], default=None)
         return {"batch": batch, "capacity_per_s": good or 0, "first_bad_per_s": bad, "at_capacity": at_capacity, "steps": steps,
                 "criteria": {"retries_of_a_bad_step": RETRIES, "accepted_fraction": ACCEPTED_FRACTION, "accepted_p99_ms": P99_MS,
-                             "backlog_growth_fraction_of_rate": GROWTH_FRACTION, "step_seconds": STEP_SECONDS, "factor": FACTOR}}
+                             "backlog_growth_fraction_of_rate": GROWTH_FRACTION, "step_seconds": STEP_SECONDS, "factor": FACTOR,
+                             "warmup_seconds": self.warmup}}
 
 
 def slope(samples):
