@@ -124,7 +124,7 @@ public final class PostbackPoster: Sendable {
                 let result = try await answer.futureResult.get()
                 if result.reusable { putIdle(channel, endpoint) } else { channel.close(promise: nil) }
                 return .answered(status: result.status)
-            } catch where pooled != nil && Self.closedBeforeAnswer(error) {
+            } catch  where pooled != nil && Self.closedBeforeAnswer(error) {
                 continue  // a stale pooled connection: once more, on a new one
             } catch {
                 channel.close(promise: nil)

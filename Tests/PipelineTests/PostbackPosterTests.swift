@@ -78,7 +78,8 @@ struct PostbackPosterTests {
         #expect(try await server.stats().connections == 3)
         // Nothing listens: a failed attempt, described.
         let closed = PostbackPoster.Endpoint(secure: false, host: "127.0.0.1", port: try freeLoopbackPort())
-        guard case .failed(let reason) = await poster.post(ByteBuffer(), target: "/", to: closed, headers: [], timeout: .seconds(2))
+        guard
+            case .failed(let reason) = await poster.post(ByteBuffer(), target: "/", to: closed, headers: [], timeout: .seconds(2))
         else {
             Issue.record("a closed port is a failed attempt")
             return
