@@ -16,7 +16,8 @@ struct PostbackDelivery: Sendable {
     static let headers = [("Content-Type", "application/json"), ("User-Agent", "attribution-pipeline-dispatcher")]
 
     func post(_ body: String, to url: String) async -> DispatcherStep.Response {
-        let destination = DestinationPolicy.parse(url)  // once: the check, DNS and the host's permits share it
+        // Parsed once: the check, DNS, the host's permits and the request target share it.
+        let destination = DestinationPolicy.parse(url)
         let address: IPAddress?
         switch await destinations.resolve(destination) {
         case .refused(let refusal): return .refused(refusal)
@@ -28,7 +29,8 @@ struct PostbackDelivery: Sendable {
         }
         return await limiter.withPermit(for: "\(endpoint.host):\(endpoint.port)") {
             let outcome = await poster.post(
-                ByteBuffer(string: body), target: PostbackPoster.target(of: url), to: endpoint, headers: Self.headers,
+                ByteBuffer(string: body), target: PostbackPoster.requestTarget(destination.pathAndQuery), to: endpoint,
+                headers: Self.headers,
                 timeout: timeout)
             switch outcome {
             case .answered(let status): return (200..<300).contains(status) ? .delivered : .status(status)

@@ -66,7 +66,8 @@ public final class PostbackPoster: Sendable {
     public var eventLoopGroup: any EventLoopGroup { group }
     private let tls: NIOSSLContext
     private let idleTimeout: TimeAmount
-    private let idle = Mutex<IdleConnections>(IdleConnections())
+    /// Idle connections by endpoint, newest last.
+    private let idle = Mutex<[Endpoint: [any Channel]]>([:])
     /// Connections kept idle per endpoint; past it a finished one is closed.
     private let idlePerEndpoint: Int
     /// Endpoints with idle connections kept; a finished connection to a further one is closed.
@@ -134,24 +135,14 @@ public final class PostbackPoster: Sendable {
         return .failed("the connection closed before an answer")
     }
 
-    /// The request target of `url`: its path and query (the fragment is the client's own), "/" when it
-    /// has none. Bytes a request line cannot carry (controls, space, DEL, non-ASCII) are percent-encoded,
-    /// so no URL can add a header or a second request.
-    public static func target(of url: String) -> String {
-        let bytes = Array(url.utf8)
-        var start = 0
-        if let separator = bytes.indices.dropLast(2).first(where: {
-            bytes[$0] == UInt8(ascii: ":") && bytes[$0 + 1] == UInt8(ascii: "/") && bytes[$0 + 2] == UInt8(ascii: "/")
-        }) {
-            start = separator + 3
-            while start < bytes.count, ![UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#")].contains(bytes[start]) {
-                start += 1
-            }
-        }
-        let end = bytes[start...].firstIndex(of: UInt8(ascii: "#")) ?? bytes.count
-        var target: [UInt8] = bytes[start..<end].first == UInt8(ascii: "/") ? [] : [UInt8(ascii: "/")]
+    /// The request target for a destination's path and query (`DestinationPolicy.Destination
+    /// .pathAndQuery`, which the destination check parsed already): "/" when empty, a leading "/" added
+    /// before a bare query. Bytes a request line cannot carry (controls, space, DEL, non-ASCII) are
+    /// percent-encoded, so no URL can add a header or a second request.
+    public static func requestTarget(_ pathAndQuery: String) -> String {
+        var target: [UInt8] = pathAndQuery.utf8.first == UInt8(ascii: "/") ? [] : [UInt8(ascii: "/")]
         let hex = Array("0123456789ABCDEF".utf8)
-        for byte in bytes[start..<end] {
+        for byte in pathAndQuery.utf8 {
             if (0x21...0x7E).contains(byte) {
                 target.append(byte)
             } else {
@@ -164,8 +155,8 @@ public final class PostbackPoster: Sendable {
     /// Closes every idle connection (at exit).
     public func shutdown() async {
         let channels = idle.withLock { idle in
-            defer { idle = IdleConnections() }
-            return idle.byEndpoint.values.flatMap { $0 }
+            defer { idle = [:] }
+            return idle.values.flatMap { $0 }
         }
         for channel in channels { try? await channel.close() }
     }
@@ -205,15 +196,10 @@ public final class PostbackPoster: Sendable {
         }
     }
 
-    /// Idle connections by endpoint, newest last.
-    struct IdleConnections {
-        var byEndpoint: [Endpoint: [any Channel]] = [:]
-    }
-
     private func takeIdle(_ endpoint: Endpoint) -> (any Channel)? {
         idle.withLock { idle in
-            while let channel = idle.byEndpoint[endpoint]?.popLast() {
-                if idle.byEndpoint[endpoint]?.isEmpty == true { idle.byEndpoint[endpoint] = nil }
+            while let channel = idle[endpoint]?.popLast() {
+                if idle[endpoint]?.isEmpty == true { idle[endpoint] = nil }
                 if channel.isActive { return channel }
             }
             return nil
@@ -222,9 +208,9 @@ public final class PostbackPoster: Sendable {
 
     private func putIdle(_ channel: any Channel, _ endpoint: Endpoint) {
         let kept = idle.withLock { idle in
-            let count = idle.byEndpoint[endpoint]?.count
-            guard count.map({ $0 < idlePerEndpoint }) ?? (idle.byEndpoint.count < endpointCapacity) else { return false }
-            idle.byEndpoint[endpoint, default: []].append(channel)
+            let count = idle[endpoint]?.count
+            guard count.map({ $0 < idlePerEndpoint }) ?? (idle.count < endpointCapacity) else { return false }
+            idle[endpoint, default: []].append(channel)
             return true
         }
         if !kept { channel.close(promise: nil) }
@@ -232,9 +218,9 @@ public final class PostbackPoster: Sendable {
 
     private func forget(_ channel: any Channel, _ endpoint: Endpoint) {
         idle.withLock { idle in
-            guard var channels = idle.byEndpoint[endpoint] else { return }
+            guard var channels = idle[endpoint] else { return }
             channels.removeAll { $0 === channel }
-            idle.byEndpoint[endpoint] = channels.isEmpty ? nil : channels
+            idle[endpoint] = channels.isEmpty ? nil : channels
         }
     }
 

@@ -135,8 +135,9 @@ struct PostbackPosterTests {
         ("https://h.example/a b\r\nX-Injected: 1", "/a%20b%0D%0AX-Injected:%201"),
         ("https://h.example/é", "/%C3%A9"),
     ])
-    func theRequestTargetIsThePathAndQueryAndCannotAddAHeader(url: String, target: String) {
-        #expect(PostbackPoster.target(of: url) == target)
+    func theRequestTargetIsThePathAndQueryAndCannotAddAHeader(url: String, target: String) throws {
+        let destination = try #require(DestinationPolicy.parse(url))
+        #expect(PostbackPoster.requestTarget(destination.pathAndQuery) == target)
     }
 
     /// What a POST may connect to: a literal or an allow-listed host as it is, a name only through its

@@ -44,6 +44,9 @@ public struct DestinationPolicy: Sendable, Hashable {
         /// Lowercased, without IPv6 brackets.
         public var host: String
         public var port: Int?
+        /// What follows the authority, fragment dropped: the path and query as written ("" for none).
+        /// The dispatcher's request target (`PostbackPoster.requestTarget`).
+        public var pathAndQuery: String = ""
     }
 
     /// Splits `scheme://host[:port]/...` (no user info accepted: it only ever hides the real host).
@@ -73,7 +76,10 @@ public struct DestinationPolicy: Sendable, Hashable {
         let lowercased = { (text: ArraySlice<UInt8>) in
             String(decoding: text.map { (65...90).contains($0) ? $0 + 32 : $0 }, as: UTF8.self)
         }
-        return Destination(scheme: lowercased(bytes[..<schemeEnd]), host: lowercased(host), port: port)
+        let rest = bytes[authority.endIndex...]
+        return Destination(
+            scheme: lowercased(bytes[..<schemeEnd]), host: lowercased(host), port: port,
+            pathAndQuery: String(decoding: rest.prefix { $0 != UInt8(ascii: "#") }, as: UTF8.self))
     }
 
     /// `parse` on any text, character by character.
@@ -83,7 +89,9 @@ public struct DestinationPolicy: Sendable, Hashable {
         guard authority.allSatisfy({ !$0.isWhitespace }),
             let (host, port) = split(authority: authority, colon: ":", at: "@", brackets: ("[", "]"), number: { Int($0) })
         else { return nil }
-        return Destination(scheme: url[..<schemeEnd.lowerBound].lowercased(), host: host.lowercased(), port: port)
+        return Destination(
+            scheme: url[..<schemeEnd.lowerBound].lowercased(), host: host.lowercased(), port: port,
+            pathAndQuery: String(url[authority.endIndex...].prefix { $0 != "#" }))
     }
 
     /// An authority (`host`, `host:port`, `[v6]`, `[v6]:port`) as its host, without brackets, and its

@@ -123,7 +123,7 @@ final class PostbackLog: Sendable {
     }
 
     /// `text` if it can stand between quotes as it is: printable ASCII, no quote, no backslash.
-    private static func plainString(_ text: String) -> String? {
+    static func plainString(_ text: String) -> String? {
         text.utf8.allSatisfy { (0x20..<0x7F).contains($0) && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") } ? text : nil
     }
 

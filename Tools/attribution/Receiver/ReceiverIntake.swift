@@ -118,18 +118,15 @@ struct ReceiverIntake: Sendable {
         var postbackIdentifier: String
         var duplicate: Bool
 
-        /// The answer's body: written by hand for an id that stands between quotes as it is (printable
-        /// ASCII, no quote or backslash; a UUID always), as JSONEncoder writes it (sorted keys). The
+        /// The answer's body: written by hand for an id that stands between quotes as it is
+        /// (`PostbackLog.plainString`; a UUID always), as JSONEncoder writes it (sorted keys). The
         /// encoder was 3 % of the receiver's CPU, which the benchmark counts against the pipeline's cores.
         static func json(_ postbackIdentifier: String, duplicate: Bool) -> Data {
-            let plain = postbackIdentifier.utf8.allSatisfy {
-                (0x20..<0x7F).contains($0) && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\")
-            }
-            guard plain else {
+            guard let plain = PostbackLog.plainString(postbackIdentifier) else {
                 let acknowledgement = Acknowledgement(postbackIdentifier: postbackIdentifier, duplicate: duplicate)
                 return (try? JSONCoding.encoder.encode(acknowledgement)) ?? Data("{}".utf8)
             }
-            return Data("{\"duplicate\":\(duplicate),\"postback-identifier\":\"\(postbackIdentifier)\"}".utf8)
+            return Data("{\"duplicate\":\(duplicate),\"postback-identifier\":\"\(plain)\"}".utf8)
         }
 
         enum CodingKeys: String, CodingKey {
