@@ -1,7 +1,8 @@
-# Multi-stage: build every executable with Swift, ship them on slim Debian with the two shared
-# libraries they load at run time (hiredis 0.14 is not linked statically by Debian's package).
+# Multi-stage: build every executable with Swift, ship them on slim Debian with the shared libraries
+# they load at run time (hiredis 0.14 is not linked statically by Debian's package; jemalloc is their
+# allocator, see Shared/ServiceRuntime/Operations/Allocator.swift).
 FROM swift:6.2-bookworm AS build
-RUN apt-get update && apt-get install -y --no-install-recommends libhiredis-dev libssl-dev \
+RUN apt-get update && apt-get install -y --no-install-recommends libhiredis-dev libssl-dev libjemalloc-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./
@@ -17,7 +18,7 @@ RUN swift build -c release --static-swift-stdlib \
        done
 
 FROM debian:bookworm-slim
-RUN apt-get update && apt-get install -y --no-install-recommends libhiredis0.14 libssl3 ca-certificates curl publicsuffix \
+RUN apt-get update && apt-get install -y --no-install-recommends libhiredis0.14 libssl3 libjemalloc2 ca-certificates curl publicsuffix \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 pipeline
 COPY --from=build /out/ /usr/local/bin/

@@ -49,6 +49,8 @@ let package = Package(
         ),
         // Debian's libhiredis-dev 0.14.1. No pkgConfig: its .pc adds a flag SwiftPM prohibits.
         .systemLibrary(name: "CHiredis", path: "Shared/CHiredis", providers: [.apt(["libhiredis-dev"])]),
+        // Debian's libjemalloc-dev: the allocator of every executable (see ServiceRuntime's `Allocator`).
+        .systemLibrary(name: "CJemalloc", path: "Shared/CJemalloc", providers: [.apt(["libjemalloc-dev"])]),
         // Redis streams transport: connections off the cooperative pool, consumer groups, delayed queue.
         .target(
             name: "RedisStreams",
@@ -65,7 +67,7 @@ let package = Package(
         .target(
             name: "ServiceRuntime",
             dependencies: [
-                "AttributionModel", "RedisStreams",
+                "AttributionModel", "RedisStreams", "CJemalloc",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,6 +1,6 @@
 # Shared by scripts/demo.sh and scripts/test.sh: install what is missing, find free ports.
 
-# Installs redis-server (and redis-cli), hiredis, OpenSSL headers, curl, the Public Suffix List and
+# Installs redis-server (and redis-cli), hiredis, OpenSSL headers, jemalloc, curl, the Public Suffix List and
 # python3 with `cryptography` when missing.
 ensure_system_packages() {
     local missing=()
@@ -9,6 +9,8 @@ ensure_system_packages() {
     command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
     [ -f /usr/include/hiredis/hiredis.h ] || missing+=(libhiredis-dev)
     [ -f /usr/include/openssl/ssl.h ] || missing+=(libssl-dev)
+    # jemalloc, the executables' allocator (Shared/ServiceRuntime/Operations/Allocator.swift).
+    [ -f /usr/include/jemalloc/jemalloc.h ] || missing+=(libjemalloc-dev)
     command -v curl >/dev/null 2>&1 || missing+=(curl)
     # The Public Suffix List ingest and the dispatcher read (PUBLIC_SUFFIX_LIST's default).
     [ -f /usr/share/publicsuffix/public_suffix_list.dat ] || missing+=(publicsuffix)

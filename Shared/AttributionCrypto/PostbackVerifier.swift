@@ -41,6 +41,13 @@ public enum PostbackVerifier {
         }
         // Signature first: nothing from the payload is trusted before it verifies.
         try parsed.jws.verify(with: jwk.publicKey())
+        return try unchecked(parsed)
+    }
+
+    /// A parsed body's payload taken on trust, its signature NOT checked: for a receiver that records
+    /// postbacks now and checks the recorded signatures later, elsewhere (the benchmark's, whose
+    /// receiver shares the pipeline's cores: `attribution receiver --signatures later`).
+    public static func unchecked(_ parsed: ParsedPostback) throws(JWSError) -> VerifiedPostback {
         guard let payload = try? PlainJSON.decode(PostbackPayload.self, from: parsed.jws.payload) else {
             throw JWSError(.invalidPayload, "signed payload is not a postback payload")
         }

@@ -196,7 +196,12 @@ public struct PipelineService: Sendable {
             try routes(operations, httpRedis)
             listeners = [application(operations, host, port, refusal: earlyRefusal)]
         }
-        logger.info("starting", metadata: ["http.host": "\(host)", "http.port": "\(port)", "time.scale": "\(policy.scale)"])
+        logger.info(
+            "starting",
+            metadata: [
+                "http.host": "\(host)", "http.port": "\(port)", "time.scale": "\(policy.scale)",
+                "allocator": "jemalloc \(Allocator.version ?? "(version unknown)")",
+            ])
         let group = ServiceGroup(
             configuration: .init(
                 services: services.map { .init(service: $0) } + [.init(service: gauges)] + listeners.map { .init(service: $0) },

@@ -27,7 +27,9 @@ extension PipelineSuites {
             }
 
             /// A postback body as the dispatcher writes it, signed with `keyID` (the published one by default).
-            func body(postbackIdentifier: String, keyID: String? = nil) throws -> (payload: Data, body: Data) {
+            func body(
+                postbackIdentifier: String, keyID: String? = nil, signingKey: P256.Signing.PrivateKey? = nil
+            ) throws -> (payload: Data, body: Data) {
                 let payload = PostbackPayload(
                     adNetworkIdentifier: AdNetworkIdentifier("example.adattributionkit")!, sourceIdentifier: "39",
                     advertisedItemIdentifier: 1_108_187_390, publisherItemIdentifier: nil, conversionType: .download,
@@ -37,12 +39,12 @@ extension PipelineSuites {
                 let order = PostbackOrder(
                     payload: payload, adInteractionType: .click, conversionValue: 42, coarseConversionValue: nil,
                     countryCode: "US", isDevelopment: false)
-                let jws = try CompactJWS.sign(payload: signed, keyID: keyID ?? pipeline.signingKeyID, with: key)
+                let jws = try CompactJWS.sign(payload: signed, keyID: keyID ?? pipeline.signingKeyID, with: signingKey ?? key)
                 return (signed, try JSONCoding.encoder.encode(PostbackBody(order: order, jwsString: jws)))
             }
         }
 
-        func start() async throws -> Running {
+        func start(arguments: [String] = []) async throws -> Running {
             let redis = try await RedisServer.start()
             // Ingest publishes the key set the dispatcher registers; nothing else is needed.
             let pipeline = try PipelineProcesses(redis: redis, timeScale: 1, only: ["ingest"])
@@ -62,7 +64,7 @@ extension PipelineSuites {
                     "receiver", executable: "attribution",
                     arguments: [
                         "receiver", "--port", String(running.port), "--jwks-url", jwks, "--output", pipeline.postbackFile.path,
-                    ],
+                    ] + arguments,
                     port: nil)
                 try #require(
                     try await http.waitUntilUp("\(running.receiver)/health"), "receiver started\n\(pipeline.logs())")
@@ -104,6 +106,35 @@ extension PipelineSuites {
                 #expect(object["kid"] as? String == pipeline.signingKeyID && object["kind"] as? String == "adattributionkit")
                 #expect(object["path"] as? String == "/postbacks" && object["duplicate"] as? Bool == false)
                 #expect((object["received-at"] as? NSNumber).map { $0.int64Value > 1_700_000_000_000 } == true, "\(line)")
+            }
+        }
+
+        /// `--signatures later` (the benchmark's all-five receiver) records a postback whose kid is
+        /// published without checking its signature, so a body signed by another key under that kid is
+        /// accepted and written as sent, for the reader of the file to verify; `check`, the default,
+        /// refuses the same body. A kid the key set lacks is still refused either way.
+        @Test(arguments: ["check", "later"])
+        func signaturesCheckedNowOrLeftToTheReader(_ signatures: String) async throws {
+            let running = try await start(arguments: ["--signatures", signatures])
+            defer { running.stop() }
+            let forged = try running.body(
+                postbackIdentifier: UUID().uuidString.lowercased(), signingKey: P256.Signing.PrivateKey())
+            let reply = try await http.send(
+                "POST", "\(running.receiver)/postbacks", raw: String(decoding: forged.body, as: UTF8.self))
+            let unknownKid = try running.body(postbackIdentifier: UUID().uuidString.lowercased(), keyID: "unknown-kid")
+            let refused = try await http.send(
+                "POST", "\(running.receiver)/postbacks", raw: String(decoding: unknownKid.body, as: UTF8.self))
+            #expect(refused.status == 400 && refused.json["reason"] as? String == "invalid-key", "\(refused.json)")
+            let text = (try? String(contentsOf: running.pipeline.postbackFile, encoding: .utf8)) ?? ""
+            if signatures == "later" {
+                #expect(reply.status == 200, "\(String(decoding: reply.body, as: UTF8.self))")
+                let line = try #require(text.split(separator: "\n").first.map { Data($0.utf8) }, "one line: \(text)")
+                let object = try #require(try JSONSerialization.jsonObject(with: line) as? NSDictionary)
+                #expect(object["body"] as? NSDictionary == (try JSONSerialization.jsonObject(with: forged.body) as? NSDictionary))
+                #expect(text.split(separator: "\n").count == 1, "\(text)")
+            } else {
+                #expect(reply.status == 400 && reply.json["reason"] as? String == "invalid-signature", "\(reply.json)")
+                #expect(text.isEmpty, "\(text)")
             }
         }
 

@@ -10,7 +10,7 @@ struct ReceiverCommand: AsyncParsableCommand {
         commandName: "receiver",
         abstract: "Receive postbacks, verify them against the pipeline's JWKS and append them to a JSONL file.",
         discussion: """
-            Routes: POST /postbacks and POST /.well-known/appattribution/report-attribution/ (verified, \
+            Routes: POST /postbacks and POST /.well-known/appattribution/report-attribution/ (verified, see --signatures; \
             deduplicated on postback-identifier, first copy appended to --output; invalid ones get 400 \
             with problem JSON), GET /health, GET /stats. Flaky mode for showing retries: --fail-first, \
             --fail-share, --failure, --redirect-to, --delay-ms; GET/POST /control reads or changes it at run time (same keys, e.g. \
@@ -55,6 +55,16 @@ struct ReceiverCommand: AsyncParsableCommand {
     @Option(name: .customLong("delay-ms"), help: "Answer every valid postback this many milliseconds late (a slow ad network).")
     var delayMilliseconds = 0
 
+    @Option(
+        help: """
+            When a postback's signature is checked: `check` (before it is accepted) or `later` (while \
+            flaky mode is off, an AdAttributionKit postback whose kid the key set holds is recorded \
+            unchecked, for whoever reads --output to verify: the benchmark does, after its ramp, so this \
+            receiver's ECDSA work does not compete with the pipeline for the same cores; it accepts forged \
+            signatures, so it is for benchmarks only). Other postbacks are checked either way.
+            """)
+    var signatures: ReceiverIntake.SignatureCheck = .check
+
     @OptionGroup var logging: LoggingOptions
 
     var flakySettings: FlakyMode.Settings {
@@ -91,7 +101,8 @@ struct ReceiverCommand: AsyncParsableCommand {
         async let prefetch = try? keys.refresh()
 
         let intake = ReceiverIntake(
-            log: log, keys: keys, flaky: FlakyMode(settings: flakySettings), collector: nil, logger: logger)
+            log: log, keys: keys, flaky: FlakyMode(settings: flakySettings), collector: nil, logger: logger,
+            signatures: signatures)
         let serverName = "attribution-receiver"
         let app = Application(
             router: ReceiverRouter.build(intake),
@@ -99,12 +110,13 @@ struct ReceiverCommand: AsyncParsableCommand {
             // served there too (they only read memory).
             server: EventLoopHTTP1Channel.builder { PostbackFastPath(intake: intake, serverName: serverName) },
             configuration: .init(address: .hostname(host, port: port), serverName: serverName),
-            onServerRunning: { [host, output, seeded = log.seededCount] channel in
+            onServerRunning: { [host, output, signatures, seeded = log.seededCount] channel in
                 logger.info(
                     "Receiver listening",
                     metadata: [
                         "receiver.host": "\(host)", "receiver.port": "\(channel.localAddress?.port ?? -1)",
                         "receiver.output": "\(output)", "receiver.known_postbacks": "\(seeded)",
+                        "receiver.signatures": "\(signatures.rawValue)",
                     ])
             },
             logger: logger
@@ -120,3 +132,5 @@ struct ReceiverCommand: AsyncParsableCommand {
         try await client.shutdown()
     }
 }
+
+extension ReceiverIntake.SignatureCheck: ExpressibleByArgument {}
