@@ -11,8 +11,9 @@ single-event requests and with batches of BENCH_BATCH (100); ingest latency at h
 capacity; offers of 2× and 5× each capacity (goodput, shed, nothing accepted lost). The last phase
 restarts the five services with a day lasting a second and searches their capacity for a campaign
 (impression, install, value update per device) in batches, so that every service works; then the
-first-window postbacks of the accepted installs arrive. CPU per event per process and Redis commands
-per event come from the step at capacity.
+first-window postbacks of the accepted installs arrive at a receiver that records them unchecked
+(`--signatures later`), and every recorded signature is verified after the ramp (`verify_recorded`).
+CPU per event per process and Redis commands per event come from the step at capacity.
 
 Environment: BENCH_IMPRESSIONS, BENCH_POSTBACKS, BENCH_HELD, BENCH_HOLD_AND_FIRE (sizes);
 BENCH_BATCH (100), BENCH_OVERLOAD_SECONDS (4), BENCH_LATENCY_SECONDS (10), BENCH_LATENCY_RATE (default
