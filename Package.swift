@@ -49,7 +49,7 @@ let package = Package(
         ),
         // Debian's libhiredis-dev 0.14.1. No pkgConfig: its .pc adds a flag SwiftPM prohibits.
         .systemLibrary(name: "CHiredis", path: "Shared/CHiredis", providers: [.apt(["libhiredis-dev"])]),
-        // Debian's libjemalloc-dev: the allocator of every executable (see ServiceRuntime's `Allocator`).
+        // Debian's libjemalloc-dev: the allocator of every executable on Linux (ServiceRuntime's `Allocator`).
         .systemLibrary(name: "CJemalloc", path: "Shared/CJemalloc", providers: [.apt(["libjemalloc-dev"])]),
         // Redis streams transport: connections off the cooperative pool, consumer groups, delayed queue.
         .target(
@@ -67,7 +67,7 @@ let package = Package(
         .target(
             name: "ServiceRuntime",
             dependencies: [
-                "AttributionModel", "RedisStreams", "CJemalloc",
+                "AttributionModel", "RedisStreams", .target(name: "CJemalloc", condition: .when(platforms: [.linux])),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

@@ -200,7 +200,7 @@ public struct PipelineService: Sendable {
             "starting",
             metadata: [
                 "http.host": "\(host)", "http.port": "\(port)", "time.scale": "\(policy.scale)",
-                "allocator": "jemalloc \(Allocator.version ?? "(version unknown)")",
+                "allocator": "\(Allocator.version.map { "jemalloc \($0)" } ?? "the system's")",
             ])
         let group = ServiceGroup(
             configuration: .init(

@@ -209,21 +209,23 @@ struct ComposeFileTests {
         }
     }
 
-    /// The executables are linked with jemalloc (`Allocator`): its development package where they are
-    /// built, its runtime library where they run, and `malloc` in this process (which links
-    /// ServiceRuntime as they do) is jemalloc's: what this thread allocated grows by the block's size.
-    @Test func jemallocIsTheAllocatorAndTheImageShipsIt() throws {
-        let dockerfile = try Self.read("Dockerfile")
-        let stages = dockerfile.components(separatedBy: "\nFROM ").dropFirst()  // the build stage, the image's
-        #expect(stages.count == 2 && stages.first!.contains("libjemalloc-dev") && stages.last!.contains("libjemalloc2"))
-        #expect(try Self.read("scripts/lib.sh").contains("libjemalloc-dev"))
-        #expect(Allocator.version != nil, "jemalloc answers mallctl")
-        let before = try #require(Allocator.threadAllocatedBytes)
-        let block = malloc(1 << 20)
-        let after = try #require(Allocator.threadAllocatedBytes)
-        free(block)
-        #expect(after - before >= 1 << 20, "malloc went to jemalloc: \(before) → \(after)")
-    }
+    #if os(Linux)
+        /// The executables are linked with jemalloc (`Allocator`): its development package where they are
+        /// built, its runtime library where they run, and `malloc` in this process (which links
+        /// ServiceRuntime as they do) is jemalloc's: what this thread allocated grows by the block's size.
+        @Test func jemallocIsTheAllocatorAndTheImageShipsIt() throws {
+            let dockerfile = try Self.read("Dockerfile")
+            let stages = dockerfile.components(separatedBy: "\nFROM ").dropFirst()  // the build stage, the image's
+            #expect(stages.count == 2 && stages.first!.contains("libjemalloc-dev") && stages.last!.contains("libjemalloc2"))
+            #expect(try Self.read("scripts/lib.sh").contains("libjemalloc-dev"))
+            #expect(Allocator.version != nil, "jemalloc answers mallctl")
+            let before = try #require(Allocator.threadAllocatedBytes)
+            let block = malloc(1 << 20)
+            let after = try #require(Allocator.threadAllocatedBytes)
+            free(block)
+            #expect(after - before >= 1 << 20, "malloc went to jemalloc: \(before) → \(after)")
+        }
+    #endif
 
     @Test func readmeConfigurationTableMatchesTheCatalog() throws {
         let readme = try Self.read("README.md")
