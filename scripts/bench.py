@@ -21,9 +21,9 @@ half the capacity); BENCH_FIVE_WARMUP_SECONDS (5, the all-five ramp's warm-up pe
 BENCH_MAX_EVENTS_LAG (ingest's lag ceiling, 20000); BENCH_STAGE_SCHEDULING (the four
 stages' CPU priority: idle, the default, for SCHED_IDLE; "nice 10"; none); BENCH_RAMP_* (scripts/bench_ramp.py: step seconds, factor, bisections, start)."""
 
-import base64, json, os, re, resource, shutil, signal, subprocess, sys, tempfile, time, urllib.request
+import json, os, re, resource, shutil, signal, subprocess, sys, tempfile, time, urllib.request
 from collections import Counter
-from harness import Processes, cpu_seconds, redis_info_cpu_seconds, free_port, http, partitioned, redis_cli, rss_mib, until, wait_http
+from harness import Processes, b64url_decode, cpu_seconds, redis_info_cpu_seconds, free_port, http, partitioned, redis_cli, rss_mib, until, wait_http
 from bench_ramp import FACTOR as RAMP_FACTOR, START as RAMP_START, Bench, ramp_chart
 
 BIN = sys.argv[1]
@@ -123,10 +123,6 @@ def partition_done(stream, group):
     return False
 
 
-def b64url(text):
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
 def verify_recorded(path, jwks_url):
     """Every line a `--signatures later` receiver wrote, verified here after the ramp with Python's
     `cryptography` (OpenSSL): the JWS (ES256) against the published key its header's kid names, and
@@ -137,7 +133,7 @@ def verify_recorded(path, jwks_url):
     from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
     keys = {}
     for jwk in json.loads(urllib.request.urlopen(jwks_url).read())["keys"]:
-        x, y = (int.from_bytes(b64url(jwk[c]), "big") for c in ("x", "y"))
+        x, y = (int.from_bytes(b64url_decode(jwk[c]), "big") for c in ("x", "y"))
         keys[jwk["kid"]] = ec.EllipticCurvePublicNumbers(x, y, ec.SECP256R1()).public_key()
     lines = valid = 0
     with open(path) as recorded:
@@ -145,14 +141,14 @@ def verify_recorded(path, jwks_url):
             lines += 1
             record = json.loads(line)
             header, payload, signature = record["body"]["jws-string"].split(".")
-            raw = b64url(signature)
+            raw = b64url_decode(signature)
             try:
-                key = keys[json.loads(b64url(header))["kid"]]
+                key = keys[json.loads(b64url_decode(header))["kid"]]
                 key.verify(encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big")),
                            f"{header}.{payload}".encode(), ec.ECDSA(hashes.SHA256()))
             except (KeyError, ValueError, InvalidSignature):
                 continue
-            valid += json.loads(b64url(payload)) == record["payload"] and len(raw) == 64
+            valid += json.loads(b64url_decode(payload)) == record["payload"] and len(raw) == 64
     return lines, valid
 
 

@@ -15,8 +15,8 @@ primaries. Besides the ledger, no stage may dead-letter anything and no service 
   faults.py BIN OUT [--devices N] [--time-scale S] [--cluster]
 """
 
-import argparse, base64, json, os, re, signal, socket, subprocess, sys, threading, time
-from harness import Processes, RedisCluster, free_port, http, partitioned, redis_cli, slot_ranges, wait_http, wait_redis
+import argparse, json, os, re, signal, socket, subprocess, sys, threading, time
+from harness import Processes, RedisCluster, b64url_decode, free_port, http, partitioned, redis_cli, slot_ranges, wait_http, wait_redis
 
 parser = argparse.ArgumentParser()
 parser.add_argument("bin")
@@ -113,7 +113,7 @@ def devices_in(path, acks):
     data = open(path, "rb").read()
     for header, payload in re.findall(rb"([A-Za-z0-9_-]{8,})\.([A-Za-z0-9_-]{8,})\.[A-Za-z0-9_-]{8,}", data):
         for segment in (header, payload):
-            data += b" " + base64.urlsafe_b64decode(segment + b"=" * (-len(segment) % 4))
+            data += b" " + b64url_decode(segment)
     tokens = set(re.findall(rb"[A-Za-z0-9_.-]+", data))
     return sorted(device for device in devices if device.encode() in tokens)
 

@@ -2,10 +2,16 @@
 HTTP, JSON requests, redis-cli, and the processes a run starts (each can be killed and restarted with
 the same command line, environment and log)."""
 
-import json, os, random, re, shutil, signal, socket, subprocess, time, urllib.request
+import base64, json, os, random, re, shutil, signal, socket, subprocess, time, urllib.request
 
 
 _next_port = [None]
+
+
+def b64url_decode(text):
+    """Unpadded base64url (a JWS segment), as str or bytes, decoded."""
+    padding = "=" * (-len(text) % 4)
+    return base64.urlsafe_b64decode(text + (padding.encode() if isinstance(text, bytes) else padding))
 
 
 def free_port():

@@ -32,20 +32,6 @@ public final class PostbackPoster: Sendable {
         /// The address to connect to instead of resolving `host` (nil: connect to `host` as it is).
         public var address: IPAddress?
 
-        public init(secure: Bool, host: String, port: Int, address: IPAddress? = nil) {
-            self.secure = secure
-            self.host = host
-            self.port = port
-            self.address = address
-        }
-
-        /// `destination`'s endpoint (nil for a scheme other than http and https).
-        public init?(_ destination: DestinationPolicy.Destination, address: IPAddress? = nil) {
-            guard destination.scheme == "http" || destination.scheme == "https" else { return nil }
-            let secure = destination.scheme == "https"
-            self.init(secure: secure, host: destination.host, port: destination.port ?? (secure ? 443 : 80), address: address)
-        }
-
         /// The `Host` header: the port only when it is not the scheme's own, IPv6 in brackets.
         var hostHeader: String {
             let name = host.contains(":") ? "[\(host)]" : host
@@ -237,5 +223,15 @@ public final class PostbackPoster: Sendable {
         if let error = error as? PostbackExchangeHandler.ExchangeError { return error.description }
         if case .connectTimeout = error as? ChannelError { return "connect timed out" }
         return "\(error)"
+    }
+}
+
+extension PostbackPoster.Endpoint {
+    /// `destination`'s endpoint (nil for a scheme other than http and https): the only way one is made,
+    /// from the URL the destination check parsed. (An extension, so the memberwise initializer stays.)
+    public init?(_ destination: DestinationPolicy.Destination, address: IPAddress? = nil) {
+        guard destination.scheme == "http" || destination.scheme == "https" else { return nil }
+        let secure = destination.scheme == "https"
+        self.init(secure: secure, host: destination.host, port: destination.port ?? (secure ? 443 : 80), address: address)
     }
 }

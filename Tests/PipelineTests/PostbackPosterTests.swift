@@ -13,79 +13,86 @@ import Testing
 /// they never follow, and how they fail.
 @Suite("Postback poster")
 struct PostbackPosterTests {
-    @Test func aPinnedEndpointConnectsToTheCheckedAddressNotToADNSAnswer() async throws {
+    /// A keep-alive server and a poster, both stopped after `body`.
+    fileprivate func withServer(_ body: (TestHTTPServer, PostbackPoster) async throws -> Void) async throws {
         let server = try await TestHTTPServer.start()
         defer { server.stop() }
         let poster = try PostbackPoster()
-        let loopback = try #require(IPAddress("127.0.0.1"))
-        // `.invalid` never resolves (RFC 6761): only the pin can take the request anywhere.
-        let pinned = PostbackPoster.Endpoint(secure: false, host: "pinned.invalid", port: server.port, address: loopback)
-        #expect(await server.post(poster, "/postbacks", to: pinned) == .answered(status: 200))
-        let unpinned = PostbackPoster.Endpoint(secure: false, host: "pinned.invalid", port: server.port)
-        guard case .failed = await poster.post(ByteBuffer(), target: "/", to: unpinned, headers: [], timeout: .seconds(2)) else {
-            Issue.record("without the pin the name does not resolve")
-            return
+        do {
+            try await body(server, poster)
+        } catch {
+            await poster.shutdown()
+            throw error
         }
-        // The name travels in Host, the address only decides where the connection goes.
-        #expect(try await server.stats().hosts == ["pinned.invalid:\(server.port)"])
         await poster.shutdown()
     }
 
+    @Test func aPinnedEndpointConnectsToTheCheckedAddressNotToADNSAnswer() async throws {
+        try await withServer { server, poster in
+            // `.invalid` never resolves (RFC 6761): only the pin can take the request anywhere.
+            let pinned = try server.endpoint("pinned.invalid", address: "127.0.0.1")
+            #expect(await server.post(poster, "/postbacks", to: pinned) == .answered(status: 200))
+            let unpinned = try server.endpoint("pinned.invalid")
+            guard case .failed = await poster.post(ByteBuffer(), target: "/", to: unpinned, headers: [], timeout: .seconds(2))
+            else {
+                Issue.record("without the pin the name does not resolve")
+                return
+            }
+            // The name travels in Host, the address only decides where the connection goes.
+            #expect(try await server.stats().hosts == ["pinned.invalid:\(server.port)"])
+        }
+    }
+
     @Test func connectionsAreKeptAliveAndNothingIsFollowed() async throws {
-        let server = try await TestHTTPServer.start()
-        defer { server.stop() }
-        let poster = try PostbackPoster()
-        let endpoint = PostbackPoster.Endpoint(secure: false, host: "127.0.0.1", port: server.port)
-        for _ in 0..<5 { #expect(await server.post(poster, "/postbacks", to: endpoint) == .answered(status: 200)) }
-        // A redirect is an answer: its Location (another port) is never contacted.
-        #expect(await server.post(poster, "/status/307", to: endpoint) == .answered(status: 307))
-        #expect(await server.post(poster, "/status/500", to: endpoint) == .answered(status: 500))
-        let stats = try await server.stats()
-        #expect(stats.targets == Array(repeating: "/postbacks", count: 5) + ["/status/307", "/status/500"])
-        #expect(stats.connections == 1, "one keep-alive connection carried every POST")
-        await poster.shutdown()
+        try await withServer { server, poster in
+            let endpoint = try server.endpoint()
+            for _ in 0..<5 { #expect(await server.post(poster, "/postbacks", to: endpoint) == .answered(status: 200)) }
+            // A redirect is an answer: its Location (another port) is never contacted.
+            #expect(await server.post(poster, "/status/307", to: endpoint) == .answered(status: 307))
+            #expect(await server.post(poster, "/status/500", to: endpoint) == .answered(status: 500))
+            let stats = try await server.stats()
+            #expect(stats.targets == Array(repeating: "/postbacks", count: 5) + ["/status/307", "/status/500"])
+            #expect(stats.connections == 1, "one keep-alive connection carried every POST")
+        }
     }
 
     /// A server may close an idle keep-alive connection just as the next POST is sent on it: that POST is
     /// sent again on a new connection, not failed (the attempt was not the server's failure).
     @Test func aPooledConnectionClosedUnderARequestIsRetriedOnANewOne() async throws {
-        let server = try await TestHTTPServer.start()
-        defer { server.stop() }
-        let poster = try PostbackPoster()
-        let endpoint = PostbackPoster.Endpoint(secure: false, host: "127.0.0.1", port: server.port)
-        // The server answers this one, then drops the connection unanswered at its next request.
-        #expect(await server.post(poster, "/drop-next", to: endpoint) == .answered(status: 200))
-        #expect(await server.post(poster, "/postbacks", to: endpoint) == .answered(status: 200))
-        let stats = try await server.stats()
-        #expect(stats.dropped == 1)
-        #expect(stats.connections == 2)
-        #expect(stats.targets == ["/drop-next", "/postbacks"])
-        await poster.shutdown()
+        try await withServer { server, poster in
+            let endpoint = try server.endpoint()
+            // The server answers this one, then drops the connection unanswered at its next request.
+            #expect(await server.post(poster, "/drop-next", to: endpoint) == .answered(status: 200))
+            #expect(await server.post(poster, "/postbacks", to: endpoint) == .answered(status: 200))
+            let stats = try await server.stats()
+            #expect(stats.dropped == 1)
+            #expect(stats.connections == 2)
+            #expect(stats.targets == ["/drop-next", "/postbacks"])
+        }
     }
 
     @Test func aSlowAnswerTimesOutAndABigOneEndsItsConnection() async throws {
-        let server = try await TestHTTPServer.start()
-        defer { server.stop() }
-        let poster = try PostbackPoster()
-        let endpoint = PostbackPoster.Endpoint(secure: false, host: "127.0.0.1", port: server.port)
-        let started = ContinuousClock.now
-        let slow = await poster.post(ByteBuffer(), target: "/hang", to: endpoint, headers: [], timeout: .milliseconds(300))
-        #expect(slow == .failed("timed out"))
-        #expect(ContinuousClock.now - started < .seconds(3))
-        // A 100 kB answer: its status counts, its connection is not reused (the body is not read to the end).
-        #expect(await server.post(poster, "/big", to: endpoint) == .answered(status: 200))
-        #expect(await server.post(poster, "/postbacks", to: endpoint) == .answered(status: 200))
-        #expect(try await server.stats().connections == 3)
-        // Nothing listens: a failed attempt, described.
-        let closed = PostbackPoster.Endpoint(secure: false, host: "127.0.0.1", port: try freeLoopbackPort())
-        guard
-            case .failed(let reason) = await poster.post(ByteBuffer(), target: "/", to: closed, headers: [], timeout: .seconds(2))
-        else {
-            Issue.record("a closed port is a failed attempt")
-            return
+        try await withServer { server, poster in
+            let endpoint = try server.endpoint()
+            let started = ContinuousClock.now
+            let slow = await poster.post(ByteBuffer(), target: "/hang", to: endpoint, headers: [], timeout: .milliseconds(300))
+            #expect(slow == .failed("timed out"))
+            #expect(ContinuousClock.now - started < .seconds(3))
+            // A 100 kB answer: its status counts, its connection is not reused (the body is not read to the end).
+            #expect(await server.post(poster, "/big", to: endpoint) == .answered(status: 200))
+            #expect(await server.post(poster, "/postbacks", to: endpoint) == .answered(status: 200))
+            #expect(try await server.stats().connections == 3)
+            // Nothing listens: a failed attempt, described.
+            let closed = try Self.endpoint(url: "http://127.0.0.1:\(try freeLoopbackPort())/")
+            guard
+                case .failed(let reason) = await poster.post(
+                    ByteBuffer(), target: "/", to: closed, headers: [], timeout: .seconds(2))
+            else {
+                Issue.record("a closed port is a failed attempt")
+                return
+            }
+            #expect(!reason.isEmpty)
         }
-        #expect(!reason.isEmpty)
-        await poster.shutdown()
     }
 
     /// TLS: the certificate must chain to a trusted root and name the endpoint's host (the pinned name,
@@ -108,12 +115,11 @@ struct PostbackPosterTests {
         var trusting = TLSConfiguration.makeClientConfiguration()
         trusting.trustRoots = .file(certificate)
         let poster = try PostbackPoster(tlsConfiguration: trusting)
-        let loopback = try #require(IPAddress("127.0.0.1"))
-        let named = PostbackPoster.Endpoint(secure: true, host: "receiver.test", port: server.port, address: loopback)
+        let named = try server.endpoint("receiver.test", address: "127.0.0.1")
         #expect(await server.post(poster, "/postbacks", to: named) == .answered(status: 200))
 
-        let otherName = PostbackPoster.Endpoint(secure: true, host: "other.test", port: server.port, address: loopback)
-        let literal = PostbackPoster.Endpoint(secure: true, host: "127.0.0.1", port: server.port)
+        let otherName = try server.endpoint("other.test", address: "127.0.0.1")
+        let literal = try server.endpoint()
         let systemRoots = try PostbackPoster()
         for (client, endpoint) in [(poster, otherName), (poster, literal), (systemRoots, named)] {
             guard case .failed = await client.post(ByteBuffer(), target: "/", to: endpoint, headers: [], timeout: .seconds(2))
@@ -125,6 +131,12 @@ struct PostbackPosterTests {
         #expect(try await server.stats().targets == ["/postbacks"])
         await poster.shutdown()
         await systemRoots.shutdown()
+    }
+
+    /// `url`'s endpoint as the dispatcher makes it: `DestinationPolicy.parse`, then `Endpoint(_:address:)`.
+    static func endpoint(url: String, address: String? = nil) throws -> PostbackPoster.Endpoint {
+        let destination = try #require(DestinationPolicy.parse(url))
+        return try #require(PostbackPoster.Endpoint(destination, address: address.flatMap { IPAddress($0) }))
     }
 
     @Test(arguments: [
@@ -235,6 +247,11 @@ private final class TestHTTPServer: Sendable {
     }
 
     func stop() { kill(process.processIdentifier, SIGKILL) }  // inherits the runner's blocked SIGTERM
+
+    /// This server's endpoint under `host` (pinned to `address` when given), made as the dispatcher makes one.
+    func endpoint(_ host: String = "127.0.0.1", address: String? = nil) throws -> PostbackPoster.Endpoint {
+        try PostbackPosterTests.endpoint(url: "\(secure ? "https" : "http")://\(host):\(port)/", address: address)
+    }
 
     func post(_ poster: PostbackPoster, _ target: String, to endpoint: PostbackPoster.Endpoint) async
         -> PostbackPoster.Outcome
