@@ -139,17 +139,20 @@ struct EventPublisher: Sendable {
                     .serviceUnavailable, reason: .redisUnreachable,
                     detail: "Redis refused the write (\(message.prefix(80))); retry with the same Idempotency-Key"))
         }
-        if let confirmed = outcome.replicas, confirmed < queue.replicas {
-            return .failure(
-                ProblemDetails(
-                    .serviceUnavailable, reason: .replicationTimeout,
-                    detail:
-                        "the event is written but \(confirmed) of \(queue.replicas) replicas confirmed it within \(queue.waitMilliseconds) ms; retry with the same Idempotency-Key"
-                ))
+        let parts = outcome.reply.elements.compactMap(\.string)
+        // A conflict wrote nothing, whatever the replicas say.
+        if parts.first != "conflict", let confirmed = outcome.replicas, confirmed < queue.replicas {
+            var problem = ProblemDetails(
+                .serviceUnavailable, reason: .replicationTimeout,
+                detail:
+                    "the event is written but \(confirmed) of \(queue.replicas) replicas confirmed it within \(queue.waitMilliseconds) ms; retry with the same Idempotency-Key"
+            )
+            // A keyed event replayed by this very write names its first id.
+            problem.eventIdentifier = parts.count > 1 ? parts[1] : event.envelope.id
+            return .failure(problem)
         }
         // A plain XADD answers with the entry id.
         if event.idempotencyKey == nil, outcome.reply.string != nil { return .success(event.envelope.id) }
-        let parts = outcome.reply.elements.compactMap(\.string)
         switch parts.first {
         case "accepted", "replayed":
             return .success(parts.count > 1 ? parts[1] : event.envelope.id)

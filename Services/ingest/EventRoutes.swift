@@ -102,6 +102,8 @@ struct EventRoutes {
     /// Up to 1,000 events: 200 with one result per item, in order.
     private func batch(_ kind: EventKind, _ request: Request) async throws -> Response {
         if kind.needsAppKey { try Self.requireAppKey(request) }
+        // Before any work: a key too long for `<key>:<i>` would refuse items one by one.
+        if let key = request.idempotencyKey { try RequestChecks.batchIdempotencyKey(key) }
         try admission.check()
         // Decoding up to 1,000 items takes milliseconds of CPU: on Swift's pool, not on the connection's
         // event loop (where single-event requests run), whose other connections it would hold up and
@@ -126,6 +128,14 @@ struct EventRoutes {
         var results = [Result<(String, Bool), ProblemDetails>?](repeating: nil, count: ranges.count)
         var decoded: [(index: Int, item: EventKind.Decoded)] = []
         for (index, range) in ranges.enumerated() {
+            // An item is held to a single request's body limit: a batch carries events, not larger ones.
+            guard range.count <= maxBodyBytes else {
+                results[index] = .failure(
+                    ProblemDetails(
+                        .contentTooLarge, reason: .bodyTooLarge,
+                        detail: "an item is limited to \(maxBodyBytes) bytes (MAX_BODY_BYTES), as a single request's body"))
+                continue
+            }
             do {
                 let item = try kind.decode(
                     body[range], appKey: request.bearerToken, idempotencyKey: headerKey.map { "\($0):\(index)" },
@@ -219,8 +229,8 @@ struct BatchAnswer: Encodable {
                 problems.append(problem)
                 self.results.append(
                     Item(
-                        status: problem.statusCode, type: problem.type, title: problem.title, reason: problem.reason,
-                        detail: problem.detail))
+                        status: problem.statusCode, eventIdentifier: problem.eventIdentifier, type: problem.type,
+                        title: problem.title, reason: problem.reason, detail: problem.detail))
             }
         }
     }

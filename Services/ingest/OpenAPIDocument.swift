@@ -11,17 +11,18 @@ enum OpenAPIDocument {
     /// A batch route's path item (`…/batch`), the same for every kind of event but its schema.
     static func batchRoute(_ path: String, _ schema: String, _ what: String, appKey: Bool) -> String {
         let security = appKey ? #""security": [{"appKey": []}],"# : ""
+        // Only the app routes can be refused for their key as a whole.
+        let unauthorized = appKey ? "\n" + ##"                  "401": {"$ref": "#/components/responses/Problem"},"## : ""
         return #"""
             "\#(path)/batch": {
               "post": {
                 \#(security)
                 "summary": "Report up to 1,000 \#(what) in one request; each item is answered on its own",
-                "parameters": [{"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "minLength": 1, "maxLength": 240}, "description": "gives item i (from 0) the key `<header>:<i>` unless it carries its own `idempotency-key`"}],
+                "parameters": [{"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "minLength": 1, "maxLength": 240}, "description": "gives item i (from 0) the key `<header>:<i>` unless it carries its own `idempotency-key`; an empty or longer header refuses the whole batch (400 `invalid-idempotency-key`)"}],
                 "requestBody": {"required": true, "description": "a JSON array of the single route's objects, or NDJSON (one per line); each may carry `idempotency-key`. At most `MAX_BATCH_BODY_BYTES` (4 MiB by default)", "content": {"application/json": {"schema": {"type": "array", "minItems": 1, "maxItems": 1000, "items": {"allOf": [{"$ref": "#/components/schemas/\#(schema)"}, {"$ref": "#/components/schemas/BatchItemKey"}]}}}, "application/x-ndjson": {"schema": {"type": "string", "description": "one JSON object per line, as in the array"}}}},
                 "responses": {
-                  "200": {"description": "one result per item, in order: `status` 202 with its `event-identifier`, or the item's problem (400 invalid item, 401/403 app key, 422 `idempotency-key-reused`, 429 `rate-limited`, 503 `replication-timeout`/`redis-unreachable`). When an item was answered 429 or 503, the response carries the longest `Retry-After` they ask for", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/BatchAnswer"}}}},
-                  "400": {"$ref": "#/components/responses/Problem"},
-                  "401": {"$ref": "#/components/responses/Problem"},
+                  "200": {"description": "one result per item, in order: `status` 202 with its `event-identifier`, or the item's problem (400 invalid item, 401/403 app key, 413 `body-too-large` for an item larger than `MAX_BODY_BYTES`, 422 `idempotency-key-reused`, 429 `rate-limited`, 503 `replication-timeout`, which names the written `event-identifier`, or `redis-unreachable`). When an item was answered 429 or 503, the response carries the longest `Retry-After` they ask for", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/BatchAnswer"}}}},
+                  "400": {"$ref": "#/components/responses/Problem"},\#(unauthorized)
                   "413": {"$ref": "#/components/responses/Problem"},
                   "503": {"description": "not acknowledged; retry after `Retry-After` seconds with the same `Idempotency-Key`. `overloaded` (ingest at capacity: `INGEST_MAX_IN_FLIGHT`, `INGEST_QUEUE_TARGET_MS`) and `pipeline-lagging` (the verifier past `INGEST_MAX_EVENTS_LAG` behind) are answered at once and wrote nothing; `redis-unreachable` (Redis unavailable) and `replication-timeout` (written, not yet on a replica) may have written it", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}
                 }
@@ -686,6 +687,7 @@ enum OpenAPIDocument {
               "post": {
                 "summary": "Report a device's sessions, named events and revenue; the pinned schema turns them into value updates",
                 "security": [{"appKey": []}],
+                "parameters": [{"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "minLength": 1, "maxLength": 255}, "description": "a retry with the same key and body returns the first answer; with another body, 422. Remembered 24 h per route, device and advertised app"}],
                 "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ActivityReport"}}}},
                 "responses": {
                   "503": {"description": "not acknowledged; retry after `Retry-After` seconds with the same `Idempotency-Key`. `overloaded` (ingest at capacity: `INGEST_MAX_IN_FLIGHT`, `INGEST_QUEUE_TARGET_MS`) and `pipeline-lagging` (the verifier past `INGEST_MAX_EVENTS_LAG` behind) are answered at once and wrote nothing; `redis-unreachable` (Redis unavailable) and `replication-timeout` (written, not yet on a replica) may have written it", "headers": {"Retry-After": {"schema": {"type": "integer"}}}, "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
@@ -695,7 +697,6 @@ enum OpenAPIDocument {
                   "401": {"$ref": "#/components/responses/Problem"},
                   "403": {"$ref": "#/components/responses/Problem"},
                   "413": {"$ref": "#/components/responses/Problem"},
-                  "415": {"$ref": "#/components/responses/Problem"},
                   "422": {"$ref": "#/components/responses/Problem"}
                 }
               }
@@ -709,8 +710,7 @@ enum OpenAPIDocument {
                   "200": {"description": "the value, and whether it is an update", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Evaluation"}}}},
                   "400": {"$ref": "#/components/responses/Problem"},
                   "401": {"$ref": "#/components/responses/Problem"},
-                  "404": {"$ref": "#/components/responses/Problem"},
-                  "415": {"$ref": "#/components/responses/Problem"}
+                  "404": {"$ref": "#/components/responses/Problem"}
                 }
               }
             },
@@ -986,8 +986,11 @@ enum OpenAPIDocument {
                   "sessions": {"type": "integer", "minimum": 0},
                   "events": {"$ref": "#/components/schemas/Counts"},
                   "revenue": {"$ref": "#/components/schemas/Revenue"},
-                  "conversion-tag": {"type": "string"}
-                }
+                  "conversionTag": {"type": "string", "description": "routes the activity to the re-engagement conversion with this tag, as an update's does"},
+                  "conversion-tag": {"type": "string", "description": "the same as `conversionTag` (the conversion's answer spells it so); both at once must agree"}
+                },
+                "anyOf": [{"required": ["sessions"]}, {"required": ["events"]}, {"required": ["revenue"]}],
+                "description": "at least one of `sessions`, `events`, `revenue` (else 400 `invalid-activity`)"
               },
               "EvaluationRequest": {
                 "type": "object",
@@ -1072,6 +1075,10 @@ enum OpenAPIDocument {
                   "detail": {
                     "type": "string"
                   },
+                  "event-identifier": {
+                    "type": "string",
+                    "description": "`replication-timeout` only: the event that was written (a keyed retry returns the same id)"
+                  },
                   "reason": {
                     "type": "string",
                     "description": "stable machine-readable code (ProblemReason)",
@@ -1097,7 +1104,7 @@ enum OpenAPIDocument {
                 "required": ["status"],
                 "properties": {
                   "status": {"type": "integer", "description": "202, or the problem's status"},
-                  "event-identifier": {"type": "string", "description": "when 202"},
+                  "event-identifier": {"type": "string", "description": "when 202; also with a 503 `replication-timeout` (the event was written)"},
                   "conversion-tag": {"type": "string", "description": "when 202 for a re-engagement conversion"},
                   "type": {"type": "string"},
                   "title": {"type": "string"},
@@ -1140,11 +1147,11 @@ enum OpenAPIDocument {
                   },
                   "loaded-at": {
                     "type": "integer",
-                    "description": "click: when the impression was loaded (a tap counts within 15 minutes)"
+                    "description": "click: when the impression was loaded (a tap counts within 15 minutes; not after `time`, else 400 `invalid-interaction`)"
                   },
                   "begin": {
                     "type": "integer",
-                    "description": "view: when the ad appeared (a view counts after 2 s)"
+                    "description": "view: when the ad appeared (a view counts after 2 s; not after `time`, else 400 `invalid-interaction`)"
                   }
                 }
               },
@@ -1324,6 +1331,10 @@ enum OpenAPIDocument {
                   },
                   "conversionTag": {
                     "type": "string"
+                  },
+                  "conversion-tag": {
+                    "type": "string",
+                    "description": "the same as `conversionTag` (the conversion's answer spells it so); both at once must agree"
                   }
                 }
               },

@@ -28,7 +28,7 @@ extension Request {
         do {
             return try JSONDecoder().decode(T.self, from: data)
         } catch let error as DecodingError {
-            throw ProblemDetails.badRequest(.invalidJSON, error.plainDescription)
+            throw ProblemDetails(RequestProblem(decoding: error, body: data))
         }
     }
 
@@ -38,7 +38,7 @@ extension Request {
         do {
             return try PlainJSON.decode(T.self, from: data)
         } catch let error as DecodingError {
-            throw ProblemDetails.badRequest(.invalidJSON, error.plainDescription)
+            throw ProblemDetails(RequestProblem(decoding: error, body: data))
         }
     }
 }

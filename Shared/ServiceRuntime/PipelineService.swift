@@ -153,9 +153,13 @@ public struct PipelineService: Sendable {
         }
         let httpRedis = connection()
         try await PartitionRecord.check(partitioning, on: httpRedis, logger: logger)
+        // Each router's routes, recorded once they are all added (405 for a known path, another method).
+        var known: [(KnownRoutes, Router<BasicRequestContext>)] = []
         func router() -> Router<BasicRequestContext> {
             let router = Router()
-            router.add(middleware: ProblemMiddleware())
+            let routes = KnownRoutes()
+            known.append((routes, router))
+            router.add(middleware: ProblemMiddleware(known: routes))
             router.add(middleware: BodyDeadline.Middleware(timeout: .milliseconds(idle)))
             return router
         }
@@ -196,6 +200,7 @@ public struct PipelineService: Sendable {
             try routes(operations, httpRedis)
             listeners = [application(operations, host, port, refusal: earlyRefusal)]
         }
+        for (routes, router) in known { routes.record(router) }
         logger.info(
             "starting",
             metadata: [

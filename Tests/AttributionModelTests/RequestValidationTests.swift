@@ -61,6 +61,15 @@ struct RequestValidationTests {
         impressionCase(
             "click without loaded-at", impression(interaction: #"{"type":"click","time":\#(now)}"#), .invalidInteraction),
         impressionCase("view without begin", impression(interaction: #"{"type":"view","time":\#(now)}"#), .invalidInteraction),
+        impressionCase(
+            "click tapped before it was loaded",
+            impression(interaction: #"{"type":"click","time":\#(now),"loaded-at":\#(now + 1)}"#), .invalidInteraction),
+        impressionCase(
+            "click tapped as it was loaded", impression(interaction: #"{"type":"click","time":\#(now),"loaded-at":\#(now)}"#),
+            nil),
+        impressionCase(
+            "view ending before it began", impression(interaction: #"{"type":"view","time":\#(now),"begin":\#(now + 1)}"#),
+            .invalidInteraction),
         impressionCase("JWS of two parts", impression(jws: "a.b"), .invalidComponents),
         impressionCase("empty JWS", impression(jws: ""), .invalidComponents),
         impressionCase("JWS over 8 KiB", impression(jws: String(repeating: "a", count: 8_190) + ".b.c"), .invalidComponents),

@@ -91,6 +91,43 @@ extension PipelineSuites {
                 #expect(reply.contentType == "application/problem+json")
             }
             #expect(try await eventsWritten(redis) == 5)
+
+            // The header's key must leave room for `:<i>`, and be there at all when sent: else the whole
+            // batch is refused, before any item is read.
+            for key in [String(repeating: "k", count: 241), ""] {
+                let reply = try await http.send(
+                    HTTPClientRequestBuilder(method: "POST", url: url, body: "[\(Self.impression())]", idempotencyKey: key))
+                #expect(reply.status == 400, "\(reply.json)")
+                #expect(reply.json["reason"] as? String == "invalid-idempotency-key")
+            }
+            let longest = try await http.send(
+                HTTPClientRequestBuilder(
+                    method: "POST", url: url,
+                    body: "[" + Array(repeating: Self.impression(), count: 12).joined(separator: ",") + "]",
+                    idempotencyKey: String(repeating: "k", count: 240)))
+            #expect(Self.results(longest).map { $0["status"] as? Int } == Array(repeating: 202, count: 12), "\(longest.json)")
+            #expect(try await eventsWritten(redis) == 17)
+
+            // An item is held to a single request's body limit (MAX_BODY_BYTES, 64 KiB by default).
+            var huge = Self.impression()
+            huge.removeLast()
+            huge += #","padding":"\#(String(repeating: "p", count: 70_000))"}"#
+            let oversize = try await http.send(
+                HTTPClientRequestBuilder(method: "POST", url: url, body: "[\(huge),\(Self.impression())]"))
+            #expect(Self.results(oversize).map { $0["status"] as? Int } == [413, 202], "\(oversize.json)")
+            #expect(Self.results(oversize).first?["reason"] as? String == "body-too-large")
+            #expect(try await eventsWritten(redis) == 18)
+
+            // A served path with another method is 405 with `Allow`; a path not served at all is 404.
+            for (method, path, status, allow) in [
+                ("GET", "/v1/impressions/batch", 405, "POST"), ("DELETE", "/v1/impressions", 405, "POST"),
+                ("POST", "/.well-known/jwks.json", 405, "GET"), ("GET", "/v1/nothing-here", 404, nil),
+            ] {
+                let reply = try await http.send(method, "\(pipeline.ingestURL)\(path)")
+                #expect(reply.status == status, "\(method) \(path): \(reply.json)")
+                #expect(reply.allow == allow, "\(method) \(path)")
+                #expect(reply.json["reason"] as? String == (status == 405 ? "method-not-allowed" : "not-found"))
+            }
         }
 
         @Test func appBatchesCheckTheKeyPerItem() async throws {

@@ -31,12 +31,23 @@ extension PipelineSuites {
             try #require(try await http.waitUntilUp("\(pipeline.ingestURL)/health"), "ingest started\n\(pipeline.logs())")
             let url = "\(pipeline.ingestURL)/v1/impressions"
 
-            // No replica: the event is written but nobody confirms it.
+            // No replica: the event is written but nobody confirms it. The answer names the written event,
+            // and so do a batch's items.
+            let first = Self.impression()
             let unconfirmed = try await http.send(
-                HTTPClientRequestBuilder(method: "POST", url: url, body: Self.impression(), idempotencyKey: "durable-1"))
+                HTTPClientRequestBuilder(method: "POST", url: url, body: first, idempotencyKey: "durable-1"))
             #expect(unconfirmed.status == 503, "\(unconfirmed.json)")
             #expect(unconfirmed.json["reason"] as? String == "replication-timeout")
             #expect(unconfirmed.retryAfter == "1")
+            let written = try #require(unconfirmed.json["event-identifier"] as? String, "\(unconfirmed.json)")
+            let batch = try await http.send(
+                HTTPClientRequestBuilder(
+                    method: "POST", url: url + "/batch", body: "[\(Self.impression()),\(Self.impression())]",
+                    idempotencyKey: "durable-batch"))
+            let items = batch.json["results"] as? [[String: Any]] ?? []
+            #expect(items.map { $0["reason"] as? String } == ["replication-timeout", "replication-timeout"], "\(batch.json)")
+            #expect(Set(items.compactMap { $0["event-identifier"] as? String }).count == 2, "\(batch.json)")
+            #expect(batch.retryAfter == "1")
 
             let replica = try await RedisServer.start(arguments: ["--replicaof", "127.0.0.1", String(primary.port)])
             defer { replica.stop() }
@@ -63,6 +74,16 @@ extension PipelineSuites {
             let onReplica = try await streamRecords(StreamNames.events, on: replica.connect()).compactMap(\.message)
             #expect(onReplica.contains { $0.contains(id) }, "the acknowledged event is on the replica")
             #expect(onReplica.filter { $0.contains(id) }.count == 1, "retries wrote the event once")
+
+            // The first event's keyed retry, now confirmed, answers the id its 503 named.
+            var retried = try await http.send(
+                HTTPClientRequestBuilder(method: "POST", url: url, body: first, idempotencyKey: "durable-1"))
+            for _ in 0..<20 where retried.status == 503 {
+                retried = try await http.send(
+                    HTTPClientRequestBuilder(method: "POST", url: url, body: first, idempotencyKey: "durable-1"))
+            }
+            #expect(retried.status == 202, "\(retried.json)")
+            #expect(retried.json["event-identifier"] as? String == written)
         }
     }
 }

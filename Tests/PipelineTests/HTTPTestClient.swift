@@ -12,6 +12,7 @@ struct HTTPTestClient {
         var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body) as? [String: Any]) ?? [:] }
         var contentType: String?
         var retryAfter: String? = nil
+        var allow: String? = nil
     }
 
     func send(_ method: String, _ url: String, json: Any? = nil, raw: String? = nil, token: String? = nil) async throws -> Reply {
@@ -28,7 +29,8 @@ struct HTTPTestClient {
         let body = try await response.body.collect(upTo: 1 << 20)
         return Reply(
             status: Int(response.status.code), body: Data(body.readableBytesView),
-            contentType: response.headers.first(name: "Content-Type"), retryAfter: response.headers.first(name: "Retry-After"))
+            contentType: response.headers.first(name: "Content-Type"), retryAfter: response.headers.first(name: "Retry-After"),
+            allow: response.headers.first(name: "Allow"))
     }
 
     /// Polls until `url` answers 200 (a service has started) or the timeout passes.
@@ -64,6 +66,7 @@ extension HTTPTestClient {
         let body = try await response.body.collect(upTo: 1 << 20)
         return Reply(
             status: Int(response.status.code), body: Data(body.readableBytesView),
-            contentType: response.headers.first(name: "Content-Type"), retryAfter: response.headers.first(name: "Retry-After"))
+            contentType: response.headers.first(name: "Content-Type"), retryAfter: response.headers.first(name: "Retry-After"),
+            allow: response.headers.first(name: "Allow"))
     }
 }

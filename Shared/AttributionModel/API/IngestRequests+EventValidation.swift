@@ -35,6 +35,14 @@ extension IngestRequests.Impression {
         try RequestChecks.time(interaction.time, field: "interaction.time")
         if let loadedAt = interaction.loadedAt { try RequestChecks.time(loadedAt, field: "interaction.loaded-at") }
         if let begin = interaction.begin { try RequestChecks.time(begin, field: "interaction.begin") }
+        // Out of order, the verifier's rules would misread them: a tap before its load would pass the
+        // 15-minute click rule.
+        if interaction.type == .click, let loadedAt = interaction.loadedAt, loadedAt > interaction.time {
+            throw RequestProblem(.invalidInteraction, "loaded-at is after the tap (time): an ad is loaded before it is tapped")
+        }
+        if interaction.type == .view, let begin = interaction.begin, begin > interaction.time {
+            throw RequestProblem(.invalidInteraction, "begin is after time: a view ends after it begins")
+        }
     }
 
     public func report(receivedAt: Milliseconds) throws(RequestProblem) -> ImpressionReport {

@@ -212,7 +212,19 @@ extension IngestRequests {
             case deviceIdentifier = "device-identifier"
             case advertisedItemIdentifier = "advertised-item-identifier"
             case time, sessions, events, revenue
-            case conversionTag = "conversion-tag"
+            case conversionTag
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            deviceIdentifier = try c.decode(String.self, forKey: .deviceIdentifier)
+            advertisedItemIdentifier = try c.decode(ItemIdentifier.self, forKey: .advertisedItemIdentifier)
+            time = try c.decode(Milliseconds.self, forKey: .time)
+            sessions = try c.decodeIfPresent(Int.self, forKey: .sessions)
+            events = try c.decodeIfPresent([String: Int].self, forKey: .events)
+            revenue = try c.decodeIfPresent([String: Decimal].self, forKey: .revenue)
+            // `conversionTag`, as an update's (the documented name), or `conversion-tag`.
+            conversionTag = try ConversionTagMember.decode(from: decoder)
         }
     }
 

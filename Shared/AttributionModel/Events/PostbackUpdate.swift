@@ -32,11 +32,31 @@ public struct PostbackUpdate: Sendable, Codable, Hashable {
         coarseConversionValue = try c.decodeIfPresent(CoarseConversionValue.self, forKey: .coarseConversionValue)
         lockPostback = try c.decodeIfPresent(Bool.self, forKey: .lockPostback) ?? false
         conversionTypes = try c.decodeIfPresent([ConversionKind].self, forKey: .conversionTypes)
-        conversionTag = try c.decodeIfPresent(String.self, forKey: .conversionTag)
+        conversionTag = try ConversionTagMember.decode(from: decoder)
     }
 
     /// Whether this update applies to a conversion of the given type (absent `conversionTypes` = all).
     public func applies(to type: ConversionType) -> Bool {
         conversionTypes.map { $0.contains(type.updateKind) } ?? true
+    }
+}
+
+/// Where a request names its conversion tag: Apple's `conversionTag` (the documented member), or
+/// `conversion-tag`, as the conversion's 202 spells it and a client may echo it back. Both are read, so
+/// neither spelling is dropped as an unknown member; the two at once must agree.
+enum ConversionTagMember: String, CodingKey {
+    case apple = "conversionTag"
+    case answer = "conversion-tag"
+
+    static func decode(from decoder: any Decoder) throws -> String? {
+        let c = try decoder.container(keyedBy: Self.self)
+        let (apple, answer) = (
+            try c.decodeIfPresent(String.self, forKey: .apple), try c.decodeIfPresent(String.self, forKey: .answer)
+        )
+        if let apple, let answer, apple != answer {
+            throw DecodingError.dataCorruptedError(
+                forKey: .answer, in: c, debugDescription: "conversionTag and conversion-tag name different conversions")
+        }
+        return apple ?? answer
     }
 }

@@ -31,6 +31,15 @@ public enum RequestChecks {
         }
     }
 
+    /// A batch's `Idempotency-Key` header: 1–240 bytes, so that item *i*'s key `<header>:<i>` (up to
+    /// `:999`) stays within the 255 of any key.
+    public static func batchIdempotencyKey(_ key: String) throws(RequestProblem) {
+        guard (1...240).contains(key.utf8.count) else {
+            throw RequestProblem(
+                .invalidIdempotencyKey, "a batch's Idempotency-Key must be 1–240 characters (item i's key is <header>:<i>)")
+        }
+    }
+
     /// Every reported time: see `PlausibleTime`.
     public static func time(_ time: Milliseconds, field: String) throws(RequestProblem) {
         if let problem = PlausibleTime.problem(time, field: field) { throw RequestProblem(.invalidTime, problem) }

@@ -14,6 +14,11 @@ public struct ProblemDetails: HTTPResponseError, Codable, Sendable {
     public var reason: ProblemReason
     /// The `Retry-After` header, in seconds: 429 and 503 always carry one (1 unless set).
     public var retryAfterSeconds: Int?
+    /// An extension member (RFC 9457 §3.2): the event a `replication-timeout` did write, so a client
+    /// can match it with the id its keyed retry gets.
+    public var eventIdentifier: String?
+    /// A 405's `Allow` header: the methods the path is served with.
+    public var allow: String?
 
     public init(_ status: HTTPResponse.Status, reason: ProblemReason, detail: String, retryAfterSeconds: Int? = nil) {
         self.type = "https://attribution-pipeline.dev/problems/\(reason.rawValue)"
@@ -27,6 +32,7 @@ public struct ProblemDetails: HTTPResponseError, Codable, Sendable {
     enum CodingKeys: String, CodingKey {
         case type, title, detail, reason
         case statusCode = "status"
+        case eventIdentifier = "event-identifier"
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
@@ -39,6 +45,7 @@ public struct ProblemDetails: HTTPResponseError, Codable, Sendable {
         headers[.contentType] = "application/problem+json"
         if statusCode == 401 { headers[.wwwAuthenticate] = "Bearer" }
         if let retryAfter { headers[.retryAfter] = retryAfter }
+        if let allow { headers[.allow] = allow }
         return headers
     }
 
@@ -62,7 +69,12 @@ public struct ProblemDetails: HTTPResponseError, Codable, Sendable {
 
 /// Renders any error that is not already problem JSON as one, so no response ever leaks a bare error.
 public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
-    public init() {}
+    /// The router's routes: a 404 for a path served with other methods becomes a 405.
+    let known: KnownRoutes?
+
+    public init(known: KnownRoutes? = nil) {
+        self.known = known
+    }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
         async throws -> Response
@@ -75,6 +87,13 @@ public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             // Route handlers validate through the model (`validate()`); its refusals are answered here.
             throw ProblemDetails(problem)
         } catch let error as HTTPError {
+            if error.status == .notFound, let allowed = known?.methods(for: request.uri.path), !allowed.isEmpty {
+                var problem = ProblemDetails(
+                    .methodNotAllowed, reason: .methodNotAllowed,
+                    detail: "\(request.method.rawValue) is not served here; \(allowed.joined(separator: ", ")) is")
+                problem.allow = allowed.joined(separator: ", ")
+                throw problem
+            }
             let reason: ProblemReason =
                 switch error.status {
                 case .notFound: .notFound

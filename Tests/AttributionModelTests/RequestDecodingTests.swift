@@ -1,0 +1,95 @@
+import AttributionModel
+import Foundation
+import Testing
+
+/// A body that does not decode as its route's request is refused `invalid-json` with words a client can
+/// act on: the member, and what it must be, never Swift's type names. A conversion tag is read under
+/// either spelling.
+@Suite("Request decoding refusals and aliases")
+struct RequestDecodingTests {
+    static let update = #""device-identifier":"d","advertised-item-identifier":1,"time":1760000000000"#
+    static let activity = update + #","sessions":1"#
+
+    struct Case: CustomTestStringConvertible, Sendable {
+        var body: String
+        var detail: String
+        var activity = false
+        var testDescription: String { detail }
+    }
+
+    /// The detail `body` is refused with, decoded as an update (or an activity report).
+    static func detail(_ body: String, activity: Bool) -> String? {
+        let data = Data(body.utf8)
+        do {
+            if activity {
+                _ = try PlainJSON.decode(IngestRequests.ActivityReportRequest.self, from: data)
+            } else {
+                _ = try PlainJSON.decode(IngestRequests.ValueUpdate.self, from: data)
+            }
+            return nil
+        } catch let error as DecodingError {
+            let problem = RequestProblem(decoding: error, body: data)
+            return problem.reason == .invalidJSON ? problem.detail : "reason \(problem.reason)"
+        } catch {
+            return "not a DecodingError: \(error)"
+        }
+    }
+
+    static let fits = "a number does not fit its member (times, identifiers and counts are whole numbers within their range)"
+
+    @Test(arguments: [
+        Case(
+            body: #"{"advertised-item-identifier":1,"time":1,"fineConversionValue":1}"#,
+            detail: "missing member device-identifier"),
+        Case(body: "{\(update)}", detail: "missing member fineConversionValue"),
+        Case(body: #"{\#(update),"fineConversionValue":"x"}"#, detail: "fineConversionValue must be an integer"),
+        Case(body: #"{\#(update),"fineConversionValue":1,"lockPostback":"yes"}"#, detail: "lockPostback must be true or false"),
+        Case(
+            body: #"{\#(update),"fineConversionValue":1,"conversionTypes":"install"}"#, detail: "conversionTypes must be an array"
+        ),
+        Case(body: #"{\#(update),"fineConversionValue":null}"#, detail: "fineConversionValue must not be null: it is an integer"),
+        Case(
+            body: #"{\#(update),"fineConversionValue":1,"coarseConversionValue":"huge"}"#,
+            detail: #"coarseConversionValue has an invalid value: "huge" is not one of its values"#),
+        Case(body: #"{\#(update),"fineConversionValue":1.5}"#, detail: fits + ": fineConversionValue"),
+        Case(
+            body: #"{"device-identifier":"d","advertised-item-identifier":-1,"time":1e30,"fineConversionValue":1}"#,
+            detail: fits + ": advertised-item-identifier, time"),
+        Case(body: #"{\#(update),"fineConversionValue":1"#, detail: "the body is not valid JSON"),
+        Case(body: #"{\#(update),"fineConversionValue":1} x"#, detail: "the body is not valid JSON"),
+        Case(body: "", detail: "the body is not valid JSON"),
+        Case(body: "[1]", detail: "the body must be an object"),
+        Case(body: #"{\#(activity),"events":5}"#, detail: "events must be an object", activity: true),
+        Case(body: #"{\#(activity),"events":{"a":"b"}}"#, detail: "events.a must be an integer", activity: true),
+        // Revenue may have fractions: only the time is named.
+        Case(
+            body: #"{"device-identifier":"d","advertised-item-identifier":1,"time":1.5,"revenue":{"USD":0.25}}"#,
+            detail: fits + ": time", activity: true),
+    ])
+    func aRefusalNamesTheMemberInJSONWords(_ test: Case) {
+        #expect(Self.detail(test.body, activity: test.activity) == test.detail)
+    }
+
+    @Test func aConversionTagIsReadUnderEitherSpelling() throws {
+        func activityTag(_ members: String) throws -> String? {
+            try PlainJSON.decode(IngestRequests.ActivityReportRequest.self, from: Data("{\(Self.activity)\(members)}".utf8))
+                .conversionTag
+        }
+        func updateTag(_ members: String) throws -> String? {
+            try PlainJSON.decode(
+                IngestRequests.ValueUpdate.self, from: Data(#"{\#(Self.update),"fineConversionValue":1\#(members)}"#.utf8)
+            ).update.conversionTag
+        }
+        for read in [activityTag, updateTag] {
+            #expect(try read("") == nil)
+            #expect(try read(#","conversionTag":"T""#) == "T")
+            #expect(try read(#","conversion-tag":"T""#) == "T")
+            #expect(try read(#","conversionTag":"T","conversion-tag":"T""#) == "T")
+            #expect(throws: DecodingError.self) { try read(#","conversionTag":"T","conversion-tag":"U""#) }
+        }
+        // The activity report carries it on to the pipeline.
+        let request = try PlainJSON.decode(
+            IngestRequests.ActivityReportRequest.self, from: Data(#"{\#(Self.activity),"conversionTag":"T"}"#.utf8))
+        #expect(try request.report(receivedAt: 1_760_000_000_000).conversionTag == "T")
+    }
+}
