@@ -130,8 +130,20 @@ def open_fds(pid):
 
 # ---------------------------------------------------------------------------------------------------
 # Envelopes between stages are in CompactCoding's binary form (Shared/AttributionModel/Coding): magic
-# 0xF5, version 1, then one tagged value. Decoded into the same dicts json.loads gives for the JSON form.
+# 0xF5, the version (1: keys as text; 2: a key is the varint 2n + 1 for number n of CompactKeys, else
+# 2 × its byte count and its text), then one tagged value. Decoded into the same dicts json.loads gives
+# for the JSON form.
 COMPACT_MAGIC = b"\xf5"
+
+
+def compact_key_names():
+    """CompactKeys.names, read from the Swift source so the two cannot drift apart."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Shared", "AttributionModel", "Coding", "CompactKeys.swift")
+    table = open(path).read().split("static let names: [StaticString] = [", 1)[1].split("]", 1)[0]
+    return re.findall(r'"([^"]*)"', "\n".join(line.split("//", 1)[0] for line in table.splitlines()))
+
+
+COMPACT_KEYS = compact_key_names()
 
 
 def compact_decode(raw):
@@ -148,6 +160,12 @@ def compact_decode(raw):
     def text(at):
         length, at = varint(at)
         return raw[at:at + length].decode("utf-8"), at + length
+
+    def numbered_key(at):
+        code, at = varint(at)
+        if code & 1:
+            return COMPACT_KEYS[code >> 1], at
+        return raw[at:at + (code >> 1)].decode("utf-8"), at + (code >> 1)
 
     def value(at):
         tag = raw[at]
@@ -174,12 +192,13 @@ def compact_decode(raw):
                     item, at = value(at)
                     items.append(item)
                 else:
-                    key, at = text(at)
+                    key, at = text(at) if version == 1 else numbered_key(at)
                     items[key], at = value(at)
             return items, end
         raise ValueError(f"unknown compact tag {tag:#x}")
 
-    if raw[1] != 1:
+    version = raw[1]
+    if version not in (1, 2):
         return {"type": "binary", "raw": raw[:16].hex()}
     return value(2)[0]
 

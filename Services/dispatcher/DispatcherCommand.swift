@@ -17,10 +17,15 @@ struct DispatcherCommand {
                     "signs due postbacks (it alone holds the key), POSTs them to the ad network and the advertiser's copy endpoint, retries failures up to 9 times within 9 days and dead-letters the rest."
             )
         ) { service in
-            let signer = try PostbackSigner.load(service.environment, logger: service.logger)
+            // Every setting is read before Redis is: a bad one stops the dispatcher with its one line at
+            // once, not after it waited for Redis, nor after it published keys it will never sign with.
             let timeout = try service.environment.value(.deliveryTimeoutMilliseconds)
+            let perHost = try service.environment.value(.deliveryConcurrencyPerHost)
+            let allowList = try service.environment.value(.postbackURLAllowList)
+            let registryCacheMilliseconds = try service.environment.value(.registryCacheMilliseconds)
             let publicSuffixes = try PublicSuffixListFile.load(service.environment)
             let grace = KeySetPublication.grace(try service.environment.value(.signingKeyGraceHours), policy: service.policy)
+            let signer = try PostbackSigner.load(service.environment, logger: service.logger)
             let heartbeat = KeyHeartbeat(
                 keys: [signer.production, signer.development], connection: service.connection(), grace: grace,
                 clock: service.clock)
@@ -31,16 +36,14 @@ struct DispatcherCommand {
             // Only the checked URL is ever contacted: a 3xx is a failed attempt (retried, then dead-lettered),
             // never followed to a destination the guard did not see (`PostbackPoster` follows nothing).
             let poster = try PostbackPoster(idleTimeout: .seconds(60))
-            let perHost = try service.environment.value(.deliveryConcurrencyPerHost)
             let stage = DispatcherStage(
                 step: DispatcherStep(policy: service.policy, publicSuffixes: publicSuffixes), signer: signer,
                 delivery: PostbackDelivery(
                     poster: poster, timeout: .milliseconds(Int64(timeout)),
-                    destinations: DestinationResolver(
-                        policy: try service.environment.value(.postbackURLAllowList)),
+                    destinations: DestinationResolver(policy: allowList),
                     limiter: HostLimiter(limit: perHost)),
                 partitioning: service.partitioning,
-                registryCache: RegistryCache(maxAge: .milliseconds(try service.environment.value(.registryCacheMilliseconds))),
+                registryCache: RegistryCache(maxAge: .milliseconds(registryCacheMilliseconds)),
                 clock: service.clock)
             do {
                 try await service.run(

@@ -26,21 +26,25 @@ struct PostbackSigner: Sendable {
             throw ConfigurationError(
                 key: "SIGNING_KEY_FILE", problem: "is required (or DEVELOPMENT_MODE=true to generate a key per process)")
         }
-        return PostbackSigner(
-            production: try key(
-                file: file, setting: "SIGNING_KEY_FILE", id: try environment.value(.signingKeyID), logger: logger),
-            development: try key(
-                file: try environment.value(.developmentSigningKeyFile), setting: "DEVELOPMENT_SIGNING_KEY_FILE",
-                id: try environment.value(.developmentSigningKeyID), logger: logger))
+        let production = try key(file: file, setting: "SIGNING_KEY_FILE", id: try environment.value(.signingKeyID))
+        let development = try key(
+            file: try environment.value(.developmentSigningKeyFile), setting: "DEVELOPMENT_SIGNING_KEY_FILE",
+            id: try environment.value(.developmentSigningKeyID))
+        // Said once both loaded: a bad second setting stops the dispatcher with its one line alone.
+        for (key, generated) in [production, development] where generated {
+            logger.warning("no signing key file configured: generated one for this process", metadata: ["kid": "\(key.id)"])
+        }
+        return PostbackSigner(production: production.key, development: development.key)
     }
 
-    static func key(file: String?, setting: String, id: String, logger: Logger) throws -> Key {
+    /// The key from `file`, or one generated for this process (`generated`).
+    static func key(file: String?, setting: String, id: String) throws -> (key: Key, generated: Bool) {
         if let file {
             guard let pem = try? String(contentsOfFile: file, encoding: .utf8) else {
                 throw ConfigurationError(key: setting, problem: "cannot read \(file)")
             }
             do {
-                return Key(id: id, privateKey: try SigningKey.load(pem: pem))
+                return (Key(id: id, privateKey: try SigningKey.load(pem: pem)), false)
             } catch {
                 throw ConfigurationError(key: setting, problem: "\(file): \(error)")
             }
@@ -50,9 +54,7 @@ struct PostbackSigner: Sendable {
         let privateKey = SigningKey.generate()
         let fingerprint = SHA256.hash(data: privateKey.publicKey.x963Representation).prefix(4)
             .map { String(format: "%02x", $0) }.joined()
-        logger.warning(
-            "no signing key file configured: generated one for this process", metadata: ["kid": "\(id)-\(fingerprint)"])
-        return Key(id: "\(id)-\(fingerprint)", privateKey: privateKey)
+        return (Key(id: "\(id)-\(fingerprint)", privateKey: privateKey), true)
     }
 
     /// The exact HTTP body for an order: the payload signed as a compact JWS, the value fields beside it.

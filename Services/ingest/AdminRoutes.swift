@@ -75,6 +75,13 @@ struct AdminRoutes {
             throw ProblemDetails.badRequest(.invalidPublicKey, "public-key: \(error)")
         }
         try body.validate(destinations: destinations)
+        // Parsed as the verifier will parse it, so a key it could never use is refused now, not on the
+        // network's first SKAdNetwork impression.
+        if let skan = body.skanPublicKey {
+            do { _ = try SKANPublicKey(parsing: skan) } catch {
+                throw ProblemDetails.badRequest(.invalidPublicKey, "skan-public-key: \(error)")
+            }
+        }
         let existing = try await redis.send(RedisCommand("HGET", RegistryKeys.adNetworks, network.rawValue))
             .decoded(as: AdNetworkRegistration.self)
         let registration = body.registration(

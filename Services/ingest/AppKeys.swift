@@ -33,10 +33,4 @@ final class AppKeyOwners: Sendable {
         }
         return owner
     }
-
-    /// Whether `key` is an app key of `item` (for read-only calls that publish nothing).
-    func matches(_ key: String?, item: ItemIdentifier) async throws -> Bool {
-        guard let key, !key.isEmpty else { return false }
-        return try await owner(of: key) == String(item)
-    }
 }

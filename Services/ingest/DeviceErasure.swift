@@ -23,7 +23,7 @@ struct DeviceErasure {
 
     func add(to admin: some RouterMethods<BasicRequestContext>, prefix: String, catalog: RouteCatalog) {
         catalog.on(admin, prefix: prefix, .delete, "/devices/:device") { _, context in
-            try await answer(try RequestParameters.deviceIdentifier(try context.parameters.require("device")))
+            try await answer(try RequestParameters.deviceIdentifier(pathSegment: try context.parameters.require("device")))
         }
         catalog.on(admin, prefix: prefix, .post, "/device-erasures") { request, _ in
             let body = try await request.decodeJSON(Erasure.self, limit: 4_096)

@@ -59,7 +59,7 @@ enum OpenAPIDocument {
           "info": {
             "title": "attribution-pipeline ingest",
             "version": "1.0.0",
-            "description": "Events in (impressions, conversions, conversion-value updates) and the pipeline's public keys on the public listener (`HTTP_PORT`); the admin API and `/metrics` on the admin listener (`ADMIN_HTTP_PORT`, each such path names it in `servers`), which the public port answers 404. `/health` and `/ready` are on both. Errors are RFC 9457 problem JSON with a stable `reason`. Times are milliseconds since 1970."
+            "description": "Events in (impressions, conversions, conversion-value updates) and the pipeline's public keys on the public listener (`HTTP_PORT`); the admin API and `/metrics` on the admin listener (`ADMIN_HTTP_PORT`, each such path names it in `servers`), which the public port answers 404. `/health` and `/ready` are on both. Errors are RFC 9457 problem JSON with a stable `reason`. Any route that reads or writes Redis may answer 503 `redis-unreachable` with `Retry-After` while Redis is unavailable; a path served with other methods answers 405 `method-not-allowed` with `Allow`. Times are milliseconds since 1970."
           },
           "servers": [\#(publicServer)],
           "paths": {
@@ -656,7 +656,8 @@ enum OpenAPIDocument {
                   "201": {"description": "stored, with its version", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ConversionValueSchema"}}}},
                   "400": {"$ref": "#/components/responses/Problem"},
                   "401": {"$ref": "#/components/responses/Problem"},
-                  "404": {"$ref": "#/components/responses/Problem"}
+                  "404": {"$ref": "#/components/responses/Problem"},
+                  "413": {"$ref": "#/components/responses/Problem"}
                 }
               },
               "get": {
@@ -710,6 +711,7 @@ enum OpenAPIDocument {
                   "200": {"description": "the value, and whether it is an update", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Evaluation"}}}},
                   "400": {"$ref": "#/components/responses/Problem"},
                   "401": {"$ref": "#/components/responses/Problem"},
+                  "403": {"$ref": "#/components/responses/Problem"},
                   "404": {"$ref": "#/components/responses/Problem"}
                 }
               }
@@ -722,7 +724,7 @@ enum OpenAPIDocument {
               "parameters": [{"name": "device", "in": "path", "required": true, "schema": {"type": "string", "minLength": 1, "maxLength": 128}, "description": "device identifier"}],
               "delete": {
                 "summary": "Erase everything held about one device (pools, histories, view sets, idempotency records, unprocessed events, dead letters)",
-                "description": "Messages are matched by the device their decoded body names, exactly; keys by their exact name. The path segment is percent-decoded once; for an identifier holding `/`, use POST /v1/admin/device-erasures",
+                "description": "Messages are matched by the device their decoded body names, exactly; keys by their exact name. The path segment is percent-decoded once (`%2F` names a `/`, `%20` a space; invalid percent-encoding is 400 `invalid-device-identifier`); POST /v1/admin/device-erasures takes the identifier in a body instead",
                 "security": [{"adminToken": []}],
                 "responses": {
                   "200": {"description": "what was deleted", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Erased"}}}},
@@ -739,7 +741,8 @@ enum OpenAPIDocument {
                 "responses": {
                   "200": {"description": "what was deleted", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Erased"}}}},
                   "400": {"$ref": "#/components/responses/Problem"},
-                  "401": {"$ref": "#/components/responses/Problem"}
+                  "401": {"$ref": "#/components/responses/Problem"},
+                  "413": {"$ref": "#/components/responses/Problem"}
                 }
               }
             },

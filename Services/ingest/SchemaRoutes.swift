@@ -20,6 +20,10 @@ struct SchemaRoutes {
             }
             let body = try await request.collectBody(limit: 262_144)
             var schema = try Request.decodeJSON(ConversionValueSchema.self, from: body)
+            // A misspelt condition (`sesions`) would make its rule hold for every device.
+            if let unknown = UnknownMembers.paths(inJSON: body, comparedWith: schema).first {
+                throw ProblemDetails.badRequest(.unknownKey, "\(unknown) is not a member of a conversion-value schema")
+            }
             try schema.validate()
             // Versions count per app; the script keeps the counter, the history and the current one in step.
             let version =
@@ -56,10 +60,15 @@ struct SchemaRoutes {
             try EventRoutes.requireAppKey(request)
             let input = try Request.decodeJSON(
                 IngestRequests.EvaluationRequest.self, from: try await request.collectBody(limit: maxBodyBytes))
-            guard try await appKeys.matches(request.bearerToken, item: input.advertisedItemIdentifier) else {
+            // As the event routes answer: an unknown key 401, another app's key 403.
+            guard let owner = try await appKeys.owner(of: request.bearerToken ?? "") else {
                 throw ProblemDetails(
-                    .unauthorized, reason: .invalidAppKey,
-                    detail: "the app key is not advertised app \(input.advertisedItemIdentifier)'s")
+                    .unauthorized, reason: .invalidAppKey, detail: "the app key is not one the admin API issued")
+            }
+            guard owner == String(input.advertisedItemIdentifier) else {
+                throw ProblemDetails(
+                    .forbidden, reason: .appKeyMismatch,
+                    detail: "this app key belongs to another advertised app, not \(input.advertisedItemIdentifier)")
             }
             try input.validate()
             let item = input.advertisedItemIdentifier

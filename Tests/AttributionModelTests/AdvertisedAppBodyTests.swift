@@ -67,6 +67,41 @@ struct AdvertisedAppBodyTests {
         #expect(decoded.ignored.count == 1 && decoded.ignored[0].hasPrefix("NSAdvertisingAttributionReportEndpoint"))
     }
 
+    /// A misspelt key inside a setting is refused by its path too: stored, it would leave the default in
+    /// force without a word. A complete, correct configuration passes.
+    @Test(arguments: [
+        (#"{"AttributionWindows":{"global":{"install":{"clicks":10}}}}"#, "AttributionWindows.global.install.clicks"),
+        (
+            #"{"AttributionWindows":{"example.adattributionkit":{"install":{"click":3,"veiw":1}}}}"#,
+            "AttributionWindows.example.adattributionkit.install.veiw"
+        ),
+        (#"{"AdAttributionKit":{"AttributionCooldown":{"bogus":1}}}"#, "AttributionCooldown.bogus"),
+    ])
+    func aMisspeltNestedKeyIsRefusedByItsPath(_ body: String, path: String) throws {
+        let problem = Self.problem(Data(body.utf8), contentType: "application/json")
+        #expect(problem?.reason.rawValue == "unknown-key")
+        #expect(problem?.detail.hasPrefix(path + " ") == true, "\(problem?.detail ?? "")")
+        let complete = #"""
+            {"AttributionWindows":{"global":{"install":{"click":10,"view":2}},
+              "example.adattributionkit":{"install":{"click":3,"ignoreInteractionType":"view"}}},
+             "AttributionCooldown":{"install-cooldown-hours":24,"re-engagement-cooldown-hours":48},
+             "AttributionCopyEndpoint":"https://example.com","EligibleForAdAttributionKitOverlappingConversions":true}
+            """#
+        #expect(throws: Never.self) { try AdvertisedAppBody.decode(Data(complete.utf8), contentType: "application/json") }
+    }
+
+    /// The same for a conversion-value schema: a misspelt condition would make its rule hold always.
+    @Test func aSchemaMemberTheSchemaDoesNotReadIsNamed() throws {
+        let body = Data(
+            #"""
+            {"windows":[{"window":0,"allow-decrease":false,"rules":[
+              {"when":{"sessions":1,"events":{"purchase":1},"revenue":{"USD":0.5}},"fine":40,"coarse":"high","lock":true},
+              {"when":{"sesions":1},"fine":5,"coarse":"low","extra":null}]}]}
+            """#.utf8)
+        let schema = try JSONDecoder().decode(ConversionValueSchema.self, from: body)
+        #expect(UnknownMembers.paths(inJSON: body, comparedWith: schema) == ["windows.0.rules.1.when.sesions"])
+    }
+
     @Test func jsonNamesTheUnknownKey() {
         let problem = Self.problem(Data(#"{"AttributionCooldown":{},"CFBundleName":"App"}"#.utf8), contentType: nil)
         #expect(problem?.reason.rawValue == "unknown-key")

@@ -236,10 +236,19 @@ struct RequestValidationTests {
         parameterCase("schema version v1", .invalidVersion) { _ = try RequestParameters.schemaVersion("v1") },
         parameterCase("device to erase", nil) { _ = try RequestParameters.deviceIdentifier("device-1") },
         parameterCase("empty device to erase", .invalidDeviceIdentifier) { _ = try RequestParameters.deviceIdentifier("") },
+        parameterCase("device to erase, percent-encoded in the path", nil) { () throws in
+            #expect(try RequestParameters.deviceIdentifier(pathSegment: "dev%20q%C3%A9%2Fx") == "dev qé/x")
+        },
+        parameterCase("device in the path, a bare percent", .invalidDeviceIdentifier) {
+            _ = try RequestParameters.deviceIdentifier(pathSegment: "100%")
+        },
+        parameterCase("device in the path, empty once decoded", .invalidDeviceIdentifier) {
+            _ = try RequestParameters.deviceIdentifier(pathSegment: "")
+        },
         parameterCase("dead letters without count", nil) { () throws in #expect(try RequestParameters.deadLetterCount(nil) == 100)
         },
-        parameterCase("dead letters, count=abc", nil) { () throws in #expect(try RequestParameters.deadLetterCount("abc") == 100)
-        },
+        parameterCase("dead letters, count=abc", .valueOutOfRange) { _ = try RequestParameters.deadLetterCount("abc") },
+        parameterCase("dead letters, count=", .valueOutOfRange) { _ = try RequestParameters.deadLetterCount("") },
         parameterCase("dead letters, count=1000", nil) { () throws in
             #expect(try RequestParameters.deadLetterCount("1000") == 1_000)
         },

@@ -70,6 +70,20 @@ struct CommandLineTests {
         ),
         ("dispatcher", "SIGNING_KEY_FILE=/nonexistent.pem", "configuration SIGNING_KEY_FILE: cannot read /nonexistent.pem"),
         ("dispatcher", "DEVELOPMENT_MODE=maybe", "configuration DEVELOPMENT_MODE: must be true or false, got maybe"),
+        // Read before Redis is (which nobody serves here): not retried forever, no keys published first.
+        (
+            "dispatcher", "DEVELOPMENT_MODE=true DELIVERY_CONCURRENCY_PER_HOST=0",
+            "configuration DELIVERY_CONCURRENCY_PER_HOST: must be an integer in 1...1000, got 0"
+        ),
+        (
+            "dispatcher", "DEVELOPMENT_MODE=true REGISTRY_CACHE_MS=-1",
+            "configuration REGISTRY_CACHE_MS: must be an integer in 0...3600000, got -1"
+        ),
+        // The production key's "generated one" warning is not said before the development key fails.
+        (
+            "dispatcher", "DEVELOPMENT_MODE=true DEVELOPMENT_SIGNING_KEY_FILE=/nonexistent.pem",
+            "configuration DEVELOPMENT_SIGNING_KEY_FILE: cannot read /nonexistent.pem"
+        ),
         // Copy endpoints' registrable domains need the real Public Suffix List, never a silent fallback.
         (
             "dispatcher", "DEVELOPMENT_MODE=true PUBLIC_SUFFIX_LIST=/nonexistent.dat",
@@ -149,8 +163,8 @@ struct CommandLineTests {
         let result = try Self.run(service, environment: setting.split(separator: " ").map(String.init))
         let errors = String(decoding: result.stderr, as: UTF8.self)
         #expect(result.status == 2, "\(service): \(errors)")
-        // The dispatcher may warn about generated signing keys first; the last line is the one that matters.
-        #expect(errors.split(separator: "\n").last.map(String.init) == line, "\(errors)")
+        // One line: nothing logged before it (a generated key's warning comes only once every setting read).
+        #expect(errors.split(separator: "\n").map(String.init) == [line], "\(errors)")
         #expect(!errors.contains("Fatal error") && !errors.contains("Backtrac"))
     }
 }

@@ -318,6 +318,8 @@ extension PipelineSuites {
                 var token: String? = nil
                 var method = "POST"
             }
+            // A network's real key, JSON-escaped: only its SKAdNetwork key is wrong below.
+            let pem = SigningKey.generate().publicKey.pemRepresentation.replacingOccurrences(of: "\n", with: "\\n")
             let cases = [
                 BadRequest(path: "/v1/impressions", body: "not json", status: 400, reason: "invalid-json"),
                 BadRequest(
@@ -364,6 +366,10 @@ extension PipelineSuites {
                     path: "/v1/admin/ad-networks/a.net", body: #"{"public-key":"x","postback-url":"https://x.example"}"#,
                     status: 400,
                     reason: "invalid-public-key", token: pipeline.adminToken, method: "PUT"),
+                BadRequest(
+                    path: "/v1/admin/ad-networks/a.net",
+                    body: #"{"public-key":"\#(pem)","postback-url":"https://x.example","skan-public-key":"zzz"}"#,
+                    status: 400, reason: "invalid-public-key", token: pipeline.adminToken, method: "PUT"),
                 BadRequest(path: "/v1/nowhere", body: "{}", status: 404, reason: "not-found"),
             ]
             for c in cases {

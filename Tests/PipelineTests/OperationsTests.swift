@@ -279,6 +279,26 @@ extension PipelineSuites {
             #expect(erased.status == 200 && erased.json["deleted-entries"] as? Int == 1, "\(erased.json)")
             let left = try await streamRecords(ConsumerGroups.verifier.deadLetterStream(partition), on: connection)
             #expect(left.count == 1 && left.first?.message?.contains("tenant/42-other") == true, "the other device's stays")
+
+            // The path form decodes its segment once: a space, a `/` and non-ASCII are erased by their
+            // percent-encoding, not missed.
+            let awkward = "tenant 7/é"
+            let awkwardStream = ConsumerGroups.verifier.deadLetterStream(testPartitioning.of(device: awkward))
+            _ = try await connection.send(
+                StreamCommands.add(
+                    awkwardStream,
+                    message: Envelope(
+                        time: 1,
+                        body: .conversionReported(
+                            ConversionReport(
+                                deviceIdentifier: awkward, advertisedItemIdentifier: Self.app, conversionType: .download,
+                                time: 1, receivedAt: 1))
+                    ).encoded()
+                ).appending("error").appending("test"))
+            let byPath = try await http.send(
+                "DELETE", "\(pipeline.adminURL)/v1/admin/devices/tenant%207%2F%C3%A9", token: pipeline.adminToken)
+            #expect(byPath.status == 200 && byPath.json["deleted-entries"] as? Int == 1, "\(byPath.json)")
+            #expect(byPath.json["device-identifier"] as? String == awkward)
         }
 
         static func run(_ arguments: [String]) throws -> String {

@@ -50,6 +50,11 @@ extension PipelineSuites {
                 "PUT", "\(pipeline.adminURL)/v1/admin/advertised-apps/\(Self.app)/conversion-value-schema",
                 json: ["windows": [["window": 0, "rules": [["when": [:], "fine": 64, "coarse": "low"]]]]], token: admin)
             #expect(bad.status == 400 && bad.json["reason"] as? String == "invalid-schema", "\(bad.json)")
+            let misspelt = try await http.send(
+                "PUT", "\(pipeline.adminURL)/v1/admin/advertised-apps/\(Self.app)/conversion-value-schema",
+                json: ["windows": [["window": 0, "rules": [["when": ["sesions": 1], "fine": 4, "coarse": "low"]]]]], token: admin)
+            #expect(misspelt.status == 400 && misspelt.json["reason"] as? String == "unknown-key", "\(misspelt.json)")
+            #expect((misspelt.json["detail"] as? String)?.hasPrefix("windows.0.rules.0.when.sesions ") == true)
             let stored = try await http.send(
                 "GET", "\(pipeline.adminURL)/v1/admin/advertised-apps/\(Self.app)/conversion-value-schema/1", token: admin)
             #expect(stored.status == 200)
@@ -60,6 +65,22 @@ extension PipelineSuites {
                 json: ["advertised-item-identifier": Self.app, "window": 0, "revenue": ["USD": 7.5]], token: appKey)
             #expect(evaluated.status == 200 && evaluated.json["fineConversionValue"] as? Int == 42, "\(evaluated.json)")
             #expect(evaluated.json["changed"] as? Bool == true && evaluated.json["version"] as? Int == 1)
+            // Refused as the event routes refuse: an unknown key 401, another app's key 403; version 0 is 400.
+            let other = Self.app + 1
+            _ = try await http.send("PUT", "\(pipeline.adminURL)/v1/admin/advertised-apps/\(other)", json: [:], token: admin)
+            let otherKey =
+                try await http.send(
+                    "POST", "\(pipeline.adminURL)/v1/admin/advertised-apps/\(other)/keys", token: admin
+                ).json["app-key"] as? String
+            for (token, version, status, reason) in [
+                ("ak_nope", 1, 401, "invalid-app-key"), (otherKey ?? "", 1, 403, "app-key-mismatch"),
+                (appKey, 0, 400, "invalid-version"),
+            ] {
+                let refused = try await http.send(
+                    "POST", "\(pipeline.ingestURL)/v1/conversion-values/evaluate",
+                    json: ["advertised-item-identifier": Self.app, "window": 0, "version": version], token: token)
+                #expect(refused.status == status && refused.json["reason"] as? String == reason, "\(refused.json)")
+            }
 
             // A partner endpoint that fails its first request, and the collector in front of it.
             let sinkPort = try freeLoopbackPort()

@@ -77,11 +77,18 @@ public enum AdvertisedAppBody {
         guard let json = try? JSONSerialization.data(withJSONObject: read) else {
             throw Problem(.invalidConfiguration, "values must be dictionaries, strings, numbers or booleans, not dates or data")
         }
+        let app: IngestRequests.AdvertisedApp
         do {
-            return (try JSONDecoder().decode(IngestRequests.AdvertisedApp.self, from: json), ignored.sorted())
+            app = try JSONDecoder().decode(IngestRequests.AdvertisedApp.self, from: json)
         } catch let error as DecodingError {
             throw Problem(.invalidConfiguration, error.plainDescription)
         }
+        // Inside the settings too (`AttributionWindows.global.install.clicks`): the top-level keys were
+        // checked above, and a known one the type does not store is reported under `ignored` instead.
+        if let unknown = UnknownMembers.paths(in: read, comparedWith: app).first(where: { $0.contains(".") }) {
+            throw Problem(.unknownKey, "\(unknown) is not an AdAttributionKit configuration key")
+        }
+        return (app, ignored.sorted())
     }
 
     public static func looksLikeXML(_ bytes: Data) -> Bool {

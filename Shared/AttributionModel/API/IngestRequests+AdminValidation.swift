@@ -123,7 +123,18 @@ public enum RequestParameters {
         return version
     }
 
-    /// `{device}` of `DELETE /v1/admin/devices/{device}`: the same bounds as in event bodies.
+    /// `{device}` of `DELETE /v1/admin/devices/{device}`, as the router hands it over (still
+    /// percent-encoded): decoded once, then the same bounds as in event bodies. Undecoded, an identifier
+    /// with a space or non-ASCII would match no key, and the erasure would answer 200 having erased nothing.
+    public static func deviceIdentifier(pathSegment: String) throws(RequestProblem) -> String {
+        guard let decoded = pathSegment.removingPercentEncoding else {
+            throw RequestProblem(
+                .invalidDeviceIdentifier, "the path's device identifier is not valid percent-encoding (UTF-8, %XX)")
+        }
+        return try deviceIdentifier(decoded)
+    }
+
+    /// A device identifier to erase, from a body: the same bounds as in event bodies.
     public static func deviceIdentifier(_ text: String) throws(RequestProblem) -> String {
         try RequestChecks.deviceIdentifier(text)
         return text
@@ -131,11 +142,11 @@ public enum RequestParameters {
 
     public static let deadLetterCountRange = 1...1_000
 
-    /// `?count=` of the dead-letter list: 100 when absent or not a number, as it always was.
+    /// `?count=` of the dead-letter list: 100 when absent; an integer within 1–1000 otherwise.
     public static func deadLetterCount(_ text: String?) throws(RequestProblem) -> Int {
-        let count = text.flatMap { Int($0) } ?? 100
-        guard deadLetterCountRange.contains(count) else {
-            throw RequestProblem(.valueOutOfRange, "count must be within 1–1000")
+        guard let text else { return 100 }
+        guard let count = Int(text), deadLetterCountRange.contains(count) else {
+            throw RequestProblem(.valueOutOfRange, "count must be an integer within 1–1000")
         }
         return count
     }

@@ -134,6 +134,8 @@ extension IngestRequests.EvaluationRequest {
     /// The window and the totals; whether the caller holds the app's key is ingest's check, made first.
     public func validate() throws(RequestProblem) {
         guard (0...2).contains(window) else { throw RequestProblem(.valueOutOfRange, "window must be 0, 1 or 2") }
+        // As `GET …/conversion-value-schema/{version}` answers: a version that cannot exist is a bad request.
+        if let version, version < 1 { throw RequestProblem(.invalidVersion, "schema versions are positive integers") }
         // Totals may be all zero here: an app asks what it would report before anything happened.
         let totals = Activity(sessions: sessions, events: events, revenue: revenue)
         if let problem = totals.validationProblems().first(where: { !$0.hasPrefix("an activity report needs") }) {

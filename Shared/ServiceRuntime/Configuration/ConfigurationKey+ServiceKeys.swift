@@ -63,7 +63,8 @@ extension ConfigurationKey.Typed where Value == Int {
     public static var maxBodyBytes: Self {
         .integer(
             "MAX_BODY_BYTES", unit: "bytes", default: 65_536, range: 1_024...16_777_216, services: ["ingest"],
-            "Largest request body accepted.")
+            "Largest body of a single-event request and of `/v1/conversion-values/evaluate`, and of each batch item; beyond it 413 `body-too-large`. Admin bodies have limits of their own (README, HTTP API)."
+        )
     }
 
     public static var deliveryConcurrencyPerHost: Self {

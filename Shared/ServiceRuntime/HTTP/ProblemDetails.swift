@@ -110,7 +110,8 @@ public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             context.logger.warning("redis unavailable", metadata: ["error": "\(error)"])
             throw ProblemDetails(
                 .serviceUnavailable, reason: .redisUnreachable,
-                detail: "Redis is unavailable; retry with the same Idempotency-Key")
+                detail:
+                    "Redis is unavailable; retry after Retry-After (an event with the same Idempotency-Key: it may be written)")
         } catch {
             context.logger.error("request failed", metadata: ["error": "\(error)"])
             throw ProblemDetails(.internalServerError, reason: .internalError, detail: "the request could not be completed")

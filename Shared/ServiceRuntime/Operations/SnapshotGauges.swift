@@ -28,7 +28,14 @@ public struct SnapshotGauges: Service {
     /// by two at once). A failed read leaves the previous figures.
     public func refresh() async {
         await refresher.refresh(interval: interval) {
-            if let snapshot = try? await PipelineSnapshot.read(on: connection, partitioning) { Self.export(snapshot) }
+            // Whether the gauges below are this scrape's: while Redis is unreachable they keep the last
+            // values read (a lag of 0 would look healthy), so this says 0 and an alert can fire.
+            if let snapshot = try? await PipelineSnapshot.read(on: connection, partitioning) {
+                Self.export(snapshot)
+                Gauge(label: "pipeline_snapshot_up").record(1)
+            } else {
+                Gauge(label: "pipeline_snapshot_up").record(0)
+            }
             if let info = try? await connection.send(RedisCommand("INFO", "memory")).string { Self.exportMemory(info) }
         }
     }
