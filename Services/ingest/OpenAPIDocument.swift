@@ -1350,7 +1350,7 @@ enum OpenAPIDocument {
                 "properties": {
                   "public-key": {
                     "type": "string",
-                    "description": "ES256 public key, PEM or JWK JSON"
+                    "description": "ES256 public key, PEM or JWK JSON (a JWK with its private `d`, or an `alg` other than ES256, is refused)"
                   },
                   "postback-url": {
                     "type": "string",
@@ -1363,7 +1363,7 @@ enum OpenAPIDocument {
                   "previous-key-grace-seconds": {
                     "type": "integer",
                     "minimum": 0,
-                    "maximum": 2592000
+                    "maximum": 31536000
                   }
                 }
               },

@@ -40,6 +40,16 @@ public struct JWK: Sendable, Codable, Hashable {
             }
             return key
         }
+        // A private key sent by mistake is refused, not quietly stripped to its public half: its sender
+        // must learn that it left their hands. A JWK meant for another algorithm is not an ES256 key.
+        if let object = try? JSONSerialization.jsonObject(with: Data(trimmed.utf8)) as? [String: Any] {
+            if object["d"] != nil {
+                throw JWSError(.invalidKey, "the JWK holds a private key (d): register the public key only, and replace this one")
+            }
+            if let algorithm = object["alg"] as? String, algorithm != "ES256" {
+                throw JWSError(.invalidKey, "the JWK's alg is \(algorithm); ad network keys are ES256 (P-256)")
+            }
+        }
         guard let jwk = try? JSONDecoder().decode(JWK.self, from: Data(trimmed.utf8)) else {
             throw JWSError(.invalidKey, "public key must be PEM or a JWK JSON object")
         }

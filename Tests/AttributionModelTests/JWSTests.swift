@@ -95,6 +95,16 @@ struct JWSTests {
         #expect(code { _ = try JWK.parsePublicKey("not a key") } == .invalidKey)
         #expect(code { _ = try JWK.parsePublicKey(key.pemRepresentation) } == .invalidKey)  // a private key
         #expect(code { _ = try JWK.parsePublicKey("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----") } == .invalidKey)
+        // A JWK with its private part, or meant for another algorithm, is refused, not stripped.
+        func jwk(_ change: (inout [String: Any]) -> Void) -> String {
+            let text = JWK(publicKey: key.publicKey, keyID: "k").jsonString
+            var object = (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]) ?? [:]
+            change(&object)
+            return String(decoding: (try? JSONSerialization.data(withJSONObject: object)) ?? Data(), as: UTF8.self)
+        }
+        #expect(code { _ = try JWK.parsePublicKey(jwk { $0["d"] = Base64URL.encode(key.rawRepresentation) }) } == .invalidKey)
+        #expect(code { _ = try JWK.parsePublicKey(jwk { $0["alg"] = "RS256" }) } == .invalidKey)
+        #expect(throws: Never.self) { try JWK.parsePublicKey(jwk { $0["alg"] = nil }) }
     }
 
     @Test func base64URLHasNoPaddingAndRefusesIt() {

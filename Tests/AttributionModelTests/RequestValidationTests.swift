@@ -195,8 +195,8 @@ struct RequestValidationTests {
         adNetworkCase("http", adNetwork(url: "http://postbacks.example.com/p"), .destinationNotHTTPS),
         adNetworkCase("private address", adNetwork(url: "https://10.0.0.7/p"), .destinationPrivateAddress),
         adNetworkCase("localhost", adNetwork(url: "https://localhost/p"), .destinationPrivateAddress),
-        adNetworkCase("grace of 30 days", adNetwork(extra: #","previous-key-grace-seconds":2592000"#), nil),
-        adNetworkCase("grace over 30 days", adNetwork(extra: #","previous-key-grace-seconds":2592001"#), .valueOutOfRange),
+        adNetworkCase("grace of 365 days", adNetwork(extra: #","previous-key-grace-seconds":31536000"#), nil),
+        adNetworkCase("grace over 365 days", adNetwork(extra: #","previous-key-grace-seconds":31536001"#), .valueOutOfRange),
         adNetworkCase("negative grace", adNetwork(extra: #","previous-key-grace-seconds":-1"#), .valueOutOfRange),
         adNetworkCase("empty SKAdNetwork key", adNetwork(extra: #","skan-public-key":"""#), .invalidPublicKey),
         adNetworkCase(

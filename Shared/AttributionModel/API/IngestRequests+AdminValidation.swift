@@ -2,12 +2,13 @@
 // Parsing an ad network's public key needs AttributionCrypto, so ingest does that one before `validate`.
 
 extension IngestRequests.AdNetwork {
-    public static let previousKeyGraceSecondsRange = 0...2_592_000
+    /// Up to a year, as `KEY_ROTATION_GRACE_HOURS` (the default) allows.
+    public static let previousKeyGraceSecondsRange = 0...31_536_000
 
     public func validate(destinations: DestinationPolicy) throws(RequestProblem) {
         try RequestChecks.destination(postbackURL, field: "postback-url", policy: destinations)
         if let grace = previousKeyGraceSeconds, !Self.previousKeyGraceSecondsRange.contains(grace) {
-            throw RequestProblem(.valueOutOfRange, "previous-key-grace-seconds must be within 0–2592000 (30 days)")
+            throw RequestProblem(.valueOutOfRange, "previous-key-grace-seconds must be within 0–31536000 (365 days)")
         }
         if let skanPublicKey, skanPublicKey.isEmpty || skanPublicKey.utf8.count > 4_096 {
             throw RequestProblem(.invalidPublicKey, "skan-public-key must be base64 SPKI or PEM")

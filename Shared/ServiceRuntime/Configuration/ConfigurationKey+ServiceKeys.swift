@@ -169,7 +169,9 @@ extension ConfigurationKey.Typed where Value == ReplicaWait {
             "Replicas that must hold an event (Redis `WAIT`) before ingest answers 202; `auto` is 1 with `REDIS_CLUSTER=true`, else 0. Replication is asynchronous: without a replica's copy an acknowledged event can vanish when its primary fails."
         ) { text throws(ConfigurationKey.Unreadable) in
             if text == "auto" { return .automatic }
-            guard let count = Int(text), range.contains(count) else { throw .outside(range, text) }
+            guard let count = Int(text), range.contains(count) else {
+                throw ConfigurationKey.Unreadable("must be auto or an integer in \(range), got \(text)")
+            }
             return .replicas(count)
         }
     }
