@@ -41,6 +41,21 @@ struct AdminRoutes {
             let configuration = try body.configuration(itemIdentifier: item)
             return try await store(configuration, in: RegistryKeys.publisherApps, field: String(item))
         }
+        // What is stored, as the PUT answered it: an operator can read back any registration.
+        catalog.on(admin, prefix: prefix, .get, "/publisher-apps/:item") { _, context in
+            let item = try Self.itemIdentifier(context)
+            guard let json = try await redis.send(RedisCommand("HGET", RegistryKeys.publisherApps, String(item))).bytes else {
+                throw ProblemDetails(.notFound, reason: .unknownPublisherApp, detail: "publisher app \(item) is not registered")
+            }
+            return Self.json(json)
+        }
+        catalog.on(admin, prefix: prefix, .get, "/advertised-apps/:item") { _, context in
+            let item = try Self.itemIdentifier(context)
+            guard let json = try await redis.send(RedisCommand("HGET", RegistryKeys.advertisedApps, String(item))).bytes else {
+                throw ProblemDetails(.notFound, reason: .unknownAdvertisedApp, detail: "advertised app \(item) is not registered")
+            }
+            return Self.json(json)
+        }
         catalog.on(admin, prefix: prefix, .put, "/advertised-apps/:item") { request, context in
             let item = try Self.itemIdentifier(context)
             let body = try await request.collectBody(limit: 262_144)

@@ -385,6 +385,16 @@ enum OpenAPIDocument {
                   "description": "App Store item id"
                 }
               ],
+              "get": {
+                "summary": "The publisher app as stored (its AdNetworkIdentifiers, each once)",
+                "security": [{"adminToken": []}],
+                "responses": {
+                  "200": {"description": "the registration, as the PUT answered it", "content": {"application/json": {"schema": {"type": "object"}}}},
+                  "400": {"$ref": "#/components/responses/Problem"},
+                  "401": {"$ref": "#/components/responses/Problem"},
+                  "404": {"description": "not registered (`unknown-publisher-app`)", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}
+                }
+              },
               "delete": {
                 "summary": "Delete the publisher app. Impressions naming it not yet verified are then refused (`publisher-not-listing-network`: a deleted app lists no network); verified ones stay eligible",
                 "security": [{"adminToken": []}],
@@ -441,6 +451,16 @@ enum OpenAPIDocument {
                   "description": "App Store item id"
                 }
               ],
+              "get": {
+                "summary": "The advertised app's configuration as stored (without the keys the PUT listed under `ignored`)",
+                "security": [{"adminToken": []}],
+                "responses": {
+                  "200": {"description": "the configuration, as the PUT answered it", "content": {"application/json": {"schema": {"type": "object"}}}},
+                  "400": {"$ref": "#/components/responses/Problem"},
+                  "401": {"$ref": "#/components/responses/Problem"},
+                  "404": {"description": "not registered (`unknown-advertised-app`)", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}
+                }
+              },
               "delete": {
                 "summary": "Delete the advertised app: its configuration, every app key (refused from then on, within 10 s on every ingest replica), every version of its conversion-value schema (a new registration starts at version 1) and its refusal list. Its conversions, updates and activity not yet verified are then refused (`unknown-advertised-app`); conversions already verified keep their attribution and their postbacks to the ad networks; copies to its `AttributionCopyEndpoint` stop (due ones are not made; retries are dead-lettered)",
                 "security": [{"adminToken": []}],

@@ -174,10 +174,21 @@ extension PipelineSuites {
             let token = ingest.adminToken
             #expect(
                 try await http.send(
-                    "PUT", "\(admin)/publisher-apps/\(Self.publisher)", json: ["AdNetworkIdentifiers": [Self.network]],
+                    "PUT", "\(admin)/publisher-apps/\(Self.publisher)",
+                    json: ["AdNetworkIdentifiers": [Self.network, Self.network]], token: token
+                ).status == 200)
+            #expect(
+                try await http.send(
+                    "PUT", "\(admin)/advertised-apps/\(Self.app)", json: ["AttributionCooldown": ["install-cooldown-hours": 24]],
                     token: token
                 ).status == 200)
-            #expect(try await http.send("PUT", "\(admin)/advertised-apps/\(Self.app)", json: [:], token: token).status == 200)
+            // Read back as stored: a network listed twice is listed once.
+            let publisherRead = try await http.send("GET", "\(admin)/publisher-apps/\(Self.publisher)", token: token)
+            #expect(publisherRead.json["AdNetworkIdentifiers"] as? [String] == [Self.network], "\(publisherRead.json)")
+            let appRead = try await http.send("GET", "\(admin)/advertised-apps/\(Self.app)", token: token)
+            #expect(
+                (appRead.json["AttributionCooldown"] as? [String: Any])?["install-cooldown-hours"] as? Int == 24,
+                "\(appRead.json)")
             let schema: [String: Any] = [
                 "windows": [["window": 0, "rules": [["when": ["sessions": 1], "fine": 1, "coarse": "low"]]]]
             ]
@@ -234,6 +245,8 @@ extension PipelineSuites {
             ] {
                 let again = try await http.send("DELETE", "\(admin)/\(path)", token: token)
                 #expect(again.status == 404 && again.json["reason"] as? String == reason, "\(path): \(again.json)")
+                let read = try await http.send("GET", "\(admin)/\(path)", token: token)
+                #expect(read.status == 404 && read.json["reason"] as? String == reason, "GET \(path): \(read.json)")
                 #expect(try await http.send("DELETE", "\(admin)/\(path)").status == 401)
             }
         }

@@ -50,7 +50,8 @@ extension IngestRequests.PublisherApp {
                 throw RequestProblem(
                     .invalidAdNetworkIdentifier, "AdNetworkIdentifiers holds \(id), which is not a lowercase ad network id")
             }
-            networks.append(network)
+            // Listed twice is listed once.
+            if !networks.contains(network) { networks.append(network) }
         }
         return networks
     }
