@@ -69,7 +69,10 @@ struct CommandLineTests {
             "configuration SIGNING_KEY_FILE: is required (or DEVELOPMENT_MODE=true to generate a key per process)"
         ),
         ("dispatcher", "SIGNING_KEY_FILE=/nonexistent.pem", "configuration SIGNING_KEY_FILE: cannot read /nonexistent.pem"),
-        ("dispatcher", "DEVELOPMENT_MODE=maybe", "configuration DEVELOPMENT_MODE: must be true or false (or yes, no, 1, 0), got maybe"),
+        (
+            "dispatcher", "DEVELOPMENT_MODE=maybe",
+            "configuration DEVELOPMENT_MODE: must be true or false (or yes, no, 1, 0), got maybe"
+        ),
         // Read before Redis is (which nobody serves here): not retried forever, no keys published first.
         (
             "dispatcher", "DEVELOPMENT_MODE=true DELIVERY_CONCURRENCY_PER_HOST=0",

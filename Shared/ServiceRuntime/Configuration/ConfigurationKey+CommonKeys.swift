@@ -206,7 +206,10 @@ extension ConfigurationKey.Typed where Value == Bool {
 
     /// `true` or `false` (also 1/0, yes/no), false by default.
     static func boolean(_ name: String, services: [String], _ summary: String) -> Self {
-        Self(name, type: "boolean", default: ("false", { false }), allowed: "true, false (or yes, no, 1, 0; any case)", services: services, summary) {
+        Self(
+            name, type: "boolean", default: ("false", { false }), allowed: "true, false (or yes, no, 1, 0; any case)",
+            services: services, summary
+        ) {
             text throws(ConfigurationKey.Unreadable) in
             switch text.lowercased() {
             case "true", "1", "yes": return true
