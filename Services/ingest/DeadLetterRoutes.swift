@@ -17,18 +17,32 @@ struct DeadLetterRoutes {
     func add(to admin: some RouterMethods<BasicRequestContext>, prefix: String, catalog: RouteCatalog) {
         catalog.on(admin, prefix: prefix, .get, "/dead-letters") { request, _ in
             let count = try RequestParameters.deadLetterCount(request.uri.queryParameters["count"].map(String.init))
+            // A page ends where the one before it ended: `before` is the last id it listed (`next`).
+            let before = try request.uri.queryParameters["before"].map { text in
+                guard let cursor = Self.parse(String(text), partitioning) else {
+                    throw ProblemDetails.badRequest(
+                        .invalidDeadLetterIdentifier, "before is a dead letter id as listed, like 7-1700000000000-0")
+                }
+                return cursor
+            }
             let partitions = partitioning.partitions
-            // The newest `count` of each partition, then the newest `count` of those (entry ids start
-            // with their time in ms).
+            // The newest `count` of each partition older than the cursor, then the newest `count` of
+            // those, in one order over every partition: entry id (its time in ms first), then partition.
             let replies = try await redis.pipeline(
-                partitions.map { RedisCommand("XREVRANGE", StreamNames.deliveriesDead($0), "+", "-", "COUNT", String(count)) }
-                    + partitions.map { RedisCommand("XLEN", StreamNames.deliveriesDead($0)) })
+                partitions.map {
+                    RedisCommand(
+                        "XREVRANGE", StreamNames.deliveriesDead($0), Self.end(of: $0, before: before), "-", "COUNT", String(count)
+                    )
+                } + partitions.map { RedisCommand("XLEN", StreamNames.deliveriesDead($0)) })
             let newest = zip(partitions, replies).flatMap { partition, reply in
                 reply.elements.compactMap(StreamPages.Entry.init).map { (partition, $0) }
-            }.sorted { (StreamTrim.EntryID($0.1.id)?.milliseconds ?? 0) > (StreamTrim.EntryID($1.1.id)?.milliseconds ?? 0) }
+            }.sorted { Self.order($0.0, $0.1.id) > Self.order($1.0, $1.1.id) }
             let total = replies.suffix(partitions.count).reduce(0) { $0 + ($1.int ?? 0) }
-            return try AdminRoutes.json(
-                object: ["dead-letters": newest.prefix(count).map { Self.item($1, in: $0) }, "total": total] as [String: Any])
+            let page = newest.prefix(count)
+            var answer: [String: Any] = ["dead-letters": page.map { Self.item($1, in: $0) }, "total": total]
+            // More may follow only when the page is full.
+            if page.count == count, let last = page.last { answer["next"] = "\(last.0.index)-\(last.1.id)" }
+            return try AdminRoutes.json(object: answer)
         }
         catalog.on(admin, prefix: prefix, .post, "/dead-letters/:id/replay") { _, context in
             let id = try context.parameters.require("id")
@@ -59,6 +73,19 @@ struct DeadLetterRoutes {
             }
             return try AdminRoutes.json(object: ["replayed": replayed])
         }
+    }
+
+    /// Where a partition's page starts (XREVRANGE's end): past the cursor in the order of `order`, so
+    /// the cursor's own entry is left out and an entry of the same id in a lower partition is not.
+    static func end(of partition: Partition, before cursor: (Partition, String)?) -> String {
+        guard let (cursorPartition, id) = cursor else { return "+" }
+        return partition.index < cursorPartition.index ? id : "(" + id
+    }
+
+    /// The listing's order: entry id, then partition.
+    static func order(_ partition: Partition, _ id: String) -> (UInt64, UInt64, Int) {
+        let entry = StreamTrim.EntryID(id)
+        return (entry?.milliseconds ?? 0, entry?.sequence ?? 0, partition.index)
     }
 
     /// `<partition>-<ms>-<seq>` as the partition and the stream entry id.

@@ -628,7 +628,8 @@ enum OpenAPIDocument {
                 "summary": "Postbacks that exhausted their retries or may not be sent, newest first",
                 "security": [{"adminToken": []}],
                 "parameters": [
-                  {"name": "count", "in": "query", "required": false, "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}}
+                  {"name": "count", "in": "query", "required": false, "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}},
+                  {"name": "before", "in": "query", "required": false, "schema": {"type": "string", "pattern": "^[0-9]+-[0-9]+-[0-9]+$"}, "description": "the previous page's `next`: list the dead letters after it"}
                 ],
                 "responses": {
                   "200": {
@@ -1052,6 +1053,7 @@ enum OpenAPIDocument {
                 "required": ["dead-letters", "total"],
                 "properties": {
                   "total": {"type": "integer"},
+                  "next": {"type": "string", "description": "present when the page is full: pass it as `before` for the next page"},
                   "dead-letters": {
                     "type": "array",
                     "items": {

@@ -162,6 +162,47 @@ extension PipelineSuites {
         /// Deleting a network, a publisher app or an advertised app removes its registration and what was
         /// kept for it alone (credentials, refusal lists, app keys, schemas), and bumps the registry version
         /// the stages' caches watch; a second delete is a 404 with the id's reason.
+        /// Dead letters page newest first over every partition, `next` leading to the page after: every
+        /// entry listed once, none skipped, even when two partitions hold the same entry id.
+        @Test func deadLettersPageWithoutGapsOrRepeats() async throws {
+            let (redis, ingest) = try await start()
+            defer {
+                ingest.stop()
+                redis.stop()
+            }
+            let partitions = Array(testPartitioning.partitions.prefix(3))
+            var written: [String] = []
+            for (offset, partition) in partitions.enumerated() {
+                for millisecond in 0..<4 {
+                    // Partitions 0 and 1 share ids; partition 2's interleave with them.
+                    let id = "\(1_700_000_000_000 + millisecond * 2 + (offset == 2 ? 1 : 0))-0"
+                    _ = try await redis.connect().send(
+                        RedisCommand("XADD", StreamNames.deliveriesDead(partition), id, "postback-identifier", "p", "error", "e"))
+                    written.append("\(partition.index)-\(id)")
+                }
+            }
+            var listed: [String] = []
+            var before: String?
+            for _ in 0..<10 {
+                let query = "count=5" + (before.map { "&before=\($0)" } ?? "")
+                let page = try await http.send(
+                    "GET", "\(ingest.adminURL)/v1/admin/dead-letters?\(query)", token: ingest.adminToken)
+                #expect(page.status == 200 && page.json["total"] as? Int == 12, "\(page.json)")
+                listed += (page.json["dead-letters"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+                before = page.json["next"] as? String
+                if before == nil { break }
+            }
+            #expect(listed.count == 12 && Set(listed) == Set(written), "\(listed)")
+            func order(_ id: String) -> [UInt64] {
+                let parts = id.split(separator: "-").compactMap { UInt64($0) }
+                return [parts[1], parts[2], parts[0]]
+            }
+            #expect(zip(listed, listed.dropFirst()).allSatisfy { order($0).lexicographicallyPrecedes(order($1)) == false })
+            let bad = try await http.send(
+                "GET", "\(ingest.adminURL)/v1/admin/dead-letters?before=yesterday", token: ingest.adminToken)
+            #expect(bad.status == 400 && bad.json["reason"] as? String == "invalid-dead-letter-id")
+        }
+
         @Test func deletingRegistrationsRemovesWhatWasKeptForThem() async throws {
             let (redis, ingest) = try await start()
             defer {
