@@ -79,7 +79,7 @@ extension RequestProblem {
         if path.first == "revenue" { return [] }
         switch value {
         case let object as [String: Any]:
-            return object.keys.sorted().flatMap { unfitNumbers(in: object[$0]!, at: path + [$0]) }
+            return object.sorted { $0.key < $1.key }.flatMap { unfitNumbers(in: $0.value, at: path + [$0.key]) }
         case let array as [Any]:
             return array.enumerated().flatMap { unfitNumbers(in: $1, at: path + [String($0)]) }
         case let number as NSNumber:  // true and false read as 1 and 0, which fit

@@ -90,7 +90,7 @@ public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             if error.status == .notFound, let allowed = known?.methods(for: request.uri.path), !allowed.isEmpty {
                 var problem = ProblemDetails(
                     .methodNotAllowed, reason: .methodNotAllowed,
-                    detail: "\(request.method.rawValue) is not served here; \(allowed.joined(separator: ", ")) is")
+                    detail: "this path answers \(allowed.joined(separator: ", ")) only, not \(request.method.rawValue)")
                 problem.allow = allowed.joined(separator: ", ")
                 throw problem
             }
