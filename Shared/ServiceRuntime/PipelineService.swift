@@ -55,12 +55,10 @@ public struct PipelineService: Sendable {
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         var redis = try environment.value(.redisURL)
         if let file = try environment.value(.redisPasswordFile) {
-            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+            guard let password = RedisConfiguration.password(fromFile: file) else {
                 throw ConfigurationError(key: "REDIS_PASSWORD_FILE", problem: "cannot read \(file)")
             }
-            var password = Substring(text)
-            while password.last == "\n" || password.last == "\r" { password.removeLast() }
-            redis.password = String(password)
+            redis.password = password
         }
         let cluster = try environment.value(.redisCluster)
         if cluster, redis.database != 0 {

@@ -102,4 +102,21 @@ import Testing
         await #expect { try await impostor.send(RedisCommand("PING")) } throws: { "\($0)".contains("WRONGPASS") }
         await impostor.close()
     }
+
+    /// The operator's tools read the password from its file, as the services do: never on the command line.
+    @Test func operatorToolsReadThePasswordFile() async throws {
+        let (server, directory) = try await Self.server()
+        defer { server.stop() }
+        let tool = PipelineProcesses.binaryDirectory().appendingPathComponent("attribution")
+        let url = "redis://operator@127.0.0.1:\(server.port)/0"
+        let file = directory.appendingPathComponent("operator.password").path
+        let withOption = try ChildProcess.run(tool, arguments: ["status", "--redis-url", url, "--redis-password-file", file])
+        #expect(withOption.status == 0, "\(String(decoding: withOption.stderr, as: UTF8.self))")
+        let fromEnvironment = try ChildProcess.run(
+            URL(fileURLWithPath: "/usr/bin/env"),
+            arguments: ["REDIS_PASSWORD_FILE=\(file)", tool.path, "status", "--redis-url", url])
+        #expect(fromEnvironment.status == 0, "\(String(decoding: fromEnvironment.stderr, as: UTF8.self))")
+        let without = try ChildProcess.run(tool, arguments: ["status", "--redis-url", url])
+        #expect(without.status != 0, "no password, no answer")
+    }
 }

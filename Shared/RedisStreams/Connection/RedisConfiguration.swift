@@ -25,6 +25,15 @@ public struct RedisConfiguration: Sendable, Equatable {
     public var checksSlots: Bool = false
 
     /// A configuration from its parts.
+    /// The password a file holds (`REDIS_PASSWORD_FILE`, a mounted secret): its text without the line
+    /// ending an editor or `echo` leaves; nil when it cannot be read.
+    public static func password(fromFile path: String) -> String? {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        var password = Substring(text)
+        while password.last == "\n" || password.last == "\r" { password.removeLast() }
+        return String(password)
+    }
+
     public init(host: String = "127.0.0.1", port: Int = 6379, database: Int = 0) {
         self.host = host
         self.port = port

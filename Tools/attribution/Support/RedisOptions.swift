@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Logging
 import RedisStreams
 
@@ -10,10 +11,24 @@ struct RedisOptions: ParsableArguments {
     @Flag(help: "Redis is a Redis Cluster (the services run with REDIS_CLUSTER=true).")
     var cluster = false
 
+    @Option(
+        name: .customLong("redis-password-file"),
+        help: """
+            A file holding the password of the URL's user, as the services' REDIS_PASSWORD_FILE (which is \
+            read when this is not given), so the password stays out of the command line.
+            """)
+    var redisPasswordFile: String?
+
     /// A connection (the caller closes it).
     func connect(label: String) throws -> RedisConnection {
         var configuration = try RedisConfiguration(url: redisURL)
         configuration.cluster = cluster
+        if let file = redisPasswordFile ?? ProcessInfo.processInfo.environment["REDIS_PASSWORD_FILE"] {
+            guard let password = RedisConfiguration.password(fromFile: file) else {
+                throw ValidationError("cannot read the Redis password file \(file)")
+            }
+            configuration.password = password
+        }
         return RedisConnection(configuration: configuration, logger: Logger(label: label))
     }
 }
