@@ -171,3 +171,56 @@ struct CommandLineTests {
         #expect(!errors.contains("Fatal error") && !errors.contains("Backtrac"))
     }
 }
+
+/// `attribution summary` against a receiver's file: an advertiser's copy is not the ad network's
+/// postback, and `--expected` fails on a per-network difference the totals would hide.
+@Suite("Postback summary")
+struct PostbackSummaryTests {
+    static func line(network: Int, didWin: Bool, path: String) -> String {
+        let payload =
+            #"{"ad-network-identifier":"sim-network-\#(network).adattributionkit","advertised-item-identifier":1108187390,"#
+            + #""conversion-type":"download","did-win":\#(didWin),"impression-type":"app-impression","#
+            + #""marketplace-identifier":"com.apple.AppStore","#
+            + #""postback-identifier":"p-\#(network)-\#(didWin)","postback-sequence-index":0,"source-identifier":"96"}"#
+        return #"{"path":"\#(path)","payload":\#(payload)}"#
+    }
+
+    static func expected(winning: (Int, Int), nonWinning: (Int, Int)) -> String {
+        func network(_ n: Int, _ won: Int, _ lost: Int) -> String {
+            #"{"ad-network-identifier":"sim-network-\#(n).adattributionkit","impressions":1,"expected-winning":[\#(won),0,0],"expected-non-winning":\#(lost)}"#
+        }
+        return #"{"seed":1,"time-scale":1,"devices":2,"impressions":{"click":2,"view":0,"total":2},"#
+            + #""installs":{"download":1,"redownload":0,"total":1,"attributed":1},"updates":{"first":1,"second":0,"second-late":0},"#
+            + #""expected-winning":[1,0,0],"expected-non-winning":1,"ad-networks":["#
+            + network(1, winning.0, nonWinning.0) + "," + network(2, winning.1, nonWinning.1) + "]}"
+    }
+
+    @Test func copiesAreNotCountedAndEachNetworkIsCompared() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("summary-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // Network 1 won (its postback and the advertiser's copy of it), network 2 lost.
+        let received =
+            [
+                Self.line(network: 1, didWin: true, path: "/postbacks"),
+                Self.line(network: 1, didWin: true, path: "/.well-known/appattribution/report-attribution/"),
+                Self.line(network: 2, didWin: false, path: "/postbacks"),
+            ].joined(separator: "\n") + "\n"
+        let file = directory.appendingPathComponent("postbacks.jsonl")
+        try Data(received.utf8).write(to: file)
+        let tool = PipelineProcesses.binaryDirectory().appendingPathComponent("attribution")
+        let tally = try ChildProcess.run(tool, arguments: ["summary", "--file", file.path, "--json"])
+        let totals = (try JSONSerialization.jsonObject(with: tally.stdout) as? [String: Any])?["totals"] as? [String: Any]
+        #expect(totals?["winning"] as? [Int] == [1, 0, 0] && totals?["non-winning"] as? [Int] == [1, 0, 0], "\(totals ?? [:])")
+
+        for (winning, nonWinning, status) in [((1, 0), (0, 1), Int32(0)), ((0, 1), (1, 0), Int32(1))] {
+            let expectation = directory.appendingPathComponent("expected.json")
+            try Data(Self.expected(winning: winning, nonWinning: nonWinning).utf8).write(to: expectation)
+            let compared = try ChildProcess.run(
+                tool, arguments: ["summary", "--file", file.path, "--expected", expectation.path])
+            let output = String(decoding: compared.stdout, as: UTF8.self)
+            #expect(compared.status == status, "\(output)\(String(decoding: compared.stderr, as: UTF8.self))")
+            #expect(output.contains("MISMATCH") == (status != 0), "\(output)")
+        }
+    }
+}

@@ -53,11 +53,14 @@ struct LedgerCommand: AsyncParsableCommand {
 
     /// Delivered postback ids, and any acknowledged device identifier found among the received bytes.
     private func readReceived(into records: inout Ledger.Records, devices: Set<String>) throws {
-        struct Line: Decodable { var payload: PostbackPayload }
         for file in received {
             for line in try Self.lines(file) {
-                let id = try JSONCoding.decoder.decode(Line.self, from: Data(line.utf8)).payload.postbackIdentifier
-                records.delivered[id, default: 0] += 1
+                let received = try JSONCoding.decoder.decode(ReceivedPostbackHeader.self, from: Data(line.utf8))
+                // The advertiser's copy of a winning postback carries its id too: not a second delivery to
+                // the ad network (a receiver standing in for both records each).
+                if received.path != CopyEndpoint.path {
+                    records.delivered[received.payload.postbackIdentifier, default: 0] += 1
+                }
                 // Every token that could be an identifier, against the devices the campaign used.
                 let tokens = line.split { !($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == ".") }
                 for token in tokens where devices.contains(String(token)) { records.devicesInPostbacks.insert(String(token)) }

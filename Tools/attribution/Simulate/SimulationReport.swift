@@ -123,16 +123,31 @@ struct SimulationReport: Codable, Sendable {
 extension SimulationReport {
     /// One line per window comparing `arrived` with what this report expects (non-winners get the
     /// first window only), and whether every count is as expected.
-    func compare(with arrived: PostbackTally.Counts) -> (lines: [String], matches: Bool) {
+    func compare(with arrived: PostbackTally) -> (lines: [String], matches: Bool) {
         var matches = true
-        let lines = (0..<3).map { window in
+        var lines = (0..<3).map { window in
             let nonWinning = window == 0 ? expectedNonWinning : 0
             let winning = expectedWinning.indices.contains(window) ? expectedWinning[window] : 0
-            let ok = arrived.winning[window] == winning && arrived.nonWinning[window] == nonWinning
+            let ok = arrived.totals.winning[window] == winning && arrived.totals.nonWinning[window] == nonWinning
             matches = matches && ok
-            return "window \(window): winning \(arrived.winning[window]) arrived (expected \(winning)), "
-                + "non-winning \(arrived.nonWinning[window]) arrived (expected \(nonWinning))" + (ok ? "" : "  MISMATCH")
+            return "window \(window): winning \(arrived.totals.winning[window]) arrived (expected \(winning)), "
+                + "non-winning \(arrived.totals.nonWinning[window]) arrived (expected \(nonWinning))" + (ok ? "" : "  MISMATCH")
         }
-        return (lines, matches)
+        // Per ad network too: totals that match can hide one network's win counted as another's.
+        let counts = Dictionary(arrived.adNetworks.map { ($0.adNetworkIdentifier, $0.counts) }, uniquingKeysWith: { a, _ in a })
+        let networks = Set(adNetworks.map(\.adNetworkIdentifier)).union(counts.keys).sorted()
+        let expected = Dictionary(adNetworks.map { ($0.adNetworkIdentifier, $0) }, uniquingKeysWith: { a, _ in a })
+        var networksMatch = true
+        for network in networks {
+            let want = expected[network] ?? AdNetwork(adNetworkIdentifier: network)
+            let got = counts[network] ?? PostbackTally.Counts()
+            guard got.winning != want.expectedWinning || got.nonWinning != [want.expectedNonWinning, 0, 0] else { continue }
+            networksMatch = false
+            lines.append(
+                "\(network): winning \(got.winning) arrived (expected \(want.expectedWinning)), non-winning "
+                    + "\(got.nonWinning[0]) arrived (expected \(want.expectedNonWinning))  MISMATCH")
+        }
+        if networksMatch { lines.append("per ad network: as expected (\(networks.count) networks)") }
+        return (lines, matches && networksMatch)
     }
 }

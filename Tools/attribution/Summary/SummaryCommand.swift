@@ -45,7 +45,7 @@ struct SummaryCommand: ParsableCommand {
                 throw CommandError("cannot read --expected \(expected): no readable file there")
             }
             let expectation = try JSONDecoder().decode(SimulationReport.self, from: report)
-            let (lines, matches) = expectation.compare(with: tally.totals)
+            let (lines, matches) = expectation.compare(with: tally)
             for line in lines { print(line) }
             guard matches else {
                 printError("the postbacks that arrived differ from what the simulation expects")
@@ -62,7 +62,8 @@ struct SummaryCommand: ParsableCommand {
         let lines = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
         for (offset, line) in lines.enumerated() where !line.isEmpty {
             if let header = try? JSONCoding.decoder.decode(ReceivedPostbackHeader.self, from: Data(line)) {
-                payloads.append((offset + 1, header.payload))
+                // The advertiser's copies are not the ad network's postbacks (the same receiver may take both).
+                if header.path != CopyEndpoint.path { payloads.append((offset + 1, header.payload)) }
             } else {
                 unreadable.append(offset + 1)
             }
