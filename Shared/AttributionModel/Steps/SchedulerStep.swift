@@ -85,7 +85,9 @@ public struct SchedulerStep: Sendable {
             return .done(.unchanged)  // already planned: a redelivery
         case (.conversionAttributed(let attribution), _):
             let sizes = crowd.sizes(for: attribution, policy: policy)
-            effects.crowd = crowd.count(attribution, policy: policy)
+            // A development conversion (Xcode, TestFlight: publisher 0) gets every field anyway and is no
+            // real person: counted, test traffic would raise the tiers of production conversions.
+            if !attribution.isDevelopment { effects.crowd = crowd.count(attribution, policy: policy) }
             plan = PostbackPlan(
                 attribution: attribution, crowd: CrowdAssessment.assess(sizes, thresholds: thresholds), valueSchema: schema)
         case (.updateAttributed(let update), .plan(let current)):

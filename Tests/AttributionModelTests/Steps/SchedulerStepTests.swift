@@ -193,6 +193,29 @@ import Testing
         #expect(tiers == [.zero, .one, .two, .three])
     }
 
+    /// Development conversions never count in a crowd: a burst of them leaves the next production
+    /// conversion at the tier its real crowd earns.
+    @Test func developmentConversionsCountInNoCrowd() throws {
+        var crowd = CrowdCounts(read: [:])
+        var generator = SeededGenerator(seed: 3)
+        let step = SchedulerStep(
+            policy: .realTime, thresholds: CrowdTierThresholds(tier1: 2, tier2: 3, tier3: 4), windowCloseGraceMilliseconds: 0)
+        for n in 0..<5 {
+            let development = try effects(
+                step.step(
+                    .absent, message: message(attribution("d\(n)", publisher: 0, country: "US")), crowd: &crowd, schema: nil,
+                    now: 0, using: &generator))
+            #expect(development.crowd == nil)
+            #expect(try stored(development).crowd == .development)
+        }
+        let production = try stored(
+            effects(
+                step.step(
+                    .absent, message: message(attribution("p", publisher: 1, country: "US")), crowd: &crowd, schema: nil, now: 0,
+                    using: &generator)))
+        #expect(production.crowd.tier == .zero, "alone in its crowds")
+    }
+
     @Test(arguments: [
         (SchedulerStep.PlanState.absent, "update", true),  // the plan is still on its way: retried
         (SchedulerStep.PlanState.finished, "update", false),  // finished: acknowledged, ignored
