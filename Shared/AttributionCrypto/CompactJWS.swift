@@ -85,7 +85,7 @@ public struct CompactJWS: Sendable {
             let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature)
         else { throw JWSError(.invalidSignature, "ES256 signatures are 64 bytes (R‖S)") }
         guard key.isValidSignature(ecdsa, for: signingInput) else {
-            throw JWSError(.invalidSignature, "signature does not verify with the registered key")
+            throw JWSError(.invalidSignature, "signature does not verify with the key")
         }
     }
 

@@ -14,15 +14,21 @@ struct BenchLoadCommand: AsyncParsableCommand {
         commandName: "bench-load", abstract: "Preload a stage's input stream for a benchmark (scripts/bench.py).")
 
     /// `held`: postbacks in the scheduler's first-window held queue, all due 2 s from now.
-    enum Kind: String, ExpressibleByArgument { case impressions, postbacks, held }
+    enum Kind: String, ExpressibleByArgument, CaseIterable { case impressions, postbacks, held }
 
     @OptionGroup var redis: RedisOptions
-    @Option var kind: Kind
-    @Option var count: Int
+    @Option(
+        help: """
+            What to load: impressions (signed, with an install every --install-every, on `events`), postbacks \
+            (due, on `postbacks`) or held (in the first window's held queue, due 2 s from now).
+            """)
+    var kind: Kind
+    @Option(help: "How many of them.") var count: Int
     @Option(help: "Ad network id (registered, with --key-file's public key).") var network: String
     @Option(name: .customLong("key-file"), help: "The network's private key (PEM), for impressions.") var keyFile: String?
-    @Option var app: ItemIdentifier = 1_108_187_390
-    @Option var publisher: ItemIdentifier = 5_838_492
+    @Option(help: "The advertised app (registered).") var app: ItemIdentifier = 1_108_187_390
+    @Option(help: "The publisher app the impressions name (registered, listing --network).")
+    var publisher: ItemIdentifier = 5_838_492
     @Option(help: "One install per this many impressions (impressions only; 0: none).") var installEvery = 4
 
     func run() async throws {

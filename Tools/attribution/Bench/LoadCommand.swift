@@ -38,13 +38,15 @@ struct LoadCommand: AsyncParsableCommand {
             """)
     var connections = 128
 
-    @Option(name: .customLong("ingest-url")) var ingestURL: String
+    @Option(name: .customLong("ingest-url"), help: "ingest's public listener, e.g. http://127.0.0.1:8080.")
+    var ingestURL: String
     @Option(help: "Events per second offered (requests per second: rate / batch).") var rate: Int
     @Option(help: "Seconds to offer them for.") var duration: Double
-    @Option var network: String
-    @Option(name: .customLong("key-file")) var keyFile: String
-    @Option var app: ItemIdentifier = 1_108_187_390
-    @Option var publisher: ItemIdentifier = 5_838_492
+    @Option(help: "The ad network whose key signs the impressions (registered).") var network: String
+    @Option(name: .customLong("key-file"), help: "That network's private key (PEM).") var keyFile: String
+    @Option(help: "The advertised app (registered).") var app: ItemIdentifier = 1_108_187_390
+    @Option(help: "The publisher app the impressions name (registered, listing --network).")
+    var publisher: ItemIdentifier = 5_838_492
     @Option(name: .customLong("app-key"), help: "The advertised app's key: offer impression, install, update per device.")
     var appKey: String?
     @Option(help: "Events per request: 1 uses the single-event routes; more (up to 1000) the batch routes, one kind per batch.")

@@ -12,8 +12,8 @@ struct CollectorCommand: AsyncParsableCommand {
         abstract: "Receive and verify postbacks, decode their values with the apps' schemas, report, and forward.",
         discussion: """
             Everything `receiver` does (verification of AdAttributionKit and SKAdNetwork postbacks against \
-            the JWKS, deduplication per path and postback-identifier / transaction-id, JSONL output, flaky \
-            mode), plus: each new postback's fine or coarse value is decoded with --schema-file (app id → \
+            the JWKS, deduplication per path and postback-identifier / transaction-id, JSONL output; flaky \
+            mode only through POST /control, not its command-line options), plus: each new postback's fine or coarse value is decoded with --schema-file (app id → \
             schema, as GET /v1/admin/advertised-apps/{item}/conversion-value-schema returns it) into the \
             activity ranges it stands for; the report groups postbacks by ad network, source identifier (at \
             the digits received), window, tier and conversion type and is written to --report-dir as \

@@ -17,7 +17,8 @@ struct VerifyPostbackCommand: AsyncParsableCommand {
             `--public-key apple` uses Apple's published keys). On success the fields are printed as one JSON \
             object with "kind" (and "kid" for AdAttributionKit) and the exit status is 0; the value fields \
             (conversion-value, coarse-conversion-value, country-code, ad-interaction-type) are never signed. \
-            Otherwise {"error": "<reason code>", "detail": "..."} goes to stderr and the exit status is 1.
+            Otherwise {"error": "<reason code>", "detail": "..."} goes to stderr, as its only line, and the \
+            exit status is 1. A usage error (no key option, or both) exits 64 with the usage.
             """
     )
 
@@ -59,8 +60,8 @@ struct VerifyPostbackCommand: AsyncParsableCommand {
                 throw VerifyPostbackFailure(error)
             }
         } catch {
+            // One line, the JSON alone: a script reads stderr whole.
             printError(error.json)
-            printError("postback refused (\(error.code)): \(error.detail)")
             throw ExitCode(1)
         }
         print(try VerifiedPostbackFields.json(verified))
