@@ -54,7 +54,12 @@ struct AdminRoutes {
             guard let json = try await redis.send(RedisCommand("HGET", RegistryKeys.advertisedApps, String(item))).bytes else {
                 throw ProblemDetails(.notFound, reason: .unknownAdvertisedApp, detail: "advertised app \(item) is not registered")
             }
-            return Self.json(json)
+            // As a PUT body, so it can be edited and sent back: the item is the path's, not a key of its own.
+            guard var object = try JSONSerialization.jsonObject(with: Data(json)) as? [String: Any] else {
+                return Self.json(json)
+            }
+            object["item-identifier"] = nil
+            return try Self.json(object: object)
         }
         catalog.on(admin, prefix: prefix, .put, "/advertised-apps/:item") { request, context in
             let item = try Self.itemIdentifier(context)

@@ -455,7 +455,7 @@ enum OpenAPIDocument {
                 "summary": "The advertised app's configuration as stored (without the keys the PUT listed under `ignored`)",
                 "security": [{"adminToken": []}],
                 "responses": {
-                  "200": {"description": "the configuration, as the PUT answered it", "content": {"application/json": {"schema": {"type": "object"}}}},
+                  "200": {"description": "the configuration as stored, as a PUT body (without `ignored` and the item id): it can be edited and sent back", "content": {"application/json": {"schema": {"type": "object"}}}},
                   "400": {"$ref": "#/components/responses/Problem"},
                   "401": {"$ref": "#/components/responses/Problem"},
                   "404": {"description": "not registered (`unknown-advertised-app`)", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}

@@ -153,6 +153,18 @@ struct CopyEndpointTests {
         #expect(CopyEndpoint.reportURL(for: endpoint, suffixes: Self.suffixes) == expected)
     }
 
+    /// A receiver's recorded path is a copy's at the well-known path, under a prefix or with a query too.
+    @Test(
+        arguments: [
+            ("/.well-known/appattribution/report-attribution/", true),
+            ("/partner/.well-known/appattribution/report-attribution/?source=x", true),
+            ("/.well-known/appattribution/report-attribution", true),
+            ("/postbacks", false), ("/postbacks?report-attribution", false), (nil, false),
+        ] as [(String?, Bool)])
+    func aRecordedPathIsACopysAtTheWellKnownPath(_ path: String?, _ copy: Bool) {
+        #expect(CopyEndpoint.isCopy(path: path) == copy)
+    }
+
     /// The list the services load by default (Debian's `publicsuffix` package): the cases the 10-suffix
     /// heuristic it replaced got wrong.
     @Test func debiansListDecidesRegistrableDomains() throws {

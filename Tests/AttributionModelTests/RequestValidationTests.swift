@@ -242,7 +242,7 @@ struct RequestValidationTests {
         parameterCase("device in the path, a bare percent", .invalidDeviceIdentifier) {
             _ = try RequestParameters.deviceIdentifier(pathSegment: "100%")
         },
-        parameterCase("device in the path, empty once decoded", .invalidDeviceIdentifier) {
+        parameterCase("device in the path, empty", .invalidDeviceIdentifier) {
             _ = try RequestParameters.deviceIdentifier(pathSegment: "")
         },
         parameterCase("dead letters without count", nil) { () throws in #expect(try RequestParameters.deadLetterCount(nil) == 100)

@@ -230,6 +230,10 @@ extension PipelineSuites {
             #expect(
                 (appRead.json["AttributionCooldown"] as? [String: Any])?["install-cooldown-hours"] as? Int == 24,
                 "\(appRead.json)")
+            // What GET answers is a PUT body: sent back as it is, it is taken.
+            let sentBack = try await http.send(
+                "PUT", "\(admin)/advertised-apps/\(Self.app)", raw: String(decoding: appRead.body, as: UTF8.self), token: token)
+            #expect(sentBack.status == 200, "\(sentBack.json)")
             let schema: [String: Any] = [
                 "windows": [["window": 0, "rules": [["when": ["sessions": 1], "fine": 1, "coarse": "low"]]]]
             ]

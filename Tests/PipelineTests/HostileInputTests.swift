@@ -332,9 +332,9 @@ extension PipelineSuites {
                     token: admin,
                     expect: .ingest(400, "invalid-postback-url")),
                 Case(
-                    name: "grace of 31 days", method: "PUT", path: "/v1/admin/ad-networks/a.net",
+                    name: "grace over a year", method: "PUT", path: "/v1/admin/ad-networks/a.net",
                     body:
-                        #"{"public-key":\#(jsonString(key.publicKey.pemRepresentation)),"postback-url":"https://x.example","previous-key-grace-seconds":2678400}"#,
+                        #"{"public-key":\#(jsonString(key.publicKey.pemRepresentation)),"postback-url":"https://x.example","previous-key-grace-seconds":31536001}"#,
                     token: admin, expect: .ingest(400, "value-out-of-range")),
                 Case(
                     name: "view window 8 days", method: "PUT", path: "/v1/admin/advertised-apps/1",

@@ -213,6 +213,8 @@ extension IngestRequests {
             case advertisedItemIdentifier = "advertised-item-identifier"
             case time, sessions, events, revenue
             case conversionTag
+            /// Read as `conversionTag` (see `ConversionTag`), never written.
+            case conversionTagAsAnswered = "conversion-tag"
         }
 
         public init(from decoder: any Decoder) throws {
@@ -224,7 +226,18 @@ extension IngestRequests {
             events = try c.decodeIfPresent([String: Int].self, forKey: .events)
             revenue = try c.decodeIfPresent([String: Decimal].self, forKey: .revenue)
             // `conversionTag`, as an update's (the documented name), or `conversion-tag`.
-            conversionTag = try ConversionTagMember.decode(from: decoder)
+            conversionTag = try ConversionTag.decode(from: c, .conversionTag, or: .conversionTagAsAnswered)
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(deviceIdentifier, forKey: .deviceIdentifier)
+            try c.encode(advertisedItemIdentifier, forKey: .advertisedItemIdentifier)
+            try c.encode(time, forKey: .time)
+            try c.encodeIfPresent(sessions, forKey: .sessions)
+            try c.encodeIfPresent(events, forKey: .events)
+            try c.encodeIfPresent(revenue, forKey: .revenue)
+            try c.encodeIfPresent(conversionTag, forKey: .conversionTag)
         }
     }
 

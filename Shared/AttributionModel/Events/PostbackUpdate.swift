@@ -26,13 +26,28 @@ public struct PostbackUpdate: Sendable, Codable, Hashable {
         self.conversionTag = conversionTag
     }
 
+    enum CodingKeys: String, CodingKey {
+        case fineConversionValue, coarseConversionValue, lockPostback, conversionTypes, conversionTag
+        /// Read as `conversionTag` (see `ConversionTag`), never written.
+        case conversionTagAsAnswered = "conversion-tag"
+    }
+
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         fineConversionValue = try c.decode(Int.self, forKey: .fineConversionValue)
         coarseConversionValue = try c.decodeIfPresent(CoarseConversionValue.self, forKey: .coarseConversionValue)
         lockPostback = try c.decodeIfPresent(Bool.self, forKey: .lockPostback) ?? false
         conversionTypes = try c.decodeIfPresent([ConversionKind].self, forKey: .conversionTypes)
-        conversionTag = try ConversionTagMember.decode(from: decoder)
+        conversionTag = try ConversionTag.decode(from: c, .conversionTag, or: .conversionTagAsAnswered)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(fineConversionValue, forKey: .fineConversionValue)
+        try c.encodeIfPresent(coarseConversionValue, forKey: .coarseConversionValue)
+        try c.encode(lockPostback, forKey: .lockPostback)
+        try c.encodeIfPresent(conversionTypes, forKey: .conversionTypes)
+        try c.encodeIfPresent(conversionTag, forKey: .conversionTag)
     }
 
     /// Whether this update applies to a conversion of the given type (absent `conversionTypes` = all).
@@ -42,21 +57,18 @@ public struct PostbackUpdate: Sendable, Codable, Hashable {
 }
 
 /// Where a request names its conversion tag: Apple's `conversionTag` (the documented member), or
-/// `conversion-tag`, as the conversion's 202 spells it and a client may echo it back. Both are read, so
-/// neither spelling is dropped as an unknown member; the two at once must agree.
-enum ConversionTagMember: String, CodingKey {
-    case apple = "conversionTag"
-    case answer = "conversion-tag"
-
-    static func decode(from decoder: any Decoder) throws -> String? {
-        let c = try decoder.container(keyedBy: Self.self)
-        let (apple, answer) = (
-            try c.decodeIfPresent(String.self, forKey: .apple), try c.decodeIfPresent(String.self, forKey: .answer)
+/// `conversion-tag`, as the conversion's 202 spells it and a client may echo it back. Both are read, from
+/// the type's own container (no second one per message), so neither spelling is dropped as an unknown
+/// member; the two at once must agree.
+enum ConversionTag {
+    static func decode<Key: CodingKey>(from c: KeyedDecodingContainer<Key>, _ apple: Key, or answered: Key) throws -> String? {
+        let (tag, echoed) = (
+            try c.decodeIfPresent(String.self, forKey: apple), try c.decodeIfPresent(String.self, forKey: answered)
         )
-        if let apple, let answer, apple != answer {
+        if let tag, let echoed, tag != echoed {
             throw DecodingError.dataCorruptedError(
-                forKey: .answer, in: c, debugDescription: "conversionTag and conversion-tag name different conversions")
+                forKey: answered, in: c, debugDescription: "conversionTag and conversion-tag name different conversions")
         }
-        return apple ?? answer
+        return tag ?? echoed
     }
 }

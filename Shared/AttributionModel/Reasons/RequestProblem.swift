@@ -27,7 +27,7 @@ public enum RequestChecks {
     /// An `Idempotency-Key` header: 1–255 bytes (it becomes part of a Redis key).
     public static func idempotencyKey(_ key: String) throws(RequestProblem) {
         guard (1...255).contains(key.utf8.count) else {
-            throw RequestProblem(.invalidIdempotencyKey, "Idempotency-Key must be 1–255 characters")
+            throw RequestProblem(.invalidIdempotencyKey, "Idempotency-Key must be 1–255 bytes (UTF-8)")
         }
     }
 
@@ -36,7 +36,7 @@ public enum RequestChecks {
     public static func batchIdempotencyKey(_ key: String) throws(RequestProblem) {
         guard (1...240).contains(key.utf8.count) else {
             throw RequestProblem(
-                .invalidIdempotencyKey, "a batch's Idempotency-Key must be 1–240 characters (item i's key is <header>:<i>)")
+                .invalidIdempotencyKey, "a batch's Idempotency-Key must be 1–240 bytes (UTF-8; item i's key is <header>:<i>)")
         }
     }
 

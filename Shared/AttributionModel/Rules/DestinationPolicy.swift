@@ -268,6 +268,14 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
 public enum CopyEndpoint {
     public static let path = "/.well-known/appattribution/report-attribution/"
 
+    /// Whether a request path (as a receiver records it: perhaps under a prefix, perhaps with a query)
+    /// is a copy's.
+    public static func isCopy(path: String?) -> Bool {
+        guard let path else { return false }
+        let bare = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? path
+        return bare.hasSuffix(Self.path) || bare.hasSuffix(String(Self.path.dropLast()))
+    }
+
     /// The URL copies go to, or nil when the endpoint is not an http(s) URL whose host is an IP literal
     /// or has a registrable domain (a public suffix such as `github.io` alone has none).
     public static func reportURL(for endpoint: String, suffixes: PublicSuffixList) -> String? {

@@ -87,7 +87,9 @@ public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             // Route handlers validate through the model (`validate()`); its refusals are answered here.
             throw ProblemDetails(problem)
         } catch let error as HTTPError {
-            if error.status == .notFound, let allowed = known?.methods(for: request.uri.path), !allowed.isEmpty {
+            if error.status == .notFound, let allowed = known?.methods(for: request.uri.path), !allowed.isEmpty,
+                !allowed.contains(request.method.rawValue)
+            {
                 var problem = ProblemDetails(
                     .methodNotAllowed, reason: .methodNotAllowed,
                     detail: "this path answers \(allowed.joined(separator: ", ")) only, not \(request.method.rawValue)")

@@ -58,7 +58,7 @@ struct LedgerCommand: AsyncParsableCommand {
                 let received = try JSONCoding.decoder.decode(ReceivedPostbackHeader.self, from: Data(line.utf8))
                 // The advertiser's copy of a winning postback carries its id too: not a second delivery to
                 // the ad network (a receiver standing in for both records each).
-                if received.path != CopyEndpoint.path {
+                if !CopyEndpoint.isCopy(path: received.path) {
                     records.delivered[received.payload.postbackIdentifier, default: 0] += 1
                 }
                 // Every token that could be an identifier, against the devices the campaign used.

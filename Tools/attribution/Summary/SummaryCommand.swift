@@ -63,7 +63,7 @@ struct SummaryCommand: ParsableCommand {
         for (offset, line) in lines.enumerated() where !line.isEmpty {
             if let header = try? JSONCoding.decoder.decode(ReceivedPostbackHeader.self, from: Data(line)) {
                 // The advertiser's copies are not the ad network's postbacks (the same receiver may take both).
-                if header.path != CopyEndpoint.path { payloads.append((offset + 1, header.payload)) }
+                if !CopyEndpoint.isCopy(path: header.path) { payloads.append((offset + 1, header.payload)) }
             } else {
                 unreadable.append(offset + 1)
             }

@@ -15,7 +15,8 @@ struct RedisOptions: ParsableArguments {
         name: .customLong("redis-password-file"),
         help: """
             A file holding the password of the URL's user, as the services' REDIS_PASSWORD_FILE (which is \
-            read when this is not given), so the password stays out of the command line.
+            read when this is not given and the URL holds no password), so the password stays out of the \
+            command line.
             """)
     var redisPasswordFile: String?
 
@@ -23,7 +24,10 @@ struct RedisOptions: ParsableArguments {
     func connect(label: String) throws -> RedisConnection {
         var configuration = try RedisConfiguration(url: redisURL)
         configuration.cluster = cluster
-        if let file = redisPasswordFile ?? ProcessInfo.processInfo.environment["REDIS_PASSWORD_FILE"] {
+        // The option always; the environment's file only when the URL carries no password of its own
+        // (an operator's shell may inherit a service's environment and a file it cannot read).
+        let inherited = configuration.password == nil ? ProcessInfo.processInfo.environment["REDIS_PASSWORD_FILE"] : nil
+        if let file = redisPasswordFile ?? inherited {
             guard let password = RedisConfiguration.password(fromFile: file) else {
                 throw ValidationError("cannot read the Redis password file \(file)")
             }
