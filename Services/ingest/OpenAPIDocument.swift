@@ -875,6 +875,14 @@ enum OpenAPIDocument {
                     "description": "alive"
                   }
                 }
+              },
+              "head": {
+                "summary": "Liveness without a body, for load balancers that check with HEAD (both listeners)",
+                "responses": {
+                  "200": {
+                    "description": "alive"
+                  }
+                }
               }
             },
             "/ready": {

@@ -34,7 +34,7 @@ struct OpenAPIDocumentTests {
             try JSONSerialization.jsonObject(with: Data(try Self.run(["--openapi"]).utf8)) as? [String: Any])
         #expect(document["openapi"] as? String == "3.1.0")
         let paths = try #require(document["paths"] as? [String: [String: Any]])
-        let methods: Set = ["get", "put", "post", "delete", "patch"]
+        let methods: Set = ["get", "head", "put", "post", "delete", "patch"]
         var documented = Set<String>()
         for (path, item) in paths {
             for method in item.keys where methods.contains(method) { documented.insert("\(method.uppercased()) \(path)") }

@@ -55,6 +55,9 @@ extension PipelineSuites {
             let metrics = try await http.send("GET", "\(ingest.adminURL)/metrics")
             #expect(metrics.status == 200 && String(decoding: metrics.body, as: UTF8.self).contains("# TYPE"))
             #expect(try await http.send("GET", "\(ingest.ingestURL)/.well-known/jwks.json").status == 200)
+            // Load balancers may check liveness with HEAD, on either listener.
+            #expect(try await http.send("HEAD", "\(ingest.ingestURL)/health").status == 200)
+            #expect(try await http.send("HEAD", "\(ingest.adminURL)/health").status == 200)
             #expect(try await http.send("GET", "\(ingest.adminURL)/.well-known/jwks.json").status == 404)
 
             redis.stop()

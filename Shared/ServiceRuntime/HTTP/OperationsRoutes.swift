@@ -6,14 +6,16 @@ import RedisStreams
 /// Ingest's public listener gets `addPublic` instead: `/health`, and `/ready` without the error's text.
 public enum OperationsRoutes {
     /// What `add` registers, in the form `ingest --routes` prints.
-    public static let routes = ["GET /health", "GET /ready", "GET /metrics"]
+    public static let routes = ["GET /health", "HEAD /health", "GET /ready", "GET /metrics"]
     /// What `addPublic` registers.
-    public static let publicRoutes = ["GET /health", "GET /ready"]
+    public static let publicRoutes = ["GET /health", "HEAD /health", "GET /ready"]
 
     /// Liveness, and readiness answered by status and reason alone: what Redis said (addresses, user
     /// names, error text) is for the operators' listener.
     public static func addPublic(to router: Router<some RequestContext>, redis: RedisConnection) {
         router.get("/health") { _, _ in Response.json(["status": "ok"]) }
+        // Load balancers that check with HEAD.
+        router.head("/health") { _, _ in Response(status: .ok) }
         router.get("/ready") { _, _ -> Response in
             do {
                 _ = try await redis.send(RedisCommand("PING"))
@@ -31,6 +33,8 @@ public enum OperationsRoutes {
         groups: [(stream: String, group: String)] = [], beforeMetrics: @escaping @Sendable () async -> Void = {}
     ) {
         router.get("/health") { _, _ in Response.json(["status": "ok"]) }
+        // Load balancers that check with HEAD.
+        router.head("/health") { _, _ in Response(status: .ok) }
         router.get("/ready") { _, _ -> Response in
             let replies: [RedisReply]
             do {
