@@ -213,12 +213,20 @@ extension IngestRequests {
             case advertisedItemIdentifier = "advertised-item-identifier"
             case time, sessions, events, revenue
             case conversionTag
-            /// Read as `conversionTag` (see `ConversionTag`), never written.
+        }
+
+        /// The members read: `CodingKeys`, and `conversion-tag`, read as `conversionTag` (see
+        /// `ConversionTag`) and never written.
+        enum DecodingKeys: String, CodingKey {
+            case deviceIdentifier = "device-identifier"
+            case advertisedItemIdentifier = "advertised-item-identifier"
+            case time, sessions, events, revenue
+            case conversionTag
             case conversionTagAsAnswered = "conversion-tag"
         }
 
         public init(from decoder: any Decoder) throws {
-            let c = try decoder.container(keyedBy: CodingKeys.self)
+            let c = try decoder.container(keyedBy: DecodingKeys.self)
             deviceIdentifier = try c.decode(String.self, forKey: .deviceIdentifier)
             advertisedItemIdentifier = try c.decode(ItemIdentifier.self, forKey: .advertisedItemIdentifier)
             time = try c.decode(Milliseconds.self, forKey: .time)
@@ -227,17 +235,6 @@ extension IngestRequests {
             revenue = try c.decodeIfPresent([String: Decimal].self, forKey: .revenue)
             // `conversionTag`, as an update's (the documented name), or `conversion-tag`.
             conversionTag = try ConversionTag.decode(from: c, .conversionTag, or: .conversionTagAsAnswered)
-        }
-
-        public func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(deviceIdentifier, forKey: .deviceIdentifier)
-            try c.encode(advertisedItemIdentifier, forKey: .advertisedItemIdentifier)
-            try c.encode(time, forKey: .time)
-            try c.encodeIfPresent(sessions, forKey: .sessions)
-            try c.encodeIfPresent(events, forKey: .events)
-            try c.encodeIfPresent(revenue, forKey: .revenue)
-            try c.encodeIfPresent(conversionTag, forKey: .conversionTag)
         }
     }
 

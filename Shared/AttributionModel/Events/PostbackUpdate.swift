@@ -26,28 +26,20 @@ public struct PostbackUpdate: Sendable, Codable, Hashable {
         self.conversionTag = conversionTag
     }
 
-    enum CodingKeys: String, CodingKey {
+    /// The members read: the encoded ones (Swift's `CodingKeys`), and `conversion-tag`, read as
+    /// `conversionTag` (see `ConversionTag`) and never written.
+    enum DecodingKeys: String, CodingKey {
         case fineConversionValue, coarseConversionValue, lockPostback, conversionTypes, conversionTag
-        /// Read as `conversionTag` (see `ConversionTag`), never written.
         case conversionTagAsAnswered = "conversion-tag"
     }
 
     public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let c = try decoder.container(keyedBy: DecodingKeys.self)
         fineConversionValue = try c.decode(Int.self, forKey: .fineConversionValue)
         coarseConversionValue = try c.decodeIfPresent(CoarseConversionValue.self, forKey: .coarseConversionValue)
         lockPostback = try c.decodeIfPresent(Bool.self, forKey: .lockPostback) ?? false
         conversionTypes = try c.decodeIfPresent([ConversionKind].self, forKey: .conversionTypes)
         conversionTag = try ConversionTag.decode(from: c, .conversionTag, or: .conversionTagAsAnswered)
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(fineConversionValue, forKey: .fineConversionValue)
-        try c.encodeIfPresent(coarseConversionValue, forKey: .coarseConversionValue)
-        try c.encode(lockPostback, forKey: .lockPostback)
-        try c.encodeIfPresent(conversionTypes, forKey: .conversionTypes)
-        try c.encodeIfPresent(conversionTag, forKey: .conversionTag)
     }
 
     /// Whether this update applies to a conversion of the given type (absent `conversionTypes` = all).
