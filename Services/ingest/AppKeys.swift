@@ -33,4 +33,18 @@ final class AppKeyOwners: Sendable {
         }
         return owner
     }
+
+    /// Why a key whose owner is `owner` may not report for `item`: nil when it may; 401
+    /// `invalid-app-key` when no such key was issued, 403 `app-key-mismatch` when another app's. The
+    /// event routes and `evaluate` answer alike.
+    static func refusal(owner: String?, item: ItemIdentifier) -> ProblemDetails? {
+        guard let owner else {
+            return ProblemDetails(.unauthorized, reason: .invalidAppKey, detail: "the app key is not one the admin API issued")
+        }
+        guard owner == String(item) else {
+            return ProblemDetails(
+                .forbidden, reason: .appKeyMismatch, detail: "this app key belongs to another advertised app, not \(item)")
+        }
+        return nil
+    }
 }

@@ -92,16 +92,7 @@ struct EventPublisher: Sendable {
                 continue
             }
             if owners[key] == nil { owners[key] = .some(try await appKeys.owner(of: key)) }
-            guard let owner = owners[key] ?? nil else {
-                results[index] = .failure(
-                    ProblemDetails(.unauthorized, reason: .invalidAppKey, detail: "the app key is not one the admin API issued"))
-                continue
-            }
-            if owner != String(item) {
-                results[index] = .failure(
-                    ProblemDetails(
-                        .forbidden, reason: .appKeyMismatch, detail: "this app key belongs to another advertised app"))
-            }
+            if let refusal = AppKeyOwners.refusal(owner: owners[key] ?? nil, item: item) { results[index] = .failure(refusal) }
         }
         let writable = events.indices.filter { results[$0] == nil }
         let outcomes = try await queue.publish(writable.map { write(events[$0]) })

@@ -60,16 +60,8 @@ struct SchemaRoutes {
             try EventRoutes.requireAppKey(request)
             let input = try Request.decodeJSON(
                 IngestRequests.EvaluationRequest.self, from: try await request.collectBody(limit: maxBodyBytes))
-            // As the event routes answer: an unknown key 401, another app's key 403.
-            guard let owner = try await appKeys.owner(of: request.bearerToken ?? "") else {
-                throw ProblemDetails(
-                    .unauthorized, reason: .invalidAppKey, detail: "the app key is not one the admin API issued")
-            }
-            guard owner == String(input.advertisedItemIdentifier) else {
-                throw ProblemDetails(
-                    .forbidden, reason: .appKeyMismatch,
-                    detail: "this app key belongs to another advertised app, not \(input.advertisedItemIdentifier)")
-            }
+            let owner = try await appKeys.owner(of: request.bearerToken ?? "")
+            if let refusal = AppKeyOwners.refusal(owner: owner, item: input.advertisedItemIdentifier) { throw refusal }
             try input.validate()
             let item = input.advertisedItemIdentifier
             let json =
