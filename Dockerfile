@@ -1,27 +1,60 @@
 # Multi-stage: build every executable with Swift, ship them on slim Debian with the shared libraries
 # they load at run time (hiredis 0.14 is not linked statically by Debian's package; jemalloc is their
 # allocator, see Shared/ServiceRuntime/Operations/Allocator.swift).
-FROM swift:6.2-bookworm AS build
+#
+# The base images are build arguments whose defaults are the public images. On a machine that reaches
+# no image registry, scripts/compose-images.sh builds stand-ins from Debian's packages and the local
+# Swift toolchain and passes their names (SWIFT_IMAGE, BASE_IMAGE), through .env when compose builds.
+ARG SWIFT_IMAGE=swift:6.2-bookworm
+ARG BASE_IMAGE=debian:bookworm-slim
+
+FROM ${SWIFT_IMAGE} AS build
 RUN apt-get update && apt-get install -y --no-install-recommends libhiredis-dev libssl-dev libjemalloc-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
+# Package sources come from where git reads github.com in the build image: GitHub for the public image,
+# the host's package mirror for the offline one (scripts/compose-images.sh copies it with its insteadOf).
 COPY Package.swift ./
 RUN swift package resolve
 COPY Shared Shared
 COPY Services Services
 COPY Tools Tools
 COPY Tests Tests
-RUN swift build -c release --static-swift-stdlib \
-    && mkdir /out \
+# The Swift runtime linked dynamically and shipped once (Foundation's ICU data alone is about 30 MB,
+# which a static link would copy into each of the six executables), symbols stripped.
+RUN swift build -c release \
+    && mkdir -p /out/bin /out/lib \
     && for product in ingest verifier attribution-winner scheduler dispatcher attribution; do \
-         cp "$(swift build -c release --show-bin-path)/$product" /out/; \
-       done
+         cp "$(swift build -c release --show-bin-path)/$product" /out/bin/; \
+       done \
+    && strip /out/bin/* \
+    && ldd /out/bin/* | awk '$3 ~ /\/swift\/linux\// { print $3 }' | sort -u | xargs -I{} cp {} /out/lib/ \
+    && strip --strip-unneeded /out/lib/*
 
-FROM debian:bookworm-slim
+FROM ${BASE_IMAGE}
+ARG VERSION=0.0.0-dev
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="attribution-pipeline" \
+      org.opencontainers.image.description="Self-hosted ad attribution with AdAttributionKit semantics: ingest, verifier, attribution-winner, scheduler, dispatcher and the attribution tool" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}"
+# One system user per service, so that each reads only its own secrets (compose's init service gives
+# each file to the one user that needs it): uids and gids 10001-10007. `pipeline` (10000), the default,
+# reads none.
 RUN apt-get update && apt-get install -y --no-install-recommends libhiredis0.14 libssl3 libjemalloc2 ca-certificates curl publicsuffix \
     && rm -rf /var/lib/apt/lists/* \
-    && useradd --system --uid 10001 pipeline
-COPY --from=build /out/ /usr/local/bin/
+    && uid=10000 \
+    && for user in pipeline ingest verifier attribution-winner scheduler dispatcher receiver pipeline-operator; do \
+         groupadd --system --gid "$uid" "$user" \
+         && useradd --system --uid "$uid" --gid "$uid" --no-create-home --shell /usr/sbin/nologin "$user" \
+         || exit 1; \
+         uid=$((uid + 1)); \
+       done \
+    && echo /usr/local/lib/swift >/etc/ld.so.conf.d/swift.conf
+COPY --from=build /out/lib/ /usr/local/lib/swift/
+RUN ldconfig
+COPY --from=build /out/bin/ /usr/local/bin/
+COPY ops/compose/*.sh /usr/local/libexec/attribution-pipeline/
 USER pipeline
-EXPOSE 8080 9090
+EXPOSE 8080 8081 9090
 CMD ["ingest"]

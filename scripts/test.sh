@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, builds every executable (the end-to-end tests run
 # them as real processes), runs `swift test`, then the short fault-injection runs (one Redis, then a
-# Redis Cluster). Tests start their own redis-server processes (and local clusters) on free ports.
+# Redis Cluster) and the compose test (the Docker images and the compose stack, on one Redis and on the
+# cluster profile). Tests start their own redis-server processes (and local clusters) on free ports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -13,7 +14,7 @@ echo "==> swift build"
 swift build
 echo "==> swift test"
 PIPELINE_BIN_DIR="$(swift build --show-bin-path)" swift test "$@"
-# The short fault-injection run (issue 10): a campaign under SIGKILLs, a Redis restart, a receiver
+# The short fault-injection run: a campaign under SIGKILLs, a Redis restart, a receiver
 # outage and slow answers; its ledger must account for every event and postback. Skipped when
 # `swift test` was given a filter (a focused run).
 if [ $# -eq 0 ]; then
@@ -24,4 +25,8 @@ if [ $# -eq 0 ]; then
     # through the batch routes (10 devices a request), so batches are held to the same ledger.
     echo "==> fault-injection run on a Redis Cluster (short form, batches)"
     bash scripts/faults.sh --short --cluster --batch 10
+    # The stack as users run it: the images (offline where no registry is reachable), compose up on one
+    # Redis and on the cluster profile, a campaign under scaling and container kills, the ledger.
+    echo "==> the compose test (scripts/compose-test.sh)"
+    bash scripts/compose-test.sh
 fi

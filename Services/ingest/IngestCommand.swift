@@ -168,7 +168,7 @@ struct IngestSettings {
         durability = EventPublisher.Durability(
             replicas: try environment.value(.ingestWaitReplicas).replicas(cluster: cluster),
             timeoutMilliseconds: try environment.value(.ingestWaitTimeoutMilliseconds))
-        adminToken = try environment.value(.adminToken)
+        adminToken = try environment.secret(.adminToken, orFile: .adminTokenFile)
         maxBodyBytes = try environment.value(.maxBodyBytes)
         maxBatchBodyBytes = try environment.value(.maxBatchBodyBytes)
         connections = try environment.value(.ingestRedisConnections)

@@ -20,17 +20,18 @@ struct ComposeFileTests {
         return Set(manifest.matches(of: regex).map { String($0.output.1) })
     }
 
-    static func compose() throws -> [String: Any] {
-        try #require(try Yams.load(yaml: read("compose.yaml")) as? [String: Any])
+    static func compose(_ file: String = "compose.yaml") throws -> [String: Any] {
+        try #require(try Yams.load(yaml: read(file)) as? [String: Any])
     }
 
-    static func services() throws -> [String: [String: Any]] {
-        try #require(try compose()["services"] as? [String: [String: Any]])
+    static func services(_ file: String = "compose.yaml") throws -> [String: [String: Any]] {
+        try #require(try compose(file)["services"] as? [String: [String: Any]])
     }
 
     static let pipelineServices = ["ingest", "verifier", "attribution-winner", "scheduler", "dispatcher"]
-    /// Services from public images, not built here.
-    static let clusterNodes = (1...6).map { "redis-node-\($0)" }
+    /// `redis` is the first node of the cluster profile's cluster.
+    static let clusterNodes = (2...6).map { "redis-node-\($0)" }
+    /// Services from third-party images, not built here.
     static let thirdParty: Set<String> = Set(["redis", "prometheus", "grafana", "redis-cluster-init"] + clusterNodes)
 
     /// Prometheus scrapes every pipeline service (all replicas, through DNS discovery) at the port it
@@ -117,27 +118,54 @@ struct ComposeFileTests {
         }
     }
 
+    /// Every service on the project's image runs an executable Package.swift builds, or a script of
+    /// ops/compose that the Dockerfile ships.
     @Test func everyComposeServiceRunsABuiltExecutable() throws {
         let executables = try Self.executables()
-        for (name, service) in try Self.services() where !Self.thirdParty.contains(name) {
-            let command = try #require(service["command"] as? [String], "\(name) has a command list")
-            let executable = try #require(command.first)
-            #expect(executables.contains(executable), "\(name) runs \(executable), which Package.swift must build")
+        let dockerfile = try Self.read("Dockerfile")
+        #expect(dockerfile.contains("COPY ops/compose/*.sh /usr/local/libexec/attribution-pipeline/"))
+        for file in ["compose.yaml", "compose.test.yaml"] {
+            for (name, service) in try Self.services(file) where !Self.thirdParty.contains(name) {
+                if let entrypoint = (service["entrypoint"] as? [String])?.first {
+                    if entrypoint == "sh" { continue }
+                    let script = entrypoint.replacingOccurrences(
+                        of: "/usr/local/libexec/attribution-pipeline/", with: "ops/compose/")
+                    #expect(script.hasPrefix("ops/compose/"), "\(file): \(name) runs \(entrypoint)")
+                    _ = try Self.read(script)
+                    continue
+                }
+                guard service["image"] != nil else { continue }  // an override of environment only
+                let command = try #require(service["command"] as? [String], "\(file): \(name) has a command list")
+                let executable = try #require(command.first)
+                #expect(executables.contains(executable), "\(name) runs \(executable), which Package.swift must build")
+            }
         }
     }
 
+    /// In compose.yaml and in its scaled-time layer compose.test.yaml.
     @Test func everyEnvironmentVariableIsADocumentedKeyReadByThatService() throws {
         let documented = Dictionary(uniqueKeysWithValues: ConfigurationKey.all.map { ($0.name, $0) })
-        for (name, service) in try Self.services() where Self.pipelineServices.contains(name) {
-            let environment = service["environment"] as? [String: Any] ?? [:]
-            #expect(!environment.isEmpty, "\(name) sets its environment")
-            for variable in environment.keys {
-                let key = documented[variable]
-                #expect(key != nil, "\(name) sets \(variable), which is not a documented configuration key")
-                if let key {
-                    #expect(key.services.contains(name), "\(name) sets \(variable), which \(name) does not read")
+        for file in ["compose.yaml", "compose.test.yaml"] {
+            for (name, service) in try Self.services(file) where Self.pipelineServices.contains(name) {
+                let environment = service["environment"] as? [String: Any] ?? [:]
+                #expect(!environment.isEmpty, "\(file): \(name) sets its environment")
+                for variable in environment.keys {
+                    let key = documented[variable]
+                    #expect(key != nil, "\(file): \(name) sets \(variable), which is not a documented configuration key")
+                    if let key {
+                        #expect(key.services.contains(name), "\(file): \(name) sets \(variable), which \(name) does not read")
+                    }
                 }
             }
+        }
+    }
+
+    /// Health checks ask /ready (up and reaching Redis), on the port each service listens on.
+    @Test func healthChecksAskReady() throws {
+        for (name, service) in try Self.services() where Self.pipelineServices.contains(name) {
+            let test = (service["healthcheck"] as? [String: Any])?["test"] as? [String] ?? []
+            let port = name == "ingest" ? 8080 : 9090
+            #expect(test.last == "http://127.0.0.1:\(port)/ready", "\(name): \(test)")
         }
     }
 
@@ -156,50 +184,87 @@ struct ComposeFileTests {
         #expect(command.contains("--maxmemory-policy noeviction"), "a full Redis refuses writes, never evicts: \(command)")
     }
 
-    /// Redis runs with ACLs on, and each service connects as its own user, its password a secret from
-    /// `attribution redis-acl --out run/redis`.
+    /// Redis runs with ACLs on, and each service connects as its own user, as its own system user, with its
+    /// password from its own secrets volume, which `init` fills (ops/compose/init.sh) and no other service mounts.
     @Test func everyRedisRunsWithACLsAndEachServiceAsItsOwnUser() throws {
-        let compose = try Self.compose()
-        let services = try #require(compose["services"] as? [String: [String: Any]])
-        let secrets = try #require(compose["secrets"] as? [String: [String: Any]])
+        let services = try Self.services()
+        let initScript = try Self.read("ops/compose/init.sh")
         for name in ["redis"] + Self.clusterNodes {
             let command = (services[name]?["command"] as? [String] ?? []).joined(separator: " ")
-            #expect(command.contains("--aclfile /run/secrets/redis_acl"), "\(name): \(command)")
-            #expect(
-                services[name]?["secrets"] as? [String] ?? [] == ["redis_acl"] + (name == "redis" ? [] : ["redis_replication"]))
+            #expect(command.contains("--aclfile /run/secrets/users.acl"), "\(name): \(command)")
+            #expect(command.contains("--include /run/secrets/replication.conf"), "\(name): \(command)")
+            #expect((services[name]?["volumes"] as? [String] ?? []).contains("secrets-redis:/run/secrets:ro"), "\(name)")
+            #expect(services[name]?["user"] as? String == "999:999", "\(name) runs as redis:7's redis user")
         }
-        #expect(secrets["redis_acl"]?["file"] as? String == "./run/redis/users.acl")
+        #expect(initScript.contains("give \"$redis\" \"$master/redis/users.acl\" /secrets/redis/users.acl"))
         for name in Self.pipelineServices {
-            let environment = try #require(services[name]?["environment"] as? [String: Any])
-            let secret = "redis_" + name.replacingOccurrences(of: "-", with: "_")
-            #expect(environment["REDIS_URL"] as? String == "redis://\(name)@${REDIS_HOST:-redis}:6379/0", "\(name)")
-            #expect(environment["REDIS_PASSWORD_FILE"] as? String == "/run/secrets/\(secret)", "\(name)")
-            #expect((services[name]?["secrets"] as? [String] ?? []).contains(secret), "\(name) mounts \(secret)")
-            #expect(secrets[secret]?["file"] as? String == "./run/redis/\(name).password", "\(secret)")
+            let service = try #require(services[name])
+            let environment = try #require(service["environment"] as? [String: Any])
+            #expect(environment["REDIS_URL"] as? String == "redis://\(name)@redis:6379/0", "\(name)")
+            #expect(environment["REDIS_PASSWORD_FILE"] as? String == "/run/secrets/redis-password", "\(name)")
+            #expect(service["user"] as? String == name, "\(name) runs as its own system user")
             #expect(RedisRights.services.contains(name), "\(name) has rights in RedisRights")
+            #expect(initScript.contains("for service in ingest verifier attribution-winner scheduler dispatcher; do"))
         }
+        // Each container mounts its own secrets only (init, which makes them, mounts them all).
+        for file in ["compose.yaml", "compose.test.yaml"] {
+            for (name, service) in try Self.services(file) where name != "init" {
+                let own =
+                    Self.pipelineServices.contains(name)
+                    ? name : (["redis"] + Self.clusterNodes).contains(name) ? "redis" : "operator"
+                for volume in service["volumes"] as? [String] ?? [] where volume.hasPrefix("secrets") {
+                    #expect(volume == "secrets-\(own):/run/secrets:ro", "\(file): \(name) mounts \(volume)")
+                }
+            }
+        }
+        #expect(
+            try Self.read("Dockerfile").contains(
+                "for user in pipeline ingest verifier attribution-winner scheduler dispatcher receiver pipeline-operator"))
     }
 
-    /// Profile `cluster`: six cluster-enabled nodes, a job that makes them 3 primaries with a replica
-    /// each, and the services switched to it by REDIS_HOST and REDIS_CLUSTER alone.
+    /// Profile `cluster`: `redis` and five more nodes, cluster-enabled with REDIS_CLUSTER, a job that makes
+    /// them 3 primaries with a replica each, and the services switched to it by REDIS_CLUSTER alone, started
+    /// once `redis` is healthy, which on a cluster means formed.
     @Test func theClusterProfileRunsSixNodesAndCreatesTheCluster() throws {
         let services = try Self.services()
-        for name in Self.clusterNodes {
+        for name in ["redis"] + Self.clusterNodes {
             let node = try #require(services[name], "compose.yaml runs \(name)")
-            #expect(node["profiles"] as? [String] == ["cluster"], "\(name) only in the cluster profile")
+            #expect(node["profiles"] as? [String] == (name == "redis" ? nil : ["cluster"]), "\(name) only in the cluster profile")
             let command = (node["command"] as? [String] ?? []).joined(separator: " ")
-            #expect(command.contains("--cluster-enabled yes") && command.contains("--appendonly yes"), "\(name): \(command)")
+            #expect(
+                command.contains("--cluster-enabled $$cluster") && command.contains("--appendonly yes"), "\(name): \(command)")
+            #expect((node["environment"] as? [String: Any])?["REDIS_CLUSTER"] as? String == "${REDIS_CLUSTER:-false}")
             #expect(node["healthcheck"] != nil)
         }
+        let redisCheck = ((services["redis"]?["healthcheck"] as? [String: Any])?["test"] as? [String] ?? []).joined()
+        #expect(redisCheck.contains("cluster_state:ok"), "redis is healthy on a cluster once it is formed")
         let initJob = try #require(services["redis-cluster-init"])
         let script = (initJob["command"] as? [String] ?? []).joined(separator: " ")
         #expect(script.contains("--cluster create") && script.contains("--cluster-replicas 1"), "\(script)")
-        #expect(Set((initJob["depends_on"] as? [String: Any] ?? [:]).keys) == Set(Self.clusterNodes))
+        #expect(Set((initJob["depends_on"] as? [String: Any] ?? [:]).keys) == Set(["redis"] + Self.clusterNodes))
         for name in Self.pipelineServices {
             let environment = try #require(services[name]?["environment"] as? [String: Any])
-            #expect((environment["REDIS_URL"] as? String)?.contains("@${REDIS_HOST:-redis}:6379/0") == true, "\(name)")
             #expect(environment["REDIS_CLUSTER"] as? String == "${REDIS_CLUSTER:-false}", "\(name)")
+            let redis = (services[name]?["depends_on"] as? [String: Any])?["redis"] as? [String: Any]
+            #expect(redis?["condition"] as? String == "service_healthy", "\(name) waits for a healthy redis")
         }
+    }
+
+    /// The image is built on base images named by variables whose defaults are the public images, and the
+    /// build context holds only what the Dockerfile copies.
+    @Test func imagesAreVariablesDefaultingToThePublicOnes() throws {
+        let dockerfile = try Self.read("Dockerfile")
+        #expect(
+            dockerfile.contains("ARG SWIFT_IMAGE=swift:6.2-bookworm")
+                && dockerfile.contains("ARG BASE_IMAGE=debian:bookworm-slim"))
+        #expect(dockerfile.contains("FROM ${SWIFT_IMAGE} AS build") && dockerfile.contains("FROM ${BASE_IMAGE}\n"))
+        #expect(dockerfile.contains("org.opencontainers.image.version"))
+        let services = try Self.services()
+        #expect(services["redis"]?["image"] as? String == "${REDIS_IMAGE:-redis:7}")
+        #expect(services["prometheus"]?["image"] as? String == "${PROMETHEUS_IMAGE:-prom/prometheus:v2.53.0}")
+        let ignore = try Self.read(".dockerignore").split(separator: "\n").map(String.init)
+        #expect(ignore.first { !$0.hasPrefix("#") } == "*", ".dockerignore starts from nothing")
+        #expect(!ignore.contains("!run") && !ignore.contains("!.git") && !ignore.contains("!.build"))
     }
 
     @Test func dockerfileShipsEveryExecutable() throws {

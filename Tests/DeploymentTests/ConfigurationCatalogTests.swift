@@ -28,6 +28,21 @@ struct ConfigurationCatalogTests {
             expected: expected, read: { environment in render(try environment.value(key)) })
     }
 
+    /// ingest's admin token: `ADMIN_TOKEN` (nil: unset), or a file holding `file` named by `ADMIN_TOKEN_FILE`.
+    static func adminToken(_ token: String?, file: String?, _ expected: String) -> Case {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("admin-token-\(UUID().uuidString)").path
+        var environment: [String: String] = token.map { ["ADMIN_TOKEN": $0] } ?? [:]
+        if file != nil { environment["ADMIN_TOKEN_FILE"] = path }
+        return Case(
+            name: "ADMIN_TOKEN=\(token.map { "\"\($0)\"" } ?? "unset"), file \(file.map { "\"\($0)\"" } ?? "unset")",
+            environment: environment, expected: expected,
+            read: { environment in
+                if let file { try Data(file.utf8).write(to: URL(fileURLWithPath: path)) }
+                defer { try? FileManager.default.removeItem(atPath: path) }
+                return try environment.secret(.adminToken, orFile: .adminTokenFile)
+            })
+    }
+
     static let hours: @Sendable (Duration) -> String = { "\($0.components.seconds / 3_600) h" }
     static let pid = ProcessInfo.processInfo.processIdentifier
     static let host = ProcessInfo.processInfo.hostName
@@ -110,12 +125,22 @@ struct ConfigurationCatalogTests {
         reading(.logLevel, nil, "info"),
         reading(.logLevel, "loud", "info"),
         // strings, secrets, paths, host lists
-        reading(.adminToken, String(repeating: "k", count: 32), String(repeating: "k", count: 32)),
-        reading(.adminToken, "s3cret", "configuration ADMIN_TOKEN: must be at least 32 characters, got 6"),
-        reading(
-            .adminToken, String(repeating: "k", count: 31), "configuration ADMIN_TOKEN: must be at least 32 characters, got 31"),
-        reading(.adminToken, nil, "configuration ADMIN_TOKEN: is required"),
-        reading(.adminToken, "", "configuration ADMIN_TOKEN: is required"),
+        adminToken(String(repeating: "k", count: 32), file: nil, String(repeating: "k", count: 32)),
+        adminToken("s3cret", file: nil, "configuration ADMIN_TOKEN: must be at least 32 characters, got 6"),
+        adminToken(
+            String(repeating: "k", count: 31), file: nil, "configuration ADMIN_TOKEN: must be at least 32 characters, got 31"),
+        adminToken(nil, file: nil, "configuration ADMIN_TOKEN: is required (or ADMIN_TOKEN_FILE)"),
+        adminToken("", file: nil, "configuration ADMIN_TOKEN: is required (or ADMIN_TOKEN_FILE)"),
+        adminToken(nil, file: String(repeating: "f", count: 32) + "\n", String(repeating: "f", count: 32)),
+        adminToken(nil, file: "s3cret\n", "configuration ADMIN_TOKEN_FILE: must be at least 32 characters, got 6"),
+        adminToken(nil, file: "\n", "configuration ADMIN_TOKEN_FILE: must be at least 32 characters, got 0"),
+        adminToken(
+            String(repeating: "k", count: 32), file: String(repeating: "f", count: 32),
+            "configuration ADMIN_TOKEN_FILE: set it or ADMIN_TOKEN, not both"),
+        Case(
+            name: "ADMIN_TOKEN_FILE names no file", environment: ["ADMIN_TOKEN_FILE": "/nonexistent/admin-token"],
+            expected: "configuration ADMIN_TOKEN_FILE: cannot read /nonexistent/admin-token",
+            read: { try $0.secret(.adminToken, orFile: .adminTokenFile) }),
         reading(.httpHost, nil, "127.0.0.1"),
         reading(.signingKeyID, nil, "attribution-pipeline/0"),
         reading(.developmentSigningKeyID, nil, "attribution-pipeline-development/0"),

@@ -12,7 +12,7 @@ extension ConfigurationKey {
         row(.httpIdleTimeoutMilliseconds),
         row(.consumerName), row(.batchSize), row(.claimIdleMilliseconds), row(.maxAttempts), row(.streamRetentionHours),
         row(.deadLetterRetentionHours),
-        row(.adminToken), row(.maxBodyBytes), row(.maxBatchBodyBytes), row(.ingestWaitReplicas),
+        row(.adminToken), row(.adminTokenFile), row(.maxBodyBytes), row(.maxBatchBodyBytes), row(.ingestWaitReplicas),
         row(.ingestWaitTimeoutMilliseconds), row(.ingestRedisConnections), row(.ingestMaxInFlight),
         row(.ingestQueueTargetMilliseconds), row(.ingestMaxEventsLag), row(.ingestCallerRate), row(.ingestCallerBurst),
         row(.keyRotationGraceHours), row(.crowdTierThresholds), row(.crowdCacheMilliseconds), row(.registryCacheMilliseconds),

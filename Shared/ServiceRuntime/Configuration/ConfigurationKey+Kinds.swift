@@ -59,11 +59,19 @@ extension ConfigurationKey.Typed where Value == String {
         Self(name, type: type, default: (value, { value }), services: services, summary) { text in text }
     }
 
-    /// A credential of at least `minimumLength` characters, and no default: the service does not start
-    /// without one, or with one short enough to guess.
-    static func secret(_ name: String, minimumLength: Int, services: [String], _ summary: String) -> Self {
+    /// Any text, and no default: the service does not start without it.
+    static func required(_ name: String, type: String, services: [String], _ summary: String) -> Self {
+        Self(name, type: type, default: nil, services: services, summary) { text in text }
+    }
+}
+
+extension ConfigurationKey.Typed where Value == String? {
+    /// A credential of at least `minimumLength` characters, set here or read from the key named `file`
+    /// (`ServiceEnvironment.secret`): one of the two is required, and the file's text is held to the same check.
+    static func secret(_ name: String, minimumLength: Int, file: String, services: [String], _ summary: String) -> Self {
         Self(
-            name, type: "secret", default: nil, allowed: "at least \(minimumLength) characters", services: services, summary
+            name, type: "secret", default: ("none: required unless \(file)", { nil }),
+            allowed: "at least \(minimumLength) characters", services: services, summary
         ) { text throws(ConfigurationKey.Unreadable) in
             guard text.count >= minimumLength else {
                 throw ConfigurationKey.Unreadable("must be at least \(minimumLength) characters, got \(text.count)")
@@ -72,13 +80,6 @@ extension ConfigurationKey.Typed where Value == String {
         }
     }
 
-    /// Any text, and no default: the service does not start without it.
-    static func required(_ name: String, type: String, services: [String], _ summary: String) -> Self {
-        Self(name, type: type, default: nil, services: services, summary) { text in text }
-    }
-}
-
-extension ConfigurationKey.Typed where Value == String? {
     /// A file to read, or nil when unset: `unsetMeans` says what the service does instead.
     static func path(_ name: String, unsetMeans: String, services: [String], _ summary: String) -> Self {
         Self(name, type: "path", default: (unsetMeans, { nil }), services: services, summary) { text in text }

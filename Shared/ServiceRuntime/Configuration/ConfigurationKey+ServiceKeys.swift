@@ -2,13 +2,22 @@ import AttributionModel
 
 // The keys only some services read: ingest's, the scheduler's, attribution-winner's and the dispatcher's.
 
-extension ConfigurationKey.Typed where Value == String {
+extension ConfigurationKey.Typed where Value == String? {
     public static var adminToken: Self {
         .secret(
-            "ADMIN_TOKEN", minimumLength: 32, services: ["ingest"],
+            "ADMIN_TOKEN", minimumLength: 32, file: "ADMIN_TOKEN_FILE", services: ["ingest"],
             "Bearer token the admin API requires (for example `openssl rand -hex 24`).")
     }
 
+    public static var adminTokenFile: Self {
+        .path(
+            "ADMIN_TOKEN_FILE", unsetMeans: "none: ADMIN_TOKEN is set instead", services: ["ingest"],
+            "A file holding `ADMIN_TOKEN` (a trailing newline is ignored), as Docker secrets are given; set this or `ADMIN_TOKEN`, not both."
+        )
+    }
+}
+
+extension ConfigurationKey.Typed where Value == String {
     public static var signingKeyID: Self {
         .text("SIGNING_KEY_ID", default: "attribution-pipeline/0", services: ["dispatcher"], "`kid` of production postbacks.")
     }

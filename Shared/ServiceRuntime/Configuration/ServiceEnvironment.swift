@@ -1,4 +1,5 @@
 import Foundation
+import RedisStreams
 
 /// A configuration value that could not be used, named by its key so the operator knows what to fix.
 public struct ConfigurationError: Error, CustomStringConvertible {
@@ -31,6 +32,27 @@ public struct ServiceEnvironment: Sendable {
             return try key.read(text)
         } catch {
             throw ConfigurationError(key: key.name, problem: error.problem)
+        }
+    }
+
+    /// A secret set in `key` or read from the file `file` names (as Docker secrets are given): exactly one of
+    /// the two, and the file's text (less a trailing newline) is checked as `key`'s value would be.
+    public func secret(
+        _ key: ConfigurationKey.Typed<String?>, orFile file: ConfigurationKey.Typed<String?>
+    ) throws(ConfigurationError) -> String {
+        let direct = try value(key)
+        guard let path = try value(file) else {
+            guard let direct else { throw ConfigurationError(key: key.name, problem: "is required (or \(file.name))") }
+            return direct
+        }
+        guard direct == nil else { throw ConfigurationError(key: file.name, problem: "set it or \(key.name), not both") }
+        guard let text = RedisConfiguration.password(fromFile: path) else {
+            throw ConfigurationError(key: file.name, problem: "cannot read \(path)")
+        }
+        do {
+            return try key.read(text) ?? ""
+        } catch {
+            throw ConfigurationError(key: file.name, problem: error.problem)
         }
     }
 }

@@ -54,6 +54,13 @@ public struct PipelineSnapshot: Sendable, Codable {
     public var queues: [Queue]
     public var deadLetters: [Stream]
 
+    /// Nothing unread or pending in any group and nothing in any delayed queue: the pipeline has no work
+    /// left (dead letters aside), as a ledger or a test waits for. A lag Redis cannot tell (nil, after entries
+    /// were deleted or trimmed) is not counted: pending entries and the delayed queues still are.
+    public var isIdle: Bool {
+        groups.allSatisfy { $0.pending == 0 && ($0.lag ?? 0) == 0 } && queues.allSatisfy { $0.count == 0 }
+    }
+
     public static func read(on connection: RedisConnection, _ partitioning: Partitioning) async throws -> PipelineSnapshot {
         let partitions = partitioning.partitions
         var commands: [RedisCommand] = []

@@ -33,12 +33,26 @@ struct LedgerCommand: AsyncParsableCommand {
     @Flag(help: "Print the report as JSON.")
     var json = false
 
+    @Option(
+        help: """
+            First wait up to this many seconds for the pipeline to be idle: nothing unread, pending or \
+            delayed in three readings a second apart (0: account at once).
+            """)
+    var waitIdle = 0.0
+
+    func validate() throws {
+        guard waitIdle >= 0, waitIdle.isFinite else { throw ValidationError("--wait-idle must be 0 or more; not \(waitIdle)") }
+    }
+
     func run() async throws {
         let acknowledged = try Self.lines(acknowledgements).map {
             try JSONCoding.decoder.decode(Ledger.Acknowledged.self, from: Data($0.utf8))
         }
         let connection = try redis.connect(label: "ledger")
         let partitioning = try await PartitionRecord.read(on: connection)
+        if waitIdle > 0, !(try await Self.waitUntilIdle(on: connection, partitioning, seconds: waitIdle)) {
+            printError("the pipeline was not idle within \(waitIdle) s: what is in flight is reported")
+        }
         var records = try await LedgerReader(connection: connection, partitioning: partitioning).read(acknowledged: acknowledged)
         await connection.close()
         try readReceived(into: &records, devices: Set(acknowledged.map(\.device)))
@@ -66,6 +80,20 @@ struct LedgerCommand: AsyncParsableCommand {
                 for token in tokens where devices.contains(String(token)) { records.devicesInPostbacks.insert(String(token)) }
             }
         }
+    }
+
+    /// True once three snapshots a second apart find nothing unread, pending or delayed; false at the deadline.
+    static func waitUntilIdle(on connection: RedisConnection, _ partitioning: Partitioning, seconds: Double) async throws -> Bool
+    {
+        let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
+        var quiet = 0
+        while ContinuousClock.now < deadline {
+            let snapshot = try await PipelineSnapshot.read(on: connection, partitioning)
+            quiet = snapshot.isIdle ? quiet + 1 : 0
+            if quiet == 3 { return true }
+            try await Task.sleep(for: .seconds(1))
+        }
+        return false
     }
 
     static func lines(_ path: String) throws -> [String] {

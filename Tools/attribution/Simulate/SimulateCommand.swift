@@ -2,6 +2,7 @@ import ArgumentParser
 import AsyncHTTPClient
 import AttributionModel
 import Foundation
+import RedisStreams
 
 /// `attribution simulate`: realistic traffic from ad networks, devices and an advertised app,
 /// with the postbacks the pipeline should send computed by the model's own winner selection.
@@ -32,8 +33,11 @@ struct SimulateCommand: AsyncParsableCommand {
     )
     var adminURL: String?
 
-    @Option(help: "Bearer token of ingest's admin API.")
-    var adminToken: String
+    @Option(help: "Bearer token of ingest's admin API (or --admin-token-file).")
+    var adminToken: String?
+
+    @Option(help: "A file holding the admin token (a trailing newline is ignored), keeping it off the command line.")
+    var adminTokenFile: String?
 
     @Option(help: "Postback URL registered for every simulated network, e.g. http://127.0.0.1:9999/postbacks.")
     var receiverURL: String
@@ -83,7 +87,12 @@ struct SimulateCommand: AsyncParsableCommand {
         try HTTPURLValidation.check(ingestURL, flag: "--ingest-url")
         if let adminURL { try HTTPURLValidation.check(adminURL, flag: "--admin-url") }
         try HTTPURLValidation.check(receiverURL, flag: "--receiver-url")
-        guard !adminToken.isEmpty else { throw ValidationError("--admin-token must not be empty") }
+        switch (adminToken, adminTokenFile) {
+        case (nil, nil): throw ValidationError("--admin-token or --admin-token-file is required")
+        case (.some, .some): throw ValidationError("give --admin-token or --admin-token-file, not both")
+        case (.some(let token), nil) where token.isEmpty: throw ValidationError("--admin-token must not be empty")
+        default: break
+        }
         guard devices >= 1 else { throw ValidationError("--devices must be at least 1; not \(devices)") }
         guard (1...99).contains(adNetworks) else { throw ValidationError("--ad-networks must be within 1–99; not \(adNetworks)") }
         guard (1...99).contains(publisherApps) else {
@@ -109,8 +118,19 @@ struct SimulateCommand: AsyncParsableCommand {
         return parts.string ?? ingestURL
     }
 
+    /// The admin token, from the option or read from its file.
+    func token() throws -> String {
+        if let adminToken { return adminToken }
+        let file = adminTokenFile ?? ""
+        guard let token = RedisConfiguration.password(fromFile: file), !token.isEmpty else {
+            throw ValidationError("cannot read an admin token from --admin-token-file \(file)")
+        }
+        return token
+    }
+
     func run() async throws {
         let logger = logging.makeLogger()
+        let adminToken = try token()
         let seed = self.seed ?? UInt64.random(in: 0...UInt64.max)
         var rng = SplitMix64(seed: seed)
         let plan = SimulationPlan.make(devices: devices, adNetworks: adNetworks, publisherApps: publisherApps, using: &rng)

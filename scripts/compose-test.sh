@@ -1,0 +1,270 @@
+#!/usr/bin/env bash
+# The integration test under docker compose, as users run the stack: the images (offline where no
+# registry is reachable), `up` at a scaled time (compose.test.yaml), a simulated campaign through the
+# published ingest port checked at the receiver per window and per ad network, and while it flows:
+# workers scaled up, a worker container and the Redis container killed (Redis restarted from its AOF),
+# on a Redis Cluster a primary's container killed (its replica promoted). Then `attribution ledger`, in
+# a container, accounts for every acknowledged event and postback; Prometheus (profile observability)
+# must see every replica up. `down -v` at the end, also on failure, and nothing of the project may be
+# left in Docker.
+#
+#   scripts/compose-test.sh [--single | --cluster] [--compose v1|v2] [--public-images] [--keep]
+#
+# Without --single or --cluster it runs both: one Redis with Compose v2 (`docker compose`), then the
+# cluster profile with Compose v1.29 (`docker-compose`, Debian's), so that both Composes run the stack;
+# --compose runs both on one. --public-images builds on the public base images (swift, debian, redis,
+# prom/prometheus, grafana) instead of scripts/compose-images.sh's offline ones. --keep leaves the last
+# stack up for a look (`docker compose -p attribution-compose-test down -v` removes it).
+# Installs the Docker engine and both Composes when missing, and starts (then stops) dockerd when none
+# runs. Logs of each stack: run/compose-test-*/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+. scripts/compose-lib.sh
+
+MODES=(single cluster)
+VARIANT=""
+PUBLIC=false
+KEEP=false
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --single) MODES=(single); shift ;;
+        --cluster) MODES=(cluster); shift ;;
+        --compose) VARIANT=$2; shift 2 ;;
+        --public-images) PUBLIC=true; shift ;;
+        --keep) KEEP=true; shift ;;
+        *) echo "usage: scripts/compose-test.sh [--single | --cluster] [--compose v1|v2] [--public-images] [--keep]" >&2; exit 2 ;;
+    esac
+done
+
+export COMPOSE_PROJECT_NAME=attribution-compose-test
+export COMPOSE_FILE=compose.yaml:compose.test.yaml
+# A scaled day lasts 3 s: the campaign's installs, second updates and first postbacks span about 15 s,
+# long enough for the faults to strike while they flow; the whole campaign takes about 2.5 minutes.
+export TIME_SCALE=${COMPOSE_TEST_TIME_SCALE:-28800}
+export CAMPAIGN_DEVICES=${COMPOSE_TEST_DEVICES:-200}
+export CAMPAIGN_SEED=11
+RUN="$(pwd)/run/compose-test-$(date +%Y%m%d-%H%M%S)"
+mkdir -p "$RUN"
+STARTED=$(date +%s)
+COMPOSE=(docker compose)
+SUMMARY=()
+
+say() { echo "  [$(($(date +%s) - STARTED)) s] $*"; }
+
+# The project's containers, networks and volumes, whatever Compose made them.
+leftovers() {
+    local label="label=com.docker.compose.project=$COMPOSE_PROJECT_NAME"
+    { docker ps -aq --filter "$label"; docker network ls -q --filter "$label"; docker volume ls -q --filter "$label"; } | wc -l
+}
+
+teardown() {
+    local status=$?
+    if [ "$KEEP" = true ] && [ $status -eq 0 ]; then
+        echo "==> left up (--keep): ${COMPOSE[*]} -p $COMPOSE_PROJECT_NAME down -v"
+    else
+        save_logs
+        "${COMPOSE[@]}" --profile cluster --profile observability --profile test --profile tools down -v \
+            --remove-orphans >/dev/null 2>&1 || true
+        # A `run` container that outlived its command, should one have.
+        docker ps -aq --filter "label=com.docker.compose.project=$COMPOSE_PROJECT_NAME" | xargs -r docker rm -f >/dev/null
+    fi
+    stop_started_dockerd
+    exit $status
+}
+trap teardown EXIT
+trap 'exit 130' INT TERM
+
+save_logs() {
+    [ -n "${MODE:-}" ] || return 0
+    "${COMPOSE[@]}" --profile cluster --profile observability logs --no-color >"$RUN/$MODE.log" 2>&1 || true
+}
+
+# Every running container of the stack answers its health check (the services: /ready).
+wait_healthy() {  # wait_healthy SECONDS
+    local deadline=$(($(date +%s) + $1)) waiting
+    while :; do
+        waiting=$(docker ps -q --filter "label=com.docker.compose.project=$COMPOSE_PROJECT_NAME" \
+            | xargs -r docker inspect -f '{{.Name}} {{.State.Status}} {{if .State.Health}}{{.State.Health.Status}}{{end}}' \
+            | awk '$2 != "running" || ($3 != "" && $3 != "healthy") { print $1 }')
+        [ -z "$waiting" ] && return 0
+        if [ "$(date +%s)" -gt "$deadline" ]; then
+            echo "not healthy within $1 s: $waiting" >&2
+            return 1
+        fi
+        sleep 1
+    done
+}
+
+container_of() {  # container_of SERVICE [INDEX]: the container id of one replica
+    docker ps -q --filter "label=com.docker.compose.project=$COMPOSE_PROJECT_NAME" \
+        --filter "label=com.docker.compose.service=$1" --filter "label=com.docker.compose.container-number=${2:-1}"
+}
+
+# docker kill, then the container back (the engine treats a kill as a manual stop: no restart policy).
+kill_and_restart() {  # kill_and_restart SERVICE [INDEX]
+    local id
+    id=$(container_of "$1" "${2:-1}")
+    [ -n "$id" ] || { echo "no container of $1" >&2; return 1; }
+    docker kill "$id" >/dev/null
+    say "docker kill $1 #${2:-1}"
+    sleep 1
+    docker start "$id" >/dev/null
+    say "$1 #${2:-1} started again"
+}
+
+operator_cli() {  # operator_cli SERVICE ARGS...: redis-cli as `operator` inside a Redis container
+    local service=$1
+    shift
+    docker exec "$(container_of "$service")" sh -c 'REDISCLI_AUTH="$(cat /run/secrets/operator.password)" exec redis-cli --user operator --no-auth-warning "$@"' sh "$@"
+}
+
+# A primary among redis-node-2 and -3 (the seed `redis` stays up: the services name it in REDIS_URL),
+# killed; its replica must be promoted; then it is started again and rejoins as a replica.
+fail_over_a_primary() {
+    local node="" candidate id before after
+    for candidate in redis-node-2 redis-node-3 redis-node-4 redis-node-5 redis-node-6; do
+        if operator_cli "$candidate" role | head -1 | grep -q master; then node=$candidate; break; fi
+    done
+    [ -n "$node" ] || { echo "no primary among redis-node-2…6" >&2; return 1; }
+    id=$(operator_cli "$node" cluster myid)
+    before=$(operator_cli redis cluster nodes | awk -v id="$id" '$4 == id { print $1 }')
+    docker kill "$(container_of "$node")" >/dev/null
+    say "docker kill $node (a primary)"
+    local deadline=$(($(date +%s) + 60))
+    while :; do
+        after=$(operator_cli redis cluster nodes | awk -v r="$before" '$1 == r && $3 ~ /master/ { print $1 }')
+        [ -n "$after" ] && break
+        [ "$(date +%s)" -lt "$deadline" ] || { echo "no replica of $node was promoted within 60 s" >&2; return 1; }
+        sleep 0.5
+    done
+    say "its replica $(echo "$before" | cut -c1-8) was promoted"
+    docker start "$(container_of "$node")" >/dev/null
+    say "$node started again (rejoins as a replica)"
+}
+
+# Prometheus's targets: every replica of every service up, and as many as are running.
+check_prometheus() {
+    local url="http://127.0.0.1:$PROMETHEUS_PORT/api/v1/targets" deadline=$(($(date +%s) + 90)) verdict
+    while :; do
+        verdict=$(curl -fs "$url" | python3 -c '
+import json, sys
+expected = dict(a.split("=") for a in sys.argv[1:])
+targets = json.load(sys.stdin)["data"]["activeTargets"]
+up = {}
+for t in targets:
+    if t["health"] == "up":
+        up[t["labels"]["job"]] = up.get(t["labels"]["job"], 0) + 1
+print("ok" if all(up.get(j, 0) == int(n) for j, n in expected.items()) else "waiting", json.dumps(up, sort_keys=True))
+' ingest=1 verifier=3 attribution-winner=2 scheduler=1 dispatcher=1 2>/dev/null || echo "waiting {}")
+        case "$verdict" in ok*) break ;; esac
+        if [ "$(date +%s)" -gt "$deadline" ]; then
+            echo "Prometheus does not see every replica up: ${verdict#* }" >&2
+            return 1
+        fi
+        sleep 2
+    done
+    say "Prometheus: every replica up (${verdict#ok })"
+    SUMMARY+=("$MODE: Prometheus targets up ${verdict#ok }")
+}
+
+run_stack() {  # run_stack single|cluster
+    MODE=$1
+    local services=(init redis ingest verifier attribution-winner scheduler dispatcher receiver) profiles=()
+    if [ "$MODE" = cluster ]; then
+        export REDIS_CLUSTER=true
+        services+=(redis-node-2 redis-node-3 redis-node-4 redis-node-5 redis-node-6 redis-cluster-init)
+        profiles=(--profile cluster)
+    else
+        export REDIS_CLUSTER=false
+        # Grafana has no offline image: Prometheus alone offline, both with the public images.
+        services+=(prometheus)
+        [ "$PUBLIC" = true ] && services+=(grafana)
+        profiles=(--profile observability)
+    fi
+    export INGEST_PORT ADMIN_PORT RECEIVER_PORT PROMETHEUS_PORT GRAFANA_PORT
+    INGEST_PORT=$(free_port) ADMIN_PORT=$(free_port) RECEIVER_PORT=$(free_port) PROMETHEUS_PORT=$(free_port) \
+        GRAFANA_PORT=$(free_port)
+    echo "==> $MODE Redis: ${COMPOSE[*]} up at TIME_SCALE=$TIME_SCALE (ingest on 127.0.0.1:$INGEST_PORT)"
+    "${COMPOSE[@]}" "${profiles[@]}" up -d "${services[@]}" >"$RUN/$MODE-up.log" 2>&1 \
+        || { cat "$RUN/$MODE-up.log" >&2; return 1; }
+    wait_healthy 240
+    say "every service ready"
+
+    "${COMPOSE[@]}" run --rm campaign >"$RUN/$MODE-campaign.log" 2>&1 &
+    local campaign=$!
+    until grep -q "devices at time scale" "$RUN/$MODE-campaign.log" 2>/dev/null; do
+        kill -0 $campaign 2>/dev/null || { cat "$RUN/$MODE-campaign.log" >&2; return 1; }
+        sleep 0.5
+    done
+    say "campaign of $CAMPAIGN_DEVICES devices started"
+    sleep 2
+    "${COMPOSE[@]}" "${profiles[@]}" up -d --no-deps --no-recreate --scale verifier=3 --scale attribution-winner=2 \
+        verifier attribution-winner >>"$RUN/$MODE-up.log" 2>&1
+    say "scaled: verifier=3, attribution-winner=2"
+    kill_and_restart verifier 1
+    if [ "$MODE" = cluster ]; then
+        fail_over_a_primary
+    else
+        kill_and_restart redis
+        wait_healthy 60
+        say "redis healthy again, from its AOF"
+    fi
+    kill_and_restart attribution-winner 2
+    wait_healthy 120
+    local status=0
+    wait $campaign || status=$?
+    sed -n '/postbacks per window/,$p' "$RUN/$MODE-campaign.log"
+    [ $status -eq 0 ] || { echo "FAILED: the postbacks at the receiver differ from what the campaign expects" >&2; return 1; }
+    SUMMARY+=("$MODE: postbacks as expected per window and per ad network ($(grep -m1 -o 'window 0.*' "$RUN/$MODE-campaign.log" | head -1))")
+
+    say "ledger (in a container, once the pipeline is idle)"
+    if ! "${COMPOSE[@]}" run --rm ledger >"$RUN/$MODE-ledger.log" 2>&1; then
+        cat "$RUN/$MODE-ledger.log" >&2
+        echo "FAILED: the ledger" >&2
+        return 1
+    fi
+    grep -v '^Creating\|^Starting\|^Container\|is up-to-date' "$RUN/$MODE-ledger.log" | sed 's/^/    /'
+    SUMMARY+=("$MODE: $(grep -m1 '^LEDGER' "$RUN/$MODE-ledger.log")")
+    [ "$MODE" = single ] && check_prometheus
+
+    save_logs
+    if [ "$KEEP" = true ] && [ "$MODE" = "${MODES[-1]}" ]; then return 0; fi
+    "${COMPOSE[@]}" --profile cluster --profile observability --profile test --profile tools down -v --remove-orphans \
+        >>"$RUN/$MODE-up.log" 2>&1
+    local left
+    left=$(leftovers)
+    [ "$left" -eq 0 ] || { echo "FAILED: $left containers, networks or volumes left after down -v" >&2; return 1; }
+    say "down -v: no container, network or volume of the project left"
+}
+
+ensure_system_packages
+ensure_docker
+if [ "$PUBLIC" = true ]; then
+    echo "==> the project's image on the public base images"
+    build_project_image
+else
+    bash scripts/compose-images.sh --no-env --no-project
+    export BASE_IMAGE=attribution-offline/debian:bookworm SWIFT_IMAGE=attribution-offline/swift:bookworm
+    export REDIS_IMAGE=attribution-offline/redis:7 PROMETHEUS_IMAGE=attribution-offline/prometheus:2
+fi
+echo "==> the project's image, built by Compose"
+# The classic builder: Debian's engine has no buildx plugin.
+select_compose
+DOCKER_BUILDKIT=0 COMPOSE_DOCKER_CLI_BUILD=0 "${COMPOSE[@]}" build init >"$RUN/build.log" 2>&1 \
+    || { tail -30 "$RUN/build.log" >&2; exit 1; }
+report_image_sizes
+
+for mode in "${MODES[@]}"; do
+    if [ -n "$VARIANT" ]; then
+        COMPOSE_VARIANT=$VARIANT
+    elif [ "$mode" = single ]; then
+        COMPOSE_VARIANT=v2
+    else
+        COMPOSE_VARIANT=v1
+    fi
+    select_compose
+    run_stack "$mode"
+done
+echo "==> compose test passed in $(($(date +%s) - STARTED)) s"
+for line in "${SUMMARY[@]}"; do echo "    $line"; done
