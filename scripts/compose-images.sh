@@ -98,7 +98,20 @@ EOF
 
 # A Dockerfile on stdin, FROM the base image, with no build context.
 build_on_base() {  # build_on_base IMAGE INPUTS (Dockerfile body on stdin)
-    { echo "FROM $BASE_IMAGE"; cat; echo "LABEL inputs=\"$2\""; } | docker build -q -t "$1" - >/dev/null
+    { echo "FROM $BASE_IMAGE"; cat; echo "LABEL inputs=\"$2\""; } | quiet_build -t "$1" -
+}
+
+# docker build, its output shown only when it fails (the CLI's notice that the classic builder is
+# deprecated, on engines without buildx, is not a failure).
+quiet_build() {
+    local log
+    log=$(mktemp)
+    if ! DOCKER_BUILDKIT=0 docker build "$@" >"$log" 2>&1; then
+        tail -30 "$log" >&2
+        rm -f "$log"
+        return 1
+    fi
+    rm -f "$log"
 }
 
 redis_image() {
@@ -185,7 +198,7 @@ EOF
     if [ -n "$git_lines" ]; then
         # git's insteadOf for the mirror, set in the image as on this machine.
         { echo "FROM $SWIFT_IMAGE"; echo "RUN $(echo "$git_lines" | paste -sd '&' | sed 's/&/ \&\& /g')"; } \
-            | docker build -q -t "$SWIFT_IMAGE" - >/dev/null
+            | quiet_build -t "$SWIFT_IMAGE" -
     fi
     docker rmi "$SWIFT_IMAGE-packages" >/dev/null
 }
@@ -214,5 +227,5 @@ swift_image
 if [ "$PROJECT" = true ]; then
     echo "==> attribution-pipeline:latest (docker build on $SWIFT_IMAGE and $BASE_IMAGE)"
     build_project_image
+    report_image_sizes
 fi
-report_image_sizes

@@ -80,7 +80,8 @@ build_project_image() {
     revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
     # The classic builder: it needs no buildx plugin, which Debian's docker.io lacks.
     DOCKER_BUILDKIT=0 docker build --quiet "${args[@]}" --build-arg "REVISION=$revision" \
-        -t attribution-pipeline:latest . >/dev/null
+        -t attribution-pipeline:latest . 2>&1 >/dev/null | grep -v -e DEPRECATED -e 'legacy builder' -e buildx -e '^ *$' >&2 || true
+    docker image inspect attribution-pipeline:latest >/dev/null
 }
 
 # Each image compose runs here, and what makes up the project's runtime image.

@@ -249,6 +249,8 @@ else
     export REDIS_IMAGE=attribution-offline/redis:7 PROMETHEUS_IMAGE=attribution-offline/prometheus:2
 fi
 echo "==> the project's image, built by Compose"
+REVISION=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+export REVISION
 # The classic builder: Debian's engine has no buildx plugin.
 select_compose
 DOCKER_BUILDKIT=0 COMPOSE_DOCKER_CLI_BUILD=0 "${COMPOSE[@]}" build init >"$RUN/build.log" 2>&1 \

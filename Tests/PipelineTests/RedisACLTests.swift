@@ -103,6 +103,46 @@ import Testing
         await impostor.close()
     }
 
+    /// A transaction a service's user committed survives a SIGKILL of Redis and its restart from the AOF.
+    /// Redis before 7.2 replays an AOF's MULTI/EXEC as the `default` user: with no rights there, the
+    /// restarted server refused each one (NOPERM) and lost every transaction it had acknowledged.
+    @Test func transactionsSurviveARestartFromTheAOF() async throws {
+        let acl = FileManager.default.temporaryDirectory.appendingPathComponent("acl-\(UUID().uuidString)")
+        let data = FileManager.default.temporaryDirectory.appendingPathComponent("aof-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
+        defer {
+            try? FileManager.default.removeItem(at: acl)
+            try? FileManager.default.removeItem(at: data)
+        }
+        let written = try ChildProcess.run(
+            PipelineProcesses.binaryDirectory().appendingPathComponent("attribution"),
+            arguments: ["redis-acl", "--out", acl.path])
+        try #require(written.status == 0, "\(String(decoding: written.stderr, as: UTF8.self))")
+        // Later arguments win: this test's own data directory, kept across the two servers.
+        let arguments = ["--aclfile", acl.appendingPathComponent("users.acl").path, "--appendonly", "yes", "--dir", data.path]
+        func start() async throws -> RedisServer {
+            try await RedisServer.start(
+                arguments: arguments, username: "verifier", password: try Self.password(of: "verifier", in: acl))
+        }
+        let first = try await start()
+        let connection = first.connect()
+        let replies = try await connection.pipeline([
+            RedisCommand("MULTI"), RedisCommand("XADD", "verified:{p00}", "*", "e", "1"),
+            RedisCommand("XADD", "verified:{p00}", "*", "e", "2"), RedisCommand("EXEC"),
+        ])
+        guard case .array(let results) = replies.last, results.count == 2 else {
+            Issue.record("the transaction did not commit: \(replies)")
+            return
+        }
+        await connection.close()
+        first.kill()
+        let second = try await start()
+        defer { second.stop() }
+        let reader = second.connect()
+        #expect(try await reader.send(RedisCommand("XLEN", "verified:{p00}")).int == 2, "both entries reloaded from the AOF")
+        await reader.close()
+    }
+
     /// The operator's tools read the password from its file, as the services do: never on the command line.
     @Test func operatorToolsReadThePasswordFile() async throws {
         let (server, directory) = try await Self.server()

@@ -15,7 +15,8 @@ struct RedisACLCommand: ParsableCommand {
             <out>/<user>.password (0600) for each service and for `operator` (every right: for people and \
             redis-cli) and `replication` (what a replica needs of its primary; <out>/replication.conf, 0600, \
             holds its masteruser and masterauth for `redis-server --include`). The `default` user is off, so \
-            a connection without credentials can do nothing; `healthcheck` may only PING, with any password. \
+            a connection without credentials can do nothing (its rights are every right only because Redis \
+            before 7.2 reloads an AOF's transactions as that user); `healthcheck` may only PING, with any password. \
             Start Redis with `--aclfile <out>/users.acl` and give each service \
             REDIS_URL=redis://<service>@host:port/0 and REDIS_PASSWORD_FILE=<out>/<service>.password. \
             Passwords already in <out> are kept unless --force.
@@ -34,7 +35,11 @@ struct RedisACLCommand: ParsableCommand {
     func run() throws {
         try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
         var lines = [
-            "user default off resetchannels -@all",
+            // Off and without a password: no connection can be the default user. Its rights are every
+            // right because Redis before 7.2 (Debian 12 ships 7.0.15) replays an AOF's MULTI/EXEC as the
+            // default user: with -@all each reloaded transaction failed with NOPERM and a restarted
+            // Redis lost every transaction it had acknowledged.
+            "user default off resetpass ~* &* +@all",
             "user healthcheck on nopass resetchannels -@all +ping",
         ]
         let users = [Self.operatorUser, Self.replicationUser] + RedisRights.services
