@@ -114,13 +114,19 @@ quiet_build() {
     rm -f "$log"
 }
 
+# image_on_base IMAGE WHAT: IMAGE from the base image and a Dockerfile body on stdin, unless current.
+image_on_base() {
+    local inputs body
+    inputs="$BASE_IMAGE $(docker image inspect -f '{{.Id}}' "$BASE_IMAGE") $2"
+    body=$(cat)
+    if current "$1" "$inputs"; then echo "==> $1 is current"; return; fi
+    echo "==> $1: Debian's $2"
+    echo "$body" | build_on_base "$1" "$inputs"
+}
+
 redis_image() {
-    local inputs
-    inputs="$BASE_IMAGE $(docker image inspect -f '{{.Id}}' "$BASE_IMAGE") redis-server"
-    if current "$REDIS_IMAGE" "$inputs"; then echo "==> $REDIS_IMAGE is current"; return; fi
-    echo "==> $REDIS_IMAGE: Debian's redis-server"
     # uid and gid 999 as in redis:7, so that the secrets made for Redis read the same on either image.
-    build_on_base "$REDIS_IMAGE" "$inputs" <<'EOF'
+    image_on_base "$REDIS_IMAGE" redis-server <<'EOF'
 RUN groupadd --system --gid 999 redis && useradd --system --uid 999 --gid 999 --home-dir /data redis \
     && apt-get update && apt-get install -y --no-install-recommends redis-server redis-tools \
     && rm -rf /var/lib/apt/lists/* \
@@ -133,12 +139,8 @@ EOF
 }
 
 prometheus_image() {
-    local inputs
-    inputs="$BASE_IMAGE $(docker image inspect -f '{{.Id}}' "$BASE_IMAGE") prometheus"
-    if current "$PROMETHEUS_IMAGE" "$inputs"; then echo "==> $PROMETHEUS_IMAGE is current"; return; fi
-    echo "==> $PROMETHEUS_IMAGE: Debian's prometheus"
     # As prom/prometheus: the binary is the entrypoint, data in /prometheus, run as nobody.
-    build_on_base "$PROMETHEUS_IMAGE" "$inputs" <<'EOF'
+    image_on_base "$PROMETHEUS_IMAGE" prometheus <<'EOF'
 RUN apt-get update && apt-get install -y --no-install-recommends prometheus \
     && rm -rf /var/lib/apt/lists/* \
     && mkdir /prometheus && chown nobody:nogroup /prometheus

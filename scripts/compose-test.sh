@@ -97,7 +97,7 @@ wait_healthy() {  # wait_healthy SECONDS
 }
 
 container_of() {  # container_of SERVICE [INDEX]: the container id of one replica
-    docker ps -q --filter "label=com.docker.compose.project=$COMPOSE_PROJECT_NAME" \
+    docker ps -aq --filter "label=com.docker.compose.project=$COMPOSE_PROJECT_NAME" \
         --filter "label=com.docker.compose.service=$1" --filter "label=com.docker.compose.container-number=${2:-1}"
 }
 
@@ -216,7 +216,8 @@ run_stack() {  # run_stack single|cluster
     wait $campaign || status=$?
     sed -n '/postbacks per window/,$p' "$RUN/$MODE-campaign.log"
     [ $status -eq 0 ] || { echo "FAILED: the postbacks at the receiver differ from what the campaign expects" >&2; return 1; }
-    SUMMARY+=("$MODE: postbacks as expected per window and per ad network ($(grep -m1 -o 'window 0.*' "$RUN/$MODE-campaign.log" | head -1))")
+    SUMMARY+=("$MODE: postbacks as expected per window and per ad network:")
+    while read -r line; do SUMMARY+=("  $line"); done < <(grep '^window [0-9]:' "$RUN/$MODE-campaign.log")
 
     say "ledger (in a container, once the pipeline is idle)"
     if ! "${COMPOSE[@]}" run --rm ledger >"$RUN/$MODE-ledger.log" 2>&1; then
