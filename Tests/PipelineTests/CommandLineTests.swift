@@ -31,7 +31,10 @@ struct CommandLineTests {
 
     @Test func eachServiceListsItsOwnKeys() throws {
         let ingest = String(decoding: try Self.run("ingest", ["--help"]).stdout, as: UTF8.self)
-        #expect(ingest.contains("ADMIN_TOKEN (secret; required; allowed at least 32 characters)") && ingest.contains("--openapi"))
+        #expect(
+            ingest.contains(
+                "ADMIN_TOKEN (secret; default none: required unless ADMIN_TOKEN_FILE; allowed at least 32 characters)")
+                && ingest.contains("ADMIN_TOKEN_FILE (path;") && ingest.contains("--openapi"))
         #expect(!ingest.contains("BATCH_SIZE"))
         let scheduler = String(decoding: try Self.run("scheduler", ["--help"]).stdout, as: UTF8.self)
         #expect(scheduler.contains("CROWD_TIER_THRESHOLDS") && scheduler.contains("BATCH_SIZE"))
@@ -42,7 +45,7 @@ struct CommandLineTests {
     static let shortList = ScenarioFiles.repositoryRoot.appendingPathComponent("Tests/Fixtures/three-suffixes.dat").path
 
     static let badConfigurations: [(service: String, setting: String, line: String)] = [
-        ("ingest", "ADMIN_TOKEN=", "configuration ADMIN_TOKEN: is required"),
+        ("ingest", "ADMIN_TOKEN=", "configuration ADMIN_TOKEN: is required (or ADMIN_TOKEN_FILE)"),
         ("ingest", "ADMIN_TOKEN=guessable", "configuration ADMIN_TOKEN: must be at least 32 characters, got 9"),
         // The admin API never shares the public port.
         (
