@@ -4,7 +4,6 @@ import Crypto
 import Foundation
 import RedisStreams
 import ServiceRuntime
-import Synchronization
 import TestSupport
 import Testing
 
@@ -247,10 +246,11 @@ final class ScenarioPipelineRunner: Sendable {
         self.pipeline = pipeline
         self.redis = redis
         self.kind = kind
+        self.progress = VerifierProgress(connection: redis.connect(label: "scenario.verifier-progress"))
     }
 
-    /// Events ingest accepted (202) so far, across the scenarios of this pipeline.
-    let accepted = Mutex(0)
+    /// What the verifier has done with the events ingest accepted.
+    let progress: VerifierProgress
 
     static func now() -> Milliseconds { Milliseconds(Date().timeIntervalSince1970 * 1000) }
 
@@ -295,23 +295,19 @@ final class ScenarioPipelineRunner: Sendable {
         return key
     }
 
-    /// Waits until the verifier has passed on (to `verified`) or refused every event accepted so far, so
-    /// attribution-winner sees the impressions before the conversion or update posted next.
-    func settle(_ connection: RedisConnection) async throws -> Bool {
-        let target = accepted.withLock { $0 }
-        return try await eventually(timeout: .seconds(2), every: .milliseconds(5)) {
-            let verified = try await streamLength(StreamNames.verified, on: connection)
-            let rejected = try await streamLength(StreamNames.rejected, on: connection)
-            return verified + rejected >= target
-        }
+    /// Waits until the verifier has passed on (to `verified`) or refused each of `events`, so
+    /// attribution-winner sees the scenario's impressions before the conversion or update posted next.
+    func settle(_ events: [String]) async throws -> Bool {
+        try await eventually(timeout: .seconds(2), every: .milliseconds(5)) { try await self.progress.holds(events) }
     }
 
     /// Posts the scenario's events, each at its real time `base + at / scale` (later if the arrival order
     /// puts it after a later event). Returns problems (refused requests), or an empty list.
     func play(_ plan: ScenarioPlan, appKey: String, base: Milliseconds) async throws -> [String] {
-        let connection = redis.connect(label: "scenario.\(plan.number)")
         var problems: [String] = []
         var tags: [String: String] = [:]
+        /// The event identifiers of the scenario's events that ingest accepted (202).
+        var accepted: [String] = []
         for index in plan.order {
             let event = plan.scenario.events[index]
             let time = base + plan.real(event.at)
@@ -323,7 +319,7 @@ final class ScenarioPipelineRunner: Sendable {
                     impression, plan: plan, device: device, time: time, viewLength: plan.viewLengths[index])
                 let reply = try await http.send("POST", "\(pipeline.ingestURL)/v1/impressions", json: body)
                 if reply.status == 202 {
-                    accepted.withLock { $0 += 1 }
+                    accepted.append(reply.json["event-identifier"] as? String ?? "")
                 } else {
                     problems.append(
                         "impression \(impression.id): ingest answered \(reply.status) \(String(decoding: reply.body, as: UTF8.self))"
@@ -331,7 +327,7 @@ final class ScenarioPipelineRunner: Sendable {
                 }
                 continue
             }
-            if try await !settle(connection) { problems.append("the verifier did not keep up within 2 s before event \(index)") }
+            if try await !settle(accepted) { problems.append("the verifier did not keep up within 2 s before event \(index)") }
             if let conversion = event.conversion {
                 var body: [String: Any] = [
                     "device-identifier": device, "advertised-item-identifier": plan.app,
@@ -341,7 +337,7 @@ final class ScenarioPipelineRunner: Sendable {
                 if let marketplace = conversion.marketplace { body["marketplace-identifier"] = marketplace }
                 let reply = try await http.send("POST", "\(pipeline.ingestURL)/v1/conversions", json: body, token: appKey)
                 if reply.status == 202 {
-                    accepted.withLock { $0 += 1 }
+                    accepted.append(reply.json["event-identifier"] as? String ?? "")
                     if let tag = reply.json["conversion-tag"] as? String { tags[conversion.id] = tag }
                 } else {
                     problems.append(
@@ -366,7 +362,7 @@ final class ScenarioPipelineRunner: Sendable {
                 let reply = try await http.send(
                     "POST", "\(pipeline.ingestURL)/v1/conversion-value-updates", json: body, token: appKey)
                 if reply.status == 202 {
-                    accepted.withLock { $0 += 1 }
+                    accepted.append(reply.json["event-identifier"] as? String ?? "")
                 } else {
                     problems.append(
                         "update at \(event.at): ingest answered \(reply.status) \(String(decoding: reply.body, as: UTF8.self))")

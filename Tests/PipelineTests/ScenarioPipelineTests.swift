@@ -23,8 +23,8 @@ extension PipelineSuites {
     ///   ids are fresh UUIDs sorted like the scenario's ids (ties broken by id keep their order).
     /// - Order: events are posted by `at` (ties: file order) or in `arrival` order (an event posted after a
     ///   later one is posted at once, keeping its own stamp). Before each conversion or update the runner
-    ///   waits until `verified` + `rejected` hold every event accepted so far, so attribution-winner has
-    ///   seen the impressions before it.
+    ///   waits until `verified` or `rejected` holds each of the scenario's events accepted so far, so
+    ///   attribution-winner has seen the impressions before it.
     /// - Matching: by advertised app, network, did-win, postback-sequence-index and conversion type, then
     ///   the values, source digits, interaction type and the delay after `preparedAt`
     ///   (−200 ms / +1.5 s tolerance); any other postback for the app fails the scenario.
