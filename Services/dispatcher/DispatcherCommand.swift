@@ -36,14 +36,17 @@ struct DispatcherCommand {
             // Only the checked URL is ever contacted: a 3xx is a failed attempt (retried, then dead-lettered),
             // never followed to a destination the guard did not see (`PostbackPoster` follows nothing).
             let poster = try PostbackPoster(idleTimeout: .seconds(60))
+            let lanes = DestinationLanes(
+                limit: perHost, timeout: Milliseconds(timeout), policy: service.policy, clock: service.clock)
             let stage = DispatcherStage(
                 step: DispatcherStep(policy: service.policy, publicSuffixes: publicSuffixes), signer: signer,
                 delivery: PostbackDelivery(
                     poster: poster, timeout: .milliseconds(Int64(timeout)),
                     destinations: DestinationResolver(policy: allowList),
-                    limiter: HostLimiter(limit: perHost)),
+                    lanes: lanes),
                 partitioning: service.partitioning,
                 registryCache: RegistryCache(maxAge: .milliseconds(registryCacheMilliseconds)),
+                lateOutcomes: LateOutcomes(connection: service.connection(), logger: service.logger),
                 clock: service.clock)
             do {
                 try await service.run(
@@ -51,6 +54,9 @@ struct DispatcherCommand {
                         try service.worker(stage, stream: StreamNames.postbacks, group: ConsumerGroups.dispatcher),
                         try service.timerLoop([DelayedQueues.deliveryRetries]),
                         heartbeat,
+                        CircuitReport(
+                            lanes: lanes, replica: try service.environment.value(.consumerName), connection: service.connection(),
+                            clock: service.clock),
                     ])
             } catch {
                 await poster.shutdown()

@@ -5,15 +5,22 @@ import ServiceRuntime
 
 /// One batch of due postbacks and due retries: the model's `DispatcherStep` fans each out to its
 /// destinations (signing new ones once with this process's key), every delivery is POSTed concurrently
-/// (bounded per host), the step judges each answer, and one transaction acknowledges the batch,
-/// schedules each failed destination's retry and dead-letters the exhausted.
+/// through its destination's lane (`DestinationLanes`: bounded per destination, a circuit breaker),
+/// the step judges each answer, and one transaction acknowledges the batch, schedules each failed
+/// destination's retry and dead-letters the exhausted. The batch waits for answers at most
+/// `answerWait`: an attempt still under way then is written as an in-flight record and finishes on its
+/// own (`LateOutcomes`), so a slow destination never holds the next batch.
 struct DispatcherStage: StreamStage {
     let step: DispatcherStep
     let signer: PostbackSigner
     let delivery: PostbackDelivery
     let partitioning: Partitioning
     let registryCache: RegistryCache
+    let lateOutcomes: LateOutcomes
     let clock: @Sendable () -> Milliseconds
+    /// How long a batch waits for its attempts' answers before handing the rest over.
+    static let answerWaitMilliseconds: Milliseconds = 200
+    static let answerWait: Duration = .milliseconds(answerWaitMilliseconds)
 
     /// The batch decoded once, with the ad networks and advertised apps whose registrations it needs.
     struct Batch: Sendable {
@@ -22,6 +29,8 @@ struct DispatcherStage: StreamStage {
         var networks: [String]
         var apps: [String]
         var registry: RegistryReads
+        /// Opened once the batch's transaction committed: its in-flight records exist from then on.
+        var committed = CommitGate()
     }
 
     func prepare(_ entries: [StreamEntry]) -> Batch {
@@ -49,6 +58,10 @@ struct DispatcherStage: StreamStage {
         batch.registry.resolve(lookups[...])
     }
 
+    func committed(_ batch: Batch) {
+        batch.committed.open()
+    }
+
     func decide(_ batch: Batch, state: [RedisReply]) async -> [StageOutcome] {
         let registry = batch.registry.replies
         let networks = registry.first?.decodedFields(batch.networks, as: AdNetworkRegistration.self) ?? [:]
@@ -62,33 +75,44 @@ struct DispatcherStage: StreamStage {
             if case .done(let work) = item { return work.deliveries }
             return []
         }
-        var responses = await deliverAll(deliveries)[...]
+        let attempts = startAll(deliveries)
+        var answers = await attempts.answers.collect(within: Self.answerWait)[...]
         // Waits count from the failure, not from the batch's start: a slow POST must not shorten the next wait.
-        let failedAt = clock()
+        let answeredAt = clock()
+        let leaseDue = answeredAt + (await delivery.lanes.lease())
         var generator = KernelRandom()
+        var attemptIndex = 0
         return zip(work, batch.partitions).map { item, partition -> StageOutcome in
-            let stats = StageKeys.dispatcherStats(partition)
             switch item {
             case .retry(let reason):
                 return .failed(reason)
             case .done(let work):
                 var commands = work.undeliverable.flatMap { deadLetter($0.delivery, reason: $0.reason, in: partition) }
                 var counts: [StageCount] = []
-                for attempt in work.deliveries {
+                for lost in work.lost {
                     let (verdict, count) = step.verdict(
-                        for: attempt, response: responses.removeFirst(), now: failedAt, using: &generator)
+                        for: lost, response: DispatcherStep.lostAttempt, now: answeredAt, using: &generator)
                     counts.append(StageCount(count))
-                    switch verdict {
-                    case .delivered:
-                        commands.append(RedisCommand("HINCRBY", stats, "delivered", "1"))
-                    case .retry(let retry, let due):
-                        commands +=
-                            DelayedQueues.deliveryRetries(partition).schedule(
-                                id: retry.deliveryIdentifier, dueAtMilliseconds: due,
-                                message: Envelope(id: retry.deliveryIdentifier, time: due, body: .deliveryRetry(retry)).encoded())
-                            + [RedisCommand("HINCRBY", stats, "failed-attempts", "1")]
-                    case .dead(let record, let reason):
-                        commands += deadLetter(record, reason: reason, in: partition)
+                    commands += self.commands(for: verdict, in: partition)
+                }
+                for attempt in work.deliveries {
+                    let index = attemptIndex
+                    attemptIndex += 1
+                    switch answers.removeFirst() {
+                    case .answered(let response):
+                        let (verdict, count) = step.verdict(for: attempt, response: response, now: answeredAt, using: &generator)
+                        counts.append(StageCount(count))
+                        commands += self.commands(for: verdict, in: partition)
+                    case .deferred(let until, let reason):
+                        commands += self.commands(for: step.deferral(of: attempt, until: until, reason: reason), in: partition)
+                    case nil:
+                        let record = DispatcherStep.inFlightRecord(for: attempt)
+                        commands += DelayedQueues.deliveryRetries(partition).schedule(
+                            id: record.deliveryIdentifier, dueAtMilliseconds: leaseDue,
+                            message: Envelope(id: record.deliveryIdentifier, time: leaseDue, body: .deliveryRetry(record))
+                                .encoded())
+                        finishLate(
+                            attempt, task: attempts.tasks[index], leaseDue: leaseDue, committed: batch.committed, in: partition)
                     }
                 }
                 return .write(commands, counts: counts)
@@ -96,27 +120,86 @@ struct DispatcherStage: StreamStage {
         }
     }
 
-    /// POSTs every delivery at once; `PostbackDelivery` bounds the concurrency per host.
-    func deliverAll(_ deliveries: [DeliveryRetry]) async -> [DispatcherStep.Response] {
-        await withTaskGroup(of: (Int, DispatcherStep.Response).self) { group in
-            for (index, attempt) in deliveries.enumerated() {
-                let executor = EventLoopTaskExecutor(delivery.poster.eventLoopGroup.next())
-                group.addTask(executorPreference: executor) { (index, await delivery.post(attempt.body, to: attempt.url)) }
+    /// The commands that record a verdict in `partition`.
+    func commands(for verdict: DispatcherStep.Verdict, in partition: Partition) -> [RedisCommand] {
+        let stats = StageKeys.dispatcherStats(partition)
+        switch verdict {
+        case .delivered:
+            return [RedisCommand("HINCRBY", stats, "delivered", "1")]
+        case .retry(let retry, let due):
+            return DelayedQueues.deliveryRetries(partition).schedule(
+                id: retry.deliveryIdentifier, dueAtMilliseconds: due,
+                message: Envelope(id: retry.deliveryIdentifier, time: due, body: .deliveryRetry(retry)).encoded())
+                + [RedisCommand("HINCRBY", stats, "failed-attempts", "1")]
+        case .dead(let record, let reason):
+            return deadLetter(record, reason: reason, in: partition)
+        }
+    }
+
+    /// Starts every attempt at once; `PostbackDelivery` takes each through its destination's lane.
+    func startAll(_ deliveries: [DeliveryRetry]) -> (tasks: [Task<PostbackDelivery.Answer, Never>], answers: BatchAnswers) {
+        let answers = BatchAnswers(count: deliveries.count)
+        let tasks = deliveries.enumerated().map { index, attempt in
+            Task(executorPreference: EventLoopTaskExecutor(delivery.poster.eventLoopGroup.next())) {
+                let answer = await delivery.post(attempt.body, to: attempt.url, answerWait: Self.answerWaitMilliseconds) {
+                    answers.release(index)
+                }
+                answers.set(index, answer)
+                return answer
             }
-            var responses = [DispatcherStep.Response](repeating: .delivered, count: deliveries.count)
-            for await (index, response) in group { responses[index] = response }
-            return responses
+        }
+        return (tasks, answers)
+    }
+
+    /// Writes the outcome of an attempt its batch handed over, once the batch committed (its in-flight
+    /// record exists) and the attempt ended.
+    func finishLate(
+        _ attempt: DeliveryRetry, task: Task<PostbackDelivery.Answer, Never>, leaseDue: Milliseconds, committed: CommitGate,
+        in partition: Partition
+    ) {
+        let step = self.step
+        let lateOutcomes = self.lateOutcomes
+        let clock = self.clock
+        Task {
+            let answer = await task.value
+            guard await committed.wait(timeout: .milliseconds(max(0, leaseDue - clock()))) else { return }
+            var generator = KernelRandom()
+            let verdict: DispatcherStep.Verdict
+            var count: StepCount?
+            switch answer {
+            case .answered(let response):
+                let judged = step.verdict(for: attempt, response: response, now: clock(), using: &generator)
+                (verdict, count) = (judged.0, judged.1)
+            case .deferred(let until, let reason):
+                verdict = step.deferral(of: attempt, until: until, reason: reason)
+            }
+            let replacement: LateOutcomes.Replacement =
+                switch verdict {
+                case .delivered: .delivered
+                case .retry(let retry, let at): .retry(retry, at: at)
+                case .dead(let record, let reason): .dead(record, reason: reason)
+                }
+            let written = await lateOutcomes.write(replacement, id: attempt.deliveryIdentifier, leaseDue: leaseDue, in: partition)
+            if written, let count { StageMetrics().committed([StageCount(count)]) }
         }
     }
 
     func deadLetter(_ retry: DeliveryRetry, reason: String, in partition: Partition) -> [RedisCommand] {
+        [
+            RedisCommand(["XADD", StreamNames.deliveriesDead(partition), "*"] + Self.deadLetterFields(retry, reason: reason)),
+            RedisCommand("HINCRBY", StageKeys.dispatcherStats(partition), "dead-lettered", "1"),
+        ]
+    }
+
+    /// A dead letter's fields: the postback, its destination, the last error and the record to replay.
+    static func deadLetterFields(_ retry: DeliveryRetry, reason: String) -> [String] {
         var fields = [
-            "XADD", StreamNames.deliveriesDead(partition), "*", "postback-identifier", retry.postbackIdentifier, "destination",
-            (retry.destination ?? .adNetwork).rawValue, "error", reason,
+            "postback-identifier", retry.postbackIdentifier, "destination", (retry.destination ?? .adNetwork).rawValue, "error",
+            reason,
         ]
         var record = retry
         record.lastError = reason
         if let json = try? JSONCoding.encoder.encode(record) { fields += ["retry", String(decoding: json, as: UTF8.self)] }
-        return [RedisCommand(fields), RedisCommand("HINCRBY", StageKeys.dispatcherStats(partition), "dead-lettered", "1")]
+        return fields
     }
 }

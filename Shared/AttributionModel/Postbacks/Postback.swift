@@ -136,6 +136,10 @@ public struct DeliveryRetry: Sendable, Codable, Hashable {
     public var order: PostbackOrder?
     /// Set when an operator replays a dead letter: a fresh series of attempts.
     public var replayed: Bool?
+    /// Set on the record the dispatcher keeps while an attempt is under way past its batch (a slow
+    /// destination): the attempt's outcome replaces it. Released (the dispatcher stopped before the
+    /// outcome was recorded), it counts as a failed attempt.
+    public var inFlight: Bool?
 
     public init(
         postbackIdentifier: String, destination: PostbackDestination = .adNetwork, url: String, body: String, attempts: Int,
@@ -157,6 +161,7 @@ public struct DeliveryRetry: Sendable, Codable, Hashable {
     enum CodingKeys: String, CodingKey {
         case postbackIdentifier = "postback-identifier"
         case destination, url, body, attempts, order, replayed
+        case inFlight = "in-flight"
         case firstAttemptAt = "first-attempt-at"
         case lastError = "last-error"
     }

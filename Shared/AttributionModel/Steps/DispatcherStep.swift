@@ -17,7 +17,13 @@ public struct DispatcherStep: Sendable {
     public struct Work: Sendable {
         public var deliveries: [DeliveryRetry]
         public var undeliverable: [(delivery: DeliveryRetry, reason: String)]
+        /// In-flight records released before their outcome was written: failed attempts, not sent again now.
+        public var lost: [DeliveryRetry] = []
     }
+
+    /// What a lost attempt's record stands for (`Work.lost`): the dispatcher stopped (or stalled past the
+    /// record's lease) while the attempt was under way.
+    public static let lostAttempt: Response = .transportError("no outcome recorded: the dispatcher stopped during the attempt")
 
     /// The registrations a message's deliveries depend on: a due postback's ad network, and its
     /// advertised app when a copy may go (winners only, `CopyEndpoint.applies`); a retry's destination
@@ -68,6 +74,10 @@ public struct DispatcherStep: Sendable {
             }
             return .done(work)
         case .deliveryRetry(var retry):
+            if retry.inFlight == true {
+                retry.inFlight = nil
+                return .done(Work(deliveries: [], undeliverable: [], lost: [retry]))
+            }
             // A network or app deleted since the first attempt gets no more attempts (dead-lettered, so a
             // replay after registering it again sends it). A replay goes to the destination's URL now.
             if let payload = retry.order?.payload {
@@ -144,6 +154,28 @@ public struct DispatcherStep: Sendable {
             let delay = RetrySchedule.delay(afterFailedAttempts: attempt.attempts, policy: policy, using: &generator)
         else { return (.dead(attempt, reason: attempt.lastError), count) }
         return (.retry(attempt, at: failedAt + delay), count)
+    }
+}
+
+extension DispatcherStep {
+    /// The record kept while `delivery`'s attempt runs past its batch, released at `leaseUntil` if its
+    /// outcome is never written.
+    public static func inFlightRecord(for delivery: DeliveryRetry) -> DeliveryRetry {
+        var record = delivery
+        record.inFlight = true
+        return record
+    }
+
+    /// A delivery not attempted because its destination's circuit is open (or its probe is under way):
+    /// tried again at `until` without spending a retry, unless the postback's 9 days (scaled) since its
+    /// first attempt have passed by then, which dead-letters it as a last failed retry would.
+    public func deferral(of delivery: DeliveryRetry, until: Milliseconds, reason: String) -> Verdict {
+        var record = delivery
+        record.lastError = reason
+        if until > delivery.firstAttemptAt + policy.milliseconds(RetrySchedule.limit) {
+            return .dead(record, reason: "\(reason); its 9 days passed while the destination was unavailable")
+        }
+        return .retry(record, at: until)
     }
 }
 

@@ -262,4 +262,7 @@ public enum StageKeys {
     }
     /// dispatcher: HASH of delivered, failed-attempts and dead-lettered counts, per partition.
     public static let dispatcherStats = PartitionedName("dispatcher:stats")
+    /// dispatcher: HASH of replica (consumer name) → its open circuits (`OpenCircuits` JSON), rewritten
+    /// every few seconds by each replica, read by `attribution status` and the gauges.
+    public static let dispatcherCircuits = "dispatcher:circuits"
 }

@@ -11,7 +11,7 @@ public enum RedisRights {
         "registry:{registry}:*", "events:*", "verified:*", "rejected:*", "attributions:*", "postbacks:*",
         "winner:settled:*", "winner:settling:*", "scheduler:timers:*", "scheduler:windows:*", "scheduler:held:*",
         "dispatcher:retries:*", "deliveries:dead:*", "verifier:dead:*", "attribution-winner:dead:*", "scheduler:dead:*",
-        "dispatcher:dead:*",
+        "dispatcher:dead:*", "dispatcher:circuits",
     ]
 
     /// The keys each service writes (and reads). ingest writes everywhere: the admin API owns the

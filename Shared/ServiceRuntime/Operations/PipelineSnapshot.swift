@@ -53,6 +53,8 @@ public struct PipelineSnapshot: Sendable, Codable {
     public var groups: [Group]
     public var queues: [Queue]
     public var deadLetters: [Stream]
+    /// Postback destinations whose circuit is open, per dispatcher replica (recent reports only).
+    public var openCircuits: [OpenCircuits] = []
 
     /// Nothing unread or pending in any group and nothing in any delayed queue: the pipeline has no work
     /// left (dead letters aside), as a ledger or a test waits for. A lag Redis cannot tell (nil, after entries
@@ -80,6 +82,7 @@ public struct PipelineSnapshot: Sendable, Codable {
         }
         for (queue, _) in delayedQueues { commands += partitions.flatMap { queue($0).stateCommands } }
         for stream in deadLetterStreams { commands += partitions.map { RedisCommand("XLEN", stream($0)) } }
+        commands.append(RedisCommand("HGETALL", StageKeys.dispatcherCircuits))
         // Errors (a stream or group not created yet) come back per command, not for the whole pipeline.
         var replies = try await connection.pipeline(commands)[...]
         func next(_ count: Int) -> ArraySlice<RedisReply> {
@@ -145,6 +148,7 @@ public struct PipelineSnapshot: Sendable, Codable {
             snapshot.deadLetters.append(
                 Stream(name: stream.base, length: next(partitions.count).reduce(0) { $0 + Int($1.int ?? 0) }))
         }
+        if let circuits = next(1).first { snapshot.openCircuits = OpenCircuits.fresh(in: circuits, now: snapshot.takenAt) }
         if connection.configuration.cluster {
             let text = try? await connection.send(RedisCommand("CLUSTER", "NODES")).string
             snapshot.nodes = RedisNode.parse(clusterNodes: text ?? "", partitioning: partitioning)

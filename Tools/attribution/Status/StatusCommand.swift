@@ -69,6 +69,21 @@ struct StatusCommand: AsyncParsableCommand {
                         + (node.partitions.isEmpty ? "-" : node.partitions.map(String.init).joined(separator: " ")))
             }
         }
+        if !snapshot.openCircuits.isEmpty {
+            lines += [
+                "", column("open circuit", 40) + column("replica", 24) + column("failures", 9, right: true) + "  next probe",
+            ]
+            for report in snapshot.openCircuits {
+                for circuit in report.circuits {
+                    let probe = circuit.probeAt.map { at in
+                        at <= snapshot.takenAt ? "now" : "in \(duration(at - snapshot.takenAt))"
+                    }
+                    lines.append(
+                        column(circuit.destination, 40) + column(report.replica, 24)
+                            + column(String(circuit.failures), 9, right: true) + "  " + (probe ?? "under way"))
+                }
+            }
+        }
         lines += ["", column("dead letters", 32) + column("entries", 10, right: true)]
         for stream in snapshot.deadLetters {
             lines.append(column(stream.name, 32) + column(String(stream.length), 10, right: true))
