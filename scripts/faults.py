@@ -347,7 +347,8 @@ def write_report(report, text):
     lines += ["", f"Bytes the dispatcher sent (request lines, headers, bodies, through a relay): {report['dispatcher-bytes']:,}; "
               f"device identifiers found in them: {len(report['devices-in-dispatcher-bytes'])}."]
     lines += ["", f"The dispatcher counted {d.get('delivered', 0)} deliveries, {d.get('failed-attempts', 0)} failed attempts "
-              f"(retried) and {d.get('dead-lettered', 0)} dead letters; the receiver deduplicated "
+              f"(retried), {d.get('deferred', 0)} deliveries held back by an open circuit or a full queue (no attempt spent) "
+              f"and {d.get('dead-lettered', 0)} dead letters; the receiver deduplicated "
               f"{report['redeliveries-deduplicated']} redeliveries.", "",
               "## Ledger", "", "```", text.strip(), "```", ""]
     with open(os.path.join(OUT, "report.md"), "w") as f:

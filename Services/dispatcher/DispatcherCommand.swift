@@ -36,6 +36,7 @@ struct DispatcherCommand {
             // Only the checked URL is ever contacted: a 3xx is a failed attempt (retried, then dead-lettered),
             // never followed to a destination the guard did not see (`PostbackPoster` follows nothing).
             let poster = try PostbackPoster(idleTimeout: .seconds(60))
+            let lateOutcomes = LateOutcomes(connection: service.connection(), logger: service.logger)
             let lanes = DestinationLanes(
                 limit: perHost, timeout: Milliseconds(timeout), policy: service.policy, clock: service.clock)
             let stage = DispatcherStage(
@@ -46,7 +47,7 @@ struct DispatcherCommand {
                     lanes: lanes),
                 partitioning: service.partitioning,
                 registryCache: RegistryCache(maxAge: .milliseconds(registryCacheMilliseconds)),
-                lateOutcomes: LateOutcomes(connection: service.connection(), logger: service.logger),
+                lateOutcomes: lateOutcomes,
                 clock: service.clock)
             do {
                 try await service.run(
@@ -62,6 +63,10 @@ struct DispatcherCommand {
                 await poster.shutdown()
                 throw error
             }
+            // Attempts that outlived their batch end within the delivery timeout: their outcomes are
+            // written before the POSTs' connections close (else their in-flight records would count them
+            // as failed attempts and send them again).
+            await lateOutcomes.pending.drain(within: .milliseconds(Int64(timeout) + 1_000))
             await poster.shutdown()
         }
     }

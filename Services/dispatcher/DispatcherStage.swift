@@ -104,7 +104,8 @@ struct DispatcherStage: StreamStage {
                         counts.append(StageCount(count))
                         commands += self.commands(for: verdict, in: partition)
                     case .deferred(let until, let reason):
-                        commands += self.commands(for: step.deferral(of: attempt, until: until, reason: reason), in: partition)
+                        commands += self.commands(
+                            for: step.deferral(of: attempt, until: until, reason: reason), in: partition, deferred: true)
                     case nil:
                         let record = DispatcherStep.inFlightRecord(for: attempt)
                         commands += DelayedQueues.deliveryRetries(partition).schedule(
@@ -120,8 +121,9 @@ struct DispatcherStage: StreamStage {
         }
     }
 
-    /// The commands that record a verdict in `partition`.
-    func commands(for verdict: DispatcherStep.Verdict, in partition: Partition) -> [RedisCommand] {
+    /// The commands that record a verdict in `partition`; `deferred`: a delivery held back, not attempted
+    /// (counted as `deferred`, not as a failed attempt).
+    func commands(for verdict: DispatcherStep.Verdict, in partition: Partition, deferred: Bool = false) -> [RedisCommand] {
         let stats = StageKeys.dispatcherStats(partition)
         switch verdict {
         case .delivered:
@@ -130,7 +132,7 @@ struct DispatcherStage: StreamStage {
             return DelayedQueues.deliveryRetries(partition).schedule(
                 id: retry.deliveryIdentifier, dueAtMilliseconds: due,
                 message: Envelope(id: retry.deliveryIdentifier, time: due, body: .deliveryRetry(retry)).encoded())
-                + [RedisCommand("HINCRBY", stats, "failed-attempts", "1")]
+                + [RedisCommand("HINCRBY", stats, deferred ? "deferred" : "failed-attempts", "1")]
         case .dead(let record, let reason):
             return deadLetter(record, reason: reason, in: partition)
         }
@@ -160,11 +162,14 @@ struct DispatcherStage: StreamStage {
         let step = self.step
         let lateOutcomes = self.lateOutcomes
         let clock = self.clock
+        lateOutcomes.pending.begin()
         Task {
+            defer { lateOutcomes.pending.end() }
             let answer = await task.value
             guard await committed.wait(timeout: .milliseconds(max(0, leaseDue - clock()))) else { return }
             var generator = KernelRandom()
             let verdict: DispatcherStep.Verdict
+            var deferred = false
             var count: StepCount?
             switch answer {
             case .answered(let response):
@@ -172,11 +177,12 @@ struct DispatcherStage: StreamStage {
                 (verdict, count) = (judged.0, judged.1)
             case .deferred(let until, let reason):
                 verdict = step.deferral(of: attempt, until: until, reason: reason)
+                deferred = true
             }
             let replacement: LateOutcomes.Replacement =
                 switch verdict {
                 case .delivered: .delivered
-                case .retry(let retry, let at): .retry(retry, at: at)
+                case .retry(let retry, let at): .retry(retry, at: at, deferred: deferred)
                 case .dead(let record, let reason): .dead(record, reason: reason)
                 }
             let written = await lateOutcomes.write(replacement, id: attempt.deliveryIdentifier, leaseDue: leaseDue, in: partition)

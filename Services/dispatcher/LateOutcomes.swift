@@ -15,11 +15,14 @@ import Synchronization
 struct LateOutcomes: Sendable {
     let connection: RedisConnection
     let logger: Logger
+    /// The late attempts not finished yet, which a stopping dispatcher waits for.
+    let pending = PendingCount()
 
     /// What one late attempt's outcome does to its in-flight record.
     enum Replacement: Sendable {
         case delivered
-        case retry(DeliveryRetry, at: Milliseconds)
+        /// `deferred`: held back by its destination's lane, not attempted.
+        case retry(DeliveryRetry, at: Milliseconds, deferred: Bool)
         case dead(DeliveryRetry, reason: String)
     }
 
@@ -32,9 +35,10 @@ struct LateOutcomes: Sendable {
         switch replacement {
         case .delivered:
             arguments += [Array("delivered".utf8)]
-        case .retry(let retry, let due):
+        case .retry(let retry, let due, let deferred):
             let message = Envelope(id: retry.deliveryIdentifier, time: due, body: .deliveryRetry(retry)).encoded()
-            arguments += [Array("failed-attempts".utf8), Array("retry".utf8), Array(String(due).utf8), message]
+            let stat = deferred ? "deferred" : "failed-attempts"
+            arguments += [Array(stat.utf8), Array("retry".utf8), Array(String(due).utf8), message]
         case .dead(let retry, let reason):
             arguments += [Array("dead-lettered".utf8), Array("dead".utf8)]
             arguments += DispatcherStage.deadLetterFields(retry, reason: reason).map { Array($0.utf8) }
@@ -70,6 +74,42 @@ struct LateOutcomes: Sendable {
         redis.call('HINCRBY', KEYS[3], ARGV[3], 1)
         return 1
         """)
+}
+
+/// How many late attempts are under way, and a wait until none is: a dispatcher stopped with SIGTERM
+/// lets them finish and write their outcomes (within the delivery timeout) before it closes its
+/// connections, so a rolling restart neither repeats nor delays their postbacks.
+final class PendingCount: Sendable {
+    private let state = Mutex<(count: Int, waiters: [UUID: CheckedContinuation<Void, Never>])>((0, [:]))
+
+    func begin() { state.withLock { $0.count += 1 } }
+
+    func end() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.count -= 1
+            guard state.count == 0 else { return [] }
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Returns once none is under way, or after `timeout`.
+    func drain(within timeout: Duration) async {
+        let id = UUID()
+        await withCheckedContinuation { continuation in
+            let idle = state.withLock { state in
+                if state.count == 0 { return true }
+                state.waiters[id] = continuation
+                return false
+            }
+            if idle { return continuation.resume() }
+            Task {
+                try? await Task.sleep(for: timeout)
+                state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
+            }
+        }
+    }
 }
 
 /// Opened when a batch's transaction committed: an in-flight record exists only then, so a late

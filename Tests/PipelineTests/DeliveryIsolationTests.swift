@@ -121,16 +121,12 @@ extension PipelineSuites {
             #expect(try await queueCount(DelayedQueues.deliveryRetries, on: connection) == 0, "no in-flight record left behind")
         }
 
-        /// The dispatcher is killed while its attempts to a slow destination are under way (handed over by
-        /// their batch): their in-flight records come due after the lease, each counts as a failed attempt,
-        /// and the retry delivers it. Nothing is lost.
-        @Test func attemptsUnderWayWhenTheDispatcherDiesAreRetried() async throws {
-            let redis = try await RedisServer.start()
-            defer { redis.stop() }
+        /// A pipeline whose receiver answers 1.5 s late (past a batch's wait, within the 2 s timeout), with
+        /// 10 postbacks released and each attempt handed over as an in-flight record.
+        func slowDestinationWithAttemptsUnderWay(_ redis: RedisServer) async throws -> (PipelineProcesses, [PostbackOrder]) {
             // A minute lasts 1 ms (the first retry's wait); a lease is 2 × 2 s + 5 s.
             let processes = try PipelineProcesses(
                 redis: redis, timeScale: 60_000, extraEnvironment: ["TIMER_POLL_MS": "10", "DELIVERY_TIMEOUT_MS": "2000"])
-            defer { processes.stop() }
             for url in [processes.ingestURL, processes.receiverURL] {
                 try #require(try await http.waitUntilUp("\(url)/health"), "\(url) starts\n\(processes.logs())")
             }
@@ -142,7 +138,6 @@ extension PipelineSuites {
                 ],
                 token: processes.adminToken)
             try #require(reply.status == 200)
-            // Answers take 1.5 s: past the batch's wait, within the timeout.
             let slow = try await http.send("POST", "\(processes.receiverURL)/control", json: ["delay-ms": 1_500])
             try #require(slow.status == 200)
             let connection = redis.connect()
@@ -157,6 +152,18 @@ extension PipelineSuites {
                 try await queueCount(DelayedQueues.deliveryRetries, on: connection) == orders.count
             }
             try #require(handedOver, "the batch wrote an in-flight record per attempt\n\(processes.logs())")
+            return (processes, orders)
+        }
+
+        /// The dispatcher is killed while its attempts to a slow destination are under way (handed over by
+        /// their batch): their in-flight records come due after the lease, each counts as a failed attempt,
+        /// and the retry delivers it. Nothing is lost.
+        @Test func attemptsUnderWayWhenTheDispatcherDiesAreRetried() async throws {
+            let redis = try await RedisServer.start()
+            defer { redis.stop() }
+            let (processes, orders) = try await slowDestinationWithAttemptsUnderWay(redis)
+            defer { processes.stop() }
+            let connection = redis.connect()
             processes.kill("dispatcher")
             _ = try await http.send("POST", "\(processes.receiverURL)/control", json: ["delay-ms": 0])
             try processes.startDispatcher()
@@ -173,6 +180,22 @@ extension PipelineSuites {
             }
             #expect(settled, "the retries delivered: no record left")
             #expect(try await deadLetters(connection).isEmpty)
+        }
+
+        /// SIGTERM while attempts to a slow destination are under way: the dispatcher lets them end and
+        /// writes their outcomes before it exits, so each postback arrives once and no record is left.
+        @Test func aStoppingDispatcherFinishesTheAttemptsUnderWay() async throws {
+            let redis = try await RedisServer.start()
+            defer { redis.stop() }
+            let (processes, orders) = try await slowDestinationWithAttemptsUnderWay(redis)
+            defer { processes.stop() }
+            let stopped = try #require(processes.stopGracefully("dispatcher"))
+            #expect(stopped.status == 0, "\(processes.logs())")
+            let connection = redis.connect()
+            #expect(try await queueCount(DelayedQueues.deliveryRetries, on: connection) == 0, "every outcome written")
+            let attempts = try await accepted(processes.receiverURL)
+            #expect(Set(attempts.map(\.postbackIdentifier)) == Set(orders.map(\.payload.postbackIdentifier)))
+            #expect(attempts.count == orders.count, "each postback once")
         }
 
         func accepted(_ receiver: String) async throws -> [DeliveryTests.Attempt] {

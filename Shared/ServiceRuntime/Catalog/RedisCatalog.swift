@@ -260,7 +260,8 @@ public enum StageKeys {
         case .source(let app, let network, let truncated): "\(prefix):source:\(app):\(network):\(truncated)"
         }
     }
-    /// dispatcher: HASH of delivered, failed-attempts and dead-lettered counts, per partition.
+    /// dispatcher: HASH of delivered, failed-attempts, deferred (held back by a destination's lane) and
+    /// dead-lettered counts, per partition.
     public static let dispatcherStats = PartitionedName("dispatcher:stats")
     /// dispatcher: HASH of replica (consumer name) → its open circuits (`OpenCircuits` JSON), rewritten
     /// every few seconds by each replica, read by `attribution status` and the gauges.
