@@ -12,10 +12,19 @@ node is replaced by a new empty node on its port that replicates the promoted on
 RedisCluster.replace), and resharding that moves the slots of several partitions between
 primaries. Besides the ledger, no stage may dead-letter anything and no service may log CROSSSLOT.
 
-  faults.py BIN OUT [--devices N] [--time-scale S] [--cluster]
+With --network Redis and each service run on test hosts of their own (network namespaces joined by
+a bridge, scripts/netns.py) and the faults are the network's: a stage worker, ingest, the scheduler
+and the dispatcher each cut off from Redis for longer than the 5 s command timeout while work flows
+(ingest while requests arrive), 1 % packet loss on every service's link to Redis, and a worker
+stalled (SIGSTOP) longer than CLAIM_IDLE_MS, so that another replica claims its pending entries. A
+probe reads every service's /ready four times a second; the report lists, per fault, how long the
+service it hit was not ready and how long /ready took to answer while it was. Needs root.
+
+  faults.py BIN OUT [--devices N] [--time-scale S] [--cluster | --network]
 """
 
-import argparse, json, os, re, signal, socket, subprocess, sys, threading, time
+import argparse, json, os, re, signal, socket, subprocess, sys, threading, time, urllib.error, urllib.request
+import netns
 from harness import Processes, RedisCluster, b64url_decode, free_port, http, partitioned, redis_cli, slot_ranges, wait_http, wait_redis
 
 parser = argparse.ArgumentParser()
@@ -25,7 +34,10 @@ parser.add_argument("--devices", type=int, default=600)
 parser.add_argument("--time-scale", type=float, default=28800, help="a day lasts 86400/S seconds")
 parser.add_argument("--cluster", action="store_true", help="run on a local Redis Cluster, with failover and resharding")
 parser.add_argument("--batch", type=int, default=1, help="devices per batch request (the …/batch routes); 1: one event per request")
+parser.add_argument("--network", action="store_true", help="each service and Redis on its own test host; network faults")
 args = parser.parse_args()
+if args.network and args.cluster:
+    parser.error("--network runs on one Redis: give --network or --cluster, not both")
 
 BIN, OUT, SCALE = args.bin, os.path.abspath(args.out), args.time_scale
 DAY = 86400 / SCALE  # seconds of a scaled day
@@ -50,16 +62,30 @@ def redis_tool(*argv):
 
 
 REDIS_PORT = free_port()
-REDIS_URL = f"redis://127.0.0.1:{REDIS_PORT}/0"
+# On test hosts (--network) Redis and each service have their own address; else all on loopback.
+REDIS_HOST = netns.address("redis") if args.network else "127.0.0.1"
+REDIS_URL = f"redis://{REDIS_HOST}:{REDIS_PORT}/0"
 cluster = None
+
+
+def host_of(name):
+    return netns.address(name) if args.network else "127.0.0.1"
+
+
+def on_host(name):
+    """The argv prefix that runs `name` on its test host (nothing on loopback)."""
+    return netns.exec_prefix(name) if args.network else []
 
 
 def start_redis():
     # AOF with the default fsync every second: a killed redis-server (not a crashed machine) loses
     # nothing it acknowledged, since the AOF is written before replies go out.
-    processes.start("redis", ["redis-server", "--port", str(REDIS_PORT), "--bind", "127.0.0.1", "--save", "",
-                              "--appendonly", "yes", "--dir", os.path.join(OUT, "redis")])
-    wait_redis(REDIS_PORT)
+    # On its test host Redis answers the other hosts of the private bridge (protected mode would refuse
+    # any address but loopback without a password).
+    reachable = ["--protected-mode", "no"] if args.network else []
+    processes.start("redis", on_host("redis") + ["redis-server", "--port", str(REDIS_PORT), "--bind", REDIS_HOST, "--save", "",
+                                                 "--appendonly", "yes", "--dir", os.path.join(OUT, "redis"), *reachable])
+    wait_redis(REDIS_PORT, host=REDIS_HOST)
 
 
 class ByteTap:
@@ -67,9 +93,10 @@ class ByteTap:
     (request lines, headers, bodies), so the privacy check reads what actually left the pipeline.
     While the receiver is down, a connection is closed at once: the dispatcher sees a failed POST."""
 
-    def __init__(self, upstream_port, path):
+    def __init__(self, upstream_port, path, host="127.0.0.1"):
         self.upstream_port, self.out, self.lock = upstream_port, open(path, "ab"), threading.Lock()
-        self.server = socket.create_server(("127.0.0.1", 0))
+        self.host = host
+        self.server = socket.create_server((host, 0))
         self.port = self.server.getsockname()[1]
         threading.Thread(target=self.accept, daemon=True).start()
 
@@ -131,19 +158,30 @@ def main():
     token = os.urandom(24).hex()
     common = {
         "REDIS_URL": REDIS_URL, "TIME_SCALE": str(SCALE), "LOG_LEVEL": "info", "CLAIM_IDLE_MS": "2000",
-        "CONVERSION_SETTLE_MS": "250", "WINDOW_CLOSE_GRACE_MS": "400", "POSTBACK_URL_ALLOWLIST": "127.0.0.1",
+        "CONVERSION_SETTLE_MS": "250", "WINDOW_CLOSE_GRACE_MS": "400",
+        "POSTBACK_URL_ALLOWLIST": f"127.0.0.1,{netns.HOST_ADDRESS}" if args.network else "127.0.0.1",
         "CROWD_TIER_THRESHOLDS": "1,5,20", "DELIVERY_TIMEOUT_MS": "1000",
         **({"REDIS_CLUSTER": "true"} if args.cluster else {}),
     }
     ingest_port, admin_port = free_port(), free_port()
     services = {
-        "ingest": {"HTTP_PORT": str(ingest_port), "ADMIN_HTTP_PORT": str(admin_port), "ADMIN_TOKEN": token},
+        "ingest": {"HTTP_PORT": str(ingest_port), "ADMIN_HTTP_PORT": str(admin_port), "ADMIN_HTTP_HOST": host_of("ingest"),
+                   "ADMIN_TOKEN": token},
         "verifier": {}, "attribution-winner": {}, "scheduler": {},
         "dispatcher": {"SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem")},
     }
+    ports = {}
     for name, env in services.items():
-        processes.start(name, [os.path.join(BIN, name)], {"HTTP_PORT": str(free_port()), **common, **env})
-    ingest = f"http://127.0.0.1:{ingest_port}"
+        ports[name] = int(env.get("HTTP_PORT") or free_port())
+        processes.start(name, on_host(name) + [os.path.join(BIN, name)],
+                        {"HTTP_PORT": str(ports[name]), "HTTP_HOST": host_of(name), **common, **env})
+    if args.network:
+        # A second scheduler replica on the scheduler's host: the one the stall stops has its pending
+        # entries claimed by this one.
+        ports["scheduler-b"] = free_port()
+        processes.start("scheduler-b", on_host("scheduler") + [os.path.join(BIN, "scheduler")],
+                        {"HTTP_PORT": str(ports["scheduler-b"]), "HTTP_HOST": host_of("scheduler"), **common})
+    ingest = f"http://{host_of('ingest')}:{ingest_port}"
     wait_http(ingest + "/health")
     deadline = time.time() + 30
     while '"kid"' not in json.dumps(http("GET", ingest + "/.well-known/jwks.json")) and time.time() < deadline:
@@ -156,14 +194,17 @@ def main():
                                  "--jwks-url", ingest + "/.well-known/jwks.json", "--output", received])
     wait_http(receiver + "/health")
     sent_bytes = os.path.join(OUT, "dispatcher-bytes.bin")
-    tap = ByteTap(receiver_port, sent_bytes)
+    tap = ByteTap(receiver_port, sent_bytes, netns.HOST_ADDRESS if args.network else "127.0.0.1")
+    ready = {name: f"http://{host_of(name.removesuffix('-b'))}:{admin_port if name == 'ingest' else port}/ready"
+             for name, port in ports.items()}
+    probe = ReadinessProbe(ready) if args.network else None
 
     acks = os.path.join(OUT, "acknowledged.jsonl")
-    timeline = CLUSTER_TIMELINE if args.cluster else TIMELINE
+    timeline = CLUSTER_TIMELINE if args.cluster else network_timeline() if args.network else TIMELINE
     print(f"==> campaign: {args.devices} devices, a day lasts {DAY:g} s; {len(timeline)} faults over 40 scaled days", flush=True)
     campaign = subprocess.Popen(
-        [os.path.join(BIN, "attribution"), "simulate", "--ingest-url", ingest, "--admin-url", f"http://127.0.0.1:{admin_port}", "--admin-token", token,
-         "--receiver-url", f"http://127.0.0.1:{tap.port}/postbacks", "--devices", str(args.devices), "--time-scale", str(SCALE),
+        [os.path.join(BIN, "attribution"), "simulate", "--ingest-url", ingest, "--admin-url", f"http://{host_of('ingest')}:{admin_port}",
+         "--admin-token", token, "--receiver-url", f"http://{tap.host}:{tap.port}/postbacks", "--devices", str(args.devices), "--time-scale", str(SCALE),
          "--seed", "11", "--retry-seconds", "120", "--batch", str(args.batch), "--acknowledgements", acks, "--report", os.path.join(OUT, "simulation.json")],
         stdout=open(os.path.join(OUT, "simulate.log"), "w"), stderr=subprocess.STDOUT)
     while not (os.path.exists(acks) and os.path.getsize(acks) > 0):
@@ -180,7 +221,7 @@ def main():
     dead = processes.dead()
     dispatcher = {}
     for name in partitioned("dispatcher:stats"):
-        flat = redis_cli(REDIS_PORT, "HGETALL", name).split("\n") if not cluster else \
+        flat = redis_cli(REDIS_PORT, "HGETALL", name, host=REDIS_HOST).split("\n") if not cluster else \
             subprocess.run(["redis-cli", "-c", "-p", str(cluster.ports[0]), "HGETALL", name], capture_output=True,
                            text=True).stdout.strip().split("\n")
         for i in range(0, len(flat) - 1, 2):
@@ -208,7 +249,8 @@ def main():
     report = {"devices": args.devices, "dispatcher-bytes": os.path.getsize(sent_bytes), "devices-in-dispatcher-bytes": leaked, "time-scale": SCALE, "faults": faults,
               "redeliveries-deduplicated": duplicates, "dispatcher": dispatcher, "exited-on-their-own": dead,
               "seconds": round(time.time() - started), "ledger": json.loads(ledger.stdout),
-              "cluster": bool(cluster), "stage-dead-letters": stage_dead, "crossslot": crossslot[:20]}
+              "cluster": bool(cluster), "stage-dead-letters": stage_dead, "crossslot": crossslot[:20],
+              "network-faults": probe.summary(network_faults) if probe else []}
     write_report(report, text)
     if dead:
         print(f"FAILED: processes exited on their own: {dead}", file=sys.stderr)
@@ -268,12 +310,125 @@ def reshard():
     note("resharding done")
 
 
+# On test hosts (--network), in scaled days after the campaign's first event, each fault with its real
+# length in seconds (the Redis command timeout is 5 s, CLAIM_IDLE_MS 2 s), one after another so that
+# what each made unavailable is its own: ingest cut off while the installs arrive, the verifier while
+# the value updates do (day 4), the dispatcher while window 1's postbacks go out (days 8–13), a stall
+# of one scheduler replica past the claim time, attribution-winner cut off, 1 % packet loss on every
+# service's link to Redis as window 2 closes (day 35), and the scheduler cut off while window 2's
+# postbacks are prepared (days 36–41).
+NETWORK_TIMELINE = [
+    (0.2, "partition", "ingest", 3), (3.8, "partition", "verifier", 6), (10.5, "partition", "dispatcher", 6),
+    (17.0, "stall", "scheduler", 5), (23.0, "partition", "attribution-winner", 6), (30.0, "loss", 0.01, 8),
+    (38.5, "partition", "scheduler", 6),
+]
+network_faults = []  # (name, target, started, ended) in seconds since the run's start
+
+
+def network_timeline():
+    """NETWORK_TIMELINE as start and end events, in time order."""
+    events = []
+    for day, action, target, seconds in NETWORK_TIMELINE:
+        events += [(day, action, (target, seconds)), (day + seconds / DAY, "end-" + action, (target, seconds))]
+    return sorted(events, key=lambda event: event[0])
+
+
+def network_fault(action, target, seconds):
+    """Starts or ends one network fault (see NETWORK_TIMELINE)."""
+    services = ["ingest", "verifier", "attribution-winner", "scheduler", "dispatcher"]
+    if action == "partition":
+        netns.partition(target)
+        note(f"{target} cut off from Redis for {seconds} s")
+    elif action == "end-partition":
+        netns.heal(target)
+        note(f"{target} reaches Redis again")
+    elif action == "loss":
+        for name in services:
+            netns.lose(name, target)
+        note(f"{target:.0%} of the packets between every service and Redis dropped for {seconds} s")
+    elif action == "end-loss":
+        for name in services:
+            netns.stop_losing(name, target)
+        note("no more packet loss")
+    elif action == "stall":
+        processes.running[target].send_signal(signal.SIGSTOP)
+        note(f"{target} stalled (SIGSTOP) for {seconds} s")
+    elif action == "end-stall":
+        processes.running[target].send_signal(signal.SIGCONT)
+        note(f"{target} resumed (SIGCONT)")
+    if action.startswith("end-"):
+        name = action[4:]
+        for index, (kind, hit, begun, ended) in enumerate(network_faults):
+            if kind == name and hit == target and ended is None:
+                network_faults[index] = (kind, hit, begun, time.time() - started)
+    else:
+        network_faults.append((action, target, time.time() - started, None))
+
+
+class ReadinessProbe:
+    """Reads each service's /ready four times a second from the host, with the time each answer took,
+    so the report can say what a fault made unavailable and for how long."""
+
+    def __init__(self, urls):
+        self.urls, self.samples, self.lock = urls, [], threading.Lock()
+        for name, url in urls.items():
+            threading.Thread(target=self.poll, args=(name, url), daemon=True).start()
+
+    def poll(self, name, url):
+        while True:
+            begun = time.time()
+            try:
+                with urllib.request.urlopen(url, timeout=10) as answer:
+                    ready = answer.status == 200
+            except urllib.error.HTTPError:
+                ready = False
+            except OSError:
+                ready = False
+            took = time.time() - begun
+            with self.lock:
+                self.samples.append((begun - started, name, ready, took))
+            time.sleep(max(0, 0.25 - took))
+
+    def not_ready(self, name, begin, end):
+        """Seconds within [begin, end] that `name`'s /ready was not answering 200 within a second: each reading stands
+        for the time until the next one (a reading that waited out a timeout stands for that wait)."""
+        with self.lock:
+            # A reading that took over a second (a stalled process answers once resumed) counts as unavailable.
+            mine = sorted((at, ready and took <= 1) for at, sample, ready, took in self.samples if sample == name)
+        total = 0.0
+        for (at, ready), (following, _) in zip(mine, mine[1:] + [(end, True)]):
+            if not ready:
+                total += max(0.0, min(following, end) - max(at, begin))
+        return total
+
+    def summary(self, faults_seen):
+        """Per fault: how long the service(s) it hit were not ready, from its start to 5 s after its
+        end (or the next fault's start), and the longest /ready answer meanwhile (a partitioned service waits out its Redis command
+        timeout before it answers 503)."""
+        rows = []
+        ordered = sorted(faults_seen, key=lambda fault: fault[2])
+        for index, (kind, target, begun, ended) in enumerate(ordered):
+            # Until 5 s after its end, but not into the next fault.
+            following = ordered[index + 1][2] if index + 1 < len(ordered) else float("inf")
+            end = min((ended if ended is not None else begun) + 5, following)
+            hit = [target] if isinstance(target, str) else list(self.urls)
+            with self.lock:
+                slowest = max((took for at, name, _, took in self.samples if name in hit and begun <= at <= end), default=0)
+            rows.append({"fault": kind, "target": target, "started-s": round(begun, 1),
+                         "ended-s": round(ended, 1) if ended is not None else None,
+                         "not-ready-s": {name: round(self.not_ready(name, begun, end), 1) for name in hit},
+                         "slowest-ready-answer-s": round(slowest, 2)})
+        return rows
+
+
 def inject(receiver, timeline):
     """Plays `timeline`. Returns the duplicates the receiver counted before each of its restarts."""
     duplicates, origin, killed, failed_over_at = 0, time.time(), [], 0.0
     for day, action, target in timeline:
         time.sleep(max(0, origin + day * DAY - time.time()))
-        if action == "failover":
+        if action in ("partition", "end-partition", "loss", "end-loss", "stall", "end-stall"):
+            network_fault(action, *target)
+        elif action == "failover":
             started_at = time.time()
             killed.append(cluster.kill_primary())
             failed_over_at = time.time()
@@ -351,13 +506,30 @@ def write_report(report, text):
               f"and {d.get('dead-lettered', 0)} dead letters; the receiver deduplicated "
               f"{report['redeliveries-deduplicated']} redeliveries.", "",
               "## Ledger", "", "```", text.strip(), "```", ""]
+    if report.get("network-faults"):
+        lines += ["## Network faults: what each made unavailable", "",
+                  "Not ready: seconds the service(s) a fault hit answered /ready otherwise than 200 within 1 s, from the "
+                  "fault's start to 5 s after its end or the next fault's start; slowest: the longest /ready answer meanwhile.", "",
+                  "| fault | hit | from (s) | to (s) | not ready | slowest /ready (s) |", "|---|---|---|---|---|---|"]
+        for row in report["network-faults"]:
+            not_ready = ", ".join(f"{name} {seconds:g} s" for name, seconds in row["not-ready-s"].items()) or "none"
+            lines.append(f"| {row['fault']} | {row['target']} | {row['started-s']} | {row['ended-s']} | {not_ready} | "
+                         f"{row['slowest-ready-answer-s']} |")
+        lines.append("")
     with open(os.path.join(OUT, "report.md"), "w") as f:
         f.write("\n".join(lines))
 
 
 if __name__ == "__main__":
+    if args.network:
+        netns.setup()
     try:
         code = main()
     finally:
+        for kind, target, _, ended in network_faults:
+            if kind == "stall" and ended is None:
+                processes.running[target].send_signal(signal.SIGCONT)
         processes.stop_all()
+        if args.network:
+            netns.teardown()
     sys.exit(code)

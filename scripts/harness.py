@@ -215,14 +215,14 @@ def slot_ranges(parts):
             yield int(low), int(high or low)
 
 
-def redis_cli(port, *args):
-    return subprocess.run(["redis-cli", "-p", str(port), *map(str, args)], capture_output=True, text=True).stdout.strip()
+def redis_cli(port, *args, host="127.0.0.1"):
+    return subprocess.run(["redis-cli", "-h", host, "-p", str(port), *map(str, args)], capture_output=True, text=True).stdout.strip()
 
 
-def wait_redis(port, seconds=10):
+def wait_redis(port, seconds=10, host="127.0.0.1"):
     deadline = time.time() + seconds
     while time.time() < deadline:
-        if redis_cli(port, "ping") == "PONG":
+        if redis_cli(port, "ping", host=host) == "PONG":
             return
         time.sleep(0.05)
     raise SystemExit(f"redis-server on port {port} did not answer")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, builds every executable (the end-to-end tests run
-# them as real processes), runs `swift test`, then the short fault-injection runs (one Redis, then a
-# Redis Cluster) and the compose test (the Docker images and the compose stack, on one Redis and on the
+# them as real processes), runs `swift test`, then the short fault-injection runs (one Redis, a Redis
+# Cluster, then one Redis across test hosts with network faults) and the compose test (the Docker images and the compose stack, on one Redis and on the
 # cluster profile). Tests start their own redis-server processes (and local clusters) on free ports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +25,10 @@ if [ $# -eq 0 ]; then
     # through the batch routes (10 devices a request), so batches are held to the same ledger.
     echo "==> fault-injection run on a Redis Cluster (short form, batches)"
     bash scripts/faults.sh --short --cluster --batch 10
+    # The same across a network: Redis and each service on a test host of its own (network
+    # namespaces), services cut off from Redis past the command timeout, packet loss, a stalled worker.
+    echo "==> fault-injection run across test hosts (short form, network faults)"
+    bash scripts/faults.sh --short --network
     # The stack as users run it: the images (offline where no registry is reachable), compose up on one
     # Redis and on the cluster profile, a campaign under scaling and container kills, the ledger.
     echo "==> the compose test (scripts/compose-test.sh)"
