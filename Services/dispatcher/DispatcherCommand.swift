@@ -66,7 +66,7 @@ struct DispatcherCommand {
             // Attempts that outlived their batch end within the delivery timeout: their outcomes are
             // written before the POSTs' connections close (else their in-flight records would count them
             // as failed attempts and send them again).
-            await lateOutcomes.pending.drain(within: .milliseconds(Int64(timeout) + 1_000))
+            await lateOutcomes.pending.wait(within: .milliseconds(Int64(timeout) + 1_000))
             await poster.shutdown()
         }
     }

@@ -29,8 +29,8 @@ struct DispatcherStage: StreamStage {
         var networks: [String]
         var apps: [String]
         var registry: RegistryReads
-        /// Opened once the batch's transaction committed: its in-flight records exist from then on.
-        var committed = CommitGate()
+        /// Counts down once the batch's transaction committed: its in-flight records exist from then on.
+        var committed = Countdown(1)
     }
 
     func prepare(_ entries: [StreamEntry]) -> Batch {
@@ -59,7 +59,7 @@ struct DispatcherStage: StreamStage {
     }
 
     func committed(_ batch: Batch) {
-        batch.committed.open()
+        batch.committed.end()
     }
 
     func decide(_ batch: Batch, state: [RedisReply]) async -> [StageOutcome] {
@@ -156,7 +156,7 @@ struct DispatcherStage: StreamStage {
     /// Writes the outcome of an attempt its batch handed over, once the batch committed (its in-flight
     /// record exists) and the attempt ended.
     func finishLate(
-        _ attempt: DeliveryRetry, task: Task<PostbackDelivery.Answer, Never>, leaseDue: Milliseconds, committed: CommitGate,
+        _ attempt: DeliveryRetry, task: Task<PostbackDelivery.Answer, Never>, leaseDue: Milliseconds, committed: Countdown,
         in partition: Partition
     ) {
         let step = self.step
@@ -166,7 +166,7 @@ struct DispatcherStage: StreamStage {
         Task {
             defer { lateOutcomes.pending.end() }
             let answer = await task.value
-            guard await committed.wait(timeout: .milliseconds(max(0, leaseDue - clock()))) else { return }
+            guard await committed.wait(within: .milliseconds(max(0, leaseDue - clock()))) else { return }
             var generator = KernelRandom()
             let verdict: DispatcherStep.Verdict
             var deferred = false
@@ -179,13 +179,8 @@ struct DispatcherStage: StreamStage {
                 verdict = step.deferral(of: attempt, until: until, reason: reason)
                 deferred = true
             }
-            let replacement: LateOutcomes.Replacement =
-                switch verdict {
-                case .delivered: .delivered
-                case .retry(let retry, let at): .retry(retry, at: at, deferred: deferred)
-                case .dead(let record, let reason): .dead(record, reason: reason)
-                }
-            let written = await lateOutcomes.write(replacement, id: attempt.deliveryIdentifier, leaseDue: leaseDue, in: partition)
+            let written = await lateOutcomes.write(
+                verdict, deferred: deferred, id: attempt.deliveryIdentifier, leaseDue: leaseDue, in: partition)
             if written, let count { StageMetrics().committed([StageCount(count)]) }
         }
     }

@@ -7,7 +7,7 @@ import Synchronization
 
 /// Attempts still under way when their batch is written. The batch does not wait for a slow
 /// destination: it keeps an in-flight record of each such delivery in the retry queue (due when the
-/// attempt must have ended, `DestinationLanes.longestAttempt`), acknowledges its input, and goes on.
+/// attempt must have ended, `DestinationLanes.lease`), acknowledges its input, and goes on.
 /// Once the batch committed and the attempt ended, its outcome replaces the record in one script, only
 /// if the record is still the one the batch wrote. If the dispatcher stops first, the record comes due
 /// and counts as a failed attempt (`DispatcherStep.lostAttempt`): nothing is lost, and the postback is
@@ -16,26 +16,20 @@ struct LateOutcomes: Sendable {
     let connection: RedisConnection
     let logger: Logger
     /// The late attempts not finished yet, which a stopping dispatcher waits for.
-    let pending = PendingCount()
-
-    /// What one late attempt's outcome does to its in-flight record.
-    enum Replacement: Sendable {
-        case delivered
-        /// `deferred`: held back by its destination's lane, not attempted.
-        case retry(DeliveryRetry, at: Milliseconds, deferred: Bool)
-        case dead(DeliveryRetry, reason: String)
-    }
+    let pending = Countdown()
 
     /// Replaces the in-flight record `id` (scheduled at `leaseDue` in `partition`'s retry queue) by the
-    /// attempt's outcome; a record released or replaced meanwhile is left alone. Retried while the
-    /// lease lasts if Redis does not answer.
-    func write(_ replacement: Replacement, id: String, leaseDue: Milliseconds, in partition: Partition) async -> Bool {
+    /// attempt's verdict (`deferred`: the lane held it back, it was not attempted); a record released or
+    /// replaced meanwhile is left alone. Retried while the lease lasts if Redis does not answer.
+    func write(
+        _ verdict: DispatcherStep.Verdict, deferred: Bool, id: String, leaseDue: Milliseconds, in partition: Partition
+    ) async -> Bool {
         let queue = DelayedQueues.deliveryRetries(partition)
         var arguments: [[UInt8]] = [Array(id.utf8), Array(String(leaseDue).utf8)]
-        switch replacement {
+        switch verdict {
         case .delivered:
             arguments += [Array("delivered".utf8)]
-        case .retry(let retry, let due, let deferred):
+        case .retry(let retry, let due):
             let message = Envelope(id: retry.deliveryIdentifier, time: due, body: .deliveryRetry(retry)).encoded()
             let stat = deferred ? "deferred" : "failed-attempts"
             arguments += [Array(stat.utf8), Array("retry".utf8), Array(String(due).utf8), message]
@@ -76,66 +70,36 @@ struct LateOutcomes: Sendable {
         """)
 }
 
-/// How many late attempts are under way, and a wait until none is: a dispatcher stopped with SIGTERM
-/// lets them finish and write their outcomes (within the delivery timeout) before it closes its
-/// connections, so a rolling restart neither repeats nor delays their postbacks.
-final class PendingCount: Sendable {
-    private let state = Mutex<(count: Int, waiters: [UUID: CheckedContinuation<Void, Never>])>((0, [:]))
+/// A count of things under way and a bounded wait until none is: the late attempts a stopping
+/// dispatcher lets finish, a batch's commit (one thing: its transaction), a batch's attempts.
+final class Countdown: Sendable {
+    private let state: Mutex<(count: Int, waiters: [UUID: CheckedContinuation<Bool, Never>])>
+
+    init(_ count: Int = 0) { state = Mutex((count, [:])) }
 
     func begin() { state.withLock { $0.count += 1 } }
 
     func end() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.count -= 1
+        let waiters = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
+            state.count = max(0, state.count - 1)
             guard state.count == 0 else { return [] }
             defer { state.waiters = [:] }
             return Array(state.waiters.values)
         }
-        for waiter in waiters { waiter.resume() }
+        for waiter in waiters { waiter.resume(returning: true) }
     }
 
-    /// Returns once none is under way, or after `timeout`.
-    func drain(within timeout: Duration) async {
+    /// True once none is under way; false if `timeout` passes first.
+    @discardableResult
+    func wait(within timeout: Duration) async -> Bool {
         let id = UUID()
-        await withCheckedContinuation { continuation in
+        return await withCheckedContinuation { continuation in
             let idle = state.withLock { state in
                 if state.count == 0 { return true }
                 state.waiters[id] = continuation
                 return false
             }
-            if idle { return continuation.resume() }
-            Task {
-                try? await Task.sleep(for: timeout)
-                state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
-            }
-        }
-    }
-}
-
-/// Opened when a batch's transaction committed: an in-flight record exists only then, so a late
-/// outcome waits for it (a batch that never commits is read again and its deliveries sent again).
-final class CommitGate: Sendable {
-    private let state = Mutex<(open: Bool, waiters: [UUID: CheckedContinuation<Bool, Never>])>((false, [:]))
-
-    func open() {
-        let waiters = state.withLock { state in
-            state.open = true
-            defer { state.waiters = [:] }
-            return state.waiters
-        }
-        for waiter in waiters.values { waiter.resume(returning: true) }
-    }
-
-    /// True once opened; false if `timeout` passes first.
-    func wait(timeout: Duration) async -> Bool {
-        let id = UUID()
-        return await withCheckedContinuation { continuation in
-            let openAlready = state.withLock { state in
-                if state.open { return true }
-                state.waiters[id] = continuation
-                return false
-            }
-            if openAlready { return continuation.resume(returning: true) }
+            if idle { return continuation.resume(returning: true) }
             Task {
                 try? await Task.sleep(for: timeout)
                 state.withLock { $0.waiters.removeValue(forKey: id) }?.resume(returning: false)
@@ -148,59 +112,35 @@ final class CommitGate: Sendable {
 /// attempt to a slow destination is released: the wait does not count it (its answer is still taken
 /// if it comes first).
 final class BatchAnswers: Sendable {
-    private struct State {
-        var answers: [PostbackDelivery.Answer?]
-        /// Attempts still counted by the wait: neither answered nor released.
-        var counted: [Bool]
-        var remaining: Int
-        var waiter: CheckedContinuation<Void, Never>?
-    }
-    private let state: Mutex<State>
+    private let state: Mutex<(answers: [PostbackDelivery.Answer?], counted: [Bool])>
+    private let remaining: Countdown
 
     init(count: Int) {
-        state = Mutex(
-            State(answers: Array(repeating: nil, count: count), counted: Array(repeating: true, count: count), remaining: count))
+        state = Mutex((Array(repeating: nil, count: count), Array(repeating: true, count: count)))
+        remaining = Countdown(count)
     }
 
     func set(_ index: Int, _ answer: PostbackDelivery.Answer) {
-        update(index) { $0.answers[index] = answer }
+        uncount(index) { $0.answers[index] = answer }
     }
 
     /// Stops counting attempt `index`: its destination is slow.
     func release(_ index: Int) {
-        update(index) { _ in }
+        uncount(index) { _ in }
     }
 
-    private func update(_ index: Int, _ change: (inout State) -> Void) {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+    private func uncount(_ index: Int, _ change: (inout (answers: [PostbackDelivery.Answer?], counted: [Bool])) -> Void) {
+        let counted = state.withLock { state in
             change(&state)
-            guard state.counted[index] else { return nil }
-            state.counted[index] = false
-            state.remaining -= 1
-            guard state.remaining == 0 else { return nil }
-            defer { state.waiter = nil }
-            return state.waiter
+            defer { state.counted[index] = false }
+            return state.counted[index]
         }
-        waiter?.resume()
+        if counted { remaining.end() }
     }
 
     /// The answers so far once every counted attempt answered or `timeout` passed (nil: still under way).
     func collect(within timeout: Duration) async -> [PostbackDelivery.Answer?] {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = state.withLock { state in
-                if state.remaining == 0 { return true }
-                state.waiter = continuation
-                return false
-            }
-            if done { return continuation.resume() }
-            Task {
-                try? await Task.sleep(for: timeout)
-                state.withLock { state in
-                    defer { state.waiter = nil }
-                    return state.waiter
-                }?.resume()
-            }
-        }
+        await remaining.wait(within: timeout)
         return state.withLock { $0.answers }
     }
 }

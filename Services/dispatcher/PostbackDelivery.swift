@@ -53,16 +53,7 @@ struct PostbackDelivery: Sendable {
         case .answered(let status): response = (200..<300).contains(status) ? .delivered : .status(status)
         case .failed(let reason): response = .transportError(reason)
         }
-        await lanes.leave(lane, ticket: ticket, failed: Self.showsTheDestinationDown(response))
+        await lanes.leave(lane, ticket: ticket, failed: response.showsTheDestinationDown)
         return .answered(response)
-    }
-
-    /// No answer or no connection: the destination is down or hanging, and every attempt there holds a
-    /// permit for up to the delivery timeout. An answer of any status (a 5xx included) shows it up: it
-    /// costs nothing to wait for, and its failures follow the retry schedule exactly, so it never opens
-    /// the circuit.
-    static func showsTheDestinationDown(_ response: DispatcherStep.Response) -> Bool {
-        if case .transportError = response { return true }
-        return false
     }
 }

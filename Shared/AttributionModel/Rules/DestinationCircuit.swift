@@ -86,3 +86,14 @@ public struct DestinationCircuit: Sendable, Hashable {
     /// Whether the circuit is open or probing (for metrics and status).
     public var isOpen: Bool { state != .closed }
 }
+
+extension DispatcherStep.Response {
+    /// What `DestinationCircuit.record(failed:…)` is told: no answer or no connection, the destination
+    /// down or hanging (every attempt there holds a permit up to the delivery timeout). An answer of any
+    /// status (a 5xx included) shows it up: it costs nothing to wait for, and its failures follow the
+    /// retry schedule exactly.
+    public var showsTheDestinationDown: Bool {
+        if case .transportError = self { return true }
+        return false
+    }
+}

@@ -49,7 +49,7 @@ public struct OpenCircuits: Sendable, Codable, Hashable {
     /// The fresh reports in an `HGETALL` reply of the key, oldest replica name first.
     public static func fresh(in reply: RedisReply, now: Milliseconds) -> [OpenCircuits] {
         reply.fieldMap.values.compactMap { value in
-            value.bytes.flatMap { try? JSONDecoder().decode(OpenCircuits.self, from: Data($0)) }
+            value.bytes.flatMap { try? JSONCoding.decoder.decode(OpenCircuits.self, from: Data($0)) }
         }
         .filter { now - $0.reportedAt <= freshness && !$0.circuits.isEmpty }
         .sorted { $0.replica < $1.replica }

@@ -57,6 +57,13 @@ import Testing
         #expect(scaled.state == .open(until: Self.timeout))
     }
 
+    @Test func onlyAnAttemptWithoutAnAnswerCountsAgainstTheDestination() {
+        #expect(DispatcherStep.Response.transportError("timed out").showsTheDestinationDown)
+        for answered in [DispatcherStep.Response.delivered, .status(503), .status(429), .status(404), .refused(.privateAddress)] {
+            #expect(!answered.showsTheDestinationDown, "\(answered)")
+        }
+    }
+
     @Test func aDeferredDeliveryKeepsItsRetriesUntilItsNineDaysPass() {
         let step = DispatcherStep(policy: .realTime)
         var delivery = DispatcherStepTests.delivery
