@@ -105,7 +105,8 @@ struct DispatcherStage: StreamStage {
                         commands += self.commands(for: verdict, in: partition)
                     case .deferred(let until, let reason):
                         commands += self.commands(
-                            for: step.deferral(of: attempt, until: until, reason: reason), in: partition, deferred: true)
+                            for: step.deferral(of: attempt, until: until, reason: reason, now: answeredAt), in: partition,
+                            deferred: true)
                     case nil:
                         let record = DispatcherStep.inFlightRecord(for: attempt)
                         commands += DelayedQueues.deliveryRetries(partition).schedule(
@@ -176,7 +177,7 @@ struct DispatcherStage: StreamStage {
                 let judged = step.verdict(for: attempt, response: response, now: clock(), using: &generator)
                 (verdict, count) = (judged.0, judged.1)
             case .deferred(let until, let reason):
-                verdict = step.deferral(of: attempt, until: until, reason: reason)
+                verdict = step.deferral(of: attempt, until: until, reason: reason, now: clock())
                 deferred = true
             }
             let written = await lateOutcomes.write(

@@ -166,13 +166,15 @@ extension DispatcherStep {
         return record
     }
 
-    /// A delivery not attempted because its destination's circuit is open (or its probe is under way):
-    /// tried again at `until` without spending a retry, unless the postback's 9 days (scaled) since its
-    /// first attempt have passed by then, which dead-letters it as a last failed retry would.
-    public func deferral(of delivery: DeliveryRetry, until: Milliseconds, reason: String) -> Verdict {
+    /// A delivery not attempted because its destination's circuit is open (its probe under way) or its
+    /// queue is full: tried again at `until` without spending a retry, unless the postback's 9 days
+    /// (scaled) since its first attempt have already passed `now`, which dead-letters it as a last
+    /// failed retry would. (Judged at `now`, not at `until`: a short wait for a busy destination must
+    /// not end a postback whose days are not over, however short a scaled day is.)
+    public func deferral(of delivery: DeliveryRetry, until: Milliseconds, reason: String, now: Milliseconds) -> Verdict {
         var record = delivery
         record.lastError = reason
-        if until > delivery.firstAttemptAt + policy.milliseconds(RetrySchedule.limit) {
+        if now > delivery.firstAttemptAt + policy.milliseconds(RetrySchedule.limit) {
             return .dead(record, reason: "\(reason); its 9 days passed while the destination was unavailable")
         }
         return .retry(record, at: until)

@@ -70,14 +70,21 @@ import Testing
         delivery.attempts = 3
         let nineDays = TimePolicy.realTime.milliseconds(RetrySchedule.limit)
         #expect(
-            step.deferral(of: delivery, until: 1_000, reason: "circuit open")
+            step.deferral(of: delivery, until: 1_000, reason: "circuit open", now: 0)
                 == .retry(
                     {
                         var kept = delivery
                         kept.lastError = "circuit open"
                         return kept
                     }(), at: 1_000))
-        guard case .dead(let record, let reason) = step.deferral(of: delivery, until: nineDays + 1, reason: "circuit open")
+        // Decided before its 9 days end, a wait that ends after them is still a wait.
+        guard case .retry = step.deferral(of: delivery, until: nineDays + 10_000, reason: "busy", now: nineDays - 1) else {
+            Issue.record("a postback whose days are not over is not ended by a wait")
+            return
+        }
+        guard
+            case .dead(let record, let reason) = step.deferral(
+                of: delivery, until: nineDays + 2, reason: "circuit open", now: nineDays + 1)
         else {
             Issue.record("past its 9 days a deferral dead-letters it")
             return
