@@ -138,9 +138,21 @@ extension PipelineSuites {
                 ],
                 token: processes.adminToken)
             try #require(reply.status == 200)
+            let connection = redis.connect()
+            // One postback first, answered at once: the receiver fetches the key set again for the
+            // dispatcher's key (published after the receiver started), so the 10 are not refused for it.
+            let warmUp = DeliveryTests.order(network: healthy)
+            _ = try await connection.pipeline([
+                StreamCommands.add(
+                    StreamNames.postbacks(testPartitioning[0]),
+                    message: CompactHeldPostback.encode(warmUp, dueAt: WallClock.nowMilliseconds()))
+            ])
+            let warm = try await eventually(timeout: .seconds(10), every: .milliseconds(20)) {
+                try await accepted(processes.receiverURL).count == 1
+            }
+            try #require(warm, "the warm-up postback delivered\n\(processes.logs())")
             let slow = try await http.send("POST", "\(processes.receiverURL)/control", json: ["delay-ms": 1_500])
             try #require(slow.status == 200)
-            let connection = redis.connect()
             let orders = (0..<10).map { _ in DeliveryTests.order(network: healthy) }
             let now = WallClock.nowMilliseconds()
             _ = try await connection.pipeline(
@@ -173,11 +185,11 @@ extension PipelineSuites {
             // the postback (the receiver may also have recorded the killed attempt's answer: it answered
             // 1.5 s late, whether or not anyone still listened).
             let delivered = try await eventually(timeout: .seconds(30), every: .milliseconds(200)) {
-                try await stats("delivered", connection) == orders.count
+                try await stats("delivered", connection) == orders.count + 1  // and the warm-up
             }
             #expect(delivered, "every postback retried after the lost attempt\n\(processes.logs())")
             #expect(try await stats("failed-attempts", connection) == orders.count, "each lost attempt counted as failed")
-            #expect(Set(try await accepted(processes.receiverURL).map(\.postbackIdentifier)) == identifiers)
+            #expect(Set(try await accepted(processes.receiverURL).map(\.postbackIdentifier)).isSuperset(of: identifiers))
             let settled = try await eventually(timeout: .seconds(10), every: .milliseconds(100)) {
                 try await queueCount(DelayedQueues.deliveryRetries, on: connection) == 0
             }
@@ -196,8 +208,9 @@ extension PipelineSuites {
             #expect(stopped.status == 0, "\(processes.logs())")
             let connection = redis.connect()
             #expect(try await queueCount(DelayedQueues.deliveryRetries, on: connection) == 0, "every outcome written")
-            let attempts = try await accepted(processes.receiverURL)
-            #expect(Set(attempts.map(\.postbackIdentifier)) == Set(orders.map(\.payload.postbackIdentifier)))
+            let identifiers = Set(orders.map(\.payload.postbackIdentifier))
+            let attempts = try await accepted(processes.receiverURL).filter { identifiers.contains($0.postbackIdentifier) }
+            #expect(Set(attempts.map(\.postbackIdentifier)) == identifiers)
             #expect(attempts.count == orders.count, "each postback once")
         }
 
