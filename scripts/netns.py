@@ -9,6 +9,7 @@ Needs root and iproute2/iptables; every namespace, link and rule is removed by `
 failed run (and any left by an interrupted one is removed by `setup` first)."""
 
 import subprocess
+import time
 
 BRIDGE = "apbr0"
 PREFIX = "10.77.0"
@@ -58,9 +59,21 @@ def setup():
 
 
 def teardown():
-    for host in HOSTS:
-        run("ip", "netns", "del", namespace(host), check=False)
+    # The kernel frees a deleted namespace (and the veth ends in it) asynchronously, and a name whose
+    # namespace is still busy may outlive `ip netns del`: delete the host ends first (that removes each
+    # pair at once), retry the names, and wait until both are gone so that `setup` can reuse them.
+    for index, host in enumerate(HOSTS):
+        run("ip", "link", "del", f"apv{index}h", check=False)
     run("ip", "link", "del", BRIDGE, check=False)
+    deadline = time.time() + 15
+    while time.time() < deadline:
+        names = run("ip", "netns", "list").stdout
+        left = [host for host in HOSTS if namespace(host) in names.split()]
+        for host in left:
+            run("ip", "netns", "del", namespace(host), check=False)
+        if not left and "apv" not in run("ip", "link").stdout:
+            break
+        time.sleep(0.2)
     while run("iptables", "-D", "FORWARD", "-i", BRIDGE, "-o", BRIDGE, "-j", "ACCEPT", check=False).returncode == 0:
         pass
 

@@ -86,7 +86,7 @@ struct VerifierStage: StreamStage {
         batch.registryReads.resolve(lookups[...])
     }
 
-    func decide(_ batch: Batch, state: [RedisReply]) async -> [StageOutcome] {
+    func decide(_ batch: Batch, state: [RedisReply]) async throws -> [StageOutcome] {
         var facts = VerifierStep.Facts()
         let registry = RegistrySnapshot(request: batch.registry, reads: batch.registryReads).registry
         // Views already recorded that end after each new view begins (the only ones it can overlap).
@@ -94,11 +94,9 @@ struct VerifierStage: StreamStage {
             facts.views[view.scope, default: []] += reply.elements.compactMap { $0.string.flatMap(ViewInterval.init(member:)) }
         }
         let parsed = await verifyAll(batch, registry: registry)
-        do {
-            facts.seen = try await claimReplayMarkers(batch, parsed: parsed)
-        } catch {
-            return batch.envelopes.map { _ in .failed("claiming replay markers failed: \(error)") }
-        }
+        // Redis failing here (a failover) is not the entries' fault: thrown, the batch is retried whole
+        // and no attempt counts against them (a failed outcome would, and dead-letter them after a few).
+        facts.seen = try await claimReplayMarkers(batch, parsed: parsed)
         return batch.envelopes.indices.map { index -> StageOutcome in
             guard let envelope = batch.envelopes[index] else { return .failed("not a pipeline envelope") }
             let partition = batch.partitions[index]

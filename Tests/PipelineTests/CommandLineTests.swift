@@ -154,7 +154,8 @@ struct CommandLineTests {
         #expect(dispatcher.isRunning, "still waiting for Redis, not stopped")
 
         let redis = Process()
-        redis.executableURL = try #require(findExecutable("redis-server"))
+        let redisServer = try #require(findExecutable("redis-server"), "redis-server on PATH")
+        redis.executableURL = redisServer
         redis.arguments = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
         redis.currentDirectoryURL = FileManager.default.temporaryDirectory
         redis.standardOutput = FileHandle.nullDevice

@@ -142,3 +142,63 @@ struct StageWorkerCrashLoopTests {
         #expect(try await StreamConsumer(stream: "in", group: "copier", consumer: "x").pendingCount(on: redis) == 0)
     }
 }
+
+@Suite("StageWorker through Redis outages")
+struct StageWorkerOutageTests {
+    /// Found by the cluster fault run: a verifier whose replay-marker claims failed in two failovers in
+    /// a row dead-lettered a valid impression, as if it were poison.
+    @Test("an entry whose worker keeps meeting Redis failures (and lives) is never dead-lettered nor counted")
+    func survivedFailuresAreNotStops() async throws {
+        let server = try await RedisServer.start()
+        let redis = server.connect()
+        let messages = numberedMessages(3)
+        _ = try await append(messages, to: "in", on: redis)
+        var configuration = StageWorkerConfiguration(stream: "in", group: "copier", consumer: "A")
+        configuration.blockMilliseconds = 50
+        configuration.claimIdleMilliseconds = 1
+        configuration.claimIntervalMilliseconds = 1
+        configuration.maxAttempts = 3
+        // Twice as many outages as attempts: the first read, then claim after claim.
+        let worker = StageWorker(
+            configuration: configuration, stage: FailoverStage(inner: CopyStage(output: "out"), outages: 6),
+            connection: server.connect(), logger: .test("test.worker.outages"))
+        var failures = 0
+        let done = try await eventually {
+            do { _ = try await worker.processOnce() } catch is RedisError { failures += 1 }
+            return try await streamLength("out", on: redis) == messages.count
+        }
+        #expect(done)
+        #expect(failures == 6)
+        let output = try await streamRecords("out", on: redis).compactMap(\.message)
+        #expect(Set(output) == Set(messages))
+        #expect(try await streamLength("copier:dead", on: redis) == 0)
+        #expect(try await redis.send(RedisCommand("HLEN", "copier:attempts")).int == 0)
+        #expect(try await StreamConsumer(stream: "in", group: "copier", consumer: "x").pendingCount(on: redis) == 0)
+    }
+
+    @Test("a survived delivery is given back only while the entry is still this consumer's")
+    func giveBackLeavesOthersAlone() async throws {
+        let server = try await RedisServer.start()
+        let redis = server.connect()
+        let ids = try await append(numberedMessages(2), to: "in", on: redis)
+        var configuration = StageWorkerConfiguration(stream: "in", group: "copier", consumer: "A")
+        configuration.blockMilliseconds = 50
+        configuration.claimIdleMilliseconds = 60_000  // A claims nothing back in this test
+        let worker = StageWorker(
+            configuration: configuration, stage: FailoverStage(inner: CopyStage(output: "out"), outages: 1),
+            connection: server.connect(), logger: .test("test.worker.outages"))
+        await #expect(throws: RedisError.self) { _ = try await worker.processOnce() }
+        // Meanwhile the second entry moved on to B (a replica that claimed it), three deliveries counted.
+        _ = try await redis.send(RedisCommand("XCLAIM", "in", "copier", "B", "0", ids[1], "RETRYCOUNT", "3"))
+        _ = try await worker.processOnce()
+
+        let pending = try await redis.send(RedisCommand("XPENDING", "in", "copier", "-", "+", "10")).elements
+        let counts = pending.compactMap { item -> String? in
+            let fields = item.elements
+            guard fields.count >= 4, let id = fields[0].string, let owner = fields[1].string, let count = fields[3].int
+            else { return nil }
+            return "\(id) \(owner) \(count)"
+        }
+        #expect(counts == ["\(ids[0]) A 0", "\(ids[1]) B 3"])
+    }
+}

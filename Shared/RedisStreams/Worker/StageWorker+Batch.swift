@@ -24,7 +24,14 @@ extension StageWorker {
                 self.logger.debug("lookups stale, reading again", metadata: ["attempt": "\(attempt)"])
                 continue
             }
-            let outcomes = await self.decide(batch, prepared: prepared, state: state)
+            let outcomes: [StageOutcome]
+            do {
+                outcomes = try await self.decide(batch, prepared: prepared, state: state)
+            } catch {
+                // Nothing decided: the entries stay pending. Release the WATCH, should the connection still work.
+                if !reads.watch.isEmpty { _ = try? await self.connection.send(RedisCommand("UNWATCH")) }
+                throw error
+            }
 
             var writes: [RedisCommand] = []
             var written: [StreamEntry] = []
@@ -166,8 +173,8 @@ extension StageWorker {
     }
 
     /// The stage's outcomes, guarding against a stage that returns the wrong number of them.
-    private func decide(_ batch: [StreamEntry], prepared: Stage.Prepared, state: [RedisReply]) async -> [StageOutcome] {
-        let outcomes = await self.stage.decide(prepared, state: state)
+    private func decide(_ batch: [StreamEntry], prepared: Stage.Prepared, state: [RedisReply]) async throws -> [StageOutcome] {
+        let outcomes = try await self.stage.decide(prepared, state: state)
         guard outcomes.count == batch.count else {
             let error = "stage returned \(outcomes.count) outcomes for \(batch.count) entries"
             self.logger.error("stage broke its contract", metadata: ["error": "\(error)"])

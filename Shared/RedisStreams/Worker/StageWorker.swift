@@ -87,13 +87,19 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
     /// entries handled.
     public func processOnce() async throws -> Int {
         try await self.ensureGroup()
+        try await self.giveBackSurvivedDeliveries()
         var handled = try await self.claimIfDue()
         try await self.trimIfDue()
         // A stop requested during the claim should not start a new (blocking) read.
         if Task.isCancelled { return handled }
         let entries = try await self.groupChecked { try await self.readNew() }
-        for batch in self.batches(entries) {
-            try await self.process(batch, claimed: false)
+        do {
+            for batch in self.batches(entries) {
+                try await self.process(batch, claimed: false)
+            }
+        } catch {
+            self.survived(entries)
+            throw error
         }
         handled += entries.count
         if !entries.isEmpty, entries.count < self.configuration.batchSize, self.configuration.lingerMilliseconds > 0 {
@@ -187,16 +193,25 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
         // deliveries (an entry that failed cleanly is counted in `<group>:attempts`; one whose consumers
         // die holding it never is) it is dead-lettered instead of taking down replica after replica.
         for id in claim.ids {
-            guard var entry = try await consumer.claim(id, on: self.connection) else { continue }
-            entry.partition = partition
-            let count = deliveries[entry.id] ?? 0
-            if count >= Int64(self.configuration.maxAttempts) {
-                try await self.deadLetter([
-                    Failure(
-                        entry: entry, error: "delivered \(count) times and never acknowledged: each consumer holding it stopped")
-                ])
-            } else {
-                try await self.process([entry], claimed: true)
+            // Until the claim answers, only its id is known (enough to give its delivery back).
+            var entry = StreamEntry(id: id, message: [], partition: partition)
+            do {
+                guard var claimed = try await consumer.claim(id, on: self.connection) else { continue }
+                claimed.partition = partition
+                entry = claimed
+                let count = deliveries[entry.id] ?? 0
+                if count >= Int64(self.configuration.maxAttempts) {
+                    try await self.deadLetter([
+                        Failure(
+                            entry: entry,
+                            error: "delivered \(count) times and never acknowledged: each consumer holding it stopped")
+                    ])
+                } else {
+                    try await self.process([entry], claimed: true)
+                }
+            } catch {
+                self.survived([entry])
+                throw error
             }
         }
         return claim.ids.count
@@ -230,4 +245,8 @@ struct StageWorkerState: Sendable {
     var idlePause = 1
     /// When the input stream is trimmed next; nil means now.
     var nextTrim: ContinuousClock.Instant?
+    /// Entries (by partition) whose delivery ended in an error this worker survived, to be given back
+    /// (see `giveBackSurvivedDeliveries`), and how many.
+    var survived: [Int: Set<String>] = [:]
+    var survivedCount = 0
 }

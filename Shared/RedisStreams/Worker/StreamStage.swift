@@ -12,7 +12,11 @@ public protocol StreamStage: Sendable {
     /// are stale (a cache the stage keeps was invalidated by them) and must be read again.
     func lookupsCurrent(_ batch: Prepared, lookups: [RedisReply]) -> Bool
     /// One outcome per entry, same order. `state` holds the replies to `reads(for:).commands`.
-    func decide(_ batch: Prepared, state: [RedisReply]) async -> [StageOutcome]
+    ///
+    /// Throws when Redis failed the stage's own round trips (nothing was decided): the batch stays
+    /// pending and is tried again, and no attempt is counted against its entries, since a failover is
+    /// not their fault. A `.failed` outcome is for what the entry itself caused.
+    func decide(_ batch: Prepared, state: [RedisReply]) async throws -> [StageOutcome]
     /// Called once the batch's transaction committed (never for an attempt redone after a WATCH
     /// conflict): for a stage that keeps a cache of what it wrote.
     func committed(_ batch: Prepared)
