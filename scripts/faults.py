@@ -15,16 +15,19 @@ primaries. Besides the ledger, no stage may dead-letter anything and no service 
 With --network Redis and each service run on test hosts of their own (network namespaces joined by
 a bridge, scripts/netns.py) and the faults are the network's: a stage worker, ingest, the scheduler
 and the dispatcher each cut off from Redis for longer than the 5 s command timeout while work flows
-(ingest while requests arrive), 1 % packet loss on every service's link to Redis, and a worker
-stalled (SIGSTOP) longer than CLAIM_IDLE_MS, so that another replica claims its pending entries. A
-probe reads every service's /ready four times a second; the report lists, per fault, how long the
-service it hit was not ready and how long /ready took to answer while it was. Needs root.
+(ingest while requests arrive), 1, 10 and 50 ms added to every service's round trip to Redis with 1 %
+of the packets dropped (a relay in front of Redis, scripts/latency_proxy.py), and a worker stalled
+(SIGSTOP) longer than CLAIM_IDLE_MS, so that another replica claims its pending entries. Probes
+(scripts/probes.py) read every service's /ready and post a value update to ingest four times a
+second; the report lists, per fault, how long the service it hit was not ready, how slowly /ready
+answered, and what the event route answered. Needs root.
 
   faults.py BIN OUT [--devices N] [--time-scale S] [--cluster | --network]
 """
 
 import argparse, json, os, re, signal, socket, subprocess, sys, threading, time, urllib.error, urllib.request
 import netns
+from probes import EventProbe, ReadinessProbe
 from harness import Processes, RedisCluster, b64url_decode, free_port, http, partitioned, redis_cli, slot_ranges, wait_http, wait_redis
 
 parser = argparse.ArgumentParser()
@@ -65,6 +68,9 @@ REDIS_PORT = free_port()
 # On test hosts (--network) Redis and each service have their own address; else all on loopback.
 REDIS_HOST = netns.address("redis") if args.network else "127.0.0.1"
 REDIS_URL = f"redis://{REDIS_HOST}:{REDIS_PORT}/0"
+# On test hosts the services reach Redis through a relay on Redis's host that adds the latency faults' delay.
+RELAY_PORT = free_port()
+LATENCY_FILE = os.path.join(OUT, "latency-ms")
 cluster = None
 
 
@@ -86,6 +92,11 @@ def start_redis():
     processes.start("redis", on_host("redis") + ["redis-server", "--port", str(REDIS_PORT), "--bind", REDIS_HOST, "--save", "",
                                                  "--appendonly", "yes", "--dir", os.path.join(OUT, "redis"), *reachable])
     wait_redis(REDIS_PORT, host=REDIS_HOST)
+    if args.network:
+        processes.start("latency-relay", on_host("redis") + [
+            sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "latency_proxy.py"),
+            "--listen", f"{REDIS_HOST}:{RELAY_PORT}", "--upstream", f"{REDIS_HOST}:{REDIS_PORT}", "--delay-file", LATENCY_FILE])
+        wait_redis(RELAY_PORT, host=REDIS_HOST)
 
 
 class ByteTap:
@@ -157,7 +168,7 @@ def main():
     tool("keygen", "--name", "pipeline", "--out", keys, check=True)
     token = os.urandom(24).hex()
     common = {
-        "REDIS_URL": REDIS_URL, "TIME_SCALE": str(SCALE), "LOG_LEVEL": "info", "CLAIM_IDLE_MS": "2000",
+        "REDIS_URL": f"redis://{REDIS_HOST}:{RELAY_PORT}/0" if args.network else REDIS_URL, "TIME_SCALE": str(SCALE), "LOG_LEVEL": "info", "CLAIM_IDLE_MS": "2000",
         "CONVERSION_SETTLE_MS": "250", "WINDOW_CLOSE_GRACE_MS": "400",
         "POSTBACK_URL_ALLOWLIST": f"127.0.0.1,{netns.HOST_ADDRESS}" if args.network else "127.0.0.1",
         "CROWD_TIER_THRESHOLDS": "1,5,20", "DELIVERY_TIMEOUT_MS": "1000",
@@ -197,9 +208,12 @@ def main():
     tap = ByteTap(receiver_port, sent_bytes, netns.HOST_ADDRESS if args.network else "127.0.0.1")
     ready = {name: f"http://{host_of(name.removesuffix('-b'))}:{admin_port if name == 'ingest' else port}/ready"
              for name, port in ports.items()}
-    probe = ReadinessProbe(ready) if args.network else None
+    probe = ReadinessProbe(ready, started) if args.network else None
 
     acks = os.path.join(OUT, "acknowledged.jsonl")
+    probe_acks = os.path.join(OUT, "probe-acknowledged.jsonl")
+    events = EventProbe(ingest, probe_app_key(f"http://{host_of('ingest')}:{admin_port}", token), PROBE_APP, probe_acks,
+                        started) if args.network else None
     timeline = CLUSTER_TIMELINE if args.cluster else network_timeline() if args.network else TIMELINE
     print(f"==> campaign: {args.devices} devices, a day lasts {DAY:g} s; {len(timeline)} faults over 40 scaled days", flush=True)
     campaign = subprocess.Popen(
@@ -227,6 +241,13 @@ def main():
         for i in range(0, len(flat) - 1, 2):
             dispatcher[flat[i]] = dispatcher.get(flat[i], 0) + int(flat[i + 1])
 
+    if events:
+        # The campaign's acknowledgements and the event probe's, for one ledger.
+        merged = os.path.join(OUT, "acknowledged-all.jsonl")
+        with open(merged, "w") as out:
+            for path in (acks, probe_acks):
+                out.write(open(path).read() if os.path.exists(path) else "")
+        acks = merged
     print("==> ledger", flush=True)
     ledger = redis_tool("ledger", "--acknowledgements", acks, "--received", received, "--time-scale", SCALE, "--json")
     text = redis_tool("ledger", "--acknowledgements", acks, "--received", received, "--time-scale", SCALE).stdout
@@ -237,20 +258,23 @@ def main():
     leaked = devices_in(sent_bytes, acks)
     print(f"    {os.path.getsize(sent_bytes):,} bytes sent by the dispatcher; device identifiers in them: {len(leaked)}")
     stage_dead, crossslot = {}, []
-    if cluster:
-        # No stage may dead-letter anything through failover and resharding, and no command may be
-        # refused for spanning slots (the transport refuses such a command itself, before sending).
+    if cluster or args.network:
+        # No stage may dead-letter anything through failover, resharding or network faults (a worker
+        # cut off from Redis lives through it), and no command may be refused for spanning slots
+        # (the transport refuses such a command itself, before sending).
         snapshot = json.loads(redis_tool("status", "--json").stdout or "{}")
         stage_dead = {s["name"]: s["length"] for s in snapshot.get("deadLetters", []) if s["length"] and s["name"] != "deliveries:dead"}
+    if cluster:
         for name in ("ingest", "verifier", "attribution-winner", "scheduler", "dispatcher"):
             with open(os.path.join(OUT, name + ".log"), errors="replace") as log:
                 crossslot += [f"{name}: {line.strip()[:200]}" for line in log if "CROSSSLOT" in line or "crossSlot" in line]
+    if cluster or args.network:
         print(f"    stage dead letters: {stage_dead or 'none'}; CROSSSLOT in service logs: {len(crossslot)}")
     report = {"devices": args.devices, "dispatcher-bytes": os.path.getsize(sent_bytes), "devices-in-dispatcher-bytes": leaked, "time-scale": SCALE, "faults": faults,
               "redeliveries-deduplicated": duplicates, "dispatcher": dispatcher, "exited-on-their-own": dead,
               "seconds": round(time.time() - started), "ledger": json.loads(ledger.stdout),
               "cluster": bool(cluster), "stage-dead-letters": stage_dead, "crossslot": crossslot[:20],
-              "network-faults": probe.summary(network_faults) if probe else []}
+              "network-faults": network_summary(probe, events)}
     write_report(report, text)
     if dead:
         print(f"FAILED: processes exited on their own: {dead}", file=sys.stderr)
@@ -258,7 +282,10 @@ def main():
         print(f"FAILED: device identifiers in what the dispatcher sent: {leaked[:5]}", file=sys.stderr)
     if stage_dead or crossslot:
         print(f"FAILED: stage dead letters {stage_dead}, CROSSSLOT lines {crossslot[:3]}", file=sys.stderr)
-    return 0 if ledger.returncode == 0 and not dead and not leaked and not stage_dead and not crossslot else 1
+    route = event_route_failures(report["network-faults"])
+    for failure in route:
+        print(f"FAILED: ingest's event route: {failure}", file=sys.stderr)
+    return 0 if ledger.returncode == 0 and not dead and not leaked and not stage_dead and not crossslot and not route else 1
 
 
 # When each fault strikes, in scaled days after the campaign's first event: installs happen in the first
@@ -319,9 +346,51 @@ def reshard():
 # postbacks are prepared (days 36–41).
 NETWORK_TIMELINE = [
     (0.2, "partition", "ingest", 3), (3.8, "partition", "verifier", 6), (10.5, "partition", "dispatcher", 6),
-    (17.0, "stall", "scheduler", 5), (23.0, "partition", "attribution-winner", 6), (30.0, "loss", 0.01, 8),
-    (38.5, "partition", "scheduler", 6),
+    (17.0, "stall", "scheduler", 5), (23.0, "partition", "attribution-winner", 6), (30.0, "latency", 1, 3),
+    (33.5, "latency", 10, 3), (37.0, "latency", 50, 3), (40.5, "partition", "scheduler", 6),
 ]
+LOSS = 0.01  # the share of packets dropped while latency is added
+# What ingest's event routes must do while ingest is cut off from Redis: answer 503 within the Redis
+# command timeout (5 s; the README's Errors section), with a margin for the probe's own scheduling, and
+# accept again soon after the link heals.
+EVENT_ANSWER_BOUND_S = 6.5
+ACCEPTING_AGAIN_BOUND_S = 5.0
+PROBE_APP = "1999000111"  # an App Store item identifier no campaign uses
+
+
+def probe_app_key(admin, token):
+    """Registers the event probe's app (its updates wait for conversions that never come) and returns a key."""
+    http("PUT", f"{admin}/v1/admin/advertised-apps/{PROBE_APP}", {}, token=token)
+    return http("POST", f"{admin}/v1/admin/advertised-apps/{PROBE_APP}/keys", {}, token=token)["app-key"]
+
+
+def network_summary(probe, events):
+    """Per network fault: the readiness probe's row plus what the event route answered meanwhile."""
+    if not probe:
+        return []
+    rows = probe.summary(network_faults)
+    for row in rows:
+        row["event-route"] = events.summary(row["started-s"], row["ended-s"] if row["ended-s"] is not None else row["started-s"])
+    return rows
+
+
+def event_route_failures(rows):
+    """What the event route did wrong during the ingest partition: a non-503 refusal, a slow answer, no 202 after."""
+    failures = []
+    for row in rows:
+        if row["fault"] != "partition" or row["target"] != "ingest":
+            continue
+        route = row["event-route"]
+        wrong = [answer for answer in route["answers"] if not answer.startswith(("202", "503"))]
+        if wrong:
+            failures.append(f"answers other than 202 or 503 while ingest was cut off: {wrong}")
+        if route["slowest-answer-s"] > EVENT_ANSWER_BOUND_S:
+            failures.append(f"an event request took {route['slowest-answer-s']} s (bound {EVENT_ANSWER_BOUND_S} s)")
+        if route["accepting-again-after-s"] is None or route["accepting-again-after-s"] > ACCEPTING_AGAIN_BOUND_S:
+            failures.append(f"no 202 within {ACCEPTING_AGAIN_BOUND_S} s of the link healing: {route['accepting-again-after-s']}")
+        if not any(answer.startswith("503") for answer in route["answers"]):
+            failures.append("no 503 while ingest was cut off: the probe did not see the partition")
+    return failures
 network_faults = []  # (name, target, started, ended) in seconds since the run's start
 
 
@@ -342,14 +411,18 @@ def network_fault(action, target, seconds):
     elif action == "end-partition":
         netns.heal(target)
         note(f"{target} reaches Redis again")
-    elif action == "loss":
+    elif action == "latency":
+        with open(LATENCY_FILE, "w") as f:
+            f.write(str(target))
         for name in services:
-            netns.lose(name, target)
-        note(f"{target:.0%} of the packets between every service and Redis dropped for {seconds} s")
-    elif action == "end-loss":
+            netns.lose(name, LOSS)
+        note(f"{target} ms added to every service's round trip to Redis, {LOSS:.0%} of the packets dropped, for {seconds} s")
+    elif action == "end-latency":
+        with open(LATENCY_FILE, "w") as f:
+            f.write("0")
         for name in services:
-            netns.stop_losing(name, target)
-        note("no more packet loss")
+            netns.stop_losing(name, LOSS)
+        note("no added latency, no packet loss")
     elif action == "stall":
         processes.running[target].send_signal(signal.SIGSTOP)
         note(f"{target} stalled (SIGSTOP) for {seconds} s")
@@ -365,68 +438,12 @@ def network_fault(action, target, seconds):
         network_faults.append((action, target, time.time() - started, None))
 
 
-class ReadinessProbe:
-    """Reads each service's /ready four times a second from the host, with the time each answer took,
-    so the report can say what a fault made unavailable and for how long."""
-
-    def __init__(self, urls):
-        self.urls, self.samples, self.lock = urls, [], threading.Lock()
-        for name, url in urls.items():
-            threading.Thread(target=self.poll, args=(name, url), daemon=True).start()
-
-    def poll(self, name, url):
-        while True:
-            begun = time.time()
-            try:
-                with urllib.request.urlopen(url, timeout=10) as answer:
-                    ready = answer.status == 200
-            except urllib.error.HTTPError:
-                ready = False
-            except OSError:
-                ready = False
-            took = time.time() - begun
-            with self.lock:
-                self.samples.append((begun - started, name, ready, took))
-            time.sleep(max(0, 0.25 - took))
-
-    def not_ready(self, name, begin, end):
-        """Seconds within [begin, end] that `name`'s /ready was not answering 200 within a second: each reading stands
-        for the time until the next one (a reading that waited out a timeout stands for that wait)."""
-        with self.lock:
-            # A reading that took over a second (a stalled process answers once resumed) counts as unavailable.
-            mine = sorted((at, ready and took <= 1) for at, sample, ready, took in self.samples if sample == name)
-        total = 0.0
-        for (at, ready), (following, _) in zip(mine, mine[1:] + [(end, True)]):
-            if not ready:
-                total += max(0.0, min(following, end) - max(at, begin))
-        return total
-
-    def summary(self, faults_seen):
-        """Per fault: how long the service(s) it hit were not ready, from its start to 5 s after its
-        end (or the next fault's start), and the longest /ready answer meanwhile (a partitioned service waits out its Redis command
-        timeout before it answers 503)."""
-        rows = []
-        ordered = sorted(faults_seen, key=lambda fault: fault[2])
-        for index, (kind, target, begun, ended) in enumerate(ordered):
-            # Until 5 s after its end, but not into the next fault.
-            following = ordered[index + 1][2] if index + 1 < len(ordered) else float("inf")
-            end = min((ended if ended is not None else begun) + 5, following)
-            hit = [target] if isinstance(target, str) else list(self.urls)
-            with self.lock:
-                slowest = max((took for at, name, _, took in self.samples if name in hit and begun <= at <= end), default=0)
-            rows.append({"fault": kind, "target": target, "started-s": round(begun, 1),
-                         "ended-s": round(ended, 1) if ended is not None else None,
-                         "not-ready-s": {name: round(self.not_ready(name, begun, end), 1) for name in hit},
-                         "slowest-ready-answer-s": round(slowest, 2)})
-        return rows
-
-
 def inject(receiver, timeline):
     """Plays `timeline`. Returns the duplicates the receiver counted before each of its restarts."""
     duplicates, origin, killed, failed_over_at = 0, time.time(), [], 0.0
     for day, action, target in timeline:
         time.sleep(max(0, origin + day * DAY - time.time()))
-        if action in ("partition", "end-partition", "loss", "end-loss", "stall", "end-stall"):
+        if action in ("partition", "end-partition", "latency", "end-latency", "stall", "end-stall"):
             network_fault(action, *target)
         elif action == "failover":
             started_at = time.time()
@@ -509,15 +526,24 @@ def write_report(report, text):
     if report.get("network-faults"):
         lines += ["## Network faults: what each made unavailable", "",
                   "Not ready: seconds the service(s) a fault hit answered /ready otherwise than 200 within 1 s, from the "
-                  "fault's start to 5 s after its end or the next fault's start; slowest: the longest /ready answer meanwhile.", "",
-                  "| fault | hit | from (s) | to (s) | not ready | slowest /ready (s) |", "|---|---|---|---|---|---|"]
+                  "fault's start to 5 s after its end or the next fault's start; slowest: the longest /ready answer meanwhile. "
+                  "Event route: what ingest answered the probe's value updates (one every 250 ms) over the same span, the "
+                  "slowest answer, and how long after the fault's end the first 202 came.", "",
+                  "| fault | hit | from (s) | to (s) | not ready | slowest /ready (s) | event route answers | slowest (s) | 202 again after (s) |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for row in report["network-faults"]:
             not_ready = ", ".join(f"{name} {seconds:g} s" for name, seconds in row["not-ready-s"].items()) or "none"
-            lines.append(f"| {row['fault']} | {row['target']} | {row['started-s']} | {row['ended-s']} | {not_ready} | "
-                         f"{row['slowest-ready-answer-s']} |")
+            route = row["event-route"]
+            answers = ", ".join(f"{answer} ×{count}" for answer, count in sorted(route["answers"].items()))
+            target = f"{row['target']} ms" if row["fault"] == "latency" else row["target"]
+            lines.append(f"| {row['fault']} | {target} | {row['started-s']} | {row['ended-s']} | {not_ready} | "
+                         f"{row['slowest-ready-answer-s']} | {answers} | {route['slowest-answer-s']} | {route['accepting-again-after-s']} |")
         lines.append("")
     with open(os.path.join(OUT, "report.md"), "w") as f:
         f.write("\n".join(lines))
+    if report.get("network-faults"):
+        # The table in the output too, where CI shows it.
+        print("\n".join(line for line in lines if line.startswith("|")), flush=True)
 
 
 if __name__ == "__main__":
