@@ -2,8 +2,9 @@
 # The benchmark: builds release binaries, then scripts/bench.py starts its own Redis and services,
 # measures the machine's limits and each stage in one run, and writes report.md, report.json and
 # chart.svg under run/bench-<time>/; then scripts/bench_scale.py adds the single-node vs cluster
-# comparison (scale.json, a section of report.md) and scripts/bench_isolation.py the delivery isolation
-# (isolation.json, a section of report.md). The end-to-end figures come from a capacity search
+# comparison (scale.json, a section of report.md), scripts/bench_isolation.py the delivery isolation
+# (isolation.json) and scripts/bench_rtt.py each service's throughput with 0, 1 and 10 ms added to its
+# round trips to Redis (rtt.json), each a section of report.md. The end-to-end figures come from a capacity search
 # (scripts/bench_ramp.py): the offered rate is stepped up, then bisected, to the highest rate with
 # ≥ 99 % accepted, accepted p99 ≤ 50 ms and no growing stream backlog. About 10 minutes on 2 cores.
 # Sizes: BENCH_IMPRESSIONS (20000), BENCH_POSTBACKS (10000), BENCH_HELD (1000000); the search:
@@ -23,3 +24,5 @@ python3 scripts/bench.py "$BIN" "$OUT"
 python3 scripts/bench_scale.py "$BIN" "$OUT"
 # Deliveries to answering destinations with one of four hanging, against all four answering.
 python3 scripts/bench_isolation.py "$BIN" "$OUT"
+# Each service's throughput with 0, 1 and 10 ms added between it and Redis, as ratios to loopback.
+python3 scripts/bench_rtt.py "$BIN" "$OUT"

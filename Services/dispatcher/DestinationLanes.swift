@@ -76,7 +76,7 @@ actor DestinationLanes {
         guard lane.waiting.count < queueLimit else {
             lanes[destination] = lane
             Counter(label: "dispatcher_destination_deferred_total", dimensions: [("destination", destination)]).increment()
-            return .wait(until: now + timeout, reason: "\(destination) busy: \(limit) attempts in flight, \(queueLimit) waiting")
+            return .wait(until: now + busyWait(lane), reason: "\(destination) busy: \(limit) attempts in flight, \(queueLimit) waiting")
         }
         lanes[destination] = lane
         let permitted = await withCheckedContinuation {
@@ -89,6 +89,16 @@ actor DestinationLanes {
         let until: Milliseconds =
             if case .open(let until) = lanes[destination]?.circuit.state { until } else { clock() + timeout }
         return .wait(until: until, reason: "circuit open for \(destination)")
+    }
+
+    /// How long a delivery that found the queue full waits before it comes back: about the time the
+    /// queue ahead of it takes to drain at the destination's recent pace, at least 50 ms, at most one
+    /// delivery timeout. A fast destination offered a large batch then takes the rest a moment later
+    /// (a fixed timeout held a healthy receiver to a few hundred deliveries a second); a slow one keeps
+    /// its postbacks out of the way for as long as before.
+    private func busyWait(_ lane: Lane) -> Milliseconds {
+        let rounds = Milliseconds((queueLimit + limit - 1) / limit + 1)
+        return min(timeout, max(50, rounds * lane.latency))
     }
 
     /// Ends an attempt that held a permit: `failed` (no answer: a timeout or a connection error) feeds

@@ -214,6 +214,47 @@ extension PipelineSuites {
             #expect(attempts.count == orders.count, "each postback once")
         }
 
+        /// A batch far larger than a healthy destination's lane (2 in flight, 32 waiting): the overflow
+        /// comes back as soon as the queue drains, not a delivery timeout (30 s here) later. Found in the
+        /// round-trip benchmark: with 500 postbacks per batch one receiver got 194 a second.
+        @Test func aBatchLargerThanTheLaneIsDeliveredPromptly() async throws {
+            let redis = try await RedisServer.start()
+            defer { redis.stop() }
+            let processes = try PipelineProcesses(
+                redis: redis, timeScale: 86_400,
+                extraEnvironment: [
+                    "TIMER_POLL_MS": "10", "DELIVERY_TIMEOUT_MS": "30000", "DELIVERY_CONCURRENCY_PER_HOST": "2",
+                    "BATCH_SIZE": "300",
+                ])
+            defer { processes.stop() }
+            for url in [processes.ingestURL, processes.receiverURL] {
+                try #require(try await http.waitUntilUp("\(url)/health"), "\(url) starts\n\(processes.logs())")
+            }
+            let reply = try await http.send(
+                "PUT", "\(processes.adminURL)/v1/admin/ad-networks/\(healthy)",
+                json: [
+                    "public-key": SigningKey.generate().publicKey.pemRepresentation,
+                    "postback-url": "\(processes.receiverURL)/postbacks",
+                ],
+                token: processes.adminToken)
+            try #require(reply.status == 200)
+            let connection = redis.connect()
+            let orders = (0..<300).map { _ in DeliveryTests.order(network: healthy) }
+            let now = WallClock.nowMilliseconds()
+            _ = try await connection.pipeline(
+                orders.map {
+                    StreamCommands.add(
+                        StreamNames.postbacks(testPartitioning[0]), message: CompactHeldPostback.encode($0, dueAt: now))
+                })
+            // Over 260 of them overflow the lane: at a timeout each, they would take minutes.
+            let delivered = try await eventually(timeout: .seconds(20), every: .milliseconds(100)) {
+                try await stats("delivered", connection) == orders.count
+            }
+            #expect(delivered, "all delivered well within one delivery timeout\n\(processes.logs())")
+            #expect(try await stats("failed-attempts", connection) == 0)
+            #expect(try await deadLetters(connection).isEmpty)
+        }
+
         func accepted(_ receiver: String) async throws -> [DeliveryTests.Attempt] {
             let reply = try await http.send("GET", "\(receiver)/attempts")
             return try JSONDecoder().decode([DeliveryTests.Attempt].self, from: reply.body).filter(\.accepted)

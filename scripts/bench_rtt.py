@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Throughput against round-trip time (scripts/bench.sh runs it after bench.py, in the same run): a
+deployment's Redis is rarely on the services' host. Each of the five services is measured as bench.py
+measures it alone (the verifier, attribution-winner and the scheduler each draining a preloaded
+stream, the dispatcher delivering preloaded due postbacks to a receiver, ingest taking an offer of
+signed impressions in batches of 100 far above what it can take), first with the services on Redis
+directly over loopback, then through a relay that adds 0, 1 and 10 ms to every round trip
+(scripts/latency_proxy.py; the kernel has no netem). Each figure is reported as a ratio to the
+loopback figure; the relay at 0 ms shows what the relay itself costs. Target: ≥ 80 % at 1 ms. A fresh
+Redis for each setting. Writes OUT/rtt.json and appends a section to OUT/report.md.
+
+  bench_rtt.py BIN OUT
+
+Environment: BENCH_RTT_IMPRESSIONS (8000), BENCH_RTT_POSTBACKS (4000), BENCH_RTT_OFFER (80000 events/s
+for 3 s)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from harness import Processes, free_port, http, partitioned, redis_cli, until, wait_http, wait_redis
+
+BIN, OUT = sys.argv[1], os.path.abspath(sys.argv[2])
+IMPRESSIONS = int(os.environ.get("BENCH_RTT_IMPRESSIONS", "8000"))
+POSTBACKS = int(os.environ.get("BENCH_RTT_POSTBACKS", "4000"))
+OFFER = int(os.environ.get("BENCH_RTT_OFFER", "80000"))
+TOKEN = "bench-admin-token-of-at-least-32-characters"
+NETWORK = "rtt.adattributionkit"
+SETTINGS = [("loopback", None), ("relay, +0 ms", 0), ("+1 ms", 1), ("+10 ms", 10)]
+if os.environ.get("BENCH_RTT_SETTINGS"):  # e.g. "loopback,+1 ms" to measure fewer
+    SETTINGS = [setting for setting in SETTINGS if setting[0] in os.environ["BENCH_RTT_SETTINGS"].split(",")]
+# Extra settings for the services under test, e.g. "BATCH_SIZE=500 VERIFIER_CONSUMERS=2".
+EXTRA = dict(item.split("=", 1) for item in os.environ.get("BENCH_RTT_ENV", "").split())
+SERVICES = [("ingest", "events/s accepted"), ("verifier", "impressions/s"), ("attribution-winner", "messages/s"),
+            ("scheduler", "conversions/s"), ("dispatcher", "deliveries/s")]
+RELAY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "latency_proxy.py")
+
+
+def group_done(port, stream, group):
+    """Every partition of `stream` read and acknowledged by `group`."""
+    for name in partitioned(stream):
+        info = subprocess.run(["redis-cli", "-p", str(port), "--json", "XINFO", "GROUPS", name], capture_output=True, text=True).stdout
+        try:
+            if not any(g.get("name") == group and g.get("lag") == 0 and g.get("pending") == 0 for g in json.loads(info)):
+                return False
+        except ValueError:
+            return False
+    return True
+
+
+def xlen(port, stream):
+    return sum(int(redis_cli(port, "XLEN", name) or 0) for name in partitioned(stream))
+
+
+def measure(label, delay):
+    """Each service's figure with the services on Redis directly (`delay` None) or through the relay."""
+    children = Processes(os.path.join(OUT, "rtt-" + label.replace(" ", "").replace(",", "-").replace("+", "")))
+    os.makedirs(children.out, exist_ok=True)
+    data = tempfile.mkdtemp(prefix="bench-rtt-")
+    try:
+        port = free_port()
+        children.start("redis", ["redis-server", "--port", str(port), "--save", "", "--appendonly", "no", "--dir", data])
+        wait_redis(port)
+        direct = f"redis://127.0.0.1:{port}/0"
+        url = direct
+        if delay is not None:
+            relay_port, delay_file = free_port(), os.path.join(data, "delay-ms")
+            with open(delay_file, "w") as f:
+                f.write(str(delay))
+            children.start("relay", [sys.executable, RELAY, "--listen", f"127.0.0.1:{relay_port}",
+                                     "--upstream", f"127.0.0.1:{port}", "--delay-file", delay_file])
+            wait_redis(relay_port)
+            url = f"redis://127.0.0.1:{relay_port}/0"
+        keys = os.path.join(data, "keys")
+        for name in ("network", "pipeline", "pipeline-development"):
+            subprocess.run([f"{BIN}/attribution", "keygen", "--name", name, "--out", keys], check=True, capture_output=True)
+        with open(os.path.join(keys, "network.public.pem")) as f:
+            public_key = f.read()
+        common = {"REDIS_URL": url, "LOG_LEVEL": "warning", "HTTP_HOST": "127.0.0.1", "POSTBACK_URL_ALLOWLIST": "127.0.0.1",
+                  "STREAM_RETENTION_HOURS": "0", "CONVERSION_SETTLE_MS": "0", **EXTRA}
+        ingest_port, admin_port, receiver_port = free_port(), free_port(), free_port()
+        children.start("ingest", [f"{BIN}/ingest"], {**common, "HTTP_PORT": str(ingest_port), "ADMIN_HTTP_PORT": str(admin_port),
+                                                     "ADMIN_TOKEN": TOKEN, "INGEST_MAX_EVENTS_LAG": "0"})
+        ingest, admin = f"http://127.0.0.1:{ingest_port}", f"http://127.0.0.1:{admin_port}"
+        wait_http(ingest + "/health")
+        http("PUT", f"{admin}/v1/admin/ad-networks/{NETWORK}", {"public-key": public_key,
+                                                                  "postback-url": f"http://127.0.0.1:{receiver_port}/postbacks"}, TOKEN)
+        http("PUT", f"{admin}/v1/admin/publisher-apps/5838492", {"AdNetworkIdentifiers": [NETWORK]}, TOKEN)
+        http("PUT", f"{admin}/v1/admin/advertised-apps/1108187390", {}, TOKEN)
+
+        def worker(name, env=None):
+            return children.start(name, [f"{BIN}/{name}"], {**common, "HTTP_PORT": str(free_port()), **(env or {})})
+
+        def load(kind, count, extra=()):
+            subprocess.run([f"{BIN}/attribution", "bench-load", "--redis-url", direct, "--kind", kind, "--count", str(count),
+                            "--network", NETWORK, *extra], check=True, capture_output=True)
+
+        def drained(name, stream, group, count, env=None):
+            started = time.time()
+            worker(name, env)
+            if not until(lambda: group_done(port, stream, group), 600, 0.05):
+                raise SystemExit(f"rtt ({label}): {name} did not drain {stream} in 600 s")
+            return count / (time.time() - started)
+
+        figures = {}
+        load("impressions", IMPRESSIONS, ["--key-file", os.path.join(keys, "network.private.pem")])
+        events = xlen(port, "events")
+        figures["verifier"] = drained("verifier", "events", "verifier", IMPRESSIONS)
+        figures["attribution-winner"] = drained("attribution-winner", "verified", "attribution-winner", events)
+        figures["scheduler"] = drained("scheduler", "attributions", "scheduler", events - IMPRESSIONS, {"CROWD_TIER_THRESHOLDS": "1,1,1"})
+
+        worker("dispatcher", {"SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
+                              "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(keys, "pipeline-development.private.pem")})
+        children.start("receiver", [f"{BIN}/attribution", "receiver", "--port", str(receiver_port), "--jwks-url",
+                                    ingest + "/.well-known/jwks.json", "--output", os.path.join(children.out, "postbacks.jsonl"),
+                                    "--signatures", "later", "--log-level", "warning"])
+        receiver = f"http://127.0.0.1:{receiver_port}"
+        wait_http(receiver + "/health")
+        time.sleep(2)  # the dispatcher's groups made, the registry cached
+        before = http("GET", receiver + "/stats").get("accepted", 0)
+        started = time.time()
+        load("postbacks", POSTBACKS)
+        if not until(lambda: http("GET", receiver + "/stats").get("accepted", 0) >= before + POSTBACKS, 600, 0.02):
+            raise SystemExit(f"rtt ({label}): the postbacks did not all arrive in 600 s")
+        figures["dispatcher"] = POSTBACKS / (time.time() - started)
+        for name in ("verifier", "attribution-winner", "scheduler", "dispatcher"):
+            children.kill(name)
+
+        # ingest alone: an offer far above its capacity, in batches of 100; what it accepts per second.
+        offered = subprocess.run([f"{BIN}/attribution", "load", "--ingest-url", ingest, "--rate", str(OFFER), "--duration", "3",
+                                  "--network", NETWORK, "--key-file", os.path.join(keys, "network.private.pem"), "--batch", "100"],
+                                 capture_output=True, text=True)
+        outcome = json.loads(offered.stdout.strip().splitlines()[-1])
+        figures["ingest"] = outcome["accepted"] / 3
+        print(f"  {label}: " + ", ".join(f"{name} {figures[name]:,.0f}/s" for name, _ in SERVICES), flush=True)
+        return figures
+    finally:
+        children.stop_all()
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def main():
+    print("==> throughput against round-trip time", flush=True)
+    results = {label: measure(label, delay) for label, delay in SETTINGS}
+    loopback = results["loopback"]
+    ratios = {label: {name: figures[name] / loopback[name] for name, _ in SERVICES} for label, figures in results.items()}
+    with open(os.path.join(OUT, "rtt.json"), "w") as f:
+        json.dump({"figures": results, "ratios": ratios, "target_at_1_ms": 0.8}, f, indent=2)
+    lines = ["", "## Throughput against round-trip time to Redis", "",
+             "Each service measured alone as above (stages draining preloaded streams, "
+             f"{IMPRESSIONS:,} impressions and their installs, {POSTBACKS:,} due postbacks; ingest offered {OFFER:,} "
+             "events/s in batches of 100 for 3 s), with the services on Redis over loopback, then through a relay "
+             "adding 0, 1 and 10 ms to every round trip. Ratios to the loopback figure (target at 1 ms: ≥ 80 %).", "",
+             "| service | loopback | " + " | ".join(label for label, _ in SETTINGS[1:]) + " |",
+             "|---|---|" + "---|" * (len(SETTINGS) - 1)]
+    for name, unit in SERVICES:
+        cells = [f"{results[label][name]:,.0f} ({ratios[label][name]:.0%})" for label, _ in SETTINGS[1:]]
+        lines.append(f"| {name} ({unit}) | {loopback[name]:,.0f} | " + " | ".join(cells) + " |")
+    with open(os.path.join(OUT, "report.md"), "a") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines[-len(SERVICES) - 2:]))
+
+
+if __name__ == "__main__":
+    main()
