@@ -12,7 +12,9 @@ Redis for each setting. Writes OUT/rtt.json and appends a section to OUT/report.
   bench_rtt.py BIN OUT
 
 Environment: BENCH_RTT_IMPRESSIONS (8000), BENCH_RTT_POSTBACKS (4000), BENCH_RTT_OFFER (80000 events/s
-for 3 s)."""
+for 3 s); to explore: BENCH_RTT_SETTINGS (labels to measure, comma-separated, e.g. "loopback,+1 ms"),
+BENCH_RTT_ENV (settings for the services, e.g. "BATCH_SIZE=500"), BENCH_RTT_REPLICAS (replicas of each
+draining stage, 1)."""
 
 import json
 import os
@@ -34,6 +36,7 @@ SETTINGS = [("loopback", None), ("relay, +0 ms", 0), ("+1 ms", 1), ("+10 ms", 10
 if os.environ.get("BENCH_RTT_SETTINGS"):  # e.g. "loopback,+1 ms" to measure fewer
     SETTINGS = [setting for setting in SETTINGS if setting[0] in os.environ["BENCH_RTT_SETTINGS"].split(",")]
 # Extra settings for the services under test, e.g. "BATCH_SIZE=500 VERIFIER_CONSUMERS=2".
+REPLICAS = int(os.environ.get("BENCH_RTT_REPLICAS", "1"))  # of each stage draining a stream
 EXTRA = dict(item.split("=", 1) for item in os.environ.get("BENCH_RTT_ENV", "").split())
 SERVICES = [("ingest", "events/s accepted"), ("verifier", "impressions/s"), ("attribution-winner", "messages/s"),
             ("scheduler", "conversions/s"), ("dispatcher", "deliveries/s")]
@@ -101,7 +104,9 @@ def measure(label, delay):
 
         def drained(name, stream, group, count, env=None):
             started = time.time()
-            worker(name, env)
+            for replica in range(REPLICAS):
+                children.start(f"{name}-{replica}" if replica else name, [f"{BIN}/{name}"],
+                               {**common, "HTTP_PORT": str(free_port()), **(env or {})})
             if not until(lambda: group_done(port, stream, group), 600, 0.05):
                 raise SystemExit(f"rtt ({label}): {name} did not drain {stream} in 600 s")
             return count / (time.time() - started)
