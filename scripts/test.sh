@@ -26,7 +26,8 @@ if [ $# -eq 0 ]; then
     echo "==> fault-injection run on a Redis Cluster (short form, batches)"
     bash scripts/faults.sh --short --cluster --batch 10
     # The same across a network: Redis and each service on a test host of its own (network
-    # namespaces), services cut off from Redis past the command timeout, packet loss, a stalled worker.
+    # namespaces), services cut off from Redis past the command timeout, a stalled worker, 1/10/50 ms
+    # added with 1 % packet loss; ingest's event route must answer 503 promptly while it is cut off.
     echo "==> fault-injection run across test hosts (short form, network faults)"
     bash scripts/faults.sh --short --network
     # The stack as users run it: the images (offline where no registry is reachable), compose up on one

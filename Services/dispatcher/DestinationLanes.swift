@@ -76,7 +76,8 @@ actor DestinationLanes {
         guard lane.waiting.count < queueLimit else {
             lanes[destination] = lane
             Counter(label: "dispatcher_destination_deferred_total", dimensions: [("destination", destination)]).increment()
-            return .wait(until: now + busyWait(lane), reason: "\(destination) busy: \(limit) attempts in flight, \(queueLimit) waiting")
+            return .wait(
+                until: now + busyWait(lane), reason: "\(destination) busy: \(limit) attempts in flight, \(queueLimit) waiting")
         }
         lanes[destination] = lane
         let permitted = await withCheckedContinuation {

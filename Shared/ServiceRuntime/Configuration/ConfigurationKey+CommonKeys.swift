@@ -140,7 +140,10 @@ extension ConfigurationKey.Typed where Value == Int {
     public static var maxAttempts: Self {
         .integer(
             "MAX_ATTEMPTS", default: 3, range: 1...1_000, services: ConfigurationKey.workers,
-            "Failed processing attempts before a message goes to the stage's dead-letter stream, and deliveries to consumers that stopped holding it (a message that crashes its process). A failure Redis caused (a failover, a lost connection) counts neither.")
+            "Failed processing attempts before a message goes to the stage's dead-letter stream, and deliveries to consumers "
+                + "that stopped holding it (a message that crashes its process). A failure Redis caused (a failover, a lost "
+                + "connection) counts neither."
+        )
     }
 }
 
