@@ -11,6 +11,11 @@ the cluster's own: SIGKILL of a primary while the campaign flows (its replica is
 node is replaced by a new empty node on its port that replicates the promoted one, see
 RedisCluster.replace), and resharding that moves the slots of several partitions between
 primaries. Besides the ledger, no stage may dead-letter anything and no service may log CROSSSLOT.
+With --cluster --node-partitions the cluster's nodes run apart (a loopback address each) and the faults
+are partitions between them (scripts/node_partitions.py): a primary cut off from every other node past
+cluster-node-timeout (its replica promoted, the old one rejoining as a replica and discarding what it
+took meanwhile, measured), and a primary cut off from its replica only (not failed over); the probes
+below run too. Needs root (iptables).
 
 With --network Redis and each service run on test hosts of their own (network namespaces joined by
 a bridge, scripts/netns.py) and the faults are the network's: a stage worker, ingest, the scheduler
@@ -22,11 +27,12 @@ of the packets dropped (a relay in front of Redis, scripts/latency_proxy.py), an
 second; the report lists, per fault, how long the service it hit was not ready, how slowly /ready
 answered, and what the event route answered. Needs root.
 
-  faults.py BIN OUT [--devices N] [--time-scale S] [--cluster | --network]
+  faults.py BIN OUT [--devices N] [--time-scale S] [--cluster [--node-partitions] | --network]
 """
 
 import argparse, json, os, re, signal, socket, subprocess, sys, threading, time, urllib.error, urllib.request
 import netns
+import node_partitions
 from probes import EventProbe, ReadinessProbe
 from harness import Processes, RedisCluster, b64url_decode, free_port, http, partitioned, redis_cli, slot_ranges, wait_http, wait_redis
 
@@ -38,9 +44,13 @@ parser.add_argument("--time-scale", type=float, default=28800, help="a day lasts
 parser.add_argument("--cluster", action="store_true", help="run on a local Redis Cluster, with failover and resharding")
 parser.add_argument("--batch", type=int, default=1, help="devices per batch request (the …/batch routes); 1: one event per request")
 parser.add_argument("--network", action="store_true", help="each service and Redis on its own test host; network faults")
+parser.add_argument("--node-partitions", action="store_true",
+                    help="with --cluster: partitions between the cluster's nodes instead of kills and resharding")
 args = parser.parse_args()
 if args.network and args.cluster:
     parser.error("--network runs on one Redis: give --network or --cluster, not both")
+if args.node_partitions and not args.cluster:
+    parser.error("--node-partitions partitions a cluster's nodes: give --cluster too")
 
 BIN, OUT, SCALE = args.bin, os.path.abspath(args.out), args.time_scale
 DAY = 86400 / SCALE  # seconds of a scaled day
@@ -159,7 +169,7 @@ def devices_in(path, acks):
 def main():
     global cluster, REDIS_URL
     if args.cluster:
-        cluster = RedisCluster(processes, OUT)
+        cluster = RedisCluster(processes, OUT, apart=args.node_partitions)
         REDIS_URL = cluster.url
         note(f"cluster of {len(cluster.primaries())} primaries and their replicas on ports {cluster.ports}")
     else:
@@ -208,13 +218,15 @@ def main():
     tap = ByteTap(receiver_port, sent_bytes, netns.HOST_ADDRESS if args.network else "127.0.0.1")
     ready = {name: f"http://{host_of(name.removesuffix('-b'))}:{admin_port if name == 'ingest' else port}/ready"
              for name, port in ports.items()}
-    probe = ReadinessProbe(ready, started) if args.network else None
+    probed = args.network or args.node_partitions
+    probe = ReadinessProbe(ready, started) if probed else None
 
     acks = os.path.join(OUT, "acknowledged.jsonl")
     probe_acks = os.path.join(OUT, "probe-acknowledged.jsonl")
     events = EventProbe(ingest, probe_app_key(f"http://{host_of('ingest')}:{admin_port}", token), PROBE_APP, probe_acks,
-                        started) if args.network else None
-    timeline = CLUSTER_TIMELINE if args.cluster else network_timeline() if args.network else TIMELINE
+                        started) if probed else None
+    timeline = NODE_PARTITION_TIMELINE if args.node_partitions else CLUSTER_TIMELINE if args.cluster else \
+        network_timeline() if args.network else TIMELINE
     print(f"==> campaign: {args.devices} devices, a day lasts {DAY:g} s; {len(timeline)} faults over 40 scaled days", flush=True)
     campaign = subprocess.Popen(
         [os.path.join(BIN, "attribution"), "simulate", "--ingest-url", ingest, "--admin-url", f"http://{host_of('ingest')}:{admin_port}",
@@ -274,7 +286,7 @@ def main():
               "redeliveries-deduplicated": duplicates, "dispatcher": dispatcher, "exited-on-their-own": dead,
               "seconds": round(time.time() - started), "ledger": json.loads(ledger.stdout),
               "cluster": bool(cluster), "stage-dead-letters": stage_dead, "crossslot": crossslot[:20],
-              "network-faults": network_summary(probe, events)}
+              "network-faults": network_summary(probe, events), "node-partitions": node_partition_records}
     write_report(report, text)
     if dead:
         print(f"FAILED: processes exited on their own: {dead}", file=sys.stderr)
@@ -310,6 +322,21 @@ CLUSTER_TIMELINE = [
     (4.5, "rejoin", None), (5.0, "kill", "scheduler"), (8.0, "reshard", None), (36.0, "failover", None),
     (37.0, "rejoin", None),
 ]
+
+
+# With --node-partitions, the cluster's nodes cut off from each other (scripts/node_partitions.py): a
+# primary from every other node during the installs, past cluster-node-timeout (1 s), so its replica is
+# promoted and it rejoins as a replica; a primary from its replica only during the updates; a primary
+# from the majority again as window 2's postbacks go out.
+NODE_PARTITION_TIMELINE = [(0.5, "isolate-primary", 5), (10.0, "cut-replica", 4), (36.0, "isolate-primary", 5)]
+node_partition_records = []
+
+
+def node_partition(action, seconds):
+    begun = time.time() - started
+    fault = node_partitions.isolate_primary if action == "isolate-primary" else node_partitions.cut_replica
+    node_partition_records.append(fault(cluster, seconds, note))
+    network_faults.append((action, f":{node_partition_records[-1]['primary']}", begun, time.time() - started))
 
 
 def partition_slots():
@@ -378,6 +405,11 @@ def event_route_failures(rows):
     """What the event route did wrong during the ingest partition: a non-503 refusal, a slow answer, no 202 after."""
     failures = []
     for row in rows:
+        if row["fault"] in ("isolate-primary", "cut-replica"):
+            # Redis nodes cut off from each other: ingest may refuse (503) but never answer otherwise.
+            wrong = [answer for answer in row["event-route"]["answers"] if not answer.startswith(("202", "503"))]
+            if wrong:
+                failures.append(f"answers other than 202 or 503 while {row['fault']} {row['target']}: {wrong}")
         if row["fault"] != "partition" or row["target"] != "ingest":
             continue
         route = row["event-route"]
@@ -445,6 +477,8 @@ def inject(receiver, timeline):
         time.sleep(max(0, origin + day * DAY - time.time()))
         if action in ("partition", "end-partition", "latency", "end-latency", "stall", "end-stall"):
             network_fault(action, *target)
+        elif action in ("isolate-primary", "cut-replica"):
+            node_partition(action, target)
         elif action == "failover":
             started_at = time.time()
             killed.append(cluster.kill_primary())
@@ -523,6 +557,16 @@ def write_report(report, text):
               f"and {d.get('dead-lettered', 0)} dead letters; the receiver deduplicated "
               f"{report['redeliveries-deduplicated']} redeliveries.", "",
               "## Ledger", "", "```", text.strip(), "```", ""]
+    if report.get("node-partitions"):
+        lines += ["## Partitions between Redis nodes: what replication lost", "",
+                  "Discarded: the bytes of the old primary's replication stream past the point its replica was promoted "
+                  "from (writes it took while cut off, thrown away when it rejoined as a replica); the ledger above shows "
+                  "what that cost the pipeline.", "",
+                  "| fault | primary | replica | seconds | replica promoted after (s) | discarded (bytes) |", "|---|---|---|---|---|---|"]
+        for record in report["node-partitions"]:
+            lines.append(f"| {record['fault']} | :{record['primary']} | :{record['replica']} | {record['seconds']} | "
+                         f"{record.get('promoted-after-s', 'not failed over')} | {record.get('discarded-replication-bytes', 0)} |")
+        lines.append("")
     if report.get("network-faults"):
         lines += ["## Network faults: what each made unavailable", "",
                   "Not ready: seconds the service(s) a fault hit answered /ready otherwise than 200 within 1 s, from the "
@@ -558,4 +602,6 @@ if __name__ == "__main__":
         processes.stop_all()
         if args.network:
             netns.teardown()
+        if args.node_partitions and cluster:
+            cluster.heal()
     sys.exit(code)

@@ -270,27 +270,42 @@ class Processes:
 class RedisCluster:
     """A local Redis Cluster: `nodes` redis-server processes (AOF on, each in its own directory under
     OUT/cluster) made into a cluster of nodes/2 primaries with one replica each by `redis-cli --cluster
-    create`. Node timeout 1 s, so a killed primary's replica takes over within a few seconds."""
+    create`. Node timeout 1 s, so a killed primary's replica takes over within a few seconds.
 
-    def __init__(self, processes, out, nodes=6):
-        self.processes, self.ports, self.out = processes, [], out
+    With `apart`, each node has a loopback address of its own (127.0.0.21, .22, …: the cluster and its
+    clients know it by that one, its connections to other nodes leave from it) and answers on 127.0.0.1
+    too, so `cut`/`heal` can drop what passes between chosen nodes (iptables, chain AP-CLUSTER) while the
+    services and the run's own observers still reach every node."""
+
+    CHAIN = "AP-CLUSTER"
+
+    def __init__(self, processes, out, nodes=6, apart=False):
+        self.processes, self.ports, self.out, self.addresses = processes, [], out, {}
         while len(self.ports) < nodes:
             port = free_port()
             # Each node also listens on its cluster bus, port + 10000: that one must exist and be free too.
             if port + 10000 <= 65535 and port not in self.ports and port_is_free(port + 10000):
                 self.ports.append(port)
+        for index, port in enumerate(self.ports):
+            self.addresses[port] = f"127.0.0.{21 + index}" if apart else "127.0.0.1"
+        if apart:
+            self.heal()
         for port in self.ports:
             directory = os.path.join(out, "cluster", str(port))
             os.makedirs(directory, exist_ok=True)
+            own = self.addresses[port]
+            # Protected mode takes only 127.0.0.1 for loopback; every address here is loopback still.
+            binding = ["--bind", own, "127.0.0.1", "--bind-source-addr", own, "--protected-mode", "no"] if apart \
+                else ["--bind", "127.0.0.1"]
             processes.start(f"redis-{port}", [
-                "redis-server", "--port", str(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
+                "redis-server", "--port", str(port), *binding, "--cluster-enabled", "yes",
                 "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000", "--repl-diskless-sync-delay", "0",
                 "--save", "",
                 "--appendonly", "yes", "--dir", directory])
         for port in self.ports:
             wait_redis(port)
         created = subprocess.run(
-            ["redis-cli", "--cluster", "create", *[f"127.0.0.1:{p}" for p in self.ports], "--cluster-replicas", "1",
+            ["redis-cli", "--cluster", "create", *[f"{self.addresses[p]}:{p}" for p in self.ports], "--cluster-replicas", "1",
              "--cluster-yes"], capture_output=True, text=True)
         if created.returncode != 0:
             raise SystemExit("redis-cli --cluster create failed:\n" + created.stdout + created.stderr)
@@ -309,7 +324,29 @@ class RedisCluster:
 
     @property
     def url(self):
-        return f"redis://127.0.0.1:{self.ports[0]}/0"
+        return f"redis://{self.addresses[self.ports[0]]}:{self.ports[0]}/0"
+
+    def cut(self, port, others):
+        """Drops everything between node `port` and each of `others` (both ways; clients still reach all)."""
+        if subprocess.run(["iptables", "-n", "-L", self.CHAIN], capture_output=True).returncode != 0:
+            subprocess.run(["iptables", "-N", self.CHAIN], check=True)
+            subprocess.run(["iptables", "-I", "INPUT", "-j", self.CHAIN], check=True)
+        for other in others:
+            for source, target in ((port, other), (other, port)):
+                subprocess.run(["iptables", "-A", self.CHAIN, "-s", self.addresses[source], "-d", self.addresses[target],
+                                "-j", "DROP"], check=True)
+
+    def heal(self):
+        """Removes every cut (and the chain: also what an interrupted run left)."""
+        subprocess.run(["iptables", "-D", "INPUT", "-j", self.CHAIN], capture_output=True)
+        subprocess.run(["iptables", "-F", self.CHAIN], capture_output=True)
+        subprocess.run(["iptables", "-X", self.CHAIN], capture_output=True)
+
+    def replica_of(self, port):
+        """The port of the replica following primary `port`, as the primary itself reports it."""
+        info = redis_cli(port, "INFO", "replication")
+        match = re.search(r"slave0:ip=[^,]+,port=(\d+)", info)
+        return int(match.group(1)) if match else None
 
     def nodes(self):
         """(port, role, node id, slots text) of every node that answers, from CLUSTER NODES."""
@@ -378,7 +415,7 @@ class RedisCluster:
         key of partition {p01.61} (slot 1961) was gone and the ledger failed."""
         survivor = next(p for p in self.ports if p != port)
         old_id = next((line.split()[0] for line in redis_cli(survivor, "CLUSTER", "NODES").splitlines()
-                       if f"127.0.0.1:{port}@" in line and "handshake" not in line), None)
+                       if f"{self.addresses[port]}:{port}@" in line and "handshake" not in line), None)
         orphan = self.orphan_primary(survivor)
         directory = os.path.join(self.out, "cluster", str(port))
         shutil.rmtree(directory)
@@ -390,7 +427,7 @@ class RedisCluster:
             for other in self.ports:
                 if other != port:
                     redis_cli(other, "CLUSTER", "FORGET", old_id)
-        redis_cli(port, "CLUSTER", "MEET", "127.0.0.1", survivor)
+        redis_cli(port, "CLUSTER", "MEET", self.addresses[survivor], survivor)
         deadline = time.time() + 30
         while "OK" not in redis_cli(port, "CLUSTER", "REPLICATE", orphan):  # once it has heard of the primary
             if time.time() > deadline:

@@ -56,7 +56,8 @@ class ReadinessProbe:
             # Until 5 s after its end, but not into the next fault.
             following = ordered[index + 1][2] if index + 1 < len(ordered) else float("inf")
             end = min((ended if ended is not None else begun) + 5, following)
-            hit = [target] if isinstance(target, str) else list(self.urls)
+            # A fault on one service's host hits that service; any other (loss, latency, Redis nodes) all of them.
+            hit = [target] if target in self.urls else list(self.urls)
             with self.lock:
                 slowest = max((took for at, name, _, took in self.samples if name in hit and begun <= at <= end), default=0)
             rows.append({"fault": kind, "target": target, "started-s": round(begun, 1),
