@@ -68,7 +68,8 @@ class ReadinessProbe:
 
 
 class EventProbe:
-    """Posts one conversion-value update to ingest every 250 ms, for a device of its own with no
+    """Posts a conversion-value update to ingest every 250 ms from each of two threads (so one request
+    waiting on Redis does not keep the next from arriving), each for a device of its own with no
     conversion (the update waits for one, so it changes nothing a campaign does), and records each
     answer: status, reason, how long it took. Every update acknowledged with 202 is written to
     `acknowledgements` like the campaign's, so the ledger accounts for it too."""
@@ -77,7 +78,8 @@ class EventProbe:
         self.ingest, self.app_key, self.item, self.started = ingest, app_key, item, started
         self.samples, self.lock = [], threading.Lock()
         self.acknowledgements = open(acknowledgements, "a")
-        threading.Thread(target=self.post, daemon=True).start()
+        for _ in range(2):
+            threading.Thread(target=self.post, daemon=True).start()
 
     def post(self):
         while True:
@@ -113,10 +115,11 @@ class EventProbe:
             time.sleep(max(0, 0.25 - took))
 
     def summary(self, begun, ended):
-        """What the event route answered from `begun` until 5 s after `ended`: each status and reason with
-        its count, the slowest answer, and when (seconds after `ended`) the first 202 came back."""
+        """What the event route answered to requests under way between `begun` and 5 s after `ended` (one
+        sent before the fault and answered during it counts): each status and reason with its count, the
+        slowest answer, and when (seconds after `ended`) the first 202 came back."""
         with self.lock:
-            mine = [sample for sample in self.samples if begun <= sample[0] <= ended + 5]
+            mine = [sample for sample in self.samples if sample[0] <= ended + 5 and sample[0] + sample[3] >= begun]
         answers = {}
         for _, status, reason, _ in mine:
             key = f"{status} {reason}".strip()
