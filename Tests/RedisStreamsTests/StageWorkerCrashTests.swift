@@ -176,6 +176,38 @@ struct StageWorkerOutageTests {
         #expect(try await StreamConsumer(stream: "in", group: "copier", consumer: "x").pendingCount(on: redis) == 0)
     }
 
+    @Test("an error reply to what was sent is not an outage: an entry that meets one every time is dead-lettered")
+    func errorRepliesStillEndInDeadLetters() async throws {
+        let server = try await RedisServer.start()
+        let redis = server.connect()
+        _ = try await append(numberedMessages(1), to: "in", on: redis)
+        var configuration = StageWorkerConfiguration(stream: "in", group: "copier", consumer: "A")
+        configuration.blockMilliseconds = 50
+        configuration.claimIdleMilliseconds = 1
+        configuration.claimIntervalMilliseconds = 1
+        configuration.maxAttempts = 3
+        let stage = FailoverStage(
+            inner: CopyStage(output: "out"), outages: 1_000,
+            error: RedisError(.server, "WRONGTYPE Operation against a key holding the wrong kind of value"))
+        let worker = StageWorker(
+            configuration: configuration, stage: stage, connection: server.connect(), logger: .test("test.worker.outages"))
+        let dead = try await eventually {
+            _ = try? await worker.processOnce()
+            return try await streamLength("copier:dead", on: redis) == 1
+        }
+        #expect(dead, "kept pending forever")
+    }
+
+    @Test("which errors are Redis being unavailable")
+    func unavailability() {
+        #expect(RedisError(.io, "no reply within 5000 ms").isUnavailability)
+        #expect(RedisError(.connectionFailed, "connect to 10.0.0.2:6379 failed").isUnavailability)
+        #expect(RedisError(.server, "CLUSTERDOWN The cluster is down").isUnavailability)
+        #expect(RedisError(.server, "a lookup failed: LOADING Redis is loading the dataset in memory").isUnavailability)
+        #expect(!RedisError(.server, "WRONGTYPE Operation against a key holding the wrong kind of value").isUnavailability)
+        #expect(!RedisError(.closed, "connection closed").isUnavailability)
+    }
+
     @Test("a survived delivery is given back only while the entry is still this consumer's")
     func giveBackLeavesOthersAlone() async throws {
         let server = try await RedisServer.start()

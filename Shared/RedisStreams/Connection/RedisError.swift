@@ -58,4 +58,19 @@ public struct RedisError: Error, CustomStringConvertible, Sendable, Equatable {
 
     /// `redis <code>: <message>`.
     public var description: String { "redis \(self.code): \(self.message)" }
+
+    /// Whether Redis itself was unavailable (unreachable, timing out, loading, failing over, resharding)
+    /// rather than refusing what was sent: a worker that meets it has not failed its entries.
+    public var isUnavailability: Bool {
+        switch self.code {
+        case .connectionFailed, .io, .redirected: return true
+        case .server: return self.message.split(separator: " ").contains { Self.unavailableReplies.contains(String($0)) }
+        default: return false
+        }
+    }
+
+    /// Error replies of a Redis that is not serving now (also when a caller quoted them in its message).
+    private static let unavailableReplies: Set<String> = [
+        "LOADING", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "READONLY", "NOREPLICAS", "MOVED", "ASK", "BUSY",
+    ]
 }

@@ -4,7 +4,9 @@
 /// acknowledgement: each consumer that took it must have stopped (a poison entry that crashes its
 /// process). A worker that is only cut off from Redis (a failover, a partition, a command timeout)
 /// also leaves its entries pending, and their next claim counts another delivery. So when a batch
-/// or a claimed entry fails with an error the worker lives through, it remembers those entries and,
+/// or a claimed entry fails because Redis was unavailable (`RedisError.isUnavailability`: not an error
+/// reply to what was sent, which an entry can cause every time and must not keep pending forever), the
+/// worker remembers those entries and,
 /// once Redis answers again, takes that delivery back off their count (`XCLAIM … RETRYCOUNT`), only
 /// for entries still pending and still its own. The count then says how many consumers stopped
 /// holding the entry, as the dead letter's reason claims.

@@ -97,7 +97,7 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
             for batch in self.batches(entries) {
                 try await self.process(batch, claimed: false)
             }
-        } catch {
+        } catch let error as RedisError where error.isUnavailability {
             self.survived(entries)
             throw error
         }
@@ -209,7 +209,7 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
                 } else {
                     try await self.process([entry], claimed: true)
                 }
-            } catch {
+            } catch let error as RedisError where error.isUnavailability {
                 self.survived([entry])
                 throw error
             }

@@ -1,15 +1,21 @@
 import RedisStreams
 import Synchronization
 
-/// Copies like `CopyStage`, but its own Redis work fails (as in a failover) for its first `outages`
-/// decisions: `decide` throws, as a stage does when Redis, not the entry, is the problem.
+/// Copies like `CopyStage`, but its own Redis work fails with `error` (by default a reset connection,
+/// as in a failover) for its first `outages` decisions: `decide` throws, as a stage does when a round
+/// trip of its own fails.
 final class FailoverStage: StreamStage {
     let inner: CopyStage
     let outages: Mutex<Int>
+    let error: RedisError
 
-    init(inner: CopyStage, outages: Int) {
+    init(
+        inner: CopyStage, outages: Int,
+        error: RedisError = RedisError(.io, "reading a reply failed: Connection reset by peer")
+    ) {
         self.inner = inner
         self.outages = Mutex(outages)
+        self.error = error
     }
 
     func reads(for batch: [StreamEntry]) -> StageReads { self.inner.reads(for: batch) }
@@ -19,7 +25,7 @@ final class FailoverStage: StreamStage {
             defer { outages = max(0, outages - 1) }
             return outages > 0
         }
-        if failing { throw RedisError(.io, "reading a reply failed: Connection reset by peer") }
+        if failing { throw self.error }
         return await self.inner.decide(batch, state: state)
     }
 }
