@@ -23,7 +23,7 @@ stages' CPU priority: idle, the default, for SCHED_IDLE; "nice 10"; none); BENCH
 
 import json, os, re, resource, shutil, signal, subprocess, sys, tempfile, time, urllib.request
 from collections import Counter
-from harness import Processes, b64url_decode, cpu_seconds, redis_info_cpu_seconds, free_port, http, partitioned, redis_cli, rss_mib, until, wait_http
+from harness import Processes, b64url_decode, cpu_seconds, redis_info_cpu_seconds, free_port, http, partitioned, redis_cli, rss_mib, until, wait_http, keygen
 from bench_ramp import FACTOR as RAMP_FACTOR, START as RAMP_START, Bench, ramp_chart
 
 BIN = sys.argv[1]
@@ -185,8 +185,7 @@ try:
     url = f"redis://127.0.0.1:{REDIS_PORT}/0"
     token = "bench-admin-token-of-at-least-32-characters"
     keys = os.path.join(OUT, "keys")
-    for name in ("network", "pipeline", "pipeline-development"):
-        subprocess.run([f"{BIN}/attribution", "keygen", "--name", name, "--out", keys], check=True, capture_output=True)
+    keygen(BIN, keys)
     receiver_port, ingest_port, admin_port = free_port(), free_port(), free_port()
     common = {"REDIS_URL": url, "LOG_LEVEL": "warning", "HTTP_HOST": "127.0.0.1", "CONVERSION_SETTLE_MS": "0",
               "POSTBACK_URL_ALLOWLIST": "127.0.0.1", "STREAM_RETENTION_HOURS": "0"}

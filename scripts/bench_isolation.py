@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 
-from harness import Processes, free_port, http, until, wait_http, wait_redis
+from harness import Processes, free_port, http, until, wait_http, wait_redis, keygen
 
 BIN, OUT = sys.argv[1], os.path.abspath(sys.argv[2])
 POSTBACKS = int(os.environ.get("BENCH_ISOLATION_POSTBACKS", "8000"))
@@ -41,8 +41,7 @@ def run(hanging):
         wait_redis(port)
         url = f"redis://127.0.0.1:{port}/0"
         keys = os.path.join(data, "keys")
-        for name in ("network", "pipeline", "pipeline-development"):
-            subprocess.run([f"{BIN}/attribution", "keygen", "--name", name, "--out", keys], check=True, capture_output=True)
+        keygen(BIN, keys)
         with open(os.path.join(keys, "network.public.pem")) as f:
             public_key = f.read()
         common = {"REDIS_URL": url, "LOG_LEVEL": "warning", "HTTP_HOST": "127.0.0.1", "POSTBACK_URL_ALLOWLIST": "127.0.0.1",

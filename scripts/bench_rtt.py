@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 
-from harness import Processes, free_port, http, partitioned, redis_cli, until, wait_http, wait_redis
+from harness import Processes, RedisConnection, free_port, group_done, http, keygen, partitioned, until, wait_http, wait_redis
 
 BIN, OUT = sys.argv[1], os.path.abspath(sys.argv[2])
 IMPRESSIONS = int(os.environ.get("BENCH_RTT_IMPRESSIONS", "8000"))
@@ -43,22 +43,6 @@ SERVICES = [("ingest", "events/s accepted"), ("verifier", "impressions/s"), ("at
 RELAY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "latency_proxy.py")
 
 
-def group_done(port, stream, group):
-    """Every partition of `stream` read and acknowledged by `group`."""
-    for name in partitioned(stream):
-        info = subprocess.run(["redis-cli", "-p", str(port), "--json", "XINFO", "GROUPS", name], capture_output=True, text=True).stdout
-        try:
-            if not any(g.get("name") == group and g.get("lag") == 0 and g.get("pending") == 0 for g in json.loads(info)):
-                return False
-        except ValueError:
-            return False
-    return True
-
-
-def xlen(port, stream):
-    return sum(int(redis_cli(port, "XLEN", name) or 0) for name in partitioned(stream))
-
-
 def measure(label, delay):
     """Each service's figure with the services on Redis directly (`delay` None) or through the relay."""
     children = Processes(os.path.join(OUT, "rtt-" + label.replace(" ", "").replace(",", "-").replace("+", "")))
@@ -69,6 +53,7 @@ def measure(label, delay):
         children.start("redis", ["redis-server", "--port", str(port), "--save", "", "--appendonly", "no", "--dir", data])
         wait_redis(port)
         direct = f"redis://127.0.0.1:{port}/0"
+        observer = RedisConnection(port)
         url = direct
         if delay is not None:
             relay_port, delay_file = free_port(), os.path.join(data, "delay-ms")
@@ -79,8 +64,7 @@ def measure(label, delay):
             wait_redis(relay_port)
             url = f"redis://127.0.0.1:{relay_port}/0"
         keys = os.path.join(data, "keys")
-        for name in ("network", "pipeline", "pipeline-development"):
-            subprocess.run([f"{BIN}/attribution", "keygen", "--name", name, "--out", keys], check=True, capture_output=True)
+        keygen(BIN, keys)
         with open(os.path.join(keys, "network.public.pem")) as f:
             public_key = f.read()
         common = {"REDIS_URL": url, "LOG_LEVEL": "warning", "HTTP_HOST": "127.0.0.1", "POSTBACK_URL_ALLOWLIST": "127.0.0.1",
@@ -107,13 +91,13 @@ def measure(label, delay):
             for replica in range(REPLICAS):
                 children.start(f"{name}-{replica}" if replica else name, [f"{BIN}/{name}"],
                                {**common, "HTTP_PORT": str(free_port()), **(env or {})})
-            if not until(lambda: group_done(port, stream, group), 600, 0.05):
+            if not until(lambda: group_done(observer, stream, group), 600, 0.05):
                 raise SystemExit(f"rtt ({label}): {name} did not drain {stream} in 600 s")
             return count / (time.time() - started)
 
         figures = {}
         load("impressions", IMPRESSIONS, ["--key-file", os.path.join(keys, "network.private.pem")])
-        events = xlen(port, "events")
+        events = sum(observer.pipeline([("XLEN", name) for name in partitioned("events")]))
         figures["verifier"] = drained("verifier", "events", "verifier", IMPRESSIONS)
         figures["attribution-winner"] = drained("attribution-winner", "verified", "attribution-winner", events)
         figures["scheduler"] = drained("scheduler", "attributions", "scheduler", events - IMPRESSIONS, {"CROWD_TIER_THRESHOLDS": "1,1,1"})

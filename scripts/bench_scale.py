@@ -10,7 +10,7 @@ pipeline empty, nothing arriving) as a share of one core. Writes OUT/scale.json.
 """
 
 import json, os, re, shutil, subprocess, sys, tempfile, time
-from harness import PARTITIONS, Processes, RedisCluster, cpu_seconds, redis_info_cpu_seconds, free_port, http, partitioned, redis_cli, until, wait_http, wait_redis
+from harness import PARTITIONS, Processes, RedisCluster, cpu_seconds, redis_info_cpu_seconds, free_port, http, partitioned, redis_cli, until, wait_http, wait_redis, keygen
 
 BIN, OUT = sys.argv[1], os.path.abspath(sys.argv[2])
 os.makedirs(OUT, exist_ok=True)
@@ -87,8 +87,7 @@ def run(mode):
             return True
 
         keys = os.path.join(children.out, "keys")
-        for name in ("network", "pipeline", "pipeline-development"):
-            subprocess.run([f"{BIN}/attribution", "keygen", "--name", name, "--out", keys], check=True, capture_output=True)
+        keygen(BIN, keys)
         receiver_port, ingest_port, admin_port = free_port(), free_port(), free_port()
         common = {**redis_env, "PARTITIONS": str(PARTITIONS), "LOG_LEVEL": "warning", "HTTP_HOST": "127.0.0.1", "POSTBACK_URL_ALLOWLIST": "127.0.0.1",
                   "STREAM_RETENTION_HOURS": "0", "TIME_SCALE": "86400", "CONVERSION_SETTLE_MS": "250",

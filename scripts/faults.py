@@ -402,20 +402,19 @@ def network_summary(probe, events):
 
 
 def event_route_failures(rows):
-    """What the event route did wrong during the ingest partition: a non-503 refusal, a slow answer, no 202 after."""
+    """What the event route did wrong: while ingest was cut off, a refusal other than 503, a slow answer, no
+    503 seen or no 202 soon after; while Redis nodes were cut off from each other, any answer but 202 or 503."""
     failures = []
     for row in rows:
-        if row["fault"] in ("isolate-primary", "cut-replica"):
-            # Redis nodes cut off from each other: ingest may refuse (503) but never answer otherwise.
-            wrong = [answer for answer in row["event-route"]["answers"] if not answer.startswith(("202", "503"))]
-            if wrong:
-                failures.append(f"answers other than 202 or 503 while {row['fault']} {row['target']}: {wrong}")
-        if row["fault"] != "partition" or row["target"] != "ingest":
+        ingest_cut = row["fault"] == "partition" and row["target"] == "ingest"
+        if not ingest_cut and row["fault"] not in ("isolate-primary", "cut-replica"):
             continue
         route = row["event-route"]
         wrong = [answer for answer in route["answers"] if not answer.startswith(("202", "503"))]
         if wrong:
-            failures.append(f"answers other than 202 or 503 while ingest was cut off: {wrong}")
+            failures.append(f"answers other than 202 or 503 during {row['fault']} {row['target']}: {wrong}")
+        if not ingest_cut:
+            continue
         if route["slowest-answer-s"] > EVENT_ANSWER_BOUND_S:
             failures.append(f"an event request took {route['slowest-answer-s']} s (bound {EVENT_ANSWER_BOUND_S} s)")
         if route["accepting-again-after-s"] is None or route["accepting-again-after-s"] > ACCEPTING_AGAIN_BOUND_S:
@@ -423,6 +422,8 @@ def event_route_failures(rows):
         if not any(answer.startswith("503") for answer in route["answers"]):
             failures.append("no 503 while ingest was cut off: the probe did not see the partition")
     return failures
+
+
 network_faults = []  # (name, target, started, ended) in seconds since the run's start
 
 
@@ -432,6 +433,12 @@ def network_timeline():
     for day, action, target, seconds in NETWORK_TIMELINE:
         events += [(day, action, (target, seconds)), (day + seconds / DAY, "end-" + action, (target, seconds))]
     return sorted(events, key=lambda event: event[0])
+
+
+def set_latency(milliseconds):
+    """What the relay in front of Redis adds to every round trip from now on (it rereads the file)."""
+    with open(LATENCY_FILE, "w") as f:
+        f.write(str(milliseconds))
 
 
 def network_fault(action, target, seconds):
@@ -444,14 +451,12 @@ def network_fault(action, target, seconds):
         netns.heal(target)
         note(f"{target} reaches Redis again")
     elif action == "latency":
-        with open(LATENCY_FILE, "w") as f:
-            f.write(str(target))
+        set_latency(target)
         for name in services:
             netns.lose(name, LOSS)
         note(f"{target} ms added to every service's round trip to Redis, {LOSS:.0%} of the packets dropped, for {seconds} s")
     elif action == "end-latency":
-        with open(LATENCY_FILE, "w") as f:
-            f.write("0")
+        set_latency(0)
         for name in services:
             netns.stop_losing(name, LOSS)
         note("no added latency, no packet loss")

@@ -72,6 +72,12 @@ def http(method, url, body=None, token=None, timeout=10):
         return json.loads(reply.read() or b"{}")
 
 
+def keygen(bin_dir, keys, names=("network", "pipeline", "pipeline-development")):
+    """`attribution keygen` for each name into `keys` (name.private.pem, name.public.pem)."""
+    for name in names:
+        subprocess.run([os.path.join(bin_dir, "attribution"), "keygen", "--name", name, "--out", keys], check=True, capture_output=True)
+
+
 def cpu_seconds(pid):
     fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -192,6 +198,17 @@ def group_backlog(connection, pairs, count=PARTITIONS):
                 lag = max(0, added.get(name, 0) - (group.get("entries-read") or 0))
             backlog[pair] += lag + (group.get("pending") or 0)
     return backlog
+
+
+def group_done(connection, stream, group, count=PARTITIONS):
+    """Whether `group` exists on every partition of `stream` and has read and acknowledged all of it
+    (one pipelined round trip; `group_backlog` counts a partition without the group as done)."""
+    replies = connection.pipeline([("XINFO", "GROUPS", name) for name in partitioned(stream, count)])
+    for reply in replies:
+        groups = [dict(zip(fields[::2], fields[1::2])) for fields in reply] if isinstance(reply, list) else []
+        if not any(g.get("name") == group and g.get("lag") == 0 and g.get("pending") == 0 for g in groups):
+            return False
+    return True
 
 
 def stream_entries_added(connection, names):

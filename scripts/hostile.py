@@ -24,7 +24,7 @@ and schemathesis only."""
 import argparse, base64, collections, json, os, re, shutil, signal, socket, struct, subprocess, sys, threading, time, uuid
 from http.client import HTTPConnection
 
-from harness import free_port, partitioned, rss_mib
+from harness import free_port, partitioned, rss_mib, keygen
 
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -1301,8 +1301,7 @@ def main():
     redis = Redis(REDIS_PORT)
 
     keys = os.path.join(OUT, "keys")
-    for name in ("pipeline", "pipeline-development"):
-        subprocess.run([f"{bin_dir}/attribution", "keygen", "--name", name, "--out", keys], check=True, capture_output=True)
+    keygen(bin_dir, keys, ("pipeline", "pipeline-development"))
     ADMIN_TOKEN = uuid.uuid4().hex + uuid.uuid4().hex
     INGEST_PORT, ADMIN_PORT, RECEIVER_PORT = free_port(), free_port(), free_port()
     ports = {"ingest": INGEST_PORT, **{name: free_port() for name in SERVICES[1:]}}

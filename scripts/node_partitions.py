@@ -53,9 +53,9 @@ def isolate_primary(cluster, seconds, note):
     took_over_at = offset(replica, "second_repl_offset")
     written = offset(primary)
     cluster.heal()
-    note(f"cut healed; :{replica} had taken over after {promoted_after if promoted_after is None else round(promoted_after, 1)} s")
     if promoted_after is None:
         raise SystemExit(f"isolated primary :{primary}: its replica :{replica} was not promoted in {seconds} s")
+    note(f"cut healed; :{replica} had taken over after {promoted_after:.1f} s")
     deadline = time.time() + 30
     while role(primary) != "slave" or "master_link_status:up" not in redis_cli(primary, "INFO", "replication"):
         if time.time() > deadline:

@@ -15,7 +15,7 @@ five-services figure instead: all five at once, counted until one first-window p
 has arrived (CAMPAIGN_RATE=3000 as there)."""
 
 import collections, json, os, re, shutil, signal, subprocess, sys, tempfile, time
-from harness import Processes, cpu_seconds, free_port, http, partitioned, redis_cli, until, wait_http
+from harness import Processes, cpu_seconds, free_port, http, partitioned, redis_cli, until, wait_http, keygen
 
 BIN, OUT = sys.argv[1], os.path.abspath(sys.argv[2])
 RATE = int(os.environ.get("CAMPAIGN_RATE", "1500"))
@@ -75,8 +75,7 @@ try:
     until(lambda: redis_cli(PORT, "PING") == "PONG", 10)
     url, token = f"redis://127.0.0.1:{PORT}/0", "commands-admin-token-of-at-least-32-characters"
     keys = os.path.join(OUT, "keys")
-    for name in ("network", "pipeline", "pipeline-development"):
-        subprocess.run([f"{BIN}/attribution", "keygen", "--name", name, "--out", keys], check=True, capture_output=True)
+    keygen(BIN, keys)
     receiver_port, ingest_port, admin_port = free_port(), free_port(), free_port()
     scaled = {"TIME_SCALE": "86400", "CONVERSION_SETTLE_MS": "250", "WINDOW_CLOSE_GRACE_MS": "400", "CROWD_TIER_THRESHOLDS": "1,1,1"}
     common = {"REDIS_URL": url, "LOG_LEVEL": "warning", "HTTP_HOST": "127.0.0.1", "POSTBACK_URL_ALLOWLIST": "127.0.0.1",

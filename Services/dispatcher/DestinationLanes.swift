@@ -77,7 +77,8 @@ actor DestinationLanes {
             lanes[destination] = lane
             Counter(label: "dispatcher_destination_deferred_total", dimensions: [("destination", destination)]).increment()
             return .wait(
-                until: now + busyWait(lane), reason: "\(destination) busy: \(limit) attempts in flight, \(queueLimit) waiting")
+                until: now + busyWait(lane, now: now),
+                reason: "\(destination) busy: \(limit) attempts in flight, \(queueLimit) waiting")
         }
         lanes[destination] = lane
         let permitted = await withCheckedContinuation {
@@ -93,13 +94,15 @@ actor DestinationLanes {
     }
 
     /// How long a delivery that found the queue full waits before it comes back: about the time the
-    /// queue ahead of it takes to drain at the destination's recent pace, at least 50 ms, at most one
-    /// delivery timeout. A fast destination offered a large batch then takes the rest a moment later
-    /// (a fixed timeout held a healthy receiver to a few hundred deliveries a second); a slow one keeps
-    /// its postbacks out of the way for as long as before.
-    private func busyWait(_ lane: Lane) -> Milliseconds {
+    /// queue ahead of it takes to drain at the destination's pace, at least 50 ms, at most one delivery
+    /// timeout. The pace is the recent attempts' average, or the oldest attempt still under way if that
+    /// is longer (a hanging destination has no finished attempt to average yet). A fast destination
+    /// offered a large batch then takes the rest a moment later (a fixed timeout held a healthy receiver
+    /// to a few hundred deliveries a second); a slow one keeps its postbacks out of the way as before.
+    private func busyWait(_ lane: Lane, now: Milliseconds) -> Milliseconds {
         let rounds = Milliseconds((queueLimit + limit - 1) / limit + 1)
-        return min(timeout, max(50, rounds * lane.latency))
+        let oldest = lane.started.values.min().map { now - $0 } ?? 0
+        return min(timeout, max(50, rounds * max(lane.latency, oldest)))
     }
 
     /// Ends an attempt that held a permit: `failed` (no answer: a timeout or a connection error) feeds

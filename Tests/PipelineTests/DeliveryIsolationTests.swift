@@ -127,17 +127,7 @@ extension PipelineSuites {
             // A minute lasts 1 ms (the first retry's wait); a lease is 2 × 2 s + 5 s.
             let processes = try PipelineProcesses(
                 redis: redis, timeScale: 60_000, extraEnvironment: ["TIMER_POLL_MS": "10", "DELIVERY_TIMEOUT_MS": "2000"])
-            for url in [processes.ingestURL, processes.receiverURL] {
-                try #require(try await http.waitUntilUp("\(url)/health"), "\(url) starts\n\(processes.logs())")
-            }
-            let reply = try await http.send(
-                "PUT", "\(processes.adminURL)/v1/admin/ad-networks/\(healthy)",
-                json: [
-                    "public-key": SigningKey.generate().publicKey.pemRepresentation,
-                    "postback-url": "\(processes.receiverURL)/postbacks",
-                ],
-                token: processes.adminToken)
-            try #require(reply.status == 200)
+            try await registerHealthy(processes)
             let connection = redis.connect()
             // One postback first, answered at once: the receiver fetches the key set again for the
             // dispatcher's key (published after the receiver started), so the 10 are not refused for it.
@@ -227,17 +217,7 @@ extension PipelineSuites {
                     "BATCH_SIZE": "300",
                 ])
             defer { processes.stop() }
-            for url in [processes.ingestURL, processes.receiverURL] {
-                try #require(try await http.waitUntilUp("\(url)/health"), "\(url) starts\n\(processes.logs())")
-            }
-            let reply = try await http.send(
-                "PUT", "\(processes.adminURL)/v1/admin/ad-networks/\(healthy)",
-                json: [
-                    "public-key": SigningKey.generate().publicKey.pemRepresentation,
-                    "postback-url": "\(processes.receiverURL)/postbacks",
-                ],
-                token: processes.adminToken)
-            try #require(reply.status == 200)
+            try await registerHealthy(processes)
             let connection = redis.connect()
             let orders = (0..<300).map { _ in DeliveryTests.order(network: healthy) }
             let now = WallClock.nowMilliseconds()
@@ -253,6 +233,21 @@ extension PipelineSuites {
             #expect(delivered, "all delivered well within one delivery timeout\n\(processes.logs())")
             #expect(try await stats("failed-attempts", connection) == 0)
             #expect(try await deadLetters(connection).isEmpty)
+        }
+
+        /// Once ingest and the receiver are up: the healthy network registered, posting to the receiver.
+        func registerHealthy(_ processes: PipelineProcesses) async throws {
+            for url in [processes.ingestURL, processes.receiverURL] {
+                try #require(try await http.waitUntilUp("\(url)/health"), "\(url) starts\n\(processes.logs())")
+            }
+            let reply = try await http.send(
+                "PUT", "\(processes.adminURL)/v1/admin/ad-networks/\(healthy)",
+                json: [
+                    "public-key": SigningKey.generate().publicKey.pemRepresentation,
+                    "postback-url": "\(processes.receiverURL)/postbacks",
+                ],
+                token: processes.adminToken)
+            try #require(reply.status == 200)
         }
 
         func accepted(_ receiver: String) async throws -> [DeliveryTests.Attempt] {

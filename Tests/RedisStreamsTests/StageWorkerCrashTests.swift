@@ -145,6 +145,22 @@ struct StageWorkerCrashLoopTests {
 
 @Suite("StageWorker through Redis outages")
 struct StageWorkerOutageTests {
+    /// Consumer A of group `copier` on `in`, whose stage meets `outages` failures of `error` first;
+    /// claims an entry as soon as it has been idle `claimIdle` ms; `MAX_ATTEMPTS` 3.
+    func outageWorker(
+        on server: RedisServer, outages: Int,
+        error: RedisError = RedisError(.io, "reading a reply failed: Connection reset by peer"), claimIdle: Int = 1
+    ) -> StageWorker<FailoverStage> {
+        var configuration = StageWorkerConfiguration(stream: "in", group: "copier", consumer: "A")
+        configuration.blockMilliseconds = 50
+        configuration.claimIdleMilliseconds = claimIdle
+        configuration.claimIntervalMilliseconds = 1
+        configuration.maxAttempts = 3
+        return StageWorker(
+            configuration: configuration, stage: FailoverStage(inner: CopyStage(output: "out"), outages: outages, error: error),
+            connection: server.connect(), logger: .test("test.worker.outages"))
+    }
+
     /// Found by the cluster fault run: a verifier whose replay-marker claims failed in two failovers in
     /// a row dead-lettered a valid impression, as if it were poison.
     @Test("an entry whose worker keeps meeting Redis failures (and lives) is never dead-lettered nor counted")
@@ -153,15 +169,8 @@ struct StageWorkerOutageTests {
         let redis = server.connect()
         let messages = numberedMessages(3)
         _ = try await append(messages, to: "in", on: redis)
-        var configuration = StageWorkerConfiguration(stream: "in", group: "copier", consumer: "A")
-        configuration.blockMilliseconds = 50
-        configuration.claimIdleMilliseconds = 1
-        configuration.claimIntervalMilliseconds = 1
-        configuration.maxAttempts = 3
         // Twice as many outages as attempts: the first read, then claim after claim.
-        let worker = StageWorker(
-            configuration: configuration, stage: FailoverStage(inner: CopyStage(output: "out"), outages: 6),
-            connection: server.connect(), logger: .test("test.worker.outages"))
+        let worker = outageWorker(on: server, outages: 6)
         var failures = 0
         let done = try await eventually {
             do { _ = try await worker.processOnce() } catch is RedisError { failures += 1 }
@@ -181,16 +190,9 @@ struct StageWorkerOutageTests {
         let server = try await RedisServer.start()
         let redis = server.connect()
         _ = try await append(numberedMessages(1), to: "in", on: redis)
-        var configuration = StageWorkerConfiguration(stream: "in", group: "copier", consumer: "A")
-        configuration.blockMilliseconds = 50
-        configuration.claimIdleMilliseconds = 1
-        configuration.claimIntervalMilliseconds = 1
-        configuration.maxAttempts = 3
-        let stage = FailoverStage(
-            inner: CopyStage(output: "out"), outages: 1_000,
+        let worker = outageWorker(
+            on: server, outages: 1_000,
             error: RedisError(.server, "WRONGTYPE Operation against a key holding the wrong kind of value"))
-        let worker = StageWorker(
-            configuration: configuration, stage: stage, connection: server.connect(), logger: .test("test.worker.outages"))
         let dead = try await eventually {
             _ = try? await worker.processOnce()
             return try await streamLength("copier:dead", on: redis) == 1
@@ -213,12 +215,7 @@ struct StageWorkerOutageTests {
         let server = try await RedisServer.start()
         let redis = server.connect()
         let ids = try await append(numberedMessages(2), to: "in", on: redis)
-        var configuration = StageWorkerConfiguration(stream: "in", group: "copier", consumer: "A")
-        configuration.blockMilliseconds = 50
-        configuration.claimIdleMilliseconds = 60_000  // A claims nothing back in this test
-        let worker = StageWorker(
-            configuration: configuration, stage: FailoverStage(inner: CopyStage(output: "out"), outages: 1),
-            connection: server.connect(), logger: .test("test.worker.outages"))
+        let worker = outageWorker(on: server, outages: 1, claimIdle: 60_000)  // A claims nothing back in this test
         await #expect(throws: RedisError.self) { _ = try await worker.processOnce() }
         // Meanwhile the second entry moved on to B (a replica that claimed it), three deliveries counted.
         _ = try await redis.send(RedisCommand("XCLAIM", "in", "copier", "B", "0", ids[1], "RETRYCOUNT", "3"))

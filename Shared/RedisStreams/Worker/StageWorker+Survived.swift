@@ -37,7 +37,7 @@ extension StageWorker {
                     Array($0.utf8)
                 })
         }
-        let replies = try await Self.giveBack.runAll(calls, on: self.connection)
+        let replies = try await survivedDeliveriesScript.runAll(calls, on: self.connection)
         if let message = replies.lazy.compactMap(\.errorMessage).first {
             throw RedisError(.server, "giving back survived deliveries failed: \(message)")
         }
@@ -52,12 +52,10 @@ extension StageWorker {
             self.logger.info("deliveries survived given back", metadata: ["count": "\(given)"])
         }
     }
-
-    /// KEYS[1] the stream; ARGV group, consumer, ids. For each id still pending for this consumer with
-    /// a delivery counted, one delivery fewer, its idle time kept (JUSTID: the claim itself counts none).
-    static var giveBack: RedisScript { survivedDeliveriesScript }
 }
 
+/// KEYS[1] the stream; ARGV group, consumer, ids. For each id still pending for this consumer with a
+/// delivery counted, one delivery fewer, its idle time kept (JUSTID: the claim itself counts none).
 private let survivedDeliveriesScript = RedisScript(
     """
     local given = 0

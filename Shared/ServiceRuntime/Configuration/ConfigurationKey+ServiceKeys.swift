@@ -79,7 +79,7 @@ extension ConfigurationKey.Typed where Value == Int {
     public static var deliveryConcurrencyPerHost: Self {
         .integer(
             "DELIVERY_CONCURRENCY_PER_HOST", default: 16, range: 1...1_000, services: ["dispatcher"],
-            "Postback POSTs in flight at once per destination (scheme, host and port), per dispatcher replica (connections are pooled and kept alive); 16 times as many more may wait for them, and past that a delivery waits in the retry queue, spending no retry, for about the time the queue takes to drain at the destination's recent pace (50 ms to one delivery timeout)."
+            "Postback POSTs in flight at once per destination (scheme, host and port), per dispatcher replica (connections are pooled and kept alive); 16 times as many more may wait for them, and past that a delivery waits in the retry queue, spending no retry, for about the time the queue takes to drain at the destination's pace (its recent attempts, or the oldest still under way; 50 ms to one delivery timeout)."
         )
     }
 }

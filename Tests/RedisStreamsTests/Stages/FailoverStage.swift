@@ -1,18 +1,15 @@
 import RedisStreams
 import Synchronization
 
-/// Copies like `CopyStage`, but its own Redis work fails with `error` (by default a reset connection,
-/// as in a failover) for its first `outages` decisions: `decide` throws, as a stage does when a round
-/// trip of its own fails.
+/// Copies like `CopyStage`, but its own Redis work fails with `error` (a reset connection in a failover,
+/// say) for its first `outages` decisions: `decide` throws, as a stage does when a round trip of its own
+/// fails.
 final class FailoverStage: StreamStage {
     let inner: CopyStage
     let outages: Mutex<Int>
     let error: RedisError
 
-    init(
-        inner: CopyStage, outages: Int,
-        error: RedisError = RedisError(.io, "reading a reply failed: Connection reset by peer")
-    ) {
+    init(inner: CopyStage, outages: Int, error: RedisError) {
         self.inner = inner
         self.outages = Mutex(outages)
         self.error = error
