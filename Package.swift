@@ -37,7 +37,10 @@ let package = Package(
     ],
     targets: [
         // Pure model: identifiers, events, envelopes and the rules as pure functions. No I/O.
-        .target(name: "AttributionModel", path: "Shared/AttributionModel", swiftSettings: swiftSettings),
+        // swift-crypto only for the keyed hash of postback identifiers.
+        .target(
+            name: "AttributionModel", dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            path: "Shared/AttributionModel", swiftSettings: swiftSettings),
         // Debian's libssl-dev, for legacy SKAdNetwork signatures on P-192 only.
         .systemLibrary(name: "COpenSSL", path: "Shared/COpenSSL", providers: [.apt(["libssl-dev"])]),
         // Compact JWS (ES256) and SKAN signatures over swift-crypto; keys in PEM and JWK form.

@@ -208,9 +208,8 @@ try:
     register()
 
     def worker(name, env=None):
-        # Two consumer loops in the verifier (VERIFIER_CONSUMERS): one checks signatures while the other
-        # waits for Redis; on 2 cores that is about 15 % more capacity than one.
-        own = {"VERIFIER_CONSUMERS": os.environ.get("BENCH_VERIFIER_CONSUMERS", "2")} if name == "verifier" else {}
+        # The services' own CONSUMERS unless BENCH_CONSUMERS says otherwise.
+        own = {"CONSUMERS": os.environ["BENCH_CONSUMERS"]} if "BENCH_CONSUMERS" in os.environ else {}
         return children.start(name, STAGE_SCHEDULING + [f"{BIN}/{name}"], {**common, "HTTP_PORT": str(free_port()), **own, **(env or {})})
 
     def load(kind, count, extra=()):

@@ -10,6 +10,7 @@
 # Sizes: BENCH_IMPRESSIONS (20000), BENCH_POSTBACKS (10000), BENCH_HELD (1000000); the search:
 # BENCH_RAMP_STEP_SECONDS (5), BENCH_RAMP_REFINE (3), BENCH_RAMP_RETRIES (1), BENCH_BATCH (100),
 # BENCH_OVERLOAD_SECONDS (4), BENCH_LATENCY_SECONDS (10); see scripts/bench.py and bench_ramp.py.
+# BENCH_CONSUMERS: the stages' CONSUMERS (their default otherwise).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh

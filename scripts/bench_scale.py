@@ -100,8 +100,6 @@ def run(mode):
         for name in SERVICES[1:]:
             extra = {"SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
                      "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(keys, "pipeline-development.private.pem")} if name == "dispatcher" else {}
-            if name == "verifier":  # as in scripts/bench.py
-                extra = {"VERIFIER_CONSUMERS": os.environ.get("BENCH_VERIFIER_CONSUMERS", "2")}
             processes[name] = children.start(name, [f"{BIN}/{name}"], {**common, "HTTP_PORT": str(free_port()), **extra})
         until(lambda: '"kid"' in json.dumps(http("GET", ingest + "/.well-known/jwks.json")), 30)
         children.start("receiver", [f"{BIN}/attribution", "receiver", "--port", str(receiver_port), "--jwks-url",

@@ -78,11 +78,21 @@ class EventProbe:
         self.ingest, self.app_key, self.item, self.started = ingest, app_key, item, started
         self.samples, self.lock = [], threading.Lock()
         self.acknowledgements = open(acknowledgements, "a")
-        for _ in range(2):
-            threading.Thread(target=self.post, daemon=True).start()
+        self.stopping = threading.Event()
+        self.threads = [threading.Thread(target=self.post, daemon=True) for _ in range(2)]
+        for thread in self.threads:
+            thread.start()
+
+    def stop(self):
+        """Ends the posting once the faults are over: the ledger then reads an idle pipeline and an
+        acknowledgement file that no longer grows."""
+        self.stopping.set()
+        for thread in self.threads:
+            thread.join()
+        self.acknowledgements.close()
 
     def post(self):
-        while True:
+        while not self.stopping.is_set():
             device = f"probe-{uuid.uuid4()}"
             body = json.dumps({"device-identifier": device, "advertised-item-identifier": int(self.item),
                                "time": int(time.time() * 1000), "fineConversionValue": 1}).encode()
@@ -112,7 +122,7 @@ class EventProbe:
                     self.acknowledgements.write(json.dumps({"device": device, "event-identifier": answer.get("event-identifier"),
                                                             "kind": "conversion-value-updates"}) + "\n")
                     self.acknowledgements.flush()
-            time.sleep(max(0, 0.25 - took))
+            self.stopping.wait(max(0, 0.25 - took))
 
     def summary(self, begun, ended):
         """What the event route answered to requests under way between `begun` and 5 s after `ended` (one

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, builds every executable (the end-to-end tests run
 # them as real processes), runs `swift test`, then the short fault-injection runs (one Redis, a Redis
-# Cluster, then one Redis across test hosts with network faults) and the compose test (the Docker images and the compose stack, on one Redis and on the
+# Cluster, the cluster's nodes partitioned from each other, then one Redis across test hosts with
+# network faults) and the compose test (the Docker images and the compose stack, on one Redis and on the
 # cluster profile). Tests start their own redis-server processes (and local clusters) on free ports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +26,11 @@ if [ $# -eq 0 ]; then
     # through the batch routes (10 devices a request), so batches are held to the same ledger.
     echo "==> fault-injection run on a Redis Cluster (short form, batches)"
     bash scripts/faults.sh --short --cluster --batch 10
+    # Partitions between the cluster's nodes (iptables between loopback addresses): a primary cut off
+    # from the majority past cluster-node-timeout, twice (its replica promoted, what it took meanwhile
+    # discarded), and a primary cut off from its replica only; the ledger must still pass.
+    echo "==> fault-injection run on a Redis Cluster with partitions between its nodes (short form)"
+    bash scripts/faults.sh --short --cluster --node-partitions
     # The same across a network: Redis and each service on a test host of its own (network
     # namespaces), services cut off from Redis past the command timeout, a stalled worker, 1/10/50 ms
     # added with 1 % packet loss; ingest's event route must answer 503 promptly while it is cut off.

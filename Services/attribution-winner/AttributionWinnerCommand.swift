@@ -27,14 +27,13 @@ struct AttributionWinnerCommand {
                     step: WinnerStep(policy: service.policy, input: input, settleMilliseconds: settle),
                     partitioning: service.partitioning, clock: service.clock)
             }
-            try await service.run(
-                services: [
-                    try service.worker(
-                        stage(.verified), stream: StreamNames.verified, group: ConsumerGroups.attributionWinner),
-                    try service.worker(
-                        stage(.settled), stream: StreamNames.conversionsSettled, group: ConsumerGroups.attributionWinner),
-                    try service.timerLoop([DelayedQueues.settlingConversions]),
-                ])
+            let verified = try service.workers(stream: StreamNames.verified, group: ConsumerGroups.attributionWinner) { _ in
+                stage(.verified)
+            }
+            let settled = try service.workers(
+                stream: StreamNames.conversionsSettled, group: ConsumerGroups.attributionWinner
+            ) { _ in stage(.settled) }
+            try await service.run(services: verified + settled + [try service.timerLoop([DelayedQueues.settlingConversions])])
         }
     }
 }

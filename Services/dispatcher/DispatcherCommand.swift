@@ -50,9 +50,9 @@ struct DispatcherCommand {
                 lateOutcomes: lateOutcomes,
                 clock: service.clock)
             do {
+                let workers = try service.workers(stream: StreamNames.postbacks, group: ConsumerGroups.dispatcher) { _ in stage }
                 try await service.run(
-                    services: [
-                        try service.worker(stage, stream: StreamNames.postbacks, group: ConsumerGroups.dispatcher),
+                    services: workers + [
                         try service.timerLoop([DelayedQueues.deliveryRetries]),
                         heartbeat,
                         CircuitReport(

@@ -38,46 +38,58 @@ enum EventKind: String, CaseIterable, Sendable {
     func decode(
         _ bytes: Data, appKey: String?, idempotencyKey: String?, inBatch: Bool, receivedAt: Milliseconds, withCaller: Bool
     ) throws -> Decoded {
-        func prepared(_ envelope: Envelope, device: String, caller: EventPublisher.Caller, key: String?, tagged: Bool = false)
-            throws -> EventPublisher.Prepared
-        {
+        // Only a keyed event is ever compared with a retry, and only its id follows from the request.
+        func identity(_ key: String?) -> EventPublisher.Identity {
+            guard let key else { return EventPublisher.Identity(id: RandomUUID.make(), fingerprint: "-") }
+            return EventPublisher.Identity(route: route, key: key, bytes: bytes)
+        }
+        func prepared(
+            _ envelope: Envelope, _ identity: EventPublisher.Identity, device: String, caller: EventPublisher.Caller,
+            key: String?, tagged: Bool = false
+        ) throws -> EventPublisher.Prepared {
             if let key { try RequestChecks.idempotencyKey(key) }
-            // Only a keyed event is ever compared with a retry.
             return EventPublisher.Prepared(
                 envelope: envelope, route: route, device: device, caller: caller, idempotencyKey: key,
-                fingerprint: key == nil ? "-" : EventPublisher.Prepared.fingerprint(bytes), tagged: tagged)
+                fingerprint: identity.fingerprint, tagged: tagged)
         }
         switch self {
         case .impressions:
             let (request, key) = try Self.decode(IngestRequests.Impression.self, bytes, inBatch: inBatch, idempotencyKey)
             let report = try request.report(receivedAt: receivedAt)
+            let identity = identity(key)
             let event = try prepared(
-                Envelope(time: report.interaction.time, body: .impressionReported(report)), device: report.deviceIdentifier,
+                Envelope(id: identity.id, time: report.interaction.time, body: .impressionReported(report)), identity,
+                device: report.deviceIdentifier,
                 caller: .signedImpression(network: key == nil ? "-" : Self.claimedNetworkIdentifier(request)), key: key)
             return Decoded(event: event, caller: withCaller ? "network \(Self.claimedNetworkIdentifier(request))" : nil)
         case .conversions:
             let (request, key) = try Self.decode(IngestRequests.Conversion.self, bytes, inBatch: inBatch, idempotencyKey)
             // A re-engagement's tag is its event id: known here, so it goes back in the answer.
-            let id = RandomUUID.make()
-            let report = try request.report(receivedAt: receivedAt, conversionTag: id)
+            let identity = identity(key)
+            let report = try request.report(receivedAt: receivedAt, conversionTag: identity.id)
             let event = try prepared(
-                Envelope(id: id, time: report.time, body: .conversionReported(report)), device: report.deviceIdentifier,
+                Envelope(id: identity.id, time: report.time, body: .conversionReported(report)), identity,
+                device: report.deviceIdentifier,
                 caller: .app(key: appKey, item: report.advertisedItemIdentifier), key: key,
                 tagged: report.conversionType == .reengagement)
             return Decoded(event: event, caller: withCaller ? "app \(report.advertisedItemIdentifier)" : nil)
         case .updates:
             let (request, key) = try Self.decode(IngestRequests.ValueUpdate.self, bytes, inBatch: inBatch, idempotencyKey)
             let report = try request.report(receivedAt: receivedAt)
+            let identity = identity(key)
             let event = try prepared(
-                Envelope(time: report.time, body: .updateReported(report)), device: report.deviceIdentifier,
+                Envelope(id: identity.id, time: report.time, body: .updateReported(report)), identity,
+                device: report.deviceIdentifier,
                 caller: .app(key: appKey, item: report.advertisedItemIdentifier), key: key)
             return Decoded(event: event, caller: withCaller ? "app \(report.advertisedItemIdentifier)" : nil)
         case .activity:
             let (request, key) = try Self.decode(
                 IngestRequests.ActivityReportRequest.self, bytes, inBatch: inBatch, idempotencyKey)
             let report = try request.report(receivedAt: receivedAt)
+            let identity = identity(key)
             let event = try prepared(
-                Envelope(time: report.time, body: .activityReported(report)), device: report.deviceIdentifier,
+                Envelope(id: identity.id, time: report.time, body: .activityReported(report)), identity,
+                device: report.deviceIdentifier,
                 caller: .app(key: appKey, item: report.advertisedItemIdentifier), key: key)
             return Decoded(event: event, caller: withCaller ? "app \(report.advertisedItemIdentifier)" : nil)
         }

@@ -62,6 +62,28 @@ struct EventPublisher: Sendable {
         }
     }
 
+    /// A keyed event's id and fingerprint. The id follows from the route, the key and the request's
+    /// bytes, so a retry is the same event even when it finds no record of its first copy (a failover
+    /// discarded the record after the verifier had seen that copy): the impression's replay marker,
+    /// held by that id, lets the retry pass, and a re-engagement keeps its conversion tag.
+    struct Identity: Sendable {
+        var id: String
+        /// SHA-256 of the request (or batch item) bytes: the same key with other bytes is a conflict.
+        var fingerprint: String
+
+        init(id: String, fingerprint: String) {
+            self.id = id
+            self.fingerprint = fingerprint
+        }
+
+        init(route: String, key: String, bytes: Data) {
+            let fingerprint = Hex.encode(SHA256.hash(data: bytes))
+            var hash = SHA256()
+            for part in ["event-identifier", route, key, fingerprint] { hash.update(data: Data((part + "\n").utf8)) }
+            self.init(id: RandomUUID.shaped(Array(hash.finalize())), fingerprint: fingerprint)
+        }
+    }
+
     /// One event, decoded and validated, ready to publish.
     struct Prepared: Sendable {
         var envelope: Envelope
@@ -70,14 +92,10 @@ struct EventPublisher: Sendable {
         var device: String
         var caller: Caller
         var idempotencyKey: String?
-        /// SHA-256 of the request (or batch item) bytes: the same key with other bytes is a conflict.
+        /// `Identity.fingerprint`, or `-` without a key.
         var fingerprint: String
         /// A re-engagement: its id is also its `conversion-tag`.
         var tagged = false
-
-        static func fingerprint(_ bytes: Data) -> String {
-            Hex.encode(SHA256.hash(data: bytes))
-        }
     }
 
     /// Checks app keys (once per distinct key), then writes every event; one answer per event, in order:

@@ -15,21 +15,25 @@ struct SchedulerCommand {
                     "runs each conversion's three windows, value updates and locks, crowd tiers, and holds every postback for its random delay before releasing it to the dispatcher."
             )
         ) { service in
+            // The stage's settings before Redis: a bad one stops the scheduler at once, not after it waited.
             let thresholds = try service.environment.value(.crowdTierThresholds)
             let grace = try service.environment.value(.windowCloseGraceMilliseconds)
+            let crowdCache = CrowdCache(maxAge: .milliseconds(try service.environment.value(.crowdCacheMilliseconds)))
+            let registryCache = RegistryCache(
+                maxAge: .milliseconds(try service.environment.value(.registryCacheMilliseconds)))
+            let identifiers = try await PostbackIdentifierKey.load(on: service.connection(), logger: service.logger)
             let stage = SchedulerStage(
                 step: SchedulerStep(
-                    policy: service.policy, thresholds: thresholds, windowCloseGraceMilliseconds: Milliseconds(grace)),
-                partitioning: service.partitioning,
-                crowdCache: CrowdCache(maxAge: .milliseconds(try service.environment.value(.crowdCacheMilliseconds))),
-                shardsCrowds: service.cluster,
-                registryCache: RegistryCache(maxAge: .milliseconds(try service.environment.value(.registryCacheMilliseconds))),
-                clock: service.clock)
+                    policy: service.policy, thresholds: thresholds, windowCloseGraceMilliseconds: Milliseconds(grace),
+                    identifiers: identifiers),
+                partitioning: service.partitioning, crowdCache: crowdCache, shardsCrowds: service.cluster,
+                registryCache: registryCache, clock: service.clock)
+            let attributions = try service.workers(stream: StreamNames.attributions, group: ConsumerGroups.scheduler) { _ in stage
+            }
+            let timers = try service.workers(stream: StreamNames.schedulerTimers, group: ConsumerGroups.scheduler) { _ in stage }
             try await service.run(
-                services: [
-                    try service.worker(stage, stream: StreamNames.attributions, group: ConsumerGroups.scheduler),
-                    try service.worker(stage, stream: StreamNames.schedulerTimers, group: ConsumerGroups.scheduler),
-                    try service.timerLoop([DelayedQueues.windowTimers] + DelayedQueues.heldPostbacks),
+                services: attributions + timers + [
+                    try service.timerLoop([DelayedQueues.windowTimers] + DelayedQueues.heldPostbacks)
                 ])
         }
     }

@@ -16,17 +16,15 @@ struct VerifierCommand {
         ) { service in
             let threads = try service.environment.value(.verifierThreads)
             let cache = RegistryCache(maxAge: .milliseconds(try service.environment.value(.registryCacheMilliseconds)))
-            // Each consumer loop has its own stage (its replay claims go over its own connection) and
-            // its own share of the partitions (at least one each).
-            let loops = min(try service.environment.value(.verifierConsumers), service.partitioning.count)
-            let workers = try (0..<loops).map { loop in
+            // Each consumer loop has its own stage: its replay claims go over its own connection.
+            let workers = try service.workers(
+                stream: StreamNames.events, group: ConsumerGroups.verifier, unreadOutputs: [StreamNames.rejected]
+            ) { _ in
                 var stage = VerifierStage(
                     step: VerifierStep(policy: service.policy), partitioning: service.partitioning,
                     claims: service.connection(), registryCache: cache)
                 stage.lanes = threads > 0 ? threads : ProcessInfo.processInfo.activeProcessorCount
-                return try service.worker(
-                    stage, stream: StreamNames.events, group: ConsumerGroups.verifier, unreadOutputs: [StreamNames.rejected],
-                    loop: loop, loops: loops)
+                return stage
             }
             try await service.run(services: workers)
         }

@@ -117,6 +117,18 @@ public struct PipelineService: Sendable {
                 connection: connection(), logger: logger, observer: StageMetrics()))
     }
 
+    /// A stage's consumer loops over every partition of `stream`: `CONSUMERS` of them (at most one per
+    /// partition), loop i with the stage `stage(i)` (loops may share one: stages are `Sendable`).
+    public func workers<Stage: StreamStage>(
+        stream: PartitionedName, group: ConsumerGroup, unreadOutputs: [PartitionedName] = [],
+        _ stage: (_ loop: Int) throws -> Stage
+    ) throws -> [StageService<Stage>] {
+        let loops = min(try environment.value(.consumers), partitioning.count)
+        return try (0..<loops).map { loop in
+            try worker(stage(loop), stream: stream, group: group, unreadOutputs: unreadOutputs, loop: loop, loops: loops)
+        }
+    }
+
     /// One timer loop for every partition of each of `queues`: one pipeline per poll (a round trip per
     /// Redis node), however many queues and partitions; on one Redis, one script run per layout.
     public func timerLoop(_ queues: [PartitionedQueue]) throws -> DelayedQueueService {

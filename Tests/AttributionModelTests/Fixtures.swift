@@ -2,6 +2,8 @@ import AttributionModel
 
 /// Builders for readable test tables.
 enum Fixture {
+    /// One key for every plan of a test run: a conversion's identifiers are the same however often planned.
+    static let identifiers = PostbackIdentifiers.ephemeral()
     static let app: ItemIdentifier = 1_108_187_390
     static let day: Milliseconds = 86_400_000
     static let hour: Milliseconds = 3_600_000

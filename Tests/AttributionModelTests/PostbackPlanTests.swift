@@ -21,7 +21,8 @@ struct PostbackPlanTests {
     @Test func lockPreparesTheFirstPostbackAtOnceWithADelayOf24To48Hours() throws {
         var generator = SeededGenerator(seed: 9)
         var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
-        let held = plan.apply(update(42, .high, lock: true, at: 3 * F.hour), policy: .realTime, using: &generator)
+        let held = plan.apply(
+            update(42, .high, lock: true, at: 3 * F.hour), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
         let postback = try #require(held.first)
         #expect(held.count == 1)
         #expect((3 * F.hour + 24 * F.hour...3 * F.hour + 48 * F.hour).contains(postback.dueAt))
@@ -33,30 +34,56 @@ struct PostbackPlanTests {
         #expect(postback.order.coarseConversionValue == nil)
         #expect(postback.order.countryCode == "US")
         // The locked window ignores further updates; its end timer does nothing more.
-        let r1 = plan.apply(update(1, lock: true, at: 4 * F.hour), policy: .realTime, using: &generator)
+        let r1 = plan.apply(
+            update(1, lock: true, at: 4 * F.hour), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
         #expect(r1.isEmpty)
-        let r2 = plan.closeWindow(0, policy: .realTime, using: &generator)
+        let r2 = plan.closeWindow(0, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
         #expect(r2.isEmpty)
+    }
+
+    /// A plan Redis lost in a failover is planned again from the same attribution, with other random
+    /// draws: its postbacks keep their identifiers (a receiver deduplicates the copy the lost plan sent),
+    /// which differ per window and contender and, under another key, are unrelated.
+    @Test func aConversionPlannedAgainKeepsItsPostbackIdentifiers() throws {
+        var attribution = F.attribution()
+        attribution.nonWinners = [attribution.winner]
+        func identifiers(seed: UInt64, under key: PostbackIdentifiers) -> [String] {
+            var generator = SeededGenerator(seed: seed)
+            var plan = PostbackPlan(attribution: attribution, crowd: tier3)
+            _ = plan.apply(update(1, .low, at: F.hour), policy: .realTime, identifiers: key, using: &generator)
+            var held = plan.closeWindow(0, policy: .realTime, identifiers: key, using: &generator)
+            _ = plan.apply(update(2, .high, at: 3 * F.day), policy: .realTime, identifiers: key, using: &generator)
+            held += plan.closeWindow(1, policy: .realTime, identifiers: key, using: &generator)
+            return held.map(\.order.payload.postbackIdentifier)
+        }
+        let first = identifiers(seed: 1, under: F.identifiers)
+        #expect(first.count == 3, "the winner and the non-winner in window 0, the winner in window 1")
+        #expect(identifiers(seed: 2, under: F.identifiers) == first)
+        #expect(Set(first).count == 3)
+        let other = identifiers(seed: 1, under: .ephemeral())
+        #expect(Set(other).isDisjoint(with: first))
+        #expect(first.allSatisfy { UUID(uuidString: $0) != nil && Array($0.utf8)[14] == UInt8(ascii: "4") })
     }
 
     @Test func windowEndsSendTheLatestValuesCoarseOnlyAfterTheFirst() throws {
         var generator = SeededGenerator(seed: 10)
         var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
-        let r3 = plan.apply(update(10, .low, at: F.hour), policy: .realTime, using: &generator)
+        let r3 = plan.apply(update(10, .low, at: F.hour), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
         #expect(r3.isEmpty)
-        let r4 = plan.apply(update(20, .medium, at: 2 * F.hour), policy: .realTime, using: &generator)
+        let r4 = plan.apply(
+            update(20, .medium, at: 2 * F.hour), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
         #expect(r4.isEmpty)
-        let first = plan.closeWindow(0, policy: .realTime, using: &generator)
+        let first = plan.closeWindow(0, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
         #expect(first.map(\.order.conversionValue) == [20])
         #expect(first.allSatisfy { (2 * F.day + 24 * F.hour...2 * F.day + 48 * F.hour).contains($0.dueAt) })
-        _ = plan.apply(update(30, .high, at: 3 * F.day), policy: .realTime, using: &generator)
-        let second = plan.closeWindow(1, policy: .realTime, using: &generator)
+        _ = plan.apply(update(30, .high, at: 3 * F.day), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        let second = plan.closeWindow(1, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
         #expect(second.map(\.order.coarseConversionValue) == [.high])
         #expect(second.map(\.order.conversionValue) == [nil])
         #expect(second.map(\.order.payload.sourceIdentifier) == ["39"])
         #expect(second.allSatisfy { (7 * F.day + 24 * F.hour...7 * F.day + 144 * F.hour).contains($0.dueAt) })
         // Window 2: no update in it, so no postback; window 1's value does not carry over.
-        let third = plan.closeWindow(2, policy: .realTime, using: &generator)
+        let third = plan.closeWindow(2, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
         #expect(third.isEmpty)
         #expect(plan.isFinished)
     }
@@ -112,9 +139,12 @@ struct PostbackPlanTests {
         _ step: (fine: Int?, coarse: CoarseConversionValue?, lock: Bool, hours: Int64), on plan: inout PostbackPlan,
         using generator: inout SeededGenerator
     ) -> [HeldPostback] {
-        guard let fine = step.fine else { return plan.closeWindow(Int(step.hours), policy: .realTime, using: &generator) }
+        guard let fine = step.fine else {
+            return plan.closeWindow(Int(step.hours), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        }
         return plan.apply(
-            update(fine, step.coarse, lock: step.lock, at: step.hours * F.hour), policy: .realTime, using: &generator)
+            update(fine, step.coarse, lock: step.lock, at: step.hours * F.hour), policy: .realTime,
+            identifiers: Fixture.identifiers, using: &generator)
     }
 
     @Test(arguments: orderCases)
@@ -226,11 +256,12 @@ struct PostbackPlanTests {
     @Test func windowsThatNeverOpenedStayClosedToLateUpdates() throws {
         var generator = SeededGenerator(seed: 22)
         var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
-        _ = plan.apply(update(10, .low, at: F.hour), policy: .realTime, using: &generator)
-        let superseded = plan.supersede(at: 2 * F.hour, policy: .realTime, using: &generator)
+        _ = plan.apply(update(10, .low, at: F.hour), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        let superseded = plan.supersede(at: 2 * F.hour, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
         #expect(superseded.map(\.order.conversionValue) == [10])
         #expect(plan.isFinished)
-        let late = plan.apply(update(20, .high, at: 90 * F.hour / 60), policy: .realTime, using: &generator)
+        let late = plan.apply(
+            update(20, .high, at: 90 * F.hour / 60), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
         #expect(late.count == 1 && late.first?.replacing?.order.conversionValue == 10 && late.first?.order.conversionValue == 20)
         #expect(late.allSatisfy { $0.order.payload.postbackSequenceIndex == 0 })
         #expect(plan.closed[1] == nil && plan.closed[2] == nil)
@@ -246,16 +277,18 @@ struct PostbackPlanTests {
     @Test func aWindowClosedWithNothingToSendStaysPreparableForItsShortestDelay() throws {
         var generator = SeededGenerator(seed: 23)
         var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
-        _ = plan.apply(update(10, .low, lock: true, at: F.hour), policy: .realTime, using: &generator)
-        #expect(plan.closeWindow(1, policy: .realTime, using: &generator).isEmpty)
-        #expect(plan.closeWindow(2, policy: .realTime, using: &generator).isEmpty)
+        _ = plan.apply(
+            update(10, .low, lock: true, at: F.hour), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        #expect(plan.closeWindow(1, policy: .realTime, identifiers: Fixture.identifiers, using: &generator).isEmpty)
+        #expect(plan.closeWindow(2, policy: .realTime, identifiers: Fixture.identifiers, using: &generator).isEmpty)
         #expect(plan.isFinished)
         let end = 35 * F.day
         let first = try #require(plan.lastDueAt)
         #expect(first < end)
         #expect(plan.keptUntil(now: end, policy: .realTime) == end + 24 * F.hour)
         #expect(plan.keptUntil(now: end + 24 * F.hour, policy: .realTime) == nil)
-        let late = plan.apply(update(30, .high, at: end - F.hour), policy: .realTime, using: &generator)
+        let late = plan.apply(
+            update(30, .high, at: end - F.hour), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
         #expect(late.map(\.order.payload.postbackSequenceIndex) == [2])
         #expect(late.map(\.order.coarseConversionValue) == [.high])
         #expect(late.allSatisfy { (end + 24 * F.hour...end + 144 * F.hour).contains($0.dueAt) })
@@ -267,25 +300,29 @@ struct PostbackPlanTests {
     @Test func aLateSupersessionFreezesTheWindowAsOfIt() throws {
         var generator = SeededGenerator(seed: 24)
         var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
-        _ = plan.apply(update(10, .low, at: F.hour), policy: .realTime, using: &generator)
-        _ = plan.apply(update(20, .medium, at: 10 * F.hour), policy: .realTime, using: &generator)
-        let closed = try #require(plan.closeWindow(0, policy: .realTime, using: &generator).first)
+        _ = plan.apply(update(10, .low, at: F.hour), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        _ = plan.apply(
+            update(20, .medium, at: 10 * F.hour), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        let closed = try #require(
+            plan.closeWindow(0, policy: .realTime, identifiers: Fixture.identifiers, using: &generator).first)
         #expect(closed.order.conversionValue == 20)
-        let swapped = plan.supersede(at: 5 * F.hour, policy: .realTime, using: &generator)
+        let swapped = plan.supersede(at: 5 * F.hour, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
         let postback = try #require(swapped.first)
         #expect(swapped.count == 1 && postback.replacing?.order == closed.order && postback.replacing?.dueAt == closed.dueAt)
         #expect(postback.order.conversionValue == 10)
         #expect((5 * F.hour + 24 * F.hour...5 * F.hour + 48 * F.hour).contains(postback.dueAt))
         #expect(plan.closed[0]?.at == 5 * F.hour && plan.isFinished)
-        #expect(plan.apply(update(30, .high, at: 6 * F.hour), policy: .realTime, using: &generator).isEmpty)
+        #expect(
+            plan.apply(update(30, .high, at: 6 * F.hour), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+                .isEmpty)
     }
 
     /// What closed windows prepared survives the plan's JSON; a plan stored before has none.
     @Test func closedWindowsRoundTrip() throws {
         var generator = SeededGenerator(seed: 23)
         var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
-        _ = plan.apply(update(10, .low, at: F.hour), policy: .realTime, using: &generator)
-        _ = plan.closeWindow(0, policy: .realTime, using: &generator)
+        _ = plan.apply(update(10, .low, at: F.hour), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        _ = plan.closeWindow(0, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
         let decoded = try JSONCoding.decoder.decode(PostbackPlan.self, from: JSONCoding.encoder.encode(plan))
         #expect(decoded == plan)
         #expect(decoded.closed[0]?.postbacks.count == 1)
@@ -294,14 +331,16 @@ struct PostbackPlanTests {
         json["closed"] = nil
         var old = try JSONCoding.decoder.decode(PostbackPlan.self, from: JSONSerialization.data(withJSONObject: json))
         #expect(old.closed == [nil, nil, nil])
-        #expect(old.apply(update(20, .high, at: 2 * F.hour), policy: .realTime, using: &generator).isEmpty)
+        #expect(
+            old.apply(update(20, .high, at: 2 * F.hour), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+                .isEmpty)
     }
 
     /// A plan stored before values were kept per update still decodes, with its values as of its first update.
     @Test func planStoredInTheEarlierFormatDecodes() throws {
         var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
         var generator = SeededGenerator(seed: 13)
-        _ = plan.apply(update(7, .low, at: F.hour), policy: .realTime, using: &generator)
+        _ = plan.apply(update(7, .low, at: F.hour), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
         var json = try #require(try JSONSerialization.jsonObject(with: JSONCoding.encoder.encode(plan)) as? [String: Any])
         json["reported"] = nil
         json["values"] = ["fine": 9, "coarse": "high"]
@@ -327,7 +366,8 @@ struct PostbackPlanTests {
         var plan = PostbackPlan(attribution: F.attribution(at: F.hour), crowd: tier3, valueSchema: schema)
         func activity(_ a: Activity, at time: Milliseconds) -> [HeldPostback] {
             plan.record(
-                AttributedActivity(conversionIdentifier: "c-1", activity: a, time: time), policy: .realTime, using: &generator)
+                AttributedActivity(conversionIdentifier: "c-1", activity: a, time: time), policy: .realTime,
+                identifiers: Fixture.identifiers, using: &generator)
         }
         #expect(activity(Activity(sessions: 1), at: 0).isEmpty)  // before the conversion: not counted
         #expect(plan.reported.isEmpty)
@@ -348,7 +388,7 @@ struct PostbackPlanTests {
         #expect(plan.schemaValues[1] == nil)
         _ = activity(Activity(sessions: 1), at: F.hour + 4 * F.day)
         #expect(plan.schemaValues[1] == SchemaValue(fine: 2, coarse: .medium, lock: false))
-        let second = plan.closeWindow(1, policy: .realTime, using: &generator)
+        let second = plan.closeWindow(1, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
         #expect(second.map(\.order.coarseConversionValue) == [.medium])
         // The schema travels with the plan, in both forms.
         let decoded = try JSONCoding.decoder.decode(PostbackPlan.self, from: JSONCoding.encoder.encode(plan))
@@ -360,7 +400,7 @@ struct PostbackPlanTests {
         var generator = SeededGenerator(seed: 11)
         var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
         for window in 0..<3 {
-            let r5 = plan.closeWindow(window, policy: .realTime, using: &generator)
+            let r5 = plan.closeWindow(window, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
             #expect(r5.isEmpty)
         }
         #expect(plan.isFinished)
@@ -380,7 +420,8 @@ struct PostbackPlanTests {
     func firstUpdateDeadline(_ type: ConversionType, _ at: Milliseconds, _ accepted: Bool) {
         var generator = SeededGenerator(seed: 12)
         var plan = PostbackPlan(attribution: F.attribution(type: type), crowd: tier3)
-        let held = plan.apply(update(5, .low, lock: true, at: at), policy: .realTime, using: &generator)
+        let held = plan.apply(
+            update(5, .low, lock: true, at: at), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
         #expect(held.isEmpty == !accepted)
         #expect((plan.firstUpdateAt != nil) == accepted)
     }
@@ -388,7 +429,9 @@ struct PostbackPlanTests {
     @Test func updatesForOtherConversionTypesAreIgnored() {
         var generator = SeededGenerator(seed: 13)
         var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
-        let r7 = plan.apply(update(5, lock: true, at: F.hour, types: [.reengagement]), policy: .realTime, using: &generator)
+        let r7 = plan.apply(
+            update(5, lock: true, at: F.hour, types: [.reengagement]), policy: .realTime, identifiers: Fixture.identifiers,
+            using: &generator)
         #expect(r7.isEmpty)
         #expect(plan.firstUpdateAt == nil)
     }
@@ -399,7 +442,8 @@ struct PostbackPlanTests {
             adNetworkIdentifier: F.network("two.net"), impressionIdentifier: "n", sourceIdentifier: 1234,
             publisherItemIdentifier: 77, interactionType: .view, kind: .adAttributionKit)
         var plan = PostbackPlan(attribution: F.attribution(nonWinners: [other]), crowd: tier3)
-        let held = plan.apply(update(42, .medium, lock: true, at: F.hour), policy: .realTime, using: &generator)
+        let held = plan.apply(
+            update(42, .medium, lock: true, at: F.hour), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
         let losing = held.filter { !$0.order.payload.didWin }
         #expect(held.count == 2)
         #expect(losing.count == 1)
@@ -409,8 +453,8 @@ struct PostbackPlanTests {
         #expect(losing.first?.order.coarseConversionValue == .medium)
         #expect(losing.first?.order.payload.publisherItemIdentifier == nil)
         #expect(losing.first?.order.adInteractionType == .view)
-        _ = plan.apply(update(1, .low, at: 3 * F.day), policy: .realTime, using: &generator)
-        let r8 = plan.closeWindow(1, policy: .realTime, using: &generator)
+        _ = plan.apply(update(1, .low, at: 3 * F.day), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        let r8 = plan.closeWindow(1, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
         #expect(r8.allSatisfy { $0.order.payload.didWin })
     }
 
@@ -419,12 +463,13 @@ struct PostbackPlanTests {
         var plan = PostbackPlan(
             attribution: F.attribution(),
             crowd: CrowdAssessment(tier: .zero, sourceIdentifierDigits: 2, countryIsTierThree: false))
-        let first = plan.apply(update(42, .high, lock: true, at: F.hour), policy: .realTime, using: &generator)
+        let first = plan.apply(
+            update(42, .high, lock: true, at: F.hour), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
         #expect(first.count == 1)
         #expect(first.first?.order.conversionValue == nil && first.first?.order.coarseConversionValue == nil)
         #expect(first.first?.order.payload.marketplaceIdentifier == nil)
-        _ = plan.apply(update(1, .low, at: 3 * F.day), policy: .realTime, using: &generator)
-        let r9 = plan.closeWindow(1, policy: .realTime, using: &generator)
+        _ = plan.apply(update(1, .low, at: 3 * F.day), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        let r9 = plan.closeWindow(1, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
         #expect(r9.isEmpty)
     }
 
@@ -437,7 +482,9 @@ struct PostbackPlanTests {
             attribution: F.attribution(tierWinner: dev),
             crowd: .init(tier: .zero, sourceIdentifierDigits: 2, countryIsTierThree: false))
         #expect(plan.windowEnds(policy: .realTime).map(\.at) == [180_000, 360_000, 540_000])
-        let held = try #require(plan.apply(update(7, lock: true, at: 60_000), policy: .realTime, using: &generator).first)
+        let held = try #require(
+            plan.apply(update(7, lock: true, at: 60_000), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+                .first)
         #expect((60_000 + 300_000...60_000 + 600_000).contains(held.dueAt))
         #expect(held.order.isDevelopment)
         #expect(held.order.conversionValue == 7)
@@ -460,9 +507,11 @@ struct PostbackPlanTests {
                     update(
                         Int.random(in: 0...63, using: &generator),
                         CoarseConversionValue.allCases.randomElement(using: &generator), lock: Bool.random(using: &generator),
-                        at: time), policy: .realTime, using: &generator)
+                        at: time), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
             }
-            for window in 0..<3 { held += plan.closeWindow(window, policy: .realTime, using: &generator) }
+            for window in 0..<3 {
+                held += plan.closeWindow(window, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+            }
             for postback in held {
                 let order = postback.order
                 #expect(!(order.conversionValue != nil && order.coarseConversionValue != nil))

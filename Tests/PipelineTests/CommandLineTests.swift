@@ -120,6 +120,22 @@ struct CommandLineTests {
         #expect(!errors.contains("Fatal error") && !errors.contains("Backtrac"))
     }
 
+    /// The postback-identifier key is written once and shared: a scheduler keeps what it finds (here a
+    /// key not in hex, which stops it with one line instead of signing identifiers nobody can repeat).
+    @Test func aSchedulerKeepsThePostbackIdentifierKeyItFinds() async throws {
+        let redis = try await RedisServer.start()
+        defer { redis.stop() }
+        let connection = redis.connect()
+        _ = try await connection.send(RedisCommand("SET", StageKeys.postbackIdentifierKey, "not hex"))
+        let result = try Self.run("scheduler", environment: ["REDIS_URL=\(redis.url)"])
+        let errors = String(decoding: result.stderr, as: UTF8.self)
+        #expect(result.status == 1, "\(errors)")
+        let last = errors.split(separator: "\n").last.map(String.init) ?? ""
+        #expect(last.hasPrefix("scheduler: stopped: ") && last.contains(StageKeys.postbackIdentifierKey), "\(errors)")
+        #expect(!errors.contains("Fatal error") && !errors.contains("Backtrac"))
+        #expect(try await connection.send(RedisCommand("GET", StageKeys.postbackIdentifierKey)).string == "not hex")
+    }
+
     /// A failure at start that is not configuration (the HTTP port taken, here by Redis itself) is one
     /// line and exit 1 too, not a crash backtrace.
     @Test func aTakenPortIsOneLineAndExitOne() async throws {

@@ -77,7 +77,62 @@ extension PipelineSuites {
             #expect(rejected.count == 1 && rejected[0].contains("impression-replayed"), "\(rejected)")
         }
 
-        /// `VERIFIER_CONSUMERS=2`: one replica reads as two consumers of the group (`<name>` and
+        /// A failover can discard an impression's stream entry and `Idempotency-Key` record (written on a
+        /// primary, not yet replicated) after the verifier claimed its replay marker on another node. The
+        /// client's retry with the same key and body is then written again; it has the first copy's event
+        /// id (the key and the bytes make it), so the marker, held by that id, lets it pass instead of
+        /// refusing it as a replay of itself. Another body under another key is still a replay.
+        @Test func aKeyedRetryWhoseFirstCopyWasLostIsNotAReplay() async throws {
+            let key = P256.Signing.PrivateKey()
+            let redis = try await RedisServer.start()
+            defer { redis.stop() }
+            // One set of processes: each set gives the services' ACL users new passwords.
+            let ingest = try PipelineProcesses(redis: redis, timeScale: 1, only: ["ingest", "verifier"])
+            defer { ingest.stop() }
+            try await register(on: ingest, networkKey: key)
+            let verifier = ingest
+            let connection = redis.connect()
+            let signed = HostileInputTests.jws(
+                header: #"{"alg":"ES256","kid":"\#(HostileInputTests.network)"}"#, payload: HostileInputTests.payload(),
+                key: key)
+            let body = HostileInputTests.impressionBody(signed, device: "retried-device")
+            func post(_ body: String, key: String) async throws -> String {
+                let reply = try await http.send(
+                    HTTPClientRequestBuilder(
+                        method: "POST", url: "\(ingest.ingestURL)/v1/impressions", body: body, idempotencyKey: key))
+                try #require(reply.status == 202, "\(reply.json)\n\(ingest.logs())")
+                return try #require(reply.json["event-identifier"] as? String)
+            }
+            func decided(_ count: Int) async throws {
+                let done = try await eventually(timeout: .seconds(20)) {
+                    try await streamLength(StreamNames.verified, on: connection)
+                        + streamLength(StreamNames.rejected, on: connection) >= count
+                }
+                try #require(done, "\(count) decided\n\(verifier.logs())")
+            }
+
+            let first = try await post(body, key: "retry-1")
+            try await decided(1)
+            // The failover's loss: the record is gone (the verified entry is left; nothing reads it here).
+            let records = try await connection.send(RedisCommand("SCAN", "0", "MATCH", "ingest:idempotency:*", "COUNT", "10000"))
+            let names = (records.elements.dropFirst().first?.elements ?? []).compactMap(\.string)
+            try #require(names.count == 1, "one idempotency record: \(names)")
+            _ = try await connection.send(RedisCommand("DEL", names[0]))
+
+            #expect(try await post(body, key: "retry-1") == first, "the retry is the same event")
+            try await decided(2)
+            #expect(try await streamLength(StreamNames.verified, on: connection) == 2)
+            #expect(try await streamLength(StreamNames.rejected, on: connection) == 0)
+
+            // The same impression sent again as another request is a replay, as before.
+            let replay = try await post(HostileInputTests.impressionBody(signed, device: "other-device"), key: "retry-2")
+            #expect(replay != first)
+            try await decided(3)
+            let rejected = try await streamRecords(StreamNames.rejected, on: connection).compactMap(\.message)
+            #expect(rejected.count == 1 && rejected[0].contains("impression-replayed"), "\(rejected)")
+        }
+
+        /// `CONSUMERS=2`: one replica reads as two consumers of the group (`<name>` and
         /// `<name>/1`, each with half the partitions), and every impression is still decided once.
         /// (Redis lists a consumer only once it was handed an entry; batches of 20 over 300 impressions
         /// of 300 devices give both loops some.)
@@ -101,7 +156,7 @@ extension PipelineSuites {
                 #expect(reply.status == 200, "\(reply.json)")
             }
             let verifier = try PipelineProcesses(
-                redis: redis, timeScale: 1, extraEnvironment: ["VERIFIER_CONSUMERS": "2", "BATCH_SIZE": "20"], only: ["verifier"])
+                redis: redis, timeScale: 1, extraEnvironment: ["CONSUMERS": "2", "BATCH_SIZE": "20"], only: ["verifier"])
             defer { verifier.stop() }
             let connection = redis.connect()
             let decided = try await eventually(timeout: .seconds(30)) {

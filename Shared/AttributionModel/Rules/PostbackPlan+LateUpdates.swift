@@ -50,7 +50,8 @@ extension PostbackPlan {
     /// times (new ones for the window `redrawing`, locked late), the new values. The scheduler swaps them
     /// only while they are still held.
     mutating func reprepareClosedWindows(
-        redrawing relocked: Int? = nil, policy: TimePolicy, using generator: inout some RandomNumberGenerator
+        redrawing relocked: Int? = nil, policy: TimePolicy, identifiers: PostbackIdentifiers,
+        using generator: inout some RandomNumberGenerator
     ) -> [HeldPostback] {
         var held: [HeldPostback] = []
         for index in closed.indices {
@@ -58,7 +59,7 @@ extension PostbackPlan {
                 values != window.values || index == relocked
             else { continue }
             guard let previous = window.values, !window.postbacks.isEmpty else {
-                held += postbacks(for: index, preparedAt: window.at, policy: policy, using: &generator)
+                held += postbacks(for: index, preparedAt: window.at, policy: policy, identifiers: identifiers, using: &generator)
                 continue
             }
             var prepared: [ClosedWindow.Prepared] = []

@@ -152,7 +152,8 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
     /// An update stamped before a done window closed (it was late through the pipeline, not from the app)
     /// counts as if it had come in time: see `closed`.
     public mutating func apply(
-        _ update: AttributedUpdate, policy: TimePolicy, using generator: inout some RandomNumberGenerator
+        _ update: AttributedUpdate, policy: TimePolicy, identifiers: PostbackIdentifiers,
+        using generator: inout some RandomNumberGenerator
     ) -> [HeldPostback] {
         guard update.update.applies(to: attribution.conversionType) else { return [] }
         let offset = update.time - attribution.conversionTime
@@ -179,12 +180,12 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
             if windowsDone[index] {
                 // A late lock: the window froze before it closed, so its postbacks count their delay from the lock.
                 closed[index]?.at = lockedAt
-                return reprepareClosedWindows(redrawing: index, policy: policy, using: &generator)
+                return reprepareClosedWindows(redrawing: index, policy: policy, identifiers: identifiers, using: &generator)
             }
             windowsDone[index] = true
-            held = postbacks(for: index, preparedAt: lockedAt, policy: policy, using: &generator)
+            held = postbacks(for: index, preparedAt: lockedAt, policy: policy, identifiers: identifiers, using: &generator)
         }
-        return held + reprepareClosedWindows(policy: policy, using: &generator)
+        return held + reprepareClosedWindows(policy: policy, identifiers: identifiers, using: &generator)
     }
 
     /// Adds activity to its window's totals and evaluates the pinned schema: when the value changes
@@ -192,7 +193,8 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
     /// locking rule locking the window. Activity in a done window (unless stamped before it closed, see
     /// `closed`) or without a schema is ignored.
     public mutating func record(
-        _ activity: AttributedActivity, policy: TimePolicy, using generator: inout some RandomNumberGenerator
+        _ activity: AttributedActivity, policy: TimePolicy, identifiers: PostbackIdentifiers,
+        using generator: inout some RandomNumberGenerator
     ) -> [HeldPostback] {
         guard let valueSchema, activity.time >= attribution.conversionTime,
             let index = window(at: activity.time, policy: policy),
@@ -206,46 +208,50 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
             fineConversionValue: value.fine, coarseConversionValue: value.coarse, lockPostback: value.lock)
         return apply(
             AttributedUpdate(conversionIdentifier: attribution.conversionIdentifier, update: update, time: activity.time),
-            policy: policy, using: &generator)
+            policy: policy, identifiers: identifiers, using: &generator)
     }
 
     /// A newer conversion locked this one (re-engagement without the overlapping-conversions opt-in):
     /// the window open at `time` is locked and its postbacks prepared now (still delayed); later
     /// windows will not open.
-    public mutating func supersede(at time: Milliseconds, policy: TimePolicy, using generator: inout some RandomNumberGenerator)
-        -> [HeldPostback]
-    {
+    public mutating func supersede(
+        at time: Milliseconds, policy: TimePolicy, identifiers: PostbackIdentifiers,
+        using generator: inout some RandomNumberGenerator
+    ) -> [HeldPostback] {
         let current = window(at: time, policy: policy)
         let at = max(time, attribution.conversionTime)
         var held: [HeldPostback] = []
         for index in windowsDone.indices where !windowsDone[index] {
             guard let current, index >= current else { continue }  // earlier windows close on their own timers
             windowsDone[index] = true
-            if index == current { held += postbacks(for: index, preparedAt: at, policy: policy, using: &generator) }
+            if index == current {
+                held += postbacks(for: index, preparedAt: at, policy: policy, identifiers: identifiers, using: &generator)
+            }
         }
         // Late (the window's end came first): it froze at `time`, like a late lock.
         if let current, let done = closed[current], at < done.at {
             closed[current]?.at = at
-            held += reprepareClosedWindows(redrawing: current, policy: policy, using: &generator)
+            held += reprepareClosedWindows(redrawing: current, policy: policy, identifiers: identifiers, using: &generator)
         }
         return held
     }
 
     /// A window reached its end: its postbacks are prepared unless a lock already did, or no update came.
     public mutating func closeWindow(
-        _ index: Int, policy: TimePolicy, using generator: inout some RandomNumberGenerator
+        _ index: Int, policy: TimePolicy, identifiers: PostbackIdentifiers,
+        using generator: inout some RandomNumberGenerator
     ) -> [HeldPostback] {
         guard windowsDone.indices.contains(index), !windowsDone[index] else { return [] }
         windowsDone[index] = true
         let end = windowEnds(policy: policy)[index].at
-        return postbacks(for: index, preparedAt: end, policy: policy, using: &generator)
+        return postbacks(for: index, preparedAt: end, policy: policy, identifiers: identifiers, using: &generator)
     }
 
     /// The winning postback for a window and, for the first window, one per non-winning network, with
     /// the values the window collected by `time`; none when the app reported nothing in it.
     /// Records what it prepared in `closed`.
     mutating func postbacks(
-        for index: Int, preparedAt time: Milliseconds, policy: TimePolicy,
+        for index: Int, preparedAt time: Milliseconds, policy: TimePolicy, identifiers: PostbackIdentifiers,
         using generator: inout some RandomNumberGenerator
     ) -> [HeldPostback] {
         let values = values(window: index, at: time, policy: policy)
@@ -256,7 +262,8 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
                 guard var order = order(window: index, contender: contender, values: values, identifier: "") else {
                     continue
                 }
-                let identifier = RandomUUID.make(using: &generator)
+                let identifier = identifiers.identifier(
+                    conversion: attribution.conversionIdentifier, window: index, contender: contender)
                 order.payload.postbackIdentifier = identifier
                 let delay = PostbackDelay.draw(
                     sequenceIndex: index, development: attribution.isDevelopment, policy: policy, using: &generator)
@@ -310,6 +317,13 @@ public enum RandomUUID {
             let word = generator.next()
             for index in 0..<8 { bytes[half * 8 + index] = UInt8(truncatingIfNeeded: word >> (8 * index)) }
         }
+        return shaped(bytes)
+    }
+
+    /// The first 16 of `bytes` (random, or a keyed hash's output) with the version-4 and variant bits
+    /// set, as text.
+    public static func shaped(_ bytes: [UInt8]) -> String {
+        var bytes = Array(bytes.prefix(16))
         bytes[6] = (bytes[6] & 0x0F) | 0x40
         bytes[8] = (bytes[8] & 0x3F) | 0x80
         return text(bytes[...])

@@ -68,7 +68,7 @@ public struct DispatcherStep: Sendable {
             }
             if let app = apps[String(payload.advertisedItemIdentifier)],
                 CopyEndpoint.applies(to: app, conversionType: payload.conversionType, didWin: payload.didWin),
-                let url = app.attributionCopyEndpoint.flatMap { CopyEndpoint.reportURL(for: $0, suffixes: publicSuffixes) }
+                let url = app.attributionCopyEndpoint.flatMap({ CopyEndpoint.reportURL(for: $0, suffixes: publicSuffixes) })
             {
                 work.deliveries.append(delivery(.advertiserCopy, url))
             }

@@ -8,11 +8,16 @@ public struct SchedulerStep: Sendable {
     public var thresholds: CrowdTierThresholds
     /// Wall-clock ms a window's timer waits past its end for updates still on their way.
     public var windowCloseGraceMilliseconds: Milliseconds
+    public var identifiers: PostbackIdentifiers
 
-    public init(policy: TimePolicy, thresholds: CrowdTierThresholds, windowCloseGraceMilliseconds: Milliseconds) {
+    public init(
+        policy: TimePolicy, thresholds: CrowdTierThresholds, windowCloseGraceMilliseconds: Milliseconds,
+        identifiers: PostbackIdentifiers
+    ) {
         self.policy = policy
         self.thresholds = thresholds
         self.windowCloseGraceMilliseconds = windowCloseGraceMilliseconds
+        self.identifiers = identifiers
     }
 
     /// What the plan key holds.
@@ -93,11 +98,11 @@ public struct SchedulerStep: Sendable {
         case (.updateAttributed(let update), .plan(let current)):
             plan = current
             late = isLate(plan, stampedAt: update.time, now: now)
-            held = plan.apply(update, policy: policy, using: &generator)
+            held = plan.apply(update, policy: policy, identifiers: identifiers, using: &generator)
         case (.activityAttributed(let activity), .plan(let current)):
             plan = current
             late = isLate(plan, stampedAt: activity.time, now: now)
-            held = plan.record(activity, policy: policy, using: &generator)
+            held = plan.record(activity, policy: policy, identifiers: identifiers, using: &generator)
         case (.updateAttributed, _), (.activityAttributed, _):
             // Attributions and updates travel one stream in order, but replicas may take neighbours out of
             // order: an update whose plan is not written yet is retried after the claim idle time.
@@ -105,11 +110,11 @@ public struct SchedulerStep: Sendable {
         case (.conversionSuperseded(let superseded), .plan(let current)):
             plan = current
             late = isLate(plan, stampedAt: superseded.time, now: now)
-            held = plan.supersede(at: superseded.time, policy: policy, using: &generator)
+            held = plan.supersede(at: superseded.time, policy: policy, identifiers: identifiers, using: &generator)
         case (.windowClosed(let timer), .plan(let current)):
             // Window `count` is the wake timer kept plans had before they expired on their own: it changes nothing.
             plan = current
-            held = plan.closeWindow(timer.window, policy: policy, using: &generator)
+            held = plan.closeWindow(timer.window, policy: policy, identifiers: identifiers, using: &generator)
         case (.conversionSuperseded, _), (.windowClosed, _):
             return .done(.unchanged)  // plan finished and removed
         default:
@@ -177,7 +182,7 @@ public struct SchedulerStep: Sendable {
         for window in plan.windowsAwaitingClose(policy: policy).subtracting(before).sorted() {
             let at = ends[window].at
             guard at + grace > now else {
-                held += plan.closeWindow(window, policy: policy, using: &generator)
+                held += plan.closeWindow(window, policy: policy, identifiers: identifiers, using: &generator)
                 continue
             }
             let timer = Envelope(

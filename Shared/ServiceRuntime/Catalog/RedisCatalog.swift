@@ -235,6 +235,9 @@ public enum StageKeys {
     public static func replayMarker(impression: String, _ partitioning: Partitioning) -> String {
         "verifier:seen:\(partitioning.of(key: impression).tag):\(impression)"
     }
+    /// scheduler: the key of the keyed hash behind every `postback-identifier` (`PostbackIdentifiers`):
+    /// 32 random bytes in hex, written once by the first scheduler to start, never expiring.
+    public static let postbackIdentifierKey = "scheduler:postback-identifier-key"
     /// scheduler: a conversion's postback plan (or the `finished` marker), in its device's partition.
     public static func plan(conversion: String, in partition: Partition) -> String {
         "scheduler:plan:\(partition.tag):\(conversion)"

@@ -62,10 +62,10 @@ extension ConfigurationKey.Typed where Value == Int {
         )
     }
 
-    public static var verifierConsumers: Self {
+    public static var consumers: Self {
         .integer(
-            "VERIFIER_CONSUMERS", default: 1, range: 1...64, services: ["verifier"],
-            "Consumer loops one verifier replica runs, each with its own Redis connections and its own consumer name in the group (`CONSUMER_NAME`, then `CONSUMER_NAME/1`, …): while one loop waits for Redis, another checks signatures. The loops split the partitions between them (loop i reads every i-th), so one replica still verifies each device's events in order (separate replicas may not, by up to a batch's turn, which `CONVERSION_SETTLE_MS` absorbs). At most one loop per partition. On the benchmark's 2 cores, 2 took the ingest → verifier → attribution-winner capacity from about 8,000 to 9,500 impressions/s."
+            "CONSUMERS", default: 2, range: 1...64, services: ["verifier", "attribution-winner", "scheduler", "dispatcher"],
+            "Consumer loops one replica of a stage runs on each stream it reads, each with its own Redis connection and its own consumer name in the group (`CONSUMER_NAME`, then `CONSUMER_NAME/1`, …): while one loop waits for Redis, another decides its batch, so a Redis a round trip away costs less of the replica's capacity. The loops split the partitions between them (loop i reads every i-th), so one replica still handles each device's messages in order (separate replicas may not, by up to a batch's turn, which `CONVERSION_SETTLE_MS` absorbs). At most one loop per partition."
         )
     }
 

@@ -96,7 +96,8 @@ struct ScenarioRuleRunner {
             $0.count == 3 ? CrowdTierThresholds(tier1: $0[0], tier2: $0[1], tier3: $0[2]) : nil
         }
         scheduler = SchedulerStep(
-            policy: Self.policy, thresholds: thresholds ?? CrowdTierThresholds(), windowCloseGraceMilliseconds: 0)
+            policy: Self.policy, thresholds: thresholds ?? CrowdTierThresholds(), windowCloseGraceMilliseconds: 0,
+            identifiers: Fixture.identifiers)
     }
 
     /// The delivery order: `arrival` if given, else by `at` with ties in file order.

@@ -126,8 +126,8 @@ enum PostbackPlanTestsOrder {
         var generator = SeededGenerator(seed: 9)
         _ = plan.apply(
             AttributedUpdate(conversionIdentifier: "c-1", update: PostbackUpdate(fineConversionValue: 5), time: 1),
-            policy: .realTime, using: &generator)
-        let held = plan.closeWindow(0, policy: .realTime, using: &generator)
+            policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        let held = plan.closeWindow(0, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
         return held[0].order
     }
 }

@@ -4,7 +4,9 @@ import Testing
 /// The scheduler's step: plans, crowds, timers, the finished marker, and what it counts.
 @Suite struct SchedulerStepTests {
     typealias F = Fixture
-    let step = SchedulerStep(policy: .realTime, thresholds: CrowdTierThresholds(), windowCloseGraceMilliseconds: 10_000)
+    let step = SchedulerStep(
+        policy: .realTime, thresholds: CrowdTierThresholds(), windowCloseGraceMilliseconds: 10_000,
+        identifiers: Fixture.identifiers)
 
     func attribution(_ id: String, publisher: ItemIdentifier, country: String) -> Attribution {
         var attribution = F.attribution(at: 1_700_000_000_000, country: country, publisher: publisher)
@@ -25,7 +27,7 @@ import Testing
     func tierThree(grace: Milliseconds) -> SchedulerStep {
         SchedulerStep(
             policy: .realTime, thresholds: CrowdTierThresholds(tier1: 0, tier2: 0, tier3: 0),
-            windowCloseGraceMilliseconds: grace)
+            windowCloseGraceMilliseconds: grace, identifiers: Fixture.identifiers)
     }
 
     /// The plan a step stores for a new attribution.
@@ -182,7 +184,8 @@ import Testing
         var crowd = CrowdCounts(read: [:])
         var generator = SeededGenerator(seed: 2)
         let step = SchedulerStep(
-            policy: .realTime, thresholds: CrowdTierThresholds(tier1: 2, tier2: 3, tier3: 4), windowCloseGraceMilliseconds: 0)
+            policy: .realTime, thresholds: CrowdTierThresholds(tier1: 2, tier2: 3, tier3: 4), windowCloseGraceMilliseconds: 0,
+            identifiers: Fixture.identifiers)
         var tiers: [CrowdTier] = []
         for n in 0..<4 {
             let outcome = step.step(
@@ -202,7 +205,8 @@ import Testing
         var crowd = CrowdCounts(read: [.publisherApp(1): [day: 50_000]])
         var generator = SeededGenerator(seed: 3)
         let step = SchedulerStep(
-            policy: .realTime, thresholds: CrowdTierThresholds(tier1: 2, tier2: 3, tier3: 4), windowCloseGraceMilliseconds: 0)
+            policy: .realTime, thresholds: CrowdTierThresholds(tier1: 2, tier2: 3, tier3: 4), windowCloseGraceMilliseconds: 0,
+            identifiers: Fixture.identifiers)
         for n in 0..<5 {
             let development = try effects(
                 step.step(

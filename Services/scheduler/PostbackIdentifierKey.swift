@@ -1,0 +1,26 @@
+import AttributionModel
+import Logging
+import RedisStreams
+import ServiceRuntime
+
+/// The secret behind `postback-identifier`s, shared by every scheduler replica through Redis: the first
+/// to start writes 32 random bytes (SET NX), the others read them. Read once at start; a replica that
+/// planned with another key would give a re-planned postback a new identifier.
+enum PostbackIdentifierKey {
+    static func load(on connection: RedisConnection, logger: Logger) async throws -> PostbackIdentifiers {
+        var random = KernelRandom()
+        let fresh = (0..<32).map { _ in UInt8.random(in: 0...255, using: &random) }
+        let stored = try await RedisRetry.untilAnswered("cannot read the postback-identifier key, retrying", logger: logger) {
+            try await connection.send(RedisCommand("SET", StageKeys.postbackIdentifierKey, Hex.encode(fresh), "NX", "GET"))
+                .string
+        }
+        guard let stored else { return PostbackIdentifiers(key: fresh) }
+        guard let key = Hex.decode(stored), key.count == 32 else {
+            throw RedisError(
+                .unexpectedReply,
+                "\(StageKeys.postbackIdentifierKey) holds \(stored.count) characters, not 32 bytes in hex; delete it to let a scheduler write a new one"
+            )
+        }
+        return PostbackIdentifiers(key: key)
+    }
+}
