@@ -5,7 +5,7 @@ measures it alone (the verifier, attribution-winner and the scheduler each drain
 stream, the dispatcher delivering preloaded due postbacks to a receiver, ingest taking an offer of
 signed impressions in batches of 100 far above what it can take), first with the services on Redis
 directly over loopback, then through a relay that adds 0, 1 and 10 ms to every round trip
-(scripts/latency_proxy.py; the kernel has no netem). Each figure is reported as a ratio to the
+(`attribution relay`, on one event loop; the kernel has no netem). Each figure is reported as a ratio to the
 loopback figure; the relay at 0 ms shows what the relay itself costs. Target: ≥ 80 % at 1 ms. A fresh
 Redis for each setting. Writes OUT/rtt.json and appends a section to OUT/report.md.
 
@@ -41,7 +41,6 @@ REPLICAS = int(os.environ.get("BENCH_RTT_REPLICAS", "1"))  # of each stage drain
 EXTRA = dict(item.split("=", 1) for item in os.environ.get("BENCH_RTT_ENV", "").split())
 SERVICES = [("ingest", "events/s accepted"), ("verifier", "impressions/s"), ("attribution-winner", "messages/s"),
             ("scheduler", "conversions/s"), ("dispatcher", "deliveries/s")]
-RELAY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "latency_proxy.py")
 
 
 def measure(label, delay):
@@ -60,7 +59,7 @@ def measure(label, delay):
             relay_port, delay_file = free_port(), os.path.join(data, "delay-ms")
             with open(delay_file, "w") as f:
                 f.write(str(delay))
-            children.start("relay", [sys.executable, RELAY, "--listen", f"127.0.0.1:{relay_port}",
+            children.start("relay", [f"{BIN}/attribution", "relay", "--listen", f"127.0.0.1:{relay_port}",
                                      "--upstream", f"127.0.0.1:{port}", "--delay-file", delay_file])
             wait_redis(relay_port)
             url = f"redis://127.0.0.1:{relay_port}/0"
@@ -138,8 +137,8 @@ def main():
     results = {label: measure(label, delay) for label, delay in SETTINGS}
     loopback = results["loopback"]
     ratios = {label: {name: figures[name] / loopback[name] for name, _ in SERVICES} for label, figures in results.items()}
-    # The added time alone: each figure against the relay's own at 0 ms (the relay, in Python, shares the
-    # services' cores).
+    # The added time alone: each figure against the relay's own at 0 ms (the relay shares the services'
+    # cores).
     relay = results.get(RELAY_ZERO)
     to_relay = {label: {name: figures[name] / relay[name] for name, _ in SERVICES}
                 for label, figures in results.items() if relay and label.startswith("+")}

@@ -21,7 +21,7 @@ With --network Redis and each service run on test hosts of their own (network na
 a bridge, scripts/netns.py) and the faults are the network's: a stage worker, ingest, the scheduler
 and the dispatcher each cut off from Redis for longer than the 5 s command timeout while work flows
 (ingest while requests arrive), 1, 10 and 50 ms added to every service's round trip to Redis with 1 %
-of the packets dropped (a relay in front of Redis, scripts/latency_proxy.py), and a worker stalled
+of the packets dropped (a relay in front of Redis, `attribution relay`), and a worker stalled
 (SIGSTOP) longer than CLAIM_IDLE_MS, so that another replica claims its pending entries. Probes
 (scripts/probes.py) read every service's /ready and post a value update to ingest four times a
 second; the report lists, per fault, how long the service it hit was not ready, how slowly /ready
@@ -104,8 +104,8 @@ def start_redis():
     wait_redis(REDIS_PORT, host=REDIS_HOST)
     if args.network:
         processes.start("latency-relay", on_host("redis") + [
-            sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "latency_proxy.py"),
-            "--listen", f"{REDIS_HOST}:{RELAY_PORT}", "--upstream", f"{REDIS_HOST}:{REDIS_PORT}", "--delay-file", LATENCY_FILE])
+            os.path.join(BIN, "attribution"), "relay", "--listen", f"{REDIS_HOST}:{RELAY_PORT}",
+            "--upstream", f"{REDIS_HOST}:{REDIS_PORT}", "--delay-file", LATENCY_FILE])
         wait_redis(RELAY_PORT, host=REDIS_HOST)
 
 

@@ -4,7 +4,7 @@ namespace (10.77.0.1, where the campaign, the receiver and the tools run). Fault
 links: a partition drops everything between a host and Redis (iptables in that host's namespace, both
 directions), packet loss drops a share of them at random (iptables' `statistic` match). This kernel has
 no `netem` qdisc (CONFIG_NET_SCH_NETEM is not set), so latency is added by a relay in front of Redis
-instead (scripts/latency_proxy.py).
+instead (`attribution relay`).
 
 Needs root and iproute2/iptables; every namespace, link and rule is removed by `teardown`, also after a
 failed run (and any left by an interrupted one is removed by `setup` first)."""

@@ -7,7 +7,7 @@ import Synchronization
 ///
 /// Summing a crowd costs one read per partition; a batch needs six crowds per conversion. Within
 /// `maxAge` a crowd is served from here: exact while this process is the only scheduler (its own
-/// increments are applied once committed); with several replicas, another replica's conversions show
+/// increments are applied once committed, by every consumer loop); with several replicas, another replica's conversions show
 /// up to `maxAge` late. A count can only lag, never lead, so a tier can only come out lower (less
 /// data in the postback), never higher: the privacy thresholds hold either way.
 final class CrowdCache: Sendable {
@@ -53,12 +53,18 @@ final class CrowdCache: Sendable {
         }
     }
 
-    /// This process's committed increments: applied to the crowds it holds.
-    func apply(_ increments: [CrowdIncrement]) {
+    /// This process's committed increments, decided at `decidedAt` (before their transaction was sent):
+    /// applied to the crowds it holds that were read before then. A crowd read since (by another consumer
+    /// loop of this process, over its own connection) may already include them, so it is dropped and
+    /// read again rather than counted twice.
+    func apply(_ increments: [CrowdIncrement], decidedAt: ContinuousClock.Instant) {
         entries.withLock { entries in
             for increment in increments {
                 for crowd in increment.crowds {
-                    if let entry = entries[crowd] { entries[crowd]?.buckets = increment.applied(to: entry.buckets) }
+                    guard let entry = entries[crowd] else { continue }
+                    entries[crowd] =
+                        entry.readAt <= decidedAt
+                        ? Entry(buckets: increment.applied(to: entry.buckets), readAt: entry.readAt) : nil
                 }
             }
         }
@@ -69,6 +75,8 @@ final class CrowdCache: Sendable {
 /// handed from `decide` to `committed`.
 final class PendingIncrements: Sendable {
     let increments = Mutex<[CrowdIncrement]>([])
+    /// When the attempt decided: before its transaction was sent.
+    let decidedAt = Mutex<ContinuousClock.Instant>(.now)
     let upkeep = Mutex<[String: CrowdUpkeep]>([:])
 }
 

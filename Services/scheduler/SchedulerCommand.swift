@@ -22,13 +22,15 @@ struct SchedulerCommand {
             let registryCache = RegistryCache(
                 maxAge: .milliseconds(try service.environment.value(.registryCacheMilliseconds)))
             let identifiers = try await PostbackIdentifierKey.load(on: service.connection(), logger: service.logger)
+            // One stage for every consumer loop: the crowd cache counts what each loop commits.
             let stage = SchedulerStage(
                 step: SchedulerStep(
                     policy: service.policy, thresholds: thresholds, windowCloseGraceMilliseconds: Milliseconds(grace),
                     identifiers: identifiers),
                 partitioning: service.partitioning, crowdCache: crowdCache, shardsCrowds: service.cluster,
                 registryCache: registryCache, clock: service.clock)
-            let attributions = try service.workers(stream: StreamNames.attributions, group: ConsumerGroups.scheduler) { _ in stage
+            let attributions = try service.workers(stream: StreamNames.attributions, group: ConsumerGroups.scheduler) { _ in
+                stage
             }
             let timers = try service.workers(stream: StreamNames.schedulerTimers, group: ConsumerGroups.scheduler) { _ in stage }
             try await service.run(

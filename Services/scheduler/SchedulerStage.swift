@@ -95,11 +95,12 @@ struct SchedulerStage: StreamStage {
             plans[conversion.id] = Self.planState(reply)
         }
         var crowd = CrowdCounts(read: counters)
-        var generator = KernelRandom()
         let now = clock()
         var increments: [CrowdIncrement] = []
         var upkeep: [String: CrowdUpkeep] = [:]  // the counters' upkeep this attempt writes
+        let decidedAt = ContinuousClock.now
         defer {
+            batch.pending.decidedAt.withLock { $0 = decidedAt }
             batch.pending.increments.withLock { $0 = increments }
             batch.pending.upkeep.withLock { $0 = upkeep }
         }
@@ -114,7 +115,7 @@ struct SchedulerStage: StreamStage {
                 schema = schemas[attribution.advertisedItemIdentifier]
             }
             switch step.step(
-                plans[id] ?? .absent, message: envelope, crowd: &crowd, schema: schema, now: now, using: &generator)
+                plans[id] ?? .absent, message: envelope, crowd: &crowd, schema: schema, now: now)
             {
             case .retry(let reason):
                 return .failed(reason)
@@ -146,7 +147,7 @@ struct SchedulerStage: StreamStage {
 
     /// The batch committed: its crowd increments are now in Redis, so in the cache too.
     func committed(_ batch: Batch) {
-        crowdCache.apply(batch.pending.increments.withLock { $0 })
+        crowdCache.apply(batch.pending.increments.withLock { $0 }, decidedAt: batch.pending.decidedAt.withLock { $0 })
         crowdUpkeeps.committed(batch.pending.upkeep.withLock { $0 })
     }
 

@@ -169,16 +169,18 @@ struct VerifierStage: StreamStage {
             return (impression.payload.impressionIdentifier, envelope.id)
         }
         let keepFor = String(Retention.impressionFreshness(step.policy))
+        let now = WallClock.nowMilliseconds()
         let replies = try await claims.pipeline(
             claiming.map {
                 RedisCommand(
-                    "SET", StageKeys.replayMarker(impression: $0.impression, partitioning), $0.event, "NX", "GET", "PX", keepFor)
+                    "SET", StageKeys.replayMarker(impression: $0.impression, partitioning),
+                    VerifierStep.markerValue(event: $0.event, claimedAt: now), "NX", "GET", "PX", keepFor)
             })
         var claimed: [VerifierStep.MarkerClaim] = []
         for (claim, reply) in zip(claiming, replies) {
             if let message = reply.errorMessage { throw RedisError(.server, message) }
-            claimed.append(.init(impression: claim.impression, event: claim.event, holder: reply.string))
+            claimed.append(.init(impression: claim.impression, event: claim.event, marker: reply.string))
         }
-        return VerifierStep.usedImpressions(claimed)
+        return VerifierStep.usedImpressions(claimed, now: now)
     }
 }

@@ -139,8 +139,7 @@ struct CompactCodingTests {
         #expect(state.installedAt == 5)
         var plan = PostbackPlan(
             attribution: F.attribution(), crowd: .init(tier: .two, sourceIdentifierDigits: 3, countryIsTierThree: false))
-        var generator = SeededGenerator(seed: 3)
-        _ = plan.closeWindow(0, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        _ = plan.closeWindow(0, policy: .realTime, identifiers: Fixture.identifiers)
         let stored = try Array(JSONCoding.encoder.encode(plan))
         #expect(try CompactCoding.decode(PostbackPlan.self, from: stored) == plan)
     }
@@ -170,8 +169,7 @@ struct CompactCodingTests {
         var plan = PostbackPlan(
             attribution: F.attribution(nonWinners: []),
             crowd: .init(tier: .three, sourceIdentifierDigits: 4, countryIsTierThree: true))
-        var generator = SeededGenerator(seed: 5)
-        _ = plan.closeWindow(0, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        _ = plan.closeWindow(0, policy: .realTime, identifiers: Fixture.identifiers)
         let bytes = try CompactCoding.encode(plan)
         for length in 0..<bytes.count {
             #expect(throws: (any Error).self) { try CompactCoding.decode(PostbackPlan.self, from: Array(bytes.prefix(length))) }

@@ -24,7 +24,6 @@ struct CompactHandCodingTests {
     /// windows closed with and without values, locked, superseded, with five non-winners and every
     /// optional attribution field, a development winner, and an app with a schema and activity.
     static var plans: [PostbackPlan] {
-        var generator = SplitMix64(seed: 17)
         let others = (1...5).map { index in
             AttributedImpression(
                 adNetworkIdentifier: F.network("n\(index).skadnetwork"), impressionIdentifier: "i-\(index)",
@@ -36,15 +35,15 @@ struct CompactHandCodingTests {
         plans.append(fresh)
 
         var updated = PostbackPlan(attribution: F.attribution(nonWinners: others, country: nil), crowd: tier2)
-        _ = updated.apply(update(10, nil, at: F.hour), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        _ = updated.apply(update(10, nil, at: F.hour), policy: .realTime, identifiers: Fixture.identifiers)
         updated.reported.append(.init(time: 2 * F.hour, fine: nil, coarse: .medium))  // as a schema's value may leave it
         plans.append(updated)
-        _ = updated.closeWindow(0, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        _ = updated.closeWindow(0, policy: .realTime, identifiers: Fixture.identifiers)
         plans.append(updated)
         _ = updated.apply(
-            update(63, .high, lock: true, at: 3 * F.day), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+            update(63, .high, lock: true, at: 3 * F.day), policy: .realTime, identifiers: Fixture.identifiers)
         // No value in window 2: it closes with nothing.
-        _ = updated.closeWindow(2, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        _ = updated.closeWindow(2, policy: .realTime, identifiers: Fixture.identifiers)
         plans.append(updated)
 
         var tagged = F.attribution(nonWinners: Array(others.prefix(2)), type: .reengagement, at: -5)
@@ -52,12 +51,12 @@ struct CompactHandCodingTests {
         tagged.marketplaceIdentifier = "com.example.store"
         var superseded = PostbackPlan(
             attribution: tagged, crowd: .init(tier: .zero, sourceIdentifierDigits: 2, countryIsTierThree: true))
-        _ = superseded.apply(update(0, .low, at: 0), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
-        _ = superseded.supersede(at: F.hour, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        _ = superseded.apply(update(0, .low, at: 0), policy: .realTime, identifiers: Fixture.identifiers)
+        _ = superseded.supersede(at: F.hour, policy: .realTime, identifiers: Fixture.identifiers)
         plans.append(superseded)
 
         var development = PostbackPlan(attribution: F.attribution(publisher: 0), crowd: tier2)
-        _ = development.apply(update(5, .low, at: 1_000), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        _ = development.apply(update(5, .low, at: 1_000), policy: .realTime, identifiers: Fixture.identifiers)
         plans.append(development)
 
         var schema = PostbackPlan(attribution: F.attribution(), crowd: tier2, valueSchema: PrivacyRun.schema)
@@ -65,8 +64,8 @@ struct CompactHandCodingTests {
         let activity = AttributedActivity(
             conversionIdentifier: "c-1",
             activity: Activity(sessions: 3, events: ["level": 2], revenue: ["USD": Decimal(string: "25.5")!]), time: F.hour)
-        _ = schema.record(activity, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
-        _ = schema.closeWindow(0, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        _ = schema.record(activity, policy: .realTime, identifiers: Fixture.identifiers)
+        _ = schema.closeWindow(0, policy: .realTime, identifiers: Fixture.identifiers)
         plans.append(schema)
         return plans
     }

@@ -166,24 +166,23 @@ struct ConversionEligibilityTests {
     }
 
     @Test func supersededPlanLocksTheOpenWindowAndClosesTheRest() {
-        var generator = SeededGenerator(seed: 21)
         var plan = PostbackPlan(
             attribution: F.attribution(), crowd: .init(tier: .three, sourceIdentifierDigits: 4, countryIsTierThree: true))
         _ = plan.apply(
             AttributedUpdate(
                 conversionIdentifier: "c-1", update: .init(fineConversionValue: 9, coarseConversionValue: .low), time: hour),
-            policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+            policy: .realTime, identifiers: Fixture.identifiers)
         // An update in window 1, so that the window has a postback to prepare.
         _ = plan.apply(
             AttributedUpdate(
                 conversionIdentifier: "c-1", update: .init(fineConversionValue: 12, coarseConversionValue: .high),
                 time: 3 * day + hour),
-            policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
-        let held = plan.supersede(at: 4 * day, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+            policy: .realTime, identifiers: Fixture.identifiers)
+        let held = plan.supersede(at: 4 * day, policy: .realTime, identifiers: Fixture.identifiers)
         #expect(held.map(\.order.payload.postbackSequenceIndex) == [1], "window 1 (days 3–7) locked now")
         #expect(held.allSatisfy { (4 * day + 24 * hour...4 * day + 144 * hour).contains($0.dueAt) })
         #expect(plan.windowsDone == [false, true, true], "window 0 still closes on its own timer")
-        let closing = plan.closeWindow(0, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        let closing = plan.closeWindow(0, policy: .realTime, identifiers: Fixture.identifiers)
         #expect(closing.count == 1)
         #expect(plan.isFinished)
     }

@@ -19,10 +19,9 @@ struct PostbackPlanTests {
     }
 
     @Test func lockPreparesTheFirstPostbackAtOnceWithADelayOf24To48Hours() throws {
-        var generator = SeededGenerator(seed: 9)
         var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
         let held = plan.apply(
-            update(42, .high, lock: true, at: 3 * F.hour), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+            update(42, .high, lock: true, at: 3 * F.hour), policy: .realTime, identifiers: Fixture.identifiers)
         let postback = try #require(held.first)
         #expect(held.count == 1)
         #expect((3 * F.hour + 24 * F.hour...3 * F.hour + 48 * F.hour).contains(postback.dueAt))
@@ -35,55 +34,55 @@ struct PostbackPlanTests {
         #expect(postback.order.countryCode == "US")
         // The locked window ignores further updates; its end timer does nothing more.
         let r1 = plan.apply(
-            update(1, lock: true, at: 4 * F.hour), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+            update(1, lock: true, at: 4 * F.hour), policy: .realTime, identifiers: Fixture.identifiers)
         #expect(r1.isEmpty)
-        let r2 = plan.closeWindow(0, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        let r2 = plan.closeWindow(0, policy: .realTime, identifiers: Fixture.identifiers)
         #expect(r2.isEmpty)
     }
 
-    /// A plan Redis lost in a failover is planned again from the same attribution, with other random
-    /// draws: its postbacks keep their identifiers (a receiver deduplicates the copy the lost plan sent),
-    /// which differ per window and contender and, under another key, are unrelated.
-    @Test func aConversionPlannedAgainKeepsItsPostbackIdentifiers() throws {
+    /// A plan Redis lost in a failover is planned again from the same attribution and messages: its
+    /// postbacks come out identical, identifier and due time (a receiver deduplicates the copy the lost
+    /// plan sent, and no second delay is drawn), each identifier its own per window and contender and,
+    /// under another key, unrelated.
+    @Test func aConversionPlannedAgainPreparesTheSamePostbacks() throws {
         var attribution = F.attribution()
         attribution.nonWinners = [attribution.winner]
-        func identifiers(seed: UInt64, under key: PostbackIdentifiers) -> [String] {
-            var generator = SeededGenerator(seed: seed)
+        func planned(under key: PostbackIdentifiers) -> [HeldPostback] {
             var plan = PostbackPlan(attribution: attribution, crowd: tier3)
-            _ = plan.apply(update(1, .low, at: F.hour), policy: .realTime, identifiers: key, using: &generator)
-            var held = plan.closeWindow(0, policy: .realTime, identifiers: key, using: &generator)
-            _ = plan.apply(update(2, .high, at: 3 * F.day), policy: .realTime, identifiers: key, using: &generator)
-            held += plan.closeWindow(1, policy: .realTime, identifiers: key, using: &generator)
-            return held.map(\.order.payload.postbackIdentifier)
+            _ = plan.apply(update(1, .low, at: F.hour), policy: .realTime, identifiers: key)
+            var held = plan.closeWindow(0, policy: .realTime, identifiers: key)
+            _ = plan.apply(update(2, .high, at: 3 * F.day), policy: .realTime, identifiers: key)
+            held += plan.closeWindow(1, policy: .realTime, identifiers: key)
+            return held
         }
-        let first = identifiers(seed: 1, under: F.identifiers)
+        let first = planned(under: F.identifiers)
+        let ids = first.map(\.order.payload.postbackIdentifier)
         #expect(first.count == 3, "the winner and the non-winner in window 0, the winner in window 1")
-        #expect(identifiers(seed: 2, under: F.identifiers) == first)
-        #expect(Set(first).count == 3)
-        let other = identifiers(seed: 1, under: .ephemeral())
-        #expect(Set(other).isDisjoint(with: first))
-        #expect(first.allSatisfy { UUID(uuidString: $0) != nil && Array($0.utf8)[14] == UInt8(ascii: "4") })
+        #expect(planned(under: F.identifiers) == first)
+        #expect(Set(ids).count == 3)
+        let other = planned(under: .ephemeral())
+        #expect(Set(other.map(\.order.payload.postbackIdentifier)).isDisjoint(with: ids))
+        #expect(ids.allSatisfy { UUID(uuidString: $0) != nil && Array($0.utf8)[14] == UInt8(ascii: "4") })
     }
 
     @Test func windowEndsSendTheLatestValuesCoarseOnlyAfterTheFirst() throws {
-        var generator = SeededGenerator(seed: 10)
         var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
-        let r3 = plan.apply(update(10, .low, at: F.hour), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        let r3 = plan.apply(update(10, .low, at: F.hour), policy: .realTime, identifiers: Fixture.identifiers)
         #expect(r3.isEmpty)
         let r4 = plan.apply(
-            update(20, .medium, at: 2 * F.hour), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+            update(20, .medium, at: 2 * F.hour), policy: .realTime, identifiers: Fixture.identifiers)
         #expect(r4.isEmpty)
-        let first = plan.closeWindow(0, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        let first = plan.closeWindow(0, policy: .realTime, identifiers: Fixture.identifiers)
         #expect(first.map(\.order.conversionValue) == [20])
         #expect(first.allSatisfy { (2 * F.day + 24 * F.hour...2 * F.day + 48 * F.hour).contains($0.dueAt) })
-        _ = plan.apply(update(30, .high, at: 3 * F.day), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
-        let second = plan.closeWindow(1, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        _ = plan.apply(update(30, .high, at: 3 * F.day), policy: .realTime, identifiers: Fixture.identifiers)
+        let second = plan.closeWindow(1, policy: .realTime, identifiers: Fixture.identifiers)
         #expect(second.map(\.order.coarseConversionValue) == [.high])
         #expect(second.map(\.order.conversionValue) == [nil])
         #expect(second.map(\.order.payload.sourceIdentifier) == ["39"])
         #expect(second.allSatisfy { (7 * F.day + 24 * F.hour...7 * F.day + 144 * F.hour).contains($0.dueAt) })
         // Window 2: no update in it, so no postback; window 1's value does not carry over.
-        let third = plan.closeWindow(2, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        let third = plan.closeWindow(2, policy: .realTime, identifiers: Fixture.identifiers)
         #expect(third.isEmpty)
         #expect(plan.isFinished)
     }
@@ -136,23 +135,21 @@ struct PostbackPlanTests {
 
     /// One step of an `OrderCase`: an update, or a window's timer.
     func run(
-        _ step: (fine: Int?, coarse: CoarseConversionValue?, lock: Bool, hours: Int64), on plan: inout PostbackPlan,
-        using generator: inout SeededGenerator
+        _ step: (fine: Int?, coarse: CoarseConversionValue?, lock: Bool, hours: Int64), on plan: inout PostbackPlan
     ) -> [HeldPostback] {
         guard let fine = step.fine else {
-            return plan.closeWindow(Int(step.hours), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+            return plan.closeWindow(Int(step.hours), policy: .realTime, identifiers: Fixture.identifiers)
         }
         return plan.apply(
             update(fine, step.coarse, lock: step.lock, at: step.hours * F.hour), policy: .realTime,
-            identifiers: Fixture.identifiers, using: &generator)
+            identifiers: Fixture.identifiers)
     }
 
     @Test(arguments: orderCases)
     func windowsCarryTheValuesStampedBeforeTheirEnd(_ c: OrderCase) {
-        var generator = SeededGenerator(seed: 12)
         var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
         var held: [HeldPostback] = []
-        for step in c.steps { held += run(step, on: &plan, using: &generator) }
+        for step in c.steps { held += run(step, on: &plan) }
         let sent = (0..<3).map { window -> String in
             guard let order = held.first(where: { $0.order.payload.postbackSequenceIndex == window })?.order else {
                 return "none"
@@ -210,7 +207,6 @@ struct PostbackPlanTests {
 
     @Test(arguments: lateCases)
     func lateUpdatesCountWhileTheirPostbacksAreHeld(_ c: OrderCase) throws {
-        var generator = SeededGenerator(seed: 21)
         let other = AttributedImpression(
             adNetworkIdentifier: F.network("two.net"), impressionIdentifier: "n", sourceIdentifier: 1234,
             publisherItemIdentifier: 77, interactionType: .view, kind: .adAttributionKit)
@@ -218,7 +214,7 @@ struct PostbackPlanTests {
         // The held queue as the scheduler keeps it: a replacement swaps a held postback, never adds one.
         var held: [String: HeldPostback] = [:]
         for step in c.steps {
-            for postback in run(step, on: &plan, using: &generator) {
+            for postback in run(step, on: &plan) {
                 let id = postback.order.payload.postbackIdentifier
                 if let old = postback.replacing {
                     let current = try #require(held[id], "\(c.name): replaces a postback never held")
@@ -254,14 +250,13 @@ struct PostbackPlanTests {
 
     /// Windows a superseding conversion stopped from opening are not prepared by a late update.
     @Test func windowsThatNeverOpenedStayClosedToLateUpdates() throws {
-        var generator = SeededGenerator(seed: 22)
         var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
-        _ = plan.apply(update(10, .low, at: F.hour), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
-        let superseded = plan.supersede(at: 2 * F.hour, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        _ = plan.apply(update(10, .low, at: F.hour), policy: .realTime, identifiers: Fixture.identifiers)
+        let superseded = plan.supersede(at: 2 * F.hour, policy: .realTime, identifiers: Fixture.identifiers)
         #expect(superseded.map(\.order.conversionValue) == [10])
         #expect(plan.isFinished)
         let late = plan.apply(
-            update(20, .high, at: 90 * F.hour / 60), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+            update(20, .high, at: 90 * F.hour / 60), policy: .realTime, identifiers: Fixture.identifiers)
         #expect(late.count == 1 && late.first?.replacing?.order.conversionValue == 10 && late.first?.order.conversionValue == 20)
         #expect(late.allSatisfy { $0.order.payload.postbackSequenceIndex == 0 })
         #expect(plan.closed[1] == nil && plan.closed[2] == nil)
@@ -275,12 +270,11 @@ struct PostbackPlanTests {
     /// window's shortest delay, so that a late update stamped in the window can still prepare it, and
     /// then left to its marker.
     @Test func aWindowClosedWithNothingToSendStaysPreparableForItsShortestDelay() throws {
-        var generator = SeededGenerator(seed: 23)
         var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
         _ = plan.apply(
-            update(10, .low, lock: true, at: F.hour), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
-        #expect(plan.closeWindow(1, policy: .realTime, identifiers: Fixture.identifiers, using: &generator).isEmpty)
-        #expect(plan.closeWindow(2, policy: .realTime, identifiers: Fixture.identifiers, using: &generator).isEmpty)
+            update(10, .low, lock: true, at: F.hour), policy: .realTime, identifiers: Fixture.identifiers)
+        #expect(plan.closeWindow(1, policy: .realTime, identifiers: Fixture.identifiers).isEmpty)
+        #expect(plan.closeWindow(2, policy: .realTime, identifiers: Fixture.identifiers).isEmpty)
         #expect(plan.isFinished)
         let end = 35 * F.day
         let first = try #require(plan.lastDueAt)
@@ -288,7 +282,7 @@ struct PostbackPlanTests {
         #expect(plan.keptUntil(now: end, policy: .realTime) == end + 24 * F.hour)
         #expect(plan.keptUntil(now: end + 24 * F.hour, policy: .realTime) == nil)
         let late = plan.apply(
-            update(30, .high, at: end - F.hour), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+            update(30, .high, at: end - F.hour), policy: .realTime, identifiers: Fixture.identifiers)
         #expect(late.map(\.order.payload.postbackSequenceIndex) == [2])
         #expect(late.map(\.order.coarseConversionValue) == [.high])
         #expect(late.allSatisfy { (end + 24 * F.hour...end + 144 * F.hour).contains($0.dueAt) })
@@ -298,31 +292,29 @@ struct PostbackPlanTests {
     /// values stamped after it are dropped, the delay is redrawn from it, and later updates before the
     /// end no longer count.
     @Test func aLateSupersessionFreezesTheWindowAsOfIt() throws {
-        var generator = SeededGenerator(seed: 24)
         var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
-        _ = plan.apply(update(10, .low, at: F.hour), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        _ = plan.apply(update(10, .low, at: F.hour), policy: .realTime, identifiers: Fixture.identifiers)
         _ = plan.apply(
-            update(20, .medium, at: 10 * F.hour), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+            update(20, .medium, at: 10 * F.hour), policy: .realTime, identifiers: Fixture.identifiers)
         let closed = try #require(
-            plan.closeWindow(0, policy: .realTime, identifiers: Fixture.identifiers, using: &generator).first)
+            plan.closeWindow(0, policy: .realTime, identifiers: Fixture.identifiers).first)
         #expect(closed.order.conversionValue == 20)
-        let swapped = plan.supersede(at: 5 * F.hour, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        let swapped = plan.supersede(at: 5 * F.hour, policy: .realTime, identifiers: Fixture.identifiers)
         let postback = try #require(swapped.first)
         #expect(swapped.count == 1 && postback.replacing?.order == closed.order && postback.replacing?.dueAt == closed.dueAt)
         #expect(postback.order.conversionValue == 10)
         #expect((5 * F.hour + 24 * F.hour...5 * F.hour + 48 * F.hour).contains(postback.dueAt))
         #expect(plan.closed[0]?.at == 5 * F.hour && plan.isFinished)
         #expect(
-            plan.apply(update(30, .high, at: 6 * F.hour), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+            plan.apply(update(30, .high, at: 6 * F.hour), policy: .realTime, identifiers: Fixture.identifiers)
                 .isEmpty)
     }
 
     /// What closed windows prepared survives the plan's JSON; a plan stored before has none.
     @Test func closedWindowsRoundTrip() throws {
-        var generator = SeededGenerator(seed: 23)
         var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
-        _ = plan.apply(update(10, .low, at: F.hour), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
-        _ = plan.closeWindow(0, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        _ = plan.apply(update(10, .low, at: F.hour), policy: .realTime, identifiers: Fixture.identifiers)
+        _ = plan.closeWindow(0, policy: .realTime, identifiers: Fixture.identifiers)
         let decoded = try JSONCoding.decoder.decode(PostbackPlan.self, from: JSONCoding.encoder.encode(plan))
         #expect(decoded == plan)
         #expect(decoded.closed[0]?.postbacks.count == 1)
@@ -332,15 +324,14 @@ struct PostbackPlanTests {
         var old = try JSONCoding.decoder.decode(PostbackPlan.self, from: JSONSerialization.data(withJSONObject: json))
         #expect(old.closed == [nil, nil, nil])
         #expect(
-            old.apply(update(20, .high, at: 2 * F.hour), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+            old.apply(update(20, .high, at: 2 * F.hour), policy: .realTime, identifiers: Fixture.identifiers)
                 .isEmpty)
     }
 
     /// A plan stored before values were kept per update still decodes, with its values as of its first update.
     @Test func planStoredInTheEarlierFormatDecodes() throws {
         var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
-        var generator = SeededGenerator(seed: 13)
-        _ = plan.apply(update(7, .low, at: F.hour), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        _ = plan.apply(update(7, .low, at: F.hour), policy: .realTime, identifiers: Fixture.identifiers)
         var json = try #require(try JSONSerialization.jsonObject(with: JSONCoding.encoder.encode(plan)) as? [String: Any])
         json["reported"] = nil
         json["values"] = ["fine": 9, "coarse": "high"]
@@ -352,7 +343,6 @@ struct PostbackPlanTests {
     /// Activity reaches the plan; the pinned schema turns it into updates: a value only when it
     /// changes, never lowered, a locking rule locking the window, each window with its own totals.
     @Test func activityBecomesUpdatesThroughThePinnedSchema() throws {
-        var generator = SeededGenerator(seed: 14)
         let schema = ConversionValueSchema(windows: [
             .init(
                 window: 0,
@@ -367,7 +357,7 @@ struct PostbackPlanTests {
         func activity(_ a: Activity, at time: Milliseconds) -> [HeldPostback] {
             plan.record(
                 AttributedActivity(conversionIdentifier: "c-1", activity: a, time: time), policy: .realTime,
-                identifiers: Fixture.identifiers, using: &generator)
+                identifiers: Fixture.identifiers)
         }
         #expect(activity(Activity(sessions: 1), at: 0).isEmpty)  // before the conversion: not counted
         #expect(plan.reported.isEmpty)
@@ -388,7 +378,7 @@ struct PostbackPlanTests {
         #expect(plan.schemaValues[1] == nil)
         _ = activity(Activity(sessions: 1), at: F.hour + 4 * F.day)
         #expect(plan.schemaValues[1] == SchemaValue(fine: 2, coarse: .medium, lock: false))
-        let second = plan.closeWindow(1, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        let second = plan.closeWindow(1, policy: .realTime, identifiers: Fixture.identifiers)
         #expect(second.map(\.order.coarseConversionValue) == [.medium])
         // The schema travels with the plan, in both forms.
         let decoded = try JSONCoding.decoder.decode(PostbackPlan.self, from: JSONCoding.encoder.encode(plan))
@@ -397,10 +387,9 @@ struct PostbackPlanTests {
     }
 
     @Test func noUpdateNoWindowsNoPostbacks() {
-        var generator = SeededGenerator(seed: 11)
         var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
         for window in 0..<3 {
-            let r5 = plan.closeWindow(window, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+            let r5 = plan.closeWindow(window, policy: .realTime, identifiers: Fixture.identifiers)
             #expect(r5.isEmpty)
         }
         #expect(plan.isFinished)
@@ -418,32 +407,28 @@ struct PostbackPlanTests {
             (.redownload, 34 * Fixture.day, true),
         ] as [(ConversionType, Milliseconds, Bool)])
     func firstUpdateDeadline(_ type: ConversionType, _ at: Milliseconds, _ accepted: Bool) {
-        var generator = SeededGenerator(seed: 12)
         var plan = PostbackPlan(attribution: F.attribution(type: type), crowd: tier3)
         let held = plan.apply(
-            update(5, .low, lock: true, at: at), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+            update(5, .low, lock: true, at: at), policy: .realTime, identifiers: Fixture.identifiers)
         #expect(held.isEmpty == !accepted)
         #expect((plan.firstUpdateAt != nil) == accepted)
     }
 
     @Test func updatesForOtherConversionTypesAreIgnored() {
-        var generator = SeededGenerator(seed: 13)
         var plan = PostbackPlan(attribution: F.attribution(), crowd: tier3)
         let r7 = plan.apply(
-            update(5, lock: true, at: F.hour, types: [.reengagement]), policy: .realTime, identifiers: Fixture.identifiers,
-            using: &generator)
+            update(5, lock: true, at: F.hour, types: [.reengagement]), policy: .realTime, identifiers: Fixture.identifiers)
         #expect(r7.isEmpty)
         #expect(plan.firstUpdateAt == nil)
     }
 
     @Test func nonWinnersGetOneFirstWindowPostbackWithoutFineValueOrPublisher() {
-        var generator = SeededGenerator(seed: 14)
         let other = AttributedImpression(
             adNetworkIdentifier: F.network("two.net"), impressionIdentifier: "n", sourceIdentifier: 1234,
             publisherItemIdentifier: 77, interactionType: .view, kind: .adAttributionKit)
         var plan = PostbackPlan(attribution: F.attribution(nonWinners: [other]), crowd: tier3)
         let held = plan.apply(
-            update(42, .medium, lock: true, at: F.hour), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+            update(42, .medium, lock: true, at: F.hour), policy: .realTime, identifiers: Fixture.identifiers)
         let losing = held.filter { !$0.order.payload.didWin }
         #expect(held.count == 2)
         #expect(losing.count == 1)
@@ -453,28 +438,26 @@ struct PostbackPlanTests {
         #expect(losing.first?.order.coarseConversionValue == .medium)
         #expect(losing.first?.order.payload.publisherItemIdentifier == nil)
         #expect(losing.first?.order.adInteractionType == .view)
-        _ = plan.apply(update(1, .low, at: 3 * F.day), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
-        let r8 = plan.closeWindow(1, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        _ = plan.apply(update(1, .low, at: 3 * F.day), policy: .realTime, identifiers: Fixture.identifiers)
+        let r8 = plan.closeWindow(1, policy: .realTime, identifiers: Fixture.identifiers)
         #expect(r8.allSatisfy { $0.order.payload.didWin })
     }
 
     @Test func tierZeroGetsOnlyTheFirstPostbackWithNoValue() {
-        var generator = SeededGenerator(seed: 15)
         var plan = PostbackPlan(
             attribution: F.attribution(),
             crowd: CrowdAssessment(tier: .zero, sourceIdentifierDigits: 2, countryIsTierThree: false))
         let first = plan.apply(
-            update(42, .high, lock: true, at: F.hour), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+            update(42, .high, lock: true, at: F.hour), policy: .realTime, identifiers: Fixture.identifiers)
         #expect(first.count == 1)
         #expect(first.first?.order.conversionValue == nil && first.first?.order.coarseConversionValue == nil)
         #expect(first.first?.order.payload.marketplaceIdentifier == nil)
-        _ = plan.apply(update(1, .low, at: 3 * F.day), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
-        let r9 = plan.closeWindow(1, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+        _ = plan.apply(update(1, .low, at: 3 * F.day), policy: .realTime, identifiers: Fixture.identifiers)
+        let r9 = plan.closeWindow(1, policy: .realTime, identifiers: Fixture.identifiers)
         #expect(r9.isEmpty)
     }
 
     @Test func developmentWinnersUseDeveloperModeTimingsAndTheHighestTier() throws {
-        var generator = SeededGenerator(seed: 16)
         let dev = AttributedImpression(
             adNetworkIdentifier: F.network("one.adattributionkit"), impressionIdentifier: "d", sourceIdentifier: 5239,
             publisherItemIdentifier: 0, interactionType: .click, kind: .adAttributionKit)
@@ -483,7 +466,7 @@ struct PostbackPlanTests {
             crowd: .init(tier: .zero, sourceIdentifierDigits: 2, countryIsTierThree: false))
         #expect(plan.windowEnds(policy: .realTime).map(\.at) == [180_000, 360_000, 540_000])
         let held = try #require(
-            plan.apply(update(7, lock: true, at: 60_000), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+            plan.apply(update(7, lock: true, at: 60_000), policy: .realTime, identifiers: Fixture.identifiers)
                 .first)
         #expect((60_000 + 300_000...60_000 + 600_000).contains(held.dueAt))
         #expect(held.order.isDevelopment)
@@ -494,23 +477,23 @@ struct PostbackPlanTests {
     @Test func randomizedPlansNeverCarryAFieldTheirTierForbids() {
         var generator = SeededGenerator(seed: 17)
         for _ in 0..<3_000 {
-            let tier = CrowdTier(rawValue: Int.random(in: 0...3, using: &generator))
+            let tier = CrowdTier(rawValue: Int.random(in: 0...3))
             let crowd = CrowdAssessment(
-                tier: tier, sourceIdentifierDigits: tier >= .two ? Int.random(in: 2...4, using: &generator) : 2,
+                tier: tier, sourceIdentifierDigits: tier >= .two ? Int.random(in: 2...4) : 2,
                 countryIsTierThree: Bool.random(using: &generator))
             var plan = PostbackPlan(attribution: F.attribution(), crowd: crowd)
             var held: [HeldPostback] = []
             var time: Milliseconds = 0
-            for _ in 0..<Int.random(in: 1...6, using: &generator) {
-                time += Milliseconds.random(in: 0...(5 * F.day), using: &generator)
+            for _ in 0..<Int.random(in: 1...6) {
+                time += Milliseconds.random(in: 0...(5 * F.day))
                 held += plan.apply(
                     update(
-                        Int.random(in: 0...63, using: &generator),
+                        Int.random(in: 0...63),
                         CoarseConversionValue.allCases.randomElement(using: &generator), lock: Bool.random(using: &generator),
-                        at: time), policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+                        at: time), policy: .realTime, identifiers: Fixture.identifiers)
             }
             for window in 0..<3 {
-                held += plan.closeWindow(window, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+                held += plan.closeWindow(window, policy: .realTime, identifiers: Fixture.identifiers)
             }
             for postback in held {
                 let order = postback.order

@@ -192,23 +192,23 @@ struct PrivacyRun {
             switch step {
             case .update(let report):
                 guard let routed = state.receive(report) else { continue }  // filtered by conversion type: waits
-                out = plan.apply(routed, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+                out = plan.apply(routed, policy: .realTime, identifiers: Fixture.identifiers)
                 if report.update.lockPostback, window(of: report.time) < 3 {
                     references[window(of: report.time)].append(max(report.time, conversionTime))
                 }
                 trigger = report.update.lockPostback ? "lock" : "late update"
             case .activity(let report):
                 guard let routed = state.receive(report) else { continue }
-                out = plan.record(routed, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+                out = plan.record(routed, policy: .realTime, identifiers: Fixture.identifiers)
                 // A locking schema rule locks as of the activity.
                 if window(of: report.time) < 3 { references[window(of: report.time)].append(report.time) }
                 trigger = "activity"
             case .supersede(let time):
-                out = plan.supersede(at: time, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+                out = plan.supersede(at: time, policy: .realTime, identifiers: Fixture.identifiers)
                 if window(of: time) < 3 { references[window(of: time)].append(max(time, conversionTime)) }
                 trigger = "supersede"
             case .close(let index):
-                out = plan.closeWindow(index, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+                out = plan.closeWindow(index, policy: .realTime, identifiers: Fixture.identifiers)
                 trigger = "window end"
             }
             for postback in out {

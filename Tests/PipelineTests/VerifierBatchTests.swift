@@ -81,7 +81,7 @@ extension PipelineSuites {
         /// primary, not yet replicated) after the verifier claimed its replay marker on another node. The
         /// client's retry with the same key and body is then written again; it has the first copy's event
         /// id (the key and the bytes make it), so the marker, held by that id, lets it pass instead of
-        /// refusing it as a replay of itself. Another body under another key is still a replay.
+        /// refusing it as a replay of itself, for as long as an `Idempotency-Key` is remembered.
         @Test func aKeyedRetryWhoseFirstCopyWasLostIsNotAReplay() async throws {
             let key = P256.Signing.PrivateKey()
             let redis = try await RedisServer.start()
@@ -124,9 +124,17 @@ extension PipelineSuites {
             #expect(try await streamLength(StreamNames.verified, on: connection) == 2)
             #expect(try await streamLength(StreamNames.rejected, on: connection) == 0)
 
-            // The same impression sent again as another request is a replay, as before.
-            let replay = try await post(HostileInputTests.impressionBody(signed, device: "other-device"), key: "retry-2")
-            #expect(replay != first)
+            // The same request sent again over a day later (its record expired, the marker claimed 25 h
+            // ago) is a replay: an impression that won once must not come back to win again.
+            let markers = try await connection.send(RedisCommand("SCAN", "0", "MATCH", "verifier:seen:*", "COUNT", "10000"))
+            let markerNames = (markers.elements.dropFirst().first?.elements ?? []).compactMap(\.string)
+            try #require(markerNames.count == 1, "one replay marker: \(markerNames)")
+            let marker = markerNames[0]
+            let dayAgo = WallClock.nowMilliseconds() - 25 * 3_600_000
+            _ = try await connection.send(
+                RedisCommand("SET", marker, VerifierStep.markerValue(event: first, claimedAt: dayAgo), "KEEPTTL"))
+            _ = try await connection.send(RedisCommand("DEL", names[0]))
+            #expect(try await post(body, key: "retry-1") == first)
             try await decided(3)
             let rejected = try await streamRecords(StreamNames.rejected, on: connection).compactMap(\.message)
             #expect(rejected.count == 1 && rejected[0].contains("impression-replayed"), "\(rejected)")

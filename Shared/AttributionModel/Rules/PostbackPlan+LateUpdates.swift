@@ -50,8 +50,7 @@ extension PostbackPlan {
     /// times (new ones for the window `redrawing`, locked late), the new values. The scheduler swaps them
     /// only while they are still held.
     mutating func reprepareClosedWindows(
-        redrawing relocked: Int? = nil, policy: TimePolicy, identifiers: PostbackIdentifiers,
-        using generator: inout some RandomNumberGenerator
+        redrawing relocked: Int? = nil, policy: TimePolicy, identifiers: PostbackIdentifiers
     ) -> [HeldPostback] {
         var held: [HeldPostback] = []
         for index in closed.indices {
@@ -59,7 +58,7 @@ extension PostbackPlan {
                 values != window.values || index == relocked
             else { continue }
             guard let previous = window.values, !window.postbacks.isEmpty else {
-                held += postbacks(for: index, preparedAt: window.at, policy: policy, identifiers: identifiers, using: &generator)
+                held += postbacks(for: index, preparedAt: window.at, policy: policy, identifiers: identifiers)
                 continue
             }
             var prepared: [ClosedWindow.Prepared] = []
@@ -71,12 +70,17 @@ extension PostbackPlan {
                     let new = order(
                         window: index, contender: postback.contender, values: values, identifier: postback.identifier)
                 else { continue }
-                let dueAt =
-                    index == relocked
-                    ? window.at
+                var dueAt = postback.dueAt
+                if index == relocked {
+                    let (impression, didWin) = contenders(window: index)[postback.contender]
+                    var draws = identifiers.delayDraws(
+                        conversion: attribution.conversionIdentifier, window: index, impression: impression, didWin: didWin,
+                        preparedAt: window.at)
+                    dueAt =
+                        window.at
                         + PostbackDelay.draw(
-                            sequenceIndex: index, development: attribution.isDevelopment, policy: policy, using: &generator)
-                    : postback.dueAt
+                            sequenceIndex: index, development: attribution.isDevelopment, policy: policy, using: &draws)
+                }
                 prepared.append(.init(contender: postback.contender, identifier: postback.identifier, dueAt: dueAt))
                 if new != old || dueAt != postback.dueAt {
                     held.append(HeldPostback(order: new, dueAt: dueAt, replacing: .init(order: old, dueAt: postback.dueAt)))

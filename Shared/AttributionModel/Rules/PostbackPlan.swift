@@ -152,8 +152,7 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
     /// An update stamped before a done window closed (it was late through the pipeline, not from the app)
     /// counts as if it had come in time: see `closed`.
     public mutating func apply(
-        _ update: AttributedUpdate, policy: TimePolicy, identifiers: PostbackIdentifiers,
-        using generator: inout some RandomNumberGenerator
+        _ update: AttributedUpdate, policy: TimePolicy, identifiers: PostbackIdentifiers
     ) -> [HeldPostback] {
         guard update.update.applies(to: attribution.conversionType) else { return [] }
         let offset = update.time - attribution.conversionTime
@@ -180,12 +179,12 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
             if windowsDone[index] {
                 // A late lock: the window froze before it closed, so its postbacks count their delay from the lock.
                 closed[index]?.at = lockedAt
-                return reprepareClosedWindows(redrawing: index, policy: policy, identifiers: identifiers, using: &generator)
+                return reprepareClosedWindows(redrawing: index, policy: policy, identifiers: identifiers)
             }
             windowsDone[index] = true
-            held = postbacks(for: index, preparedAt: lockedAt, policy: policy, identifiers: identifiers, using: &generator)
+            held = postbacks(for: index, preparedAt: lockedAt, policy: policy, identifiers: identifiers)
         }
-        return held + reprepareClosedWindows(policy: policy, identifiers: identifiers, using: &generator)
+        return held + reprepareClosedWindows(policy: policy, identifiers: identifiers)
     }
 
     /// Adds activity to its window's totals and evaluates the pinned schema: when the value changes
@@ -193,8 +192,7 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
     /// locking rule locking the window. Activity in a done window (unless stamped before it closed, see
     /// `closed`) or without a schema is ignored.
     public mutating func record(
-        _ activity: AttributedActivity, policy: TimePolicy, identifiers: PostbackIdentifiers,
-        using generator: inout some RandomNumberGenerator
+        _ activity: AttributedActivity, policy: TimePolicy, identifiers: PostbackIdentifiers
     ) -> [HeldPostback] {
         guard let valueSchema, activity.time >= attribution.conversionTime,
             let index = window(at: activity.time, policy: policy),
@@ -208,15 +206,14 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
             fineConversionValue: value.fine, coarseConversionValue: value.coarse, lockPostback: value.lock)
         return apply(
             AttributedUpdate(conversionIdentifier: attribution.conversionIdentifier, update: update, time: activity.time),
-            policy: policy, identifiers: identifiers, using: &generator)
+            policy: policy, identifiers: identifiers)
     }
 
     /// A newer conversion locked this one (re-engagement without the overlapping-conversions opt-in):
     /// the window open at `time` is locked and its postbacks prepared now (still delayed); later
     /// windows will not open.
     public mutating func supersede(
-        at time: Milliseconds, policy: TimePolicy, identifiers: PostbackIdentifiers,
-        using generator: inout some RandomNumberGenerator
+        at time: Milliseconds, policy: TimePolicy, identifiers: PostbackIdentifiers
     ) -> [HeldPostback] {
         let current = window(at: time, policy: policy)
         let at = max(time, attribution.conversionTime)
@@ -225,34 +222,32 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
             guard let current, index >= current else { continue }  // earlier windows close on their own timers
             windowsDone[index] = true
             if index == current {
-                held += postbacks(for: index, preparedAt: at, policy: policy, identifiers: identifiers, using: &generator)
+                held += postbacks(for: index, preparedAt: at, policy: policy, identifiers: identifiers)
             }
         }
         // Late (the window's end came first): it froze at `time`, like a late lock.
         if let current, let done = closed[current], at < done.at {
             closed[current]?.at = at
-            held += reprepareClosedWindows(redrawing: current, policy: policy, identifiers: identifiers, using: &generator)
+            held += reprepareClosedWindows(redrawing: current, policy: policy, identifiers: identifiers)
         }
         return held
     }
 
     /// A window reached its end: its postbacks are prepared unless a lock already did, or no update came.
     public mutating func closeWindow(
-        _ index: Int, policy: TimePolicy, identifiers: PostbackIdentifiers,
-        using generator: inout some RandomNumberGenerator
+        _ index: Int, policy: TimePolicy, identifiers: PostbackIdentifiers
     ) -> [HeldPostback] {
         guard windowsDone.indices.contains(index), !windowsDone[index] else { return [] }
         windowsDone[index] = true
         let end = windowEnds(policy: policy)[index].at
-        return postbacks(for: index, preparedAt: end, policy: policy, identifiers: identifiers, using: &generator)
+        return postbacks(for: index, preparedAt: end, policy: policy, identifiers: identifiers)
     }
 
     /// The winning postback for a window and, for the first window, one per non-winning network, with
     /// the values the window collected by `time`; none when the app reported nothing in it.
     /// Records what it prepared in `closed`.
     mutating func postbacks(
-        for index: Int, preparedAt time: Milliseconds, policy: TimePolicy, identifiers: PostbackIdentifiers,
-        using generator: inout some RandomNumberGenerator
+        for index: Int, preparedAt time: Milliseconds, policy: TimePolicy, identifiers: PostbackIdentifiers
     ) -> [HeldPostback] {
         let values = values(window: index, at: time, policy: policy)
         var window = ClosedWindow(at: time, values: values, postbacks: [])
@@ -262,11 +257,15 @@ public struct PostbackPlan: Sendable, Hashable, Codable {
                 guard var order = order(window: index, contender: contender, values: values, identifier: "") else {
                     continue
                 }
+                let (impression, didWin) = contenders(window: index)[contender]
                 let identifier = identifiers.identifier(
-                    conversion: attribution.conversionIdentifier, window: index, contender: contender)
+                    conversion: attribution.conversionIdentifier, window: index, impression: impression, didWin: didWin)
                 order.payload.postbackIdentifier = identifier
+                var draws = identifiers.delayDraws(
+                    conversion: attribution.conversionIdentifier, window: index, impression: impression, didWin: didWin,
+                    preparedAt: time)
                 let delay = PostbackDelay.draw(
-                    sequenceIndex: index, development: attribution.isDevelopment, policy: policy, using: &generator)
+                    sequenceIndex: index, development: attribution.isDevelopment, policy: policy, using: &draws)
                 window.postbacks.append(.init(contender: contender, identifier: identifier, dueAt: time + delay))
                 held.append(HeldPostback(order: order, dueAt: time + delay))
             }

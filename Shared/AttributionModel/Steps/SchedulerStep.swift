@@ -74,7 +74,7 @@ public struct SchedulerStep: Sendable {
     /// and how long a finished plan is kept.
     public func step(
         _ state: PlanState, message envelope: Envelope, crowd: inout CrowdCounts, schema: ConversionValueSchema?,
-        now: Milliseconds, using generator: inout some RandomNumberGenerator
+        now: Milliseconds
     ) -> StepOutcome<Effects> {
         guard let id = Self.conversionIdentifier(of: envelope) else {
             return .retry("scheduler takes attributions, attributed updates and window timers")
@@ -98,11 +98,11 @@ public struct SchedulerStep: Sendable {
         case (.updateAttributed(let update), .plan(let current)):
             plan = current
             late = isLate(plan, stampedAt: update.time, now: now)
-            held = plan.apply(update, policy: policy, identifiers: identifiers, using: &generator)
+            held = plan.apply(update, policy: policy, identifiers: identifiers)
         case (.activityAttributed(let activity), .plan(let current)):
             plan = current
             late = isLate(plan, stampedAt: activity.time, now: now)
-            held = plan.record(activity, policy: policy, identifiers: identifiers, using: &generator)
+            held = plan.record(activity, policy: policy, identifiers: identifiers)
         case (.updateAttributed, _), (.activityAttributed, _):
             // Attributions and updates travel one stream in order, but replicas may take neighbours out of
             // order: an update whose plan is not written yet is retried after the claim idle time.
@@ -110,11 +110,11 @@ public struct SchedulerStep: Sendable {
         case (.conversionSuperseded(let superseded), .plan(let current)):
             plan = current
             late = isLate(plan, stampedAt: superseded.time, now: now)
-            held = plan.supersede(at: superseded.time, policy: policy, identifiers: identifiers, using: &generator)
+            held = plan.supersede(at: superseded.time, policy: policy, identifiers: identifiers)
         case (.windowClosed(let timer), .plan(let current)):
             // Window `count` is the wake timer kept plans had before they expired on their own: it changes nothing.
             plan = current
-            held = plan.closeWindow(timer.window, policy: policy, identifiers: identifiers, using: &generator)
+            held = plan.closeWindow(timer.window, policy: policy, identifiers: identifiers)
         case (.conversionSuperseded, _), (.windowClosed, _):
             return .done(.unchanged)  // plan finished and removed
         default:
@@ -122,7 +122,7 @@ public struct SchedulerStep: Sendable {
         }
         let previous: PostbackPlan? = if case .plan(let before) = state { before } else { nil }
         held += setTimers(
-            &plan, opening: previous?.windowsAwaitingClose(policy: policy) ?? [], now: now, effects: &effects, using: &generator)
+            &plan, opening: previous?.windowsAwaitingClose(policy: policy) ?? [], now: now, effects: &effects)
         let natural = Retention.plan(plan, policy: policy)
         if !plan.isFinished {
             effects.store = .plan(plan)
@@ -172,8 +172,7 @@ public struct SchedulerStep: Sendable {
     /// the windows awaiting their close before the message), not for every window of every conversion.
     /// A window already past its close (the value was late through the pipeline) closes at once instead.
     func setTimers(
-        _ plan: inout PostbackPlan, opening before: Set<Int>, now: Milliseconds, effects: inout Effects,
-        using generator: inout some RandomNumberGenerator
+        _ plan: inout PostbackPlan, opening before: Set<Int>, now: Milliseconds, effects: inout Effects
     ) -> [HeldPostback] {
         let id = plan.attribution.conversionIdentifier
         let grace = closeGrace(plan)
@@ -182,7 +181,7 @@ public struct SchedulerStep: Sendable {
         for window in plan.windowsAwaitingClose(policy: policy).subtracting(before).sorted() {
             let at = ends[window].at
             guard at + grace > now else {
-                held += plan.closeWindow(window, policy: policy, identifiers: identifiers, using: &generator)
+                held += plan.closeWindow(window, policy: policy, identifiers: identifiers)
                 continue
             }
             let timer = Envelope(

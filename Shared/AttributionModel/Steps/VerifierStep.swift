@@ -113,22 +113,46 @@ public struct VerifierStep: Sendable {
     public struct MarkerClaim: Sendable, Hashable {
         public var impression: String
         public var event: String
+        /// The event already holding the marker (nil: this claim set it), and since when.
         public var holder: String?
-        public init(impression: String, event: String, holder: String?) {
+        public var heldSince: Milliseconds?
+
+        public init(impression: String, event: String, holder: String?, heldSince: Milliseconds? = nil) {
             self.impression = impression
             self.event = event
             self.holder = holder
+            self.heldSince = heldSince
+        }
+
+        /// A claim from the marker's previous value (`markerValue`), nil when this claim set it.
+        public init(impression: String, event: String, marker: String?) {
+            let parts = marker?.split(separator: " ", maxSplits: 1).map(String.init) ?? []
+            self.init(
+                impression: impression, event: event, holder: parts.first,
+                heldSince: parts.dropFirst().first.flatMap { Milliseconds($0) })
         }
     }
 
-    /// The impressions already used, from one batch's marker claims: a marker held by another event is
-    /// a replay, unless that event is in the same batch (the step then refuses the later one itself once
-    /// the earlier passes, and passes it if the earlier is refused for another reason). A marker held by
-    /// the claiming event is its own earlier claim (a batch redone, a dead letter replayed).
-    public static func usedImpressions(_ claims: [MarkerClaim]) -> Set<String> {
+    /// What a replay marker holds: the claiming event's id and when it claimed (wall-clock ms).
+    public static func markerValue(event: String, claimedAt: Milliseconds) -> String {
+        "\(event) \(claimedAt)"
+    }
+
+    /// The impressions already used, from one batch's marker claims at `now`: a marker held by another
+    /// event is a replay, unless that event is in the same batch (the step then refuses the later one
+    /// itself once the earlier passes, and passes it if the earlier is refused for another reason). A
+    /// marker held by the claiming event is its own earlier claim (a batch redone, a dead letter
+    /// replayed, a keyed retry whose first copy a failover discarded: a keyed event's id follows from its
+    /// request) while `Retention.idempotency` has not passed since; later, the same request sent again is
+    /// a replay, as it would be once its `Idempotency-Key` record expired.
+    public static func usedImpressions(_ claims: [MarkerClaim], now: Milliseconds) -> Set<String> {
         let batch = Set(claims.map(\.event))
         return Set(
-            claims.filter { claim in claim.holder.map { $0 != claim.event && !batch.contains($0) } ?? false }.map(\.impression))
+            claims.filter { claim in
+                guard let holder = claim.holder else { return false }
+                if holder == claim.event { return claim.heldSince.map { now - $0 > Retention.idempotency } ?? false }
+                return !batch.contains(holder)
+            }.map(\.impression))
     }
 
     /// An impression's parse after the registration, signature and payload checks: a success is an

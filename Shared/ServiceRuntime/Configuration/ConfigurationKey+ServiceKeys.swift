@@ -65,7 +65,7 @@ extension ConfigurationKey.Typed where Value == Int {
     public static var consumers: Self {
         .integer(
             "CONSUMERS", default: 2, range: 1...64, services: ["verifier", "attribution-winner", "scheduler", "dispatcher"],
-            "Consumer loops one replica of a stage runs on each stream it reads, each with its own Redis connection and its own consumer name in the group (`CONSUMER_NAME`, then `CONSUMER_NAME/1`, …): while one loop waits for Redis, another decides its batch, so a Redis a round trip away costs less of the replica's capacity. The loops split the partitions between them (loop i reads every i-th), so one replica still handles each device's messages in order (separate replicas may not, by up to a batch's turn, which `CONVERSION_SETTLE_MS` absorbs). At most one loop per partition."
+            "Consumer loops one replica of a stage runs on each stream it reads, each with its own Redis connection and its own consumer name in the group (`CONSUMER_NAME`, then `CONSUMER_NAME/1`, …): while one loop waits for Redis, another decides its batch, so a Redis a round trip away costs less of the replica's capacity. The loops split the partitions between them (loop i reads every i-th), so one replica still handles each device's messages in order (separate replicas may not, by up to a batch's turn, which `CONVERSION_SETTLE_MS` absorbs). At most one loop per partition. For a Redis a millisecond or more away, 8 (docs/capacity.md)."
         )
     }
 
@@ -199,7 +199,7 @@ extension ConfigurationKey.Typed where Value == Milliseconds {
     public static var crowdCacheMilliseconds: Self {
         .milliseconds(
             "CROWD_CACHE_MS", default: 1_000, range: 0...60_000, services: ["scheduler"],
-            "How long a crowd's count (summed over every partition) is reused before it is read again; the scheduler adds what it commits itself. With several scheduler replicas, another replica's conversions count up to this late: a tier can only come out lower, never higher. 0 reads every time."
+            "How long a crowd's count (summed over every partition) is reused before it is read again; the scheduler adds what it commits itself. With several scheduler replicas or consumer loops (each loop keeps its own cache), another's conversions count up to this late: a tier can only come out lower, never higher. 0 reads every time."
         )
     }
 

@@ -169,7 +169,7 @@ struct ScenarioRuleRunner {
             plans[id] = markerExpiresAt[id].map { $0 > now } == true ? .finished : .absent
             expiresAt[id] = nil
         }
-        switch scheduler.step(plans[id] ?? .absent, message: message, crowd: &crowd, schema: nil, now: now, using: &generator) {
+        switch scheduler.step(plans[id] ?? .absent, message: message, crowd: &crowd, schema: nil, now: now) {
         case .retry(let reason):
             run.retried.append("\(message.type.rawValue) \(message.id): \(reason)")
         case .done(let effects):

@@ -123,11 +123,10 @@ import Testing
 enum PostbackPlanTestsOrder {
     static func make() -> PostbackOrder {
         var plan = PostbackPlan(attribution: Fixture.attribution(at: 0), crowd: .development)
-        var generator = SeededGenerator(seed: 9)
         _ = plan.apply(
             AttributedUpdate(conversionIdentifier: "c-1", update: PostbackUpdate(fineConversionValue: 5), time: 1),
-            policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
-        let held = plan.closeWindow(0, policy: .realTime, identifiers: Fixture.identifiers, using: &generator)
+            policy: .realTime, identifiers: Fixture.identifiers)
+        let held = plan.closeWindow(0, policy: .realTime, identifiers: Fixture.identifiers)
         return held[0].order
     }
 }

@@ -31,13 +31,13 @@ import Testing
     }
 
     /// The plan a step stores for a new attribution.
-    func planned(_ attribution: Attribution, by step: SchedulerStep, using generator: inout SeededGenerator) throws
+    func planned(_ attribution: Attribution, by step: SchedulerStep) throws
         -> PostbackPlan
     {
         var crowd = CrowdCounts()
         return try stored(
             effects(
-                step.step(.absent, message: message(attribution), crowd: &crowd, schema: nil, now: 0, using: &generator)))
+                step.step(.absent, message: message(attribution), crowd: &crowd, schema: nil, now: 0)))
     }
 
     /// The plan some effects store.
@@ -54,14 +54,13 @@ import Testing
         let fresh = attribution("fresh", publisher: 7_002, country: "FR")
         let day = CrowdDayBuckets.day(of: finished.conversionTime, policy: .realTime)
         var crowd = CrowdCounts(read: Dictionary(uniqueKeysWithValues: Crowd.all(for: finished).map { ($0, [day: 50_000]) }))
-        var generator = SeededGenerator(seed: 1)
 
         let first = try effects(
-            step.step(.finished, message: message(finished), crowd: &crowd, schema: nil, now: 0, using: &generator))
+            step.step(.finished, message: message(finished), crowd: &crowd, schema: nil, now: 0))
         #expect(first.store == nil && first.crowd == nil && first.timers.isEmpty && first.held.isEmpty)
 
         let second = try effects(
-            step.step(.absent, message: message(fresh), crowd: &crowd, schema: nil, now: 0, using: &generator))
+            step.step(.absent, message: message(fresh), crowd: &crowd, schema: nil, now: 0))
         guard case .plan(let plan)? = second.store else { throw StepFailure("no plan stored") }
         // The advertised app and source crowds are shared with the finished conversion (same app, network, source).
         #expect(plan.crowd.tier == .zero)
@@ -114,9 +113,8 @@ import Testing
     ) throws {
         let step = tierThree(grace: 10_000)
         var crowd = CrowdCounts()
-        var generator = SeededGenerator(seed: 5)
         let attribution = attribution("t", publisher: 1, country: "US")
-        var plan = try planned(attribution, by: step, using: &generator)
+        var plan = try planned(attribution, by: step)
         var set: [SchedulerStep.Timer] = []
         var held: [HeldPostback] = []
         var counts: [StepCount] = []
@@ -125,7 +123,7 @@ import Testing
             let effects = try effects(
                 step.step(
                     .plan(plan), message: update("t", at: time, lock: row.lock, event: "e\(row.offset)"), crowd: &crowd,
-                    schema: nil, now: time + row.processedAfter, using: &generator))
+                    schema: nil, now: time + row.processedAfter))
             plan = try stored(effects)
             set += effects.timers
             held += effects.held
@@ -143,9 +141,8 @@ import Testing
     @Test func aPlansExpiryMovesOnlyForAPostbackHeldPastIt() throws {
         let step = tierThree(grace: 0)
         var crowd = CrowdCounts()
-        var generator = SeededGenerator(seed: 6)
         let attribution = attribution("x", publisher: 1, country: "US")
-        var plan = try planned(attribution, by: step, using: &generator)
+        var plan = try planned(attribution, by: step)
         let natural = Retention.plan(plan, policy: .realTime)
         #expect(natural == attribution.conversionTime + 36 * F.day)
         // A value in window 0, then its close: the expiry stays, no marker is written again.
@@ -157,7 +154,7 @@ import Testing
                     WindowClosed(conversionIdentifier: "x", window: 0, time: plan.windowEnds(policy: .realTime)[0].at))),
         ] {
             let effects = try effects(
-                step.step(.plan(plan), message: message, crowd: &crowd, schema: nil, now: message.time, using: &generator))
+                step.step(.plan(plan), message: message, crowd: &crowd, schema: nil, now: message.time))
             plan = try stored(effects)
             #expect(effects.expiresAt == natural && effects.markerExpiresAt == nil)
         }
@@ -166,14 +163,13 @@ import Testing
         plan = try stored(
             effects(
                 step.step(
-                    .plan(plan), message: update("x", at: end2 - F.hour), crowd: &crowd, schema: nil, now: end2 - F.hour,
-                    using: &generator)))
+                    .plan(plan), message: update("x", at: end2 - F.hour), crowd: &crowd, schema: nil, now: end2 - F.hour)))
         let closed = try effects(
             step.step(
                 .plan(plan),
                 message: Envelope(
                     time: end2, body: .windowClosed(WindowClosed(conversionIdentifier: "x", window: 2, time: end2))),
-                crowd: &crowd, schema: nil, now: end2, using: &generator))
+                crowd: &crowd, schema: nil, now: end2))
         let due = try #require(closed.held.first?.dueAt)
         #expect(closed.expiresAt == max(natural, due))
         #expect(closed.markerExpiresAt == (due > natural ? due + Retention.finishedMarker(.realTime) : nil))
@@ -182,15 +178,13 @@ import Testing
     /// Sizes include the conversion itself and the batch's earlier conversions of the same crowd.
     @Test func earlierConversionsOfTheBatchCountTowardTheCrowd() throws {
         var crowd = CrowdCounts(read: [:])
-        var generator = SeededGenerator(seed: 2)
         let step = SchedulerStep(
             policy: .realTime, thresholds: CrowdTierThresholds(tier1: 2, tier2: 3, tier3: 4), windowCloseGraceMilliseconds: 0,
             identifiers: Fixture.identifiers)
         var tiers: [CrowdTier] = []
         for n in 0..<4 {
             let outcome = step.step(
-                .absent, message: message(attribution("c\(n)", publisher: 1, country: "US")), crowd: &crowd, schema: nil, now: 0,
-                using: &generator)
+                .absent, message: message(attribution("c\(n)", publisher: 1, country: "US")), crowd: &crowd, schema: nil, now: 0)
             if case .plan(let plan)? = try effects(outcome).store { tiers.append(plan.crowd.tier) }
         }
         #expect(tiers == [.zero, .one, .two, .three])
@@ -203,7 +197,6 @@ import Testing
         // crowds it shares with the development conversions (app, country, source).
         let day = CrowdDayBuckets.day(of: attribution("p", publisher: 1, country: "US").conversionTime, policy: .realTime)
         var crowd = CrowdCounts(read: [.publisherApp(1): [day: 50_000]])
-        var generator = SeededGenerator(seed: 3)
         let step = SchedulerStep(
             policy: .realTime, thresholds: CrowdTierThresholds(tier1: 2, tier2: 3, tier3: 4), windowCloseGraceMilliseconds: 0,
             identifiers: Fixture.identifiers)
@@ -211,15 +204,15 @@ import Testing
             let development = try effects(
                 step.step(
                     .absent, message: message(attribution("d\(n)", publisher: 0, country: "US")), crowd: &crowd, schema: nil,
-                    now: 0, using: &generator))
+                    now: 0))
             #expect(development.crowd == nil)
             #expect(try stored(development).crowd == .development)
         }
         let production = try stored(
             effects(
                 step.step(
-                    .absent, message: message(attribution("p", publisher: 1, country: "US")), crowd: &crowd, schema: nil, now: 0,
-                    using: &generator)))
+                    .absent, message: message(attribution("p", publisher: 1, country: "US")), crowd: &crowd, schema: nil, now: 0))
+        )
         #expect(production.crowd.tier == .zero, "alone in the crowds it shares with them (tier 3 had they counted)")
     }
 
@@ -240,9 +233,8 @@ import Testing
             default: .conversionSuperseded(ConversionSuperseded(conversionIdentifier: "c", supersededBy: "d", time: 1))
             }
         var crowd = CrowdCounts()
-        var generator = SeededGenerator(seed: 3)
         let outcome = step.step(
-            state, message: Envelope(time: 1, body: body), crowd: &crowd, schema: nil, now: 0, using: &generator)
+            state, message: Envelope(time: 1, body: body), crowd: &crowd, schema: nil, now: 0)
         switch outcome {
         case .retry: #expect(retried)
         case .done(let effects): #expect(!retried && effects.store == nil)
@@ -255,14 +247,13 @@ import Testing
         // Tier 3 from any crowd: every window sends a postback, the last one due after the last window ends.
         let step = tierThree(grace: 0)
         var crowd = CrowdCounts()
-        var generator = SeededGenerator(seed: 4)
         let attribution = attribution("kept", publisher: 1, country: "US")
-        var plan = try planned(attribution, by: step, using: &generator)
+        var plan = try planned(attribution, by: step)
         // A value in each window, so that each window prepares its postback.
         for offset in [F.hour, 3 * F.day, 10 * F.day] {
             let value = update("kept", at: attribution.conversionTime + offset)
             plan = try stored(
-                effects(step.step(.plan(plan), message: value, crowd: &crowd, schema: nil, now: value.time, using: &generator)))
+                effects(step.step(.plan(plan), message: value, crowd: &crowd, schema: nil, now: value.time)))
         }
         var held: [HeldPostback] = []
         let ends = plan.windowEnds(policy: .realTime)
@@ -270,7 +261,7 @@ import Testing
             let timer = Envelope(
                 time: at, body: .windowClosed(WindowClosed(conversionIdentifier: "kept", window: window, time: at)))
             let effects = try effects(
-                step.step(.plan(plan), message: timer, crowd: &crowd, schema: nil, now: at, using: &generator))
+                step.step(.plan(plan), message: timer, crowd: &crowd, schema: nil, now: at))
             held += effects.held
             switch effects.store {
             case .plan(let next)?: plan = next
@@ -289,7 +280,7 @@ import Testing
                         message: Envelope(
                             time: wakeAt,
                             body: .windowClosed(WindowClosed(conversionIdentifier: "kept", window: 3, time: wakeAt))),
-                        crowd: &crowd, schema: nil, now: wakeAt, using: &generator))
+                        crowd: &crowd, schema: nil, now: wakeAt))
                 #expect(wake.store == .finished && wake.expiresAt == nil && wake.held.isEmpty)
             } else {
                 #expect(effects.expiresAt == Retention.plan(plan, policy: .realTime))

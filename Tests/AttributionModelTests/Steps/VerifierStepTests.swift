@@ -173,15 +173,16 @@ import Testing
     /// Which claims of one batch mean the impression was already used.
     @Test(
         arguments: [
-            // (claims as impression/event/holder, used impressions)
+            // (claims as impression/event/marker, used impressions); now is 100,000,000
             ([("i1", "e1", nil)], Set<String>()),  // claimed now
-            ([("i1", "e1", "e1")], []),  // this event's own earlier claim (a redone batch, a replayed dead letter)
-            ([("i1", "e2", "e0")], ["i1"]),  // held by an event outside the batch: a replay
-            ([("i1", "e1", nil), ("i1", "e2", "e1")], []),  // twice in the batch: the step decides between them
-            ([("i1", "e1", nil), ("i2", "e2", "e9"), ("i3", "e3", "e3")], ["i2"]),
+            ([("i1", "e1", "e1 99000000")], []),  // this event's own claim (a redone batch, a lost first copy)
+            ([("i1", "e1", "e1 10000000")], ["i1"]),  // its own, but over 24 h ago: the request sent again
+            ([("i1", "e2", "e0 99000000")], ["i1"]),  // held by an event outside the batch: a replay
+            ([("i1", "e1", nil), ("i1", "e2", "e1 100000000")], []),  // twice in the batch: the step decides
+            ([("i1", "e1", nil), ("i2", "e2", "e9 1"), ("i3", "e3", "e3 99999999")], ["i2"]),
         ] as [([(String, String, String?)], Set<String>)])
     func usedImpressions(claims: [(String, String, String?)], used: Set<String>) {
-        let claimed = claims.map { VerifierStep.MarkerClaim(impression: $0.0, event: $0.1, holder: $0.2) }
-        #expect(VerifierStep.usedImpressions(claimed) == used)
+        let claimed = claims.map { VerifierStep.MarkerClaim(impression: $0.0, event: $0.1, marker: $0.2) }
+        #expect(VerifierStep.usedImpressions(claimed, now: 100_000_000) == used)
     }
 }
