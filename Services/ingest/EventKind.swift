@@ -40,8 +40,7 @@ enum EventKind: String, CaseIterable, Sendable {
     ) throws -> Decoded {
         // Only a keyed event is ever compared with a retry, and only its id follows from the request.
         func identity(_ key: String?) -> EventPublisher.Identity {
-            guard let key else { return EventPublisher.Identity(id: RandomUUID.make(), fingerprint: "-") }
-            return EventPublisher.Identity(route: route, key: key, bytes: bytes)
+            key.map { .keyed(route: route, key: $0, bytes: bytes) } ?? .unkeyed()
         }
         func prepared(
             _ envelope: Envelope, _ identity: EventPublisher.Identity, device: String, caller: EventPublisher.Caller,

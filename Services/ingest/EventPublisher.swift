@@ -71,16 +71,14 @@ struct EventPublisher: Sendable {
         /// SHA-256 of the request (or batch item) bytes: the same key with other bytes is a conflict.
         var fingerprint: String
 
-        init(id: String, fingerprint: String) {
-            self.id = id
-            self.fingerprint = fingerprint
-        }
+        /// An event without a key: a random id, nothing to compare a retry with.
+        static func unkeyed() -> Self { Self(id: RandomUUID.make(), fingerprint: "-") }
 
-        init(route: String, key: String, bytes: Data) {
+        static func keyed(route: String, key: String, bytes: Data) -> Self {
             let fingerprint = Hex.encode(SHA256.hash(data: bytes))
             var hash = SHA256()
             for part in ["event-identifier", route, key, fingerprint] { hash.update(data: Data((part + "\n").utf8)) }
-            self.init(id: RandomUUID.shaped(Array(hash.finalize())), fingerprint: fingerprint)
+            return Self(id: RandomUUID.shaped(Array(hash.finalize())), fingerprint: fingerprint)
         }
     }
 
