@@ -27,12 +27,12 @@ struct AttributionWinnerCommand {
                     step: WinnerStep(policy: service.policy, input: input, settleMilliseconds: settle),
                     partitioning: service.partitioning, clock: service.clock)
             }
-            let verified = try service.workers(stream: StreamNames.verified, group: ConsumerGroups.attributionWinner) { _ in
+            let verified = try service.workers(stream: StreamNames.verified, group: ConsumerGroups.attributionWinner) {
                 stage(.verified)
             }
             let settled = try service.workers(
                 stream: StreamNames.conversionsSettled, group: ConsumerGroups.attributionWinner
-            ) { _ in stage(.settled) }
+            ) { stage(.settled) }
             try await service.run(services: verified + settled + [try service.timerLoop([DelayedQueues.settlingConversions])])
         }
     }

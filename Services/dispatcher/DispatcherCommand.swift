@@ -50,7 +50,7 @@ struct DispatcherCommand {
                 lateOutcomes: lateOutcomes,
                 clock: service.clock)
             do {
-                let workers = try service.workers(stream: StreamNames.postbacks, group: ConsumerGroups.dispatcher) { _ in stage }
+                let workers = try service.workers(stream: StreamNames.postbacks, group: ConsumerGroups.dispatcher) { stage }
                 try await service.run(
                     services: workers + [
                         try service.timerLoop([DelayedQueues.deliveryRetries]),

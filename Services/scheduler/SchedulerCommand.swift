@@ -29,10 +29,10 @@ struct SchedulerCommand {
                     identifiers: identifiers),
                 partitioning: service.partitioning, crowdCache: crowdCache, shardsCrowds: service.cluster,
                 registryCache: registryCache, clock: service.clock)
-            let attributions = try service.workers(stream: StreamNames.attributions, group: ConsumerGroups.scheduler) { _ in
+            let attributions = try service.workers(stream: StreamNames.attributions, group: ConsumerGroups.scheduler) {
                 stage
             }
-            let timers = try service.workers(stream: StreamNames.schedulerTimers, group: ConsumerGroups.scheduler) { _ in stage }
+            let timers = try service.workers(stream: StreamNames.schedulerTimers, group: ConsumerGroups.scheduler) { stage }
             try await service.run(
                 services: attributions + timers + [
                     try service.timerLoop([DelayedQueues.windowTimers] + DelayedQueues.heldPostbacks)

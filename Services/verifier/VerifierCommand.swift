@@ -19,7 +19,7 @@ struct VerifierCommand {
             // Each consumer loop has its own stage: its replay claims go over its own connection.
             let workers = try service.workers(
                 stream: StreamNames.events, group: ConsumerGroups.verifier, unreadOutputs: [StreamNames.rejected]
-            ) { _ in
+            ) {
                 var stage = VerifierStage(
                     step: VerifierStep(policy: service.policy), partitioning: service.partitioning,
                     claims: service.connection(), registryCache: cache)

@@ -118,14 +118,14 @@ public struct PipelineService: Sendable {
     }
 
     /// A stage's consumer loops over every partition of `stream`: `CONSUMERS` of them (at most one per
-    /// partition), loop i with the stage `stage(i)` (loops may share one: stages are `Sendable`).
+    /// partition), each with the stage `stage()` returns (loops may share one: stages are `Sendable`).
     public func workers<Stage: StreamStage>(
         stream: PartitionedName, group: ConsumerGroup, unreadOutputs: [PartitionedName] = [],
-        _ stage: (_ loop: Int) throws -> Stage
+        _ stage: () throws -> Stage
     ) throws -> [StageService<Stage>] {
         let loops = min(try environment.value(.consumers), partitioning.count)
         return try (0..<loops).map { loop in
-            try worker(stage(loop), stream: stream, group: group, unreadOutputs: unreadOutputs, loop: loop, loops: loops)
+            try worker(stage(), stream: stream, group: group, unreadOutputs: unreadOutputs, loop: loop, loops: loops)
         }
     }
 
