@@ -15,7 +15,8 @@ import Synchronization
 ///
 /// - In flight: at most `maxInFlight` events parsed and not yet answered.
 /// - Queueing: while a write has waited longer than `queueTarget` for a free connection, or a round
-///   trip has gone on ten times longer (Redis is not keeping up, or stalls), or while even the
+///   trip (a write's, or an app key's lookup) has gone on ten times longer (Redis is not keeping up,
+///   or stalls, or the link to it is cut), or while even the
 ///   fastest request of the last 100 ms took longer than that from its body to its writes, or even
 ///   the least late of ingest's own wake-ups did (a standing queue: ingest's CPU is not keeping up;
 ///   CoDel's rule, so a burst alone does not count).
@@ -68,6 +69,8 @@ final class Admission: Service, Sendable {
 
     let limits: Limits
     let queue: PublishQueue
+    /// The registry lookups event requests make before they publish: round trips to Redis too.
+    let appKeys: AppKeyOwners
     /// Reads the lag; nil when there is no ceiling.
     let lagConnection: RedisConnection?
     let partitioning: Partitioning
@@ -78,11 +81,12 @@ final class Admission: Service, Sendable {
     static let maximumBuckets = 100_000
 
     init(
-        limits: Limits, queue: PublishQueue, lagConnection: RedisConnection?, partitioning: Partitioning,
+        limits: Limits, queue: PublishQueue, appKeys: AppKeyOwners, lagConnection: RedisConnection?, partitioning: Partitioning,
         clock: @escaping @Sendable () -> Milliseconds, logger: Logger
     ) {
         self.limits = limits
         self.queue = queue
+        self.appKeys = appKeys
         self.lagConnection = limits.maxLag > 0 ? lagConnection : nil
         self.partitioning = partitioning
         self.clock = clock
@@ -102,8 +106,9 @@ final class Admission: Service, Sendable {
         // Writes waiting for a connection are queueing; a round trip under way is Redis working,
         // unless it has gone on for ten times the target (a stall: failover, a paused server).
         let delays = queue.delays()
-        if delays.queued > limits.queueTarget || delays.inFlight > limits.queueTarget * 10 {
-            throw overloaded("writes are waiting \(Int(max(delays.queued, delays.inFlight) / .milliseconds(1))) ms for Redis")
+        let roundTrip = max(delays.inFlight, appKeys.oldestLookup())
+        if delays.queued > limits.queueTarget || roundTrip > limits.queueTarget * 10 {
+            throw overloaded("writes are waiting \(Int(max(delays.queued, roundTrip) / .milliseconds(1))) ms for Redis")
         }
         let now = ContinuousClock.now
         let standing = state.withLock { state in

@@ -32,14 +32,16 @@ struct IngestCommand {
                 service.environment, policy: service.policy, partitioning: service.partitioning, cluster: service.cluster,
                 clock: service.clock)
             let queue = publishQueue(service, settings)
+            let appKeys = AppKeyOwners(redis: service.connection())
             let admission = Admission(
-                limits: settings.limits, queue: queue, lagConnection: service.connection(),
+                limits: settings.limits, queue: queue, appKeys: appKeys, lagConnection: service.connection(),
                 partitioning: service.partitioning, clock: service.clock, logger: service.logger)
             try await service.run(
                 services: [admission],
                 routes: { router, redis in
                     IngestRoutes.addPublic(
-                        to: router, catalog: RouteCatalog(), redis: redis, settings: settings, queue: queue, admission: admission)
+                        to: router, catalog: RouteCatalog(), redis: redis, settings: settings, queue: queue, appKeys: appKeys,
+                        admission: admission)
                 },
                 adminRoutes: { router, redis in
                     IngestRoutes.addAdmin(to: router, catalog: RouteCatalog(), redis: redis, settings: settings)
@@ -81,10 +83,11 @@ struct IngestCommand {
             adminToken: "-", maxBodyBytes: 1, keyRotationGrace: 0, destinations: .init(), signingKeyGrace: 0, clock: { 0 })
         let queue = PublishQueue(
             script: EventPublisher.script, connections: [redis], replicas: 0, waitMilliseconds: 0, oneNode: true)
+        let appKeys = AppKeyOwners(redis: redis)
         IngestRoutes.addPublic(
-            to: Router(), catalog: catalog, redis: redis, settings: settings, queue: queue,
+            to: Router(), catalog: catalog, redis: redis, settings: settings, queue: queue, appKeys: appKeys,
             admission: Admission(
-                limits: .init(), queue: queue, lagConnection: nil, partitioning: settings.partitioning, clock: { 0 },
+                limits: .init(), queue: queue, appKeys: appKeys, lagConnection: nil, partitioning: settings.partitioning, clock: { 0 },
                 logger: .init(label: "routes")))
         IngestRoutes.addAdmin(to: Router(), catalog: adminCatalog, redis: redis, settings: settings)
         let front = (catalog.routes + OperationsRoutes.publicRoutes).sorted()
@@ -109,12 +112,12 @@ enum IngestRoutes {
 
     static func addPublic(
         to router: Router<BasicRequestContext>, catalog: RouteCatalog, redis: RedisConnection, settings: IngestSettings,
-        queue: PublishQueue, admission: Admission
+        queue: PublishQueue, appKeys: AppKeyOwners, admission: Admission
     ) {
         EventRoutes(
             redis: redis, maxBodyBytes: settings.maxBodyBytes, maxBatchBodyBytes: settings.maxBatchBodyBytes,
             signingKeyGrace: settings.signingKeyGrace,
-            publisher: EventPublisher(queue: queue, appKeys: AppKeyOwners(redis: redis), partitioning: settings.partitioning),
+            publisher: EventPublisher(queue: queue, appKeys: appKeys, partitioning: settings.partitioning),
             admission: admission, clock: settings.clock
         ).add(to: router, catalog: catalog)
         NetworkCredentialRoutes(redis: redis, clock: settings.clock).addPublic(to: router, catalog: catalog)

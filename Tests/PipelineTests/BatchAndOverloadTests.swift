@@ -301,6 +301,38 @@ extension PipelineSuites {
             #expect(try await eventsWritten(redis) == 3)
         }
 
+        /// An app key's owner is looked up before any write (and again once remembered owners expire):
+        /// when Redis stops answering then, the requests waiting on that lookup are the stall, and new
+        /// ones are refused at once rather than joining them until the link heals.
+        @Test func whileAnAppKeyLookupStallsIngestRefusesNewWorkAtOnce() async throws {
+            let redis = try await RedisServer.start()
+            defer { redis.stop() }
+            let pipeline = try PipelineProcesses(
+                redis: redis, timeScale: 1, extraEnvironment: ["INGEST_QUEUE_TARGET_MS": "20"], only: ["ingest"])
+            defer { pipeline.stop() }
+            try #require(try await http.waitUntilUp("\(pipeline.ingestURL)/health"), "ingest started\n\(pipeline.logs())")
+            let appKey = try await pipeline.registerCampaign(
+                network: Hostile.network, publicKeyPEM: P256.Signing.PrivateKey().publicKey.pemRepresentation,
+                publisher: Hostile.publisher, app: Hostile.app, http: http)
+            let url = "\(pipeline.ingestURL)/v1/conversions"
+            func conversion() -> HTTPClientRequestBuilder {
+                let body =
+                    #"{"device-identifier":"device-\#(UUID().uuidString)","advertised-item-identifier":\#(Hostile.app),"conversion-type":"download","time":\#(Hostile.now())}"#
+                return HTTPClientRequestBuilder(method: "POST", url: url, body: body, token: appKey)
+            }
+            _ = try await redis.connect().send(RedisCommand("CLIENT", "PAUSE", "1500", "ALL"))
+            let stalled = Task { try await http.send(conversion()) }
+            try await Task.sleep(for: .milliseconds(400))
+            let started = ContinuousClock.now
+            let refused = try await http.send(conversion())
+            #expect(ContinuousClock.now - started < .milliseconds(500), "refused at once, not queued behind the lookup")
+            #expect(refused.status == 503, "\(refused.json)")
+            #expect(refused.json["reason"] as? String == "overloaded")
+            #expect(try await stalled.value.status == 202, "the request already taken is not lost")
+            #expect(try await http.send(conversion()).status == 202)
+            #expect(try await eventsWritten(redis) == 2)
+        }
+
         @Test func oneFloodingNetworkIsHeldToItsRateAndOthersAreNot() async throws {
             let redis = try await RedisServer.start()
             defer { redis.stop() }
