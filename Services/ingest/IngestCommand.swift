@@ -87,8 +87,8 @@ struct IngestCommand {
         IngestRoutes.addPublic(
             to: Router(), catalog: catalog, redis: redis, settings: settings, queue: queue, appKeys: appKeys,
             admission: Admission(
-                limits: .init(), queue: queue, appKeys: appKeys, lagConnection: nil, partitioning: settings.partitioning, clock: { 0 },
-                logger: .init(label: "routes")))
+                limits: .init(), queue: queue, appKeys: appKeys, lagConnection: nil,
+                partitioning: settings.partitioning, clock: { 0 }, logger: .init(label: "routes")))
         IngestRoutes.addAdmin(to: Router(), catalog: adminCatalog, redis: redis, settings: settings)
         let front = (catalog.routes + OperationsRoutes.publicRoutes).sorted()
         let admin = (adminCatalog.routes + OperationsRoutes.routes).sorted().map { $0 + IngestRoutes.adminSuffix }
