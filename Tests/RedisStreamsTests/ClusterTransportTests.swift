@@ -90,6 +90,16 @@ struct ClusterTransportTests {
             #expect(try await increment.run(keys: [key], arguments: [Array("5".utf8)], on: redis) == .integer(5))
         }
 
+        // Plain reads ahead of a WATCH (a stage's lookups): each goes to its own slot's node, the unit to
+        // its slot's, and the WATCH holds for the MULTI that follows.
+        let lookups = counters.map { RedisCommand("GET", $0) }
+        let merged = try await redis.pipeline(lookups + [RedisCommand("WATCH", balance), RedisCommand("GET", balance)])
+        #expect(merged.prefix(3).map(\.string) == ["5", "5", "5"])
+        #expect(Array(merged.suffix(2)) == [.status("OK"), .bulk(Array("99".utf8))])
+        _ = try await other.send(RedisCommand("SET", balance, "98"))
+        let guarded = try await redis.pipeline([RedisCommand("MULTI"), RedisCommand("SET", balance, "12"), RedisCommand("EXEC")])
+        #expect(guarded.last == .null, "the WATCH sent after the lookups still guards")
+
         // Across slots: refused locally. No primary sees a single MULTI, SET, EVAL or DEL.
         let (a, b) = ("account:a", "account:b")
         try #require(ClusterSlot.slot(of: a) != ClusterSlot.slot(of: b))
@@ -99,6 +109,8 @@ struct ClusterTransportTests {
             [RedisCommand("WATCH", a, b)],
             [RedisCommand("EVAL", "return 1", "2", a, b)],
             [RedisCommand("SET", "{account}:c", "1"), RedisCommand("DEL", a, b)],
+            // From its WATCH on, a pipeline is one unit: a read after it on another slot is refused.
+            [RedisCommand("GET", b), RedisCommand("WATCH", a), RedisCommand("SET", b, "1")],
         ] {
             await Self.expectCrossSlot { try await redis.pipeline(commands) }
         }
@@ -148,6 +160,9 @@ struct ClusterTransportTests {
         ])
         #expect(committed.last == .array([.status("OK"), .status("OK")]))
         #expect(try await checked.pipeline([RedisCommand("SET", a, "1"), RedisCommand("SET", b, "1")]).count == 2)
+        // Nor are plain reads ahead of a WATCH: only the unit from the WATCH on is held to one slot.
+        #expect(try await checked.pipeline([RedisCommand("GET", b), RedisCommand("WATCH", a), RedisCommand("GET", a)]).count == 3)
+        _ = try await checked.send(RedisCommand("UNWATCH"))
 
         // Without checksSlots nothing changes: the same transaction runs on one node.
         #expect(try await plain.pipeline(crossSlotTransaction).last == .array([.status("OK"), .status("OK")]))

@@ -63,7 +63,13 @@ final class ClusterRouter: @unchecked Sendable {
             try self.refreshTopology()
         }
         if slots.isTransactionUnit {
-            return try self.executeUnit(commands, slots: slots)
+            guard slots.leadingPlain > 0 else { return try self.executeUnit(commands, slots: slots) }
+            // Plain commands ahead of the unit go wherever their slots are, then the unit to its node: on one
+            // server the whole pipeline is one round trip, here it is the two it would be anyway.
+            let plain = Array(commands[..<slots.leadingPlain])
+            let unit = Array(commands[slots.leadingPlain...])
+            let plainReplies = try self.executeSplit(plain, slots: PipelineSlots(plain))
+            return plainReplies + (try self.executeUnit(unit, slots: PipelineSlots(unit)))
         }
         return try self.executeSplit(commands, slots: slots)
     }

@@ -7,8 +7,12 @@
 struct PipelineSlots {
     /// The slot of each command's keys; nil for keyless commands.
     let slots: [Int?]
-    /// The pipeline contains `MULTI`, `WATCH`, `EXEC` or `DISCARD`: it must run on one node as a whole.
+    /// The pipeline contains `MULTI`, `WATCH`, `EXEC` or `DISCARD`: from the first of them on, it must
+    /// run on one node as a whole.
     let isTransactionUnit: Bool
+    /// The plain commands ahead of a transaction unit's first transaction command (a stage's lookups
+    /// before its WATCH): not part of the unit, so routed like any pipeline; 0 when the pipeline is no unit.
+    let leadingPlain: Int
     /// The unit opens a WATCH itself, so re-sending all of it elsewhere re-creates everything it relies on.
     let containsWatch: Bool
     /// The unit contains `MULTI`.
@@ -24,12 +28,16 @@ struct PipelineSlots {
         var containsWatch = false
         var containsMulti = false
         var containsTransactionCommand = false
-        for command in commands {
+        var firstTransactionCommand: Int?
+        for (index, command) in commands.enumerated() {
             switch command.name {
             case "WATCH": containsWatch = true
             case "MULTI": containsMulti = true
             case "EXEC", "DISCARD": containsTransactionCommand = true
             default: break
+            }
+            if containsWatch || containsMulti || containsTransactionCommand, firstTransactionCommand == nil {
+                firstTransactionCommand = index
             }
             slots.append(try Self.slot(of: command))
         }
@@ -37,11 +45,12 @@ struct PipelineSlots {
         self.containsWatch = containsWatch
         self.containsMulti = containsMulti
         self.isTransactionUnit = containsWatch || containsMulti || containsTransactionCommand
+        self.leadingPlain = firstTransactionCommand ?? 0
         guard self.isTransactionUnit else {
             self.unitSlot = nil
             return
         }
-        let keyed = Set(slots.compactMap { $0 })
+        let keyed = Set(slots[self.leadingPlain...].compactMap { $0 })
         if keyed.count > 1 {
             let some = keyed.sorted().prefix(3).map(String.init).joined(separator: ", ")
             throw RedisError(
