@@ -161,7 +161,8 @@ struct ClusterTransportTests {
         #expect(committed.last == .array([.status("OK"), .status("OK")]))
         #expect(try await checked.pipeline([RedisCommand("SET", a, "1"), RedisCommand("SET", b, "1")]).count == 2)
         // Nor are plain reads ahead of a WATCH: only the unit from the WATCH on is held to one slot.
-        #expect(try await checked.pipeline([RedisCommand("GET", b), RedisCommand("WATCH", a), RedisCommand("GET", a)]).count == 3)
+        #expect(
+            try await checked.pipeline([RedisCommand("GET", b), RedisCommand("WATCH", a), RedisCommand("GET", a)]).count == 3)
         _ = try await checked.send(RedisCommand("UNWATCH"))
 
         // Without checksSlots nothing changes: the same transaction runs on one node.
