@@ -1490,6 +1490,12 @@ enum OpenAPIDocument {
                         "type": "integer",
                         "minimum": 0,
                         "maximum": 720
+                      },
+                      "reengagement-cooldown-hours": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "maximum": 720,
+                        "description": "WWDC25's spelling of `re-engagement-cooldown-hours`: read as it, stored and echoed under that name; both at once must agree (400 `invalid-configuration` otherwise)"
                       }
                     }
                   },

@@ -56,6 +56,33 @@ struct AdvertisedAppBodyTests {
             fromJSON.attributionCopyEndpoint == "https://example.com" && fromJSON.eligibleForReengagementPostbackCopies == true)
     }
 
+    /// WWDC25's slides spell the re-engagement cooldown `reengagement-cooldown-hours`, Apple's
+    /// configuration page `re-engagement-cooldown-hours`: either is read, in JSON and in an Info.plist,
+    /// stored (and echoed) under the second; both at once must agree.
+    @Test(arguments: [
+        #"{"AttributionCooldown":{"reengagement-cooldown-hours":48}}"#,
+        #"{"AdAttributionKit":{"AttributionCooldown":{"reengagement-cooldown-hours":48}}}"#,
+        #"{"AttributionCooldown":{"re-engagement-cooldown-hours":48}}"#,
+        #"{"AttributionCooldown":{"reengagement-cooldown-hours":48,"re-engagement-cooldown-hours":48}}"#,
+    ])
+    func bothCooldownSpellingsAreOneSetting(_ body: String) throws {
+        let app = try AdvertisedAppBody.decode(Data(body.utf8), contentType: "application/json")
+        #expect(app.attributionCooldown?.reengagementCooldownHours == 48)
+        let stored = String(decoding: try JSONEncoder().encode(app), as: UTF8.self)
+        #expect(stored.contains(#""re-engagement-cooldown-hours":48"#) && !stored.contains("reengagement-cooldown"), "\(stored)")
+    }
+
+    @Test func applesCooldownSpellingInAnInfoPlist() throws {
+        let body = Self.infoPlist(
+            "<key>AttributionCooldown</key><dict><key>reengagement-cooldown-hours</key><integer>12</integer></dict>")
+        #expect(try AdvertisedAppBody.decode(body, contentType: nil).attributionCooldown?.reengagementCooldownHours == 12)
+        let disagreeing = Self.infoPlist(
+            "<key>AttributionCooldown</key><dict><key>reengagement-cooldown-hours</key><integer>12</integer>"
+                + "<key>re-engagement-cooldown-hours</key><integer>13</integer></dict>")
+        let problem = Self.problem(disagreeing, contentType: nil)
+        #expect(problem?.reason.rawValue == "invalid-configuration" && problem?.detail.contains("disagree") == true)
+    }
+
     /// Never a 200 that drops a key in silence: an unknown key inside an AdAttributionKit dictionary is
     /// refused by name, and an unread top-level key that looks like an attribution setting is reported.
     @Test func unknownKeysAreRefusedOrReported() throws {

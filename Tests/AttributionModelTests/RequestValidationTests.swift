@@ -207,6 +207,13 @@ struct RequestValidationTests {
         advertisedCase("Apple's defaults", "{}", nil),
         advertisedCase("cooldown of 720 h", #"{"AttributionCooldown":{"install-cooldown-hours":720}}"#, nil),
         advertisedCase("cooldown of 721 h", #"{"AttributionCooldown":{"install-cooldown-hours":721}}"#, .valueOutOfRange),
+        advertisedCase(
+            "Apple's WWDC25 cooldown spelling, 721 h", #"{"AttributionCooldown":{"reengagement-cooldown-hours":721}}"#,
+            .valueOutOfRange),
+        advertisedCase(
+            "both cooldown spellings, disagreeing",
+            #"{"AttributionCooldown":{"reengagement-cooldown-hours":24,"re-engagement-cooldown-hours":48}}"#,
+            .invalidConfiguration),
         advertisedCase("https copy endpoint", #"{"AttributionCopyEndpoint":"https://example.com"}"#, nil),
         advertisedCase("copy endpoint without a domain", #"{"AttributionCopyEndpoint":"https://example"}"#, .invalidCopyEndpoint),
         advertisedCase("ftp copy endpoint", #"{"AttributionCopyEndpoint":"ftp://example.com"}"#, .invalidCopyEndpoint),

@@ -21,6 +21,12 @@ public enum AdvertisedAppBody {
         "OptInForReengagementPostbackCopies": "EligibleForAdAttributionKitReengagementPostbackCopies"
     ]
 
+    /// Apple's other spellings of keys inside a setting, by setting: WWDC25's slides write
+    /// `reengagement-cooldown-hours`, "Configuring attribution rules for your app" the name stored.
+    public static let memberAliases = [
+        "AttributionCooldown": ["reengagement-cooldown-hours": "re-engagement-cooldown-hours"]
+    ]
+
     /// The configuration, and the keys it carried that are not read (the admin API lists them in its
     /// answer: nothing is dropped in silence). Inside a container every key must be known (400
     /// `unknown-key` otherwise); a whole Info.plist's other top-level keys (CFBundle…) are not ours and
@@ -73,6 +79,7 @@ public enum AdvertisedAppBody {
                 ignored.append("\(key): not an AdAttributionKit configuration key this pipeline reads")
             }
         }
+        try Self.spellMembersOnce(&read)
         // A property list can hold dates and data, which JSON cannot: a 400 that says so, not a 500.
         guard let json = try? JSONSerialization.data(withJSONObject: read) else {
             throw Problem(.invalidConfiguration, "values must be dictionaries, strings, numbers or booleans, not dates or data")
@@ -89,6 +96,29 @@ public enum AdvertisedAppBody {
             throw Problem(.unknownKey, "\(unknown) is not an AdAttributionKit configuration key")
         }
         return (app, ignored.sorted())
+    }
+
+    /// Renames the members `memberAliases` lists to the one name stored (and echoed); both spellings at
+    /// once are one setting given twice, so they must agree.
+    static func spellMembersOnce(_ read: inout [String: Any]) throws {
+        for (setting, aliases) in memberAliases {
+            guard var members = read[setting] as? [String: Any] else { continue }
+            for (alias, name) in aliases {
+                guard let value = members.removeValue(forKey: alias) else { continue }
+                if let stored = members[name], Self.json(stored) != Self.json(value) {
+                    throw Problem(
+                        .invalidConfiguration,
+                        "\(setting).\(alias) and \(setting).\(name) are one setting and disagree (\(value), \(stored))")
+                }
+                members[name] = value
+            }
+            read[setting] = members
+        }
+    }
+
+    /// A plain value as JSON text, to compare one read from JSON with one read from a property list.
+    private static func json(_ value: Any) -> Data? {
+        try? JSONSerialization.data(withJSONObject: [value], options: [.sortedKeys])
     }
 
     public static func looksLikeXML(_ bytes: Data) -> Bool {
