@@ -113,6 +113,20 @@ MUTATIONS = [
        "        if a.kind != b.kind { return a.kind == .adAttributionKit }")),
     M("winner-consumed", "the winning impression stays in the pool", ["winner-impression-used-once.json"],
       (STATE, "impressions.removeAll { $0.payload.impressionIdentifier == result.winner.payload.impressionIdentifier }", "")),
+    # A one-call view ranks as any view (the rule runner plays its scenarios, which no winner-side edit
+    # specific to it can break); what sets it apart is the verifier's, whose table tests are the oracle
+    # (ScenarioPipelineTests plays view-one-call-beside-open-view.json through the real verifier).
+    M("one-call-view", "a view without begin is refused as too short", ["ImpressionRulesTests"],
+      (RULES + "ImpressionRules.swift", "if let begin = interaction.begin, interaction.time - begin <",
+       "if let begin = interaction.begin ?? Optional(interaction.time), interaction.time - begin <")),
+    M("one-call-view", "a one-call view is recorded as a view open at its moment",
+      ["oneCallViewsNeitherMeetNorHoldTheOpenViewRule"],
+      ("Shared/AttributionModel/Steps/VerifierStep.swift", "let begin = report.interaction.begin else { return nil }",
+       "let begin = report.interaction.begin ?? Optional(report.interaction.time) else { return nil }")),
+    M("one-call-view", "ingest refuses a view without begin", ["RequestValidationTests"],
+      ("Shared/AttributionModel/API/IngestRequests+EventValidation.swift",
+       "case .view where interaction.begin == nil && skadnetworkImpression != nil:",
+       "case .view where interaction.begin == nil:")),
     # attribution-winner's step holds a conversion for CONVERSION_SETTLE_MS; the rule runner drives the
     # same step, so attributing at once lets the conversion miss the impression reported after it.
     M("conversion-settles", "conversions are attributed as they arrive, never settled",

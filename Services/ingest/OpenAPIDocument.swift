@@ -1161,31 +1161,45 @@ enum OpenAPIDocument {
                 }
               },
               "Interaction": {
+                "description": "how the person met the ad: a click, a view with its time on screen (begin and end, as SKAdNetwork's startImpression and endImpression record it), or a view recorded in one call (AdAttributionKit's `AppImpression.handleView()`, iOS 26.2)",
+                "oneOf": [
+                  {"$ref": "#/components/schemas/ClickInteraction"},
+                  {"$ref": "#/components/schemas/BeginEndViewInteraction"},
+                  {"$ref": "#/components/schemas/OneCallViewInteraction"}
+                ]
+              },
+              "ClickInteraction": {
                 "type": "object",
-                "required": [
-                  "type",
-                  "time"
-                ],
+                "required": ["type", "time", "loaded-at"],
                 "properties": {
-                  "type": {
-                    "type": "string",
-                    "enum": [
-                      "click",
-                      "view"
-                    ]
-                  },
-                  "time": {
-                    "type": "integer",
-                    "description": "click: the tap; view: the end of the view"
-                  },
+                  "type": {"type": "string", "enum": ["click"]},
+                  "time": {"type": "integer", "description": "the tap"},
                   "loaded-at": {
                     "type": "integer",
-                    "description": "click: when the impression was loaded (a tap counts within 15 minutes; not after `time`, else 400 `invalid-interaction`)"
-                  },
+                    "description": "when the impression was loaded (a tap counts within 15 minutes; not after `time`, else 400 `invalid-interaction`)"
+                  }
+                }
+              },
+              "BeginEndViewInteraction": {
+                "type": "object",
+                "required": ["type", "time", "begin"],
+                "properties": {
+                  "type": {"type": "string", "enum": ["view"]},
+                  "time": {"type": "integer", "description": "the end of the view"},
                   "begin": {
                     "type": "integer",
-                    "description": "view: when the ad appeared (a view counts after 2 s; not after `time`, else 400 `invalid-interaction`)"
+                    "description": "when the ad appeared (the view counts after 2 s on screen, else it is refused `view-too-short`; not after `time`, else 400 `invalid-interaction`). One ad network may have one such view of an app open on a device at a time (`overlapping-view`)"
                   }
+                }
+              },
+              "OneCallViewInteraction": {
+                "type": "object",
+                "description": "a view recorded in one call (`handleView()`), AdAttributionKit only (a SKAdNetwork view without `begin` is 400 `invalid-interaction`): a view at `time` for winner selection, recency and the view caps; Apple documents neither a minimum time on screen nor the one-open-view rule for it, so neither applies",
+                "required": ["type", "time"],
+                "not": {"required": ["begin"]},
+                "properties": {
+                  "type": {"type": "string", "enum": ["view"]},
+                  "time": {"type": "integer", "description": "when the view was recorded"}
                 }
               },
               "ImpressionRequest": {

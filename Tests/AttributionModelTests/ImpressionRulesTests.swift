@@ -26,6 +26,9 @@ struct ImpressionRulesTests {
         Case(name: "click before load", interaction: .click(at: now - 1, loadedAt: now), reason: .clickTooLate),
         Case(name: "view of 2 s", interaction: .view(begin: now - 2_000, end: now), reason: nil),
         Case(name: "view of 1.999 s", interaction: .view(begin: now - 1_999, end: now), reason: .viewTooShort),
+        // Apple's handleView() records a view in one call and documents no minimum time on screen.
+        Case(name: "one-call view", interaction: .oneCallView(at: now), reason: nil),
+        Case(name: "one-call view at -2^63", interaction: .oneCallView(at: .min), reason: .invalidPayload),
         Case(name: "source id 10000", source: 10_000, reason: .invalidPayload),
         Case(name: "source id -1", source: -1, reason: .invalidPayload),
         Case(name: "wrong impression type", type: "web-impression", reason: .invalidPayload),

@@ -60,7 +60,17 @@ struct RequestValidationTests {
         impressionCase("empty device id and no impression", impression(device: "", jws: nil), .invalidDeviceIdentifier),
         impressionCase(
             "click without loaded-at", impression(interaction: #"{"type":"click","time":\#(now)}"#), .invalidInteraction),
-        impressionCase("view without begin", impression(interaction: #"{"type":"view","time":\#(now)}"#), .invalidInteraction),
+        // A view recorded in one call (Apple's handleView(), AdAttributionKit only) has no begin.
+        impressionCase("JWS one-call view", impression(interaction: #"{"type":"view","time":\#(now)}"#), nil),
+        impressionCase(
+            "SKAdNetwork view without begin",
+            impression(jws: nil, skan: skan(fidelity: 0), interaction: #"{"type":"view","time":\#(now)}"#),
+            .invalidInteraction),
+        impressionCase(
+            "SKAdNetwork view",
+            impression(jws: nil, skan: skan(fidelity: 0), interaction: #"{"type":"view","time":\#(now),"begin":\#(now - 3_000)}"#),
+            nil),
+        impressionCase("one-call view at time 0", impression(interaction: #"{"type":"view","time":0}"#), .invalidTime),
         impressionCase(
             "click tapped before it was loaded",
             impression(interaction: #"{"type":"click","time":\#(now),"loaded-at":\#(now + 1)}"#), .invalidInteraction),

@@ -191,7 +191,9 @@ struct ScenarioPlan: Sendable {
         let byTime = scenario.events.indices.sorted { (scenario.events[$0].at, $0) < (scenario.events[$1].at, $1) }
         for index in byTime {
             let event = scenario.events[index]
-            guard let impression = event.impression, impression.interaction == .view else { continue }
+            // A one-call view has no time on screen: nothing to overlap, nothing to shorten.
+            guard let impression = event.impression, impression.interaction == .view, impression.oneCall != true
+            else { continue }
             let key = "\(event.device ?? "device")|\(impression.network)"
             let end = eventOffsets[event.at]!
             var length: Milliseconds = 3_000
@@ -383,6 +385,7 @@ final class ScenarioPipelineRunner: Sendable {
         let interaction: [String: Any] =
             switch impression.interaction {
             case .click: ["type": "click", "time": time, "loaded-at": time - 1_000]
+            case .view where impression.oneCall == true: ["type": "view", "time": time]
             case .view: ["type": "view", "begin": time - (viewLength ?? 3_000), "time": time]
             }
         switch impression.kind ?? .adAttributionKit {

@@ -8,8 +8,10 @@ extension IngestRequests.Impression {
         switch interaction.type {
         case .click where interaction.loadedAt == nil:
             throw RequestProblem(.invalidInteraction, "a click needs loaded-at: when the impression was loaded")
-        case .view where interaction.begin == nil:
-            throw RequestProblem(.invalidInteraction, "a view needs begin: when the ad appeared on screen")
+        case .view where interaction.begin == nil && skadnetworkImpression != nil:
+            // SKAdNetwork records a view between startImpression and endImpression; only AdAttributionKit
+            // has a one-call view (handleView()).
+            throw RequestProblem(.invalidInteraction, "a SKAdNetwork view needs begin: when the ad appeared on screen")
         default: break
         }
         switch (impression, skadnetworkImpression) {

@@ -11,7 +11,9 @@ public struct Interaction: Sendable, Codable, Hashable {
     public var time: Milliseconds
     /// Click: when the impression was loaded for display (a tap counts only within 15 minutes of it).
     public var loadedAt: Milliseconds?
-    /// View: when the ad appeared on screen (a view counts only after 2 s on screen).
+    /// View: when the ad appeared on screen (a begin/end view counts only after 2 s on screen). Absent
+    /// for a view recorded in one call (Apple's `AppImpression.handleView()`, iOS 26.2), for which Apple
+    /// documents neither a minimum time on screen nor a rule against overlapping views.
     public var begin: Milliseconds?
 
     public init(type: InteractionType, time: Milliseconds, loadedAt: Milliseconds? = nil, begin: Milliseconds? = nil) {
@@ -27,6 +29,11 @@ public struct Interaction: Sendable, Codable, Hashable {
 
     public static func view(begin: Milliseconds, end: Milliseconds) -> Interaction {
         Interaction(type: .view, time: end, begin: begin)
+    }
+
+    /// A view recorded in one call (`handleView()`) at `time`.
+    public static func oneCallView(at time: Milliseconds) -> Interaction {
+        Interaction(type: .view, time: time)
     }
 
     enum CodingKeys: String, CodingKey {

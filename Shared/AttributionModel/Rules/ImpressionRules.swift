@@ -4,7 +4,7 @@ import Foundation
 public enum ImpressionRules {
     /// A tap counts only within 15 minutes of the impression being loaded for display.
     public static let clickLimit: Duration = .minutes(15)
-    /// A view counts only after 2 s on screen.
+    /// A begin/end view counts only after 2 s on screen.
     public static let minimumView: Duration = .seconds(2)
     /// Clock-skew tolerance for impressions stamped in the future.
     public static let futureTolerance: Duration = .minutes(5)
@@ -52,9 +52,10 @@ public enum ImpressionRules {
                 return (.clickTooLate, "a click counts only within 15 minutes of the impression being loaded")
             }
         case .view:
-            guard let begin = interaction.begin,
-                interaction.time - begin >= TimePolicy.realTime.milliseconds(minimumView)
-            else { return (.viewTooShort, "a view counts only after 2 s on screen") }
+            // A one-call view (no begin) has no documented minimum: Apple's handleView() records it as is.
+            if let begin = interaction.begin, interaction.time - begin < TimePolicy.realTime.milliseconds(minimumView) {
+                return (.viewTooShort, "a view counts only after 2 s on screen")
+            }
         }
         return nil
     }

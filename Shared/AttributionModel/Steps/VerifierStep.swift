@@ -98,7 +98,8 @@ public struct VerifierStep: Sendable {
         case refused(Rejection, log: RefusalLog?, counts: [StepCount])
     }
 
-    /// The view an impression report records, if it is a view.
+    /// The view an impression report records, if it is a begin/end view: a one-call view (no begin) has
+    /// no time on screen, so the one-open-view rule neither checks nor records it.
     public static func view(of report: ImpressionReport, payload: ImpressionPayload) -> (ViewScope, ViewInterval)? {
         guard report.interaction.type == .view, let begin = report.interaction.begin else { return nil }
         return (

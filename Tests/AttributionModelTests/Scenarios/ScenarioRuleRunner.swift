@@ -205,8 +205,11 @@ struct ScenarioRuleRunner {
         let time = Self.base + event.at
         if let impression = event.impression {
             let interaction: Interaction =
-                impression.interaction == .click
-                ? .click(at: time, loadedAt: time - 1_000) : .view(begin: time - 3_000, end: time)
+                switch (impression.interaction, impression.oneCall ?? false) {
+                case (.click, _): .click(at: time, loadedAt: time - 1_000)
+                case (.view, false): .view(begin: time - 3_000, end: time)
+                case (.view, true): .oneCallView(at: time)
+                }
             let verified = VerifiedImpression(
                 deviceIdentifier: device,
                 payload: ImpressionPayload(

@@ -36,7 +36,8 @@ import Testing
     }
 
     static func impression(
-        _ id: String, view: (begin: Milliseconds, end: Milliseconds)? = nil, publisher: ItemIdentifier = 5_838_492
+        _ id: String, view: (begin: Milliseconds, end: Milliseconds)? = nil, oneCallView: Milliseconds? = nil,
+        publisher: ItemIdentifier = 5_838_492
     )
         -> (Envelope, StandIn)
     {
@@ -44,7 +45,8 @@ import Testing
             impressionIdentifier: uuid(id), adNetworkIdentifier: F.network(network), advertisedItemIdentifier: F.app,
             publisherItemIdentifier: publisher, sourceIdentifier: 5239, timestamp: now - 60_000)
         let interaction: Interaction =
-            view.map { .view(begin: $0.begin, end: $0.end) } ?? .click(at: now - 1_000, loadedAt: now - 2_000)
+            view.map { .view(begin: $0.begin, end: $0.end) } ?? oneCallView.map { .oneCallView(at: $0) }
+            ?? .click(at: now - 1_000, loadedAt: now - 2_000)
         let report = ImpressionReport(deviceIdentifier: "device-1", impression: "-", interaction: interaction, receivedAt: now)
         return (Envelope(id: "event-\(id)", time: now, body: .impressionReported(report)), StandIn(payload: payload))
     }
@@ -112,6 +114,22 @@ import Testing
         #expect(reason(run(a, ia, facts: &facts)) == "verified")
         #expect(reason(run(b, ib, facts: &facts)) == "overlapping-view")
         #expect(reason(run(c, ic, facts: &facts)) == "verified")
+        #expect(facts.views.values.first?.count == 2)
+    }
+
+    /// A one-call view (Apple's handleView(): no begin) has no time on screen: inside an open begin/end
+    /// view of its network it is verified, and it records nothing a later begin/end view could overlap.
+    @Test func oneCallViewsNeitherMeetNorHoldTheOpenViewRule() {
+        var facts = VerifierStep.Facts()
+        let begin = Self.now - 10_000
+        let (a, ia) = Self.impression("a", view: (begin, begin + 3_000))
+        let (b, ib) = Self.impression("b", oneCallView: begin + 1_000)
+        let (c, ic) = Self.impression("c", oneCallView: begin + 5_000)
+        let (d, id) = Self.impression("d", view: (begin + 4_000, begin + 7_000))
+        #expect(reason(run(a, ia, facts: &facts)) == "verified")
+        #expect(reason(run(b, ib, facts: &facts)) == "verified")
+        #expect(reason(run(c, ic, facts: &facts)) == "verified")
+        #expect(reason(run(d, id, facts: &facts)) == "verified", "the one-call view at begin + 5 s is no open view")
         #expect(facts.views.values.first?.count == 2)
     }
 

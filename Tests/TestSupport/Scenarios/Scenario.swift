@@ -63,6 +63,9 @@ public struct ScenarioImpression: Codable, Sendable {
     /// (began 3 s before): the device-side rules pass unless a scenario sets `clickLoadedBefore` /
     /// `viewSeconds` to test them.
     public var interaction: InteractionType
+    /// A view recorded in one call (Apple's `handleView()`): at `at`, with no begin, so neither the 2 s
+    /// rule nor the one-open-view rule applies to it. Default false.
+    public var oneCall: Bool?
     /// Publisher app item id; 0 = development impression. Default 5838492.
     public var publisher: ItemIdentifier?
     /// Default 5239.
