@@ -68,7 +68,8 @@ struct RequestValidationTests {
             .invalidInteraction),
         impressionCase(
             "SKAdNetwork view",
-            impression(jws: nil, skan: skan(fidelity: 0), interaction: #"{"type":"view","time":\#(now),"begin":\#(now - 3_000)}"#),
+            impression(
+                jws: nil, skan: skan(fidelity: 0), interaction: #"{"type":"view","time":\#(now),"begin":\#(now - 3_000)}"#),
             nil),
         impressionCase("one-call view at time 0", impression(interaction: #"{"type":"view","time":0}"#), .invalidTime),
         impressionCase(
