@@ -132,6 +132,12 @@ MUTATIONS = [
     M("conversion-settles", "conversions are attributed as they arrive, never settled",
       ["winner-impression-reported-after-conversion.json"],
       (WINNER_STEP, "where input == .verified && settleMilliseconds > 0:", "where input == .verified && false:")),
+    # Scenario files deliver a settled conversion and the reports after it in order, so a report racing
+    # ahead of a superseding conversion never happens there: the step's test is the oracle.
+    M("conversion-settles", "a report waits only for a settling conversion that would take it",
+      ["anUpdateWaitsForAConversionSettlingBeforeIt"],
+      (STATE, "if settling.contains(where: { $0.time >= target.time && $0.time <= time }) { return nil }",
+       "if settling.contains(where: { takes($0) && $0.time >= target.time }) { return nil }")),
     # The pool is the step's Scope (device and advertised app); services and the rule runner key states by it.
     M("per-device-pool", "the pool forgets the device: one pool per advertised app", ["winner-per-device-pool.json"],
       (WINNER_STEP, "self.device = device", "self.device = \"\"")),

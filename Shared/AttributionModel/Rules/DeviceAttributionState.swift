@@ -199,14 +199,17 @@ public struct DeviceAttributionState: Sendable, Codable, Hashable {
     }
 
     /// The conversion something reported at `time` belongs to: the one `tag` names, else the most recent
-    /// one whose type `applies`. Nil while none exists, or while a settling conversion would take it
-    /// instead (it waits for that attribution).
+    /// one whose type `applies`. Nil while none exists, or while a conversion reported between the two
+    /// is settling (it waits for that attribution).
     func target(at time: Milliseconds, tag: String?, applies: (ConversionType) -> Bool) -> ConversionRecord? {
         func takes(_ conversion: ConversionRecord) -> Bool {
             conversion.time <= time && applies(conversion.conversionType) && (tag == nil || conversion.conversionTag == tag)
         }
         guard let target = conversions.filter(takes).max(by: { $0.time < $1.time }) else { return nil }
-        if settling.contains(where: { takes($0) && $0.time >= target.time }) { return nil }
+        // A settling conversion between the target and the report waits for its attribution: it would take
+        // the report, or (a re-engagement, a redownload without the overlap opt-in) supersede the target and
+        // close the window the report would otherwise land in, whichever stream reaches the scheduler first.
+        if settling.contains(where: { $0.time >= target.time && $0.time <= time }) { return nil }
         return target
     }
 }

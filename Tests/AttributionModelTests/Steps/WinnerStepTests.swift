@@ -197,4 +197,30 @@ import Testing
             step.step(installed, message: Self.update(at: Self.now + 2_000), reengagements: [], now: Self.now))
         #expect(routed.rejections.isEmpty && routed.outputs.count == 1)
     }
+
+    /// An update for the install reported after a re-engagement that is still settling waits for that
+    /// attribution: sent on at once, it could reach the scheduler before the re-engagement supersedes the
+    /// install, and land in a window the re-engagement closes (seen on a loaded cluster run of
+    /// overlap-supersede-without-opt-in.json). One reported before the re-engagement does not wait.
+    @Test func anUpdateWaitsForAConversionSettlingBeforeIt() {
+        var state = DeviceAttributionState()
+        state.conversions = [ConversionRecord(conversionIdentifier: "install", conversionType: .download, time: Self.now)]
+        state.settling = [
+            ConversionRecord(
+                conversionIdentifier: "re", conversionType: .reengagement, time: Self.now + F.day, conversionTag: "tag")
+        ]
+        func update(at time: Milliseconds) -> ValueUpdateReport {
+            ValueUpdateReport(
+                deviceIdentifier: "device-1", advertisedItemIdentifier: F.app,
+                update: PostbackUpdate(fineConversionValue: 6, conversionTypes: [.install]), time: time, receivedAt: time)
+        }
+        func routed(_ report: ValueUpdateReport, in state: DeviceAttributionState) -> String? {
+            var state = state
+            return state.receive(report)?.conversionIdentifier
+        }
+        #expect(routed(update(at: Self.now + 3 * F.day), in: state) == nil, "waits for the re-engagement's attribution")
+        #expect(routed(update(at: Self.now + F.hour), in: state) == "install")
+        state.settling = []
+        #expect(routed(update(at: Self.now + 3 * F.day), in: state) == "install")
+    }
 }
