@@ -1319,7 +1319,8 @@ enum OpenAPIDocument {
                   },
                   "country-code": {
                     "type": "string",
-                    "pattern": "^[A-Z]{2}$"
+                    "pattern": "^[A-Z]{2}$",
+                    "description": "ISO 3166-1 alpha-2, an assigned code (Apple's pages say ISO 3166-2 but show these two-letter codes; Kosovo's user-assigned XK is accepted too); anything else is 400 `invalid-country-code`"
                   },
                   "marketplace-identifier": {
                     "type": "string",

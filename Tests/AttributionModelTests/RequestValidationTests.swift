@@ -111,6 +111,10 @@ struct RequestValidationTests {
         conversionCase("empty device id", conversion(device: ""), .invalidDeviceIdentifier),
         conversionCase("lower-case country", conversion(country: "us"), .invalidCountryCode),
         conversionCase("three-letter country", conversion(country: "USA"), .invalidCountryCode),
+        // ISO 3166-1 alpha-2 as assigned: two upper-case letters are not enough.
+        conversionCase("unassigned country ZZ", conversion(country: "ZZ"), .invalidCountryCode),
+        conversionCase("country Åland AX", conversion(country: "AX"), nil),
+        conversionCase("country Kosovo XK", conversion(country: "XK"), nil),
         conversionCase("time in 1999", conversion(time: 946_684_799_999), .invalidTime),
         conversionCase("bad country and time", conversion(country: "U", time: 0), .invalidCountryCode),
         conversionCase("an alternative marketplace", Self.marketplace("com.example.market-place"), nil),

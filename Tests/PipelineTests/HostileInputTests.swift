@@ -222,8 +222,8 @@ extension PipelineSuites {
                     body: Self.impressionBody("a.b.c", interaction: #"{"type":"click","time":1}"#),
                     expect: .ingest(400, "invalid-interaction")),
                 Case(
-                    name: "view without begin", body: Self.impressionBody("a.b.c", interaction: #"{"type":"view","time":1}"#),
-                    expect: .ingest(400, "invalid-interaction")),
+                    name: "one-call view at time 1", body: Self.impressionBody("a.b.c", interaction: #"{"type":"view","time":1}"#),
+                    expect: .ingest(400, "invalid-time")),
                 Case(
                     name: "time as a string",
                     body: Self.impressionBody("a.b.c", interaction: #"{"type":"click","time":"now","loaded-at":1}"#),
@@ -528,6 +528,11 @@ extension PipelineSuites {
                     expect: .ingest(400, "invalid-skadnetwork-impression")),
                 Case(
                     name: "SKAN view-through reported as a click", body: Self.skanBody(key: skanKey, fidelity: 0),
+                    expect: .ingest(400, "invalid-interaction")),
+                // handleView() is AdAttributionKit's; a SKAdNetwork view has its start and end.
+                Case(
+                    name: "SKAN view without begin",
+                    body: Self.skanBody(key: skanKey, fidelity: 0, interaction: #"{"type":"view","time":\#(Self.now())}"#),
                     expect: .ingest(400, "invalid-interaction")),
                 Case(
                     name: "JWS and SKAN impression at once",

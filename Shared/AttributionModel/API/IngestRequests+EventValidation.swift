@@ -62,8 +62,9 @@ extension IngestRequests.Impression {
 extension IngestRequests.Conversion {
     public func validate() throws(RequestProblem) {
         try RequestChecks.deviceIdentifier(deviceIdentifier)
-        if let countryCode, countryCode.count != 2 || !countryCode.allSatisfy({ $0.isASCII && $0.isUppercase }) {
-            throw RequestProblem(.invalidCountryCode, "country-code is two upper-case letters (ISO 3166-1)")
+        if let countryCode, !CountryCode.isValid(countryCode) {
+            throw RequestProblem(
+                .invalidCountryCode, "country-code is an assigned ISO 3166-1 alpha-2 code in upper case, such as US or FR")
         }
         if let marketplaceIdentifier, !Self.isMarketplaceIdentifier(marketplaceIdentifier) {
             throw RequestProblem(
