@@ -222,7 +222,8 @@ extension PipelineSuites {
                     body: Self.impressionBody("a.b.c", interaction: #"{"type":"click","time":1}"#),
                     expect: .ingest(400, "invalid-interaction")),
                 Case(
-                    name: "one-call view at time 1", body: Self.impressionBody("a.b.c", interaction: #"{"type":"view","time":1}"#),
+                    name: "one-call view at time 1",
+                    body: Self.impressionBody("a.b.c", interaction: #"{"type":"view","time":1}"#),
                     expect: .ingest(400, "invalid-time")),
                 Case(
                     name: "time as a string",
