@@ -191,6 +191,7 @@ struct CompactHandCodingTests {
         view.interaction = .view(begin: 1_000, end: 2_000)
         _ = state.record(view)
         state.installedAt = 5
+        state.installCountry = "FR"
         state.settle(
             ConversionReport(
                 deviceIdentifier: "d", advertisedItemIdentifier: F.app, conversionType: .download, time: 3, receivedAt: 4),

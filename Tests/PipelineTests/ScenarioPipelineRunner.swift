@@ -335,7 +335,7 @@ final class ScenarioPipelineRunner: Sendable {
                     "device-identifier": device, "advertised-item-identifier": plan.app,
                     "conversion-type": conversion.type.rawValue, "time": time,
                 ]
-                body["country-code"] = conversion.country ?? "US"
+                if conversion.country != "absent" { body["country-code"] = conversion.country ?? "US" }
                 if let marketplace = conversion.marketplace { body["marketplace-identifier"] = marketplace }
                 let reply = try await http.send("POST", "\(pipeline.ingestURL)/v1/conversions", json: body, token: appKey)
                 if reply.status == 202 {

@@ -1,6 +1,6 @@
 /// A device's attribution state in its hand-written compact form (`CompactHandCoded`):
 /// attribution-winner reads and writes it on every event of the device. The writer mirrors the
-/// synthesized `encode(to:)` (every array, even empty; `installedAt` only when set). Pending updates
+/// synthesized `encode(to:)` (every array, even empty; `installedAt` and `installCountry` only when set). Pending updates
 /// and activities, rare, keep their `Codable` form inside the same bytes.
 extension DeviceAttributionState: CompactHandCoded {
     func write(to writer: inout CompactWriter) throws {
@@ -12,6 +12,7 @@ extension DeviceAttributionState: CompactHandCoded {
             writer.key("pendingUpdates")
             try writer.encodable(pendingUpdates)
             writer.field("installedAt", ifPresent: installedAt)
+            writer.field("installCountry", ifPresent: installCountry)
             writer.key("settling")
             writer.array(settling) { writer, record in record.write(to: &writer) }
             writer.key("pendingActivities")
@@ -29,6 +30,7 @@ extension DeviceAttributionState: CompactHandCoded {
             try reader.key("pendingUpdates")
             state.pendingUpdates = try reader.decodable([ValueUpdateReport].self)
             state.installedAt = try reader.signed(ifPresent: "installedAt")
+            state.installCountry = try reader.string(ifPresent: "installCountry")
             try reader.key("settling")
             state.settling = try reader.array { try ConversionRecord(reading: &$0) }
             try reader.key("pendingActivities")

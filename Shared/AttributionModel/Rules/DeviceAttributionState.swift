@@ -30,6 +30,10 @@ public struct DeviceAttributionState: Sendable, Codable, Hashable {
     /// The first install seen (download or redownload, attributed or organic). Not a condition for
     /// re-engagement (a re-engagement proves the app is installed); kept for inspection.
     public var installedAt: Milliseconds?
+    /// The country the latest install (download or redownload, attributed or organic) reported: a
+    /// re-engagement that reports none takes it (Apple's WWDC25 material: re-engagements reuse the
+    /// install's country). Nil until an install with a country is seen.
+    public var installCountry: String?
     /// Conversions reported but not yet attributed (they wait out the settle time). An update that one
     /// of them would take waits with them instead of going to an older conversion.
     public var settling: [ConversionRecord] = []
@@ -39,7 +43,7 @@ public struct DeviceAttributionState: Sendable, Codable, Hashable {
     public init() {}
 
     enum CodingKeys: String, CodingKey {
-        case impressions, conversions, pendingUpdates, installedAt, settling, pendingActivities
+        case impressions, conversions, pendingUpdates, installedAt, installCountry, settling, pendingActivities
     }
 
     public init(from decoder: any Decoder) throws {
@@ -48,6 +52,7 @@ public struct DeviceAttributionState: Sendable, Codable, Hashable {
         conversions = try container.decode([ConversionRecord].self, forKey: .conversions)
         pendingUpdates = try container.decode([ValueUpdateReport].self, forKey: .pendingUpdates)
         installedAt = try container.decodeIfPresent(Milliseconds.self, forKey: .installedAt)
+        installCountry = try container.decodeIfPresent(String.self, forKey: .installCountry)
         // Absent in states written before conversions settled.
         settling = try container.decodeIfPresent([ConversionRecord].self, forKey: .settling) ?? []
         pendingActivities = try container.decodeIfPresent([ActivityReport].self, forKey: .pendingActivities) ?? []
@@ -104,7 +109,10 @@ public struct DeviceAttributionState: Sendable, Codable, Hashable {
     ) -> Result<Outcome, ConversionEligibility.Refusal> {
         let report = conversion.report
         settling.removeAll { $0.conversionIdentifier == conversionIdentifier }
-        if report.conversionType != .reengagement { installedAt = min(installedAt ?? report.time, report.time) }
+        if report.conversionType != .reengagement {
+            installedAt = min(installedAt ?? report.time, report.time)
+            if let country = report.countryCode { installCountry = country }
+        }
         if let refusal = ConversionEligibility.precheck(report, state: self, app: conversion.app, policy: policy) {
             return .failure(refusal)
         }
@@ -128,7 +136,8 @@ public struct DeviceAttributionState: Sendable, Codable, Hashable {
         conversions.append(record)
         let attribution = Attribution(
             conversionIdentifier: conversionIdentifier, advertisedItemIdentifier: report.advertisedItemIdentifier,
-            conversionType: report.conversionType, conversionTime: report.time, countryCode: report.countryCode,
+            conversionType: report.conversionType, conversionTime: report.time,
+            countryCode: report.countryCode ?? (report.conversionType == .reengagement ? installCountry : nil),
             winner: AttributedImpression(result.winner), nonWinners: result.nonWinners.map(AttributedImpression.init),
             conversionTag: report.conversionTag, marketplaceIdentifier: report.marketplaceIdentifier)
         // The winning impression has done its work: it cannot win a second conversion.

@@ -224,7 +224,7 @@ struct ScenarioRuleRunner {
         } else if let conversion = event.conversion {
             let report = ConversionReport(
                 deviceIdentifier: device, advertisedItemIdentifier: Self.advertisedApp, conversionType: conversion.type,
-                time: time, countryCode: conversion.country ?? "US", receivedAt: time,
+                time: time, countryCode: conversion.country == "absent" ? nil : conversion.country ?? "US", receivedAt: time,
                 conversionTag: conversion.type == .reengagement ? Self.tag(of: conversion.id) : nil,
                 marketplaceIdentifier: conversion.marketplace)
             let app = (scenario.app ?? IngestRequests.AdvertisedApp()).configuration(itemIdentifier: Self.advertisedApp)

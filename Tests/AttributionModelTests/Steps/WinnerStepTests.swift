@@ -223,4 +223,32 @@ import Testing
         state.settling = []
         #expect(routed(update(at: Self.now + 3 * F.day), in: state) == "install")
     }
+
+    /// A re-engagement without a country takes the latest install's; with one, it keeps its own; with no
+    /// install seen, it has none. The state keeps the country in its compact form.
+    @Test func aReengagementWithoutACountryTakesTheInstallsCountry() throws {
+        func attribute(_ type: ConversionType, country: String?, at time: Milliseconds, in state: inout DeviceAttributionState)
+            -> String?
+        {
+            state.record(F.impression("i-\(time)", at: time - F.hour, reengagement: true))
+            let report = ConversionReport(
+                deviceIdentifier: "device-1", advertisedItemIdentifier: F.app, conversionType: type, time: time,
+                countryCode: country, receivedAt: time, conversionTag: type == .reengagement ? "tag-\(time)" : nil)
+            let conversion = VerifiedConversion(report: report, app: AdvertisedAppConfiguration(itemIdentifier: F.app))
+            guard case .success(let outcome) = state.attribute(conversion, conversionIdentifier: "c-\(time)", policy: .realTime)
+            else { return "refused" }
+            return outcome.attribution.countryCode
+        }
+        var none = DeviceAttributionState()
+        #expect(attribute(.reengagement, country: nil, at: Self.now, in: &none) == nil)
+        var state = DeviceAttributionState()
+        #expect(attribute(.download, country: "FR", at: Self.now, in: &state) == "FR")
+        #expect(try CompactCoding.decode(DeviceAttributionState.self, from: CompactCoding.encode(state)).installCountry == "FR")
+        #expect(attribute(.reengagement, country: nil, at: Self.now + 2 * F.day, in: &state) == "FR")
+        #expect(attribute(.redownload, country: "JP", at: Self.now + 4 * F.day, in: &state) == "JP")
+        #expect(attribute(.reengagement, country: nil, at: Self.now + 6 * F.day, in: &state) == "JP")
+        var own = DeviceAttributionState()
+        #expect(attribute(.download, country: "FR", at: Self.now, in: &own) == "FR")
+        #expect(attribute(.reengagement, country: "DE", at: Self.now + 2 * F.day, in: &own) == "DE")
+    }
 }

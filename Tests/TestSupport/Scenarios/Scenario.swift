@@ -81,7 +81,7 @@ public struct ScenarioConversion: Codable, Sendable {
     /// Scenario-local name, used by `expected`.
     public var id: String
     public var type: ConversionType
-    /// Default "US".
+    /// Default "US"; "absent": the conversion carries no country.
     public var country: String?
     /// An alternative marketplace's bundle id (default: none, the App Store).
     public var marketplace: String?
