@@ -1320,7 +1320,7 @@ enum OpenAPIDocument {
                   "country-code": {
                     "type": "string",
                     "pattern": "^[A-Z]{2}$",
-                    "description": "ISO 3166-1 alpha-2, an assigned code (Apple's pages say ISO 3166-2 but show these two-letter codes; Kosovo's user-assigned XK is accepted too); anything else is 400 `invalid-country-code`"
+                    "description": "ISO 3166-1 alpha-2, an assigned code (Apple's pages say ISO 3166-2 but show these two-letter codes; Kosovo's user-assigned XK is accepted too); anything else is 400 `invalid-country-code`. A re-engagement without one takes the country of the app's latest install on the device, when that install reported one"
                   },
                   "marketplace-identifier": {
                     "type": "string",
