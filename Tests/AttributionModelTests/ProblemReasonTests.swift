@@ -22,7 +22,8 @@ struct ProblemReasonTests {
         "body-too-large", "body-timeout", "http-error", "internal-error", "redis-unreachable", "consumer-group-missing",
         "replication-timeout", "invalid-batch", "batch-too-large", "overloaded", "pipeline-lagging", "rate-limited",
         "unknown-app-key", "credential-mismatch", "unknown-credential", "unknown-publisher-app",
-        "invalid-marketplace-identifier", "conversion-not-found", "pending-limit",
+        "invalid-marketplace-identifier", "conversion-not-found", "pending-limit", "invalid-conversion-tag",
+        "conversion-tag-not-supported",
     ]
 
     @Test func reasonStringsAreTheOnesClientsKnow() {

@@ -148,7 +148,20 @@ struct RequestValidationTests {
         updateCase("fine 64", update(fine: 64), .valueOutOfRange),
         updateCase("fine -1", update(fine: -1), .valueOutOfRange),
         updateCase("time 0", update(fine: 1, time: 0), .invalidTime),
+        // Apple's AdAttributionKitError.invalidConversionTag and .conversionTagNotSupported.
+        updateCase("a conversion tag", tagged(#""conversionTag":"\#(tag)""#), nil),
+        updateCase("the tag as the 202 spells it", tagged(#""conversion-tag":"\#(tag)""#), nil),
+        updateCase("a tag that is no tag", tagged(#""conversionTag":"abc""#), .invalidConversionTag),
+        updateCase("a tag in upper case", tagged(#""conversionTag":"\#(tag.uppercased())""#), .invalidConversionTag),
+        updateCase(
+            "a tag for re-engagements", tagged(#""conversionTag":"\#(tag)","conversionTypes":["reengagement"]"#), nil),
+        updateCase(
+            "a tag for installs only", tagged(#""conversionTag":"\#(tag)","conversionTypes":["install"]"#),
+            .conversionTagNotSupported),
     ]
+
+    static let tag = "6f1c2a4e-8b3d-4f5a-9c7e-1d2b3a4c5e6f"
+    static func tagged(_ fields: String) -> String { String(update(fine: 1).dropLast()) + "," + fields + "}" }
 
     static func activity(_ fields: String, device: String = "device-1") -> String {
         #"{"device-identifier":"\#(device)","advertised-item-identifier":1108187390,"time":\#(now)\#(fields)}"#
@@ -171,6 +184,8 @@ struct RequestValidationTests {
         activityCase("negative sessions", activity(#","sessions":-1"#), .invalidActivity),
         activityCase("revenue in a made-up currency", activity(#","revenue":{"eur":1}"#), .invalidActivity),
         activityCase("empty device id", activity(#","sessions":3"#, device: ""), .invalidDeviceIdentifier),
+        activityCase("a conversion tag", activity(#","sessions":3,"conversionTag":"\#(tag)""#), nil),
+        activityCase("a tag that is no tag", activity(#","sessions":3,"conversionTag":"t""#), .invalidConversionTag),
         evaluationCase("window 0 with no totals", #"{"advertised-item-identifier":1108187390,"window":0}"#, nil),
         evaluationCase("window 2", #"{"advertised-item-identifier":1108187390,"window":2,"sessions":4}"#, nil),
         evaluationCase("window 3", #"{"advertised-item-identifier":1108187390,"window":3}"#, .valueOutOfRange),

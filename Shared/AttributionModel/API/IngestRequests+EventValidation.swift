@@ -108,6 +108,14 @@ extension IngestRequests.ValueUpdate {
             throw RequestProblem(.valueOutOfRange, "fineConversionValue must be within 0–63")
         }
         try RequestChecks.time(time, field: "time")
+        if let tag = update.conversionTag {
+            try RequestChecks.conversionTag(tag)
+            if let types = update.conversionTypes, !types.contains(.reengagement) {
+                throw RequestProblem(
+                    .conversionTagNotSupported,
+                    "conversionTag names a re-engagement conversion, but conversionTypes leaves re-engagements out")
+            }
+        }
     }
 
     public func report(receivedAt: Milliseconds) throws(RequestProblem) -> ValueUpdateReport {
@@ -123,6 +131,7 @@ extension IngestRequests.ActivityReportRequest {
         try RequestChecks.deviceIdentifier(deviceIdentifier)
         if let problem = activity.validationProblems().first { throw RequestProblem(.invalidActivity, problem) }
         try RequestChecks.time(time, field: "time")
+        if let conversionTag { try RequestChecks.conversionTag(conversionTag) }
     }
 
     public func report(receivedAt: Milliseconds) throws(RequestProblem) -> ActivityReport {

@@ -12,7 +12,7 @@ extension ProblemReason {
     public var channels: Set<Channel> {
         switch self {
         // Refused by ingest on sight, and by the verifier when a signed part says the same.
-        case .invalidComponents, .unknownAdNetwork, .unknownAdvertisedApp: [.problemDetails, .rejection]
+        case .invalidComponents, .unknownAdNetwork, .unknownAdvertisedApp, .invalidConversionTag: [.problemDetails, .rejection]
         case .invalidHeader, .invalidPayload, .invalidSignature, .unsupportedAlgorithm, .keyIdentifierMismatch,
             .publisherNotListingNetwork, .impressionExpired, .impressionFromFuture, .impressionReplayed, .clickTooLate,
             .viewTooShort, .overlappingView, .noEligibleImpression, .cooldown, .reengagementAppCap,
@@ -29,7 +29,8 @@ extension ProblemReason {
             .notReplayable, .idempotencyKeyReused, .notFound,
             .methodNotAllowed,
             .bodyTooLarge, .bodyTimeout, .httpError, .internalError, .redisUnreachable, .replicationTimeout,
-            .consumerGroupMissing, .invalidBatch, .batchTooLarge, .overloaded, .pipelineLagging, .rateLimited:
+            .consumerGroupMissing, .invalidBatch, .batchTooLarge, .overloaded, .pipelineLagging, .rateLimited,
+            .conversionTagNotSupported:
             [.problemDetails]
         }
     }

@@ -29,6 +29,12 @@ public enum ProblemReason: String, Sendable, Codable, Hashable, CaseIterable {
     // attribution-winner's refusals of a verified update or activity report (DeviceStateLimits).
     case conversionNotFound = "conversion-not-found"
     case pendingLimit = "pending-limit"
+    /// Apple's `AdAttributionKitError.invalidConversionTag`: a tag that is no conversion tag (400), or
+    /// one that named no re-engagement conversion of the app on the device while the report waited.
+    case invalidConversionTag = "invalid-conversion-tag"
+    /// Apple's `AdAttributionKitError.conversionTagNotSupported`: a tag where none can apply (an update
+    /// whose `conversionTypes` leave re-engagements out: only re-engagement conversions have tags).
+    case conversionTagNotSupported = "conversion-tag-not-supported"
 
     // Request bodies and parameters ingest refuses with 400 (RequestProblem).
     case invalidJSON = "invalid-json"

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Why ingest refuses a request before anything reaches the pipeline: the reason and plain words that
 /// name the field. Ingest answers it as a 400 problem. The request types' `validate()` throw it, so the
 /// rules live beside the types (and clients can run them before sending).
@@ -37,6 +39,15 @@ public enum RequestChecks {
         guard (1...240).contains(key.utf8.count) else {
             throw RequestProblem(
                 .invalidIdempotencyKey, "a batch's Idempotency-Key must be 1–240 bytes (UTF-8; item i's key is <header>:<i>)")
+        }
+    }
+
+    /// A conversion tag: the `conversion-tag` a re-engagement's 202 returned, its event identifier (a
+    /// lowercase UUID). Anything else can name no conversion, so it is refused rather than kept waiting.
+    public static func conversionTag(_ tag: String) throws(RequestProblem) {
+        guard tag.utf8.count == 36, tag == tag.lowercased(), UUID(uuidString: tag) != nil else {
+            throw RequestProblem(
+                .invalidConversionTag, "conversionTag must be a conversion-tag a re-engagement's 202 returned (a lowercase UUID)")
         }
     }
 

@@ -167,20 +167,28 @@ public struct WinnerStep: Sendable {
         // Every write prunes by age, so an active device's state does not grow with its history; a
         // report already too old to wait is refused at once.
         let expired = effects.state.prune(now: now, policy: policy)
+        // A tagged report names one conversion: when none of this app on this device ever had its tag, the
+        // tag was wrong (Apple's invalidConversionTag), not merely early.
         for update in expired.updates {
+            let (reason, detail) = Self.expiry(of: "update", tagged: update.update.conversionTag != nil)
             effects.rejections.append(
-                Self.rejection(
-                    .conversionNotFound, "no conversion took this update within 2 days (scaled, at least 10 minutes) of its time",
-                    event: update.eventIdentifier, app: update.advertisedItemIdentifier, at: update.time))
+                Self.rejection(reason, detail, event: update.eventIdentifier, app: update.advertisedItemIdentifier, at: update.time))
         }
         for activity in expired.activities {
+            let (reason, detail) = Self.expiry(of: "activity", tagged: activity.conversionTag != nil)
             effects.rejections.append(
                 Self.rejection(
-                    .conversionNotFound,
-                    "no conversion took this activity within 2 days (scaled, at least 10 minutes) of its time",
-                    event: activity.eventIdentifier, app: activity.advertisedItemIdentifier, at: activity.time))
+                    reason, detail, event: activity.eventIdentifier, app: activity.advertisedItemIdentifier, at: activity.time))
         }
         return .done(effects)
+    }
+
+    /// Why a report that waited too long for its conversion is refused.
+    static func expiry(of kind: String, tagged: Bool) -> (ProblemReason, String) {
+        let within = "within 2 days (scaled, at least 10 minutes) of its time"
+        return tagged
+            ? (.invalidConversionTag, "no re-engagement conversion of this app on this device had this \(kind)'s conversionTag \(within)")
+            : (.conversionNotFound, "no conversion took this \(kind) \(within)")
     }
 
     /// Whether a settled conversion must wait: attribution-winner has not yet read `verified` up to

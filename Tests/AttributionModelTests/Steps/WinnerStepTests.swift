@@ -138,7 +138,8 @@ import Testing
 
     /// Every write prunes by age as of `now`: impressions past the longest window an app may set (plus a
     /// day), conversions past their windows, and reports that waited too long for a conversion, each of
-    /// which is refused `conversion-not-found` so that it stays accounted for.
+    /// which is refused so that it stays accounted for: `invalid-conversion-tag` when it named a tag no
+    /// conversion had (Apple's invalidConversionTag), else `conversion-not-found`.
     @Test func everyWritePrunesTheStateByAge() throws {
         let step = WinnerStep(policy: .realTime, input: .settled, settleMilliseconds: 0)
         var state = DeviceAttributionState()
@@ -157,7 +158,7 @@ import Testing
         #expect(waiting.state.conversions.map(\.conversionIdentifier) == ["open"])
         // Pruned as of this very write: an update already too old to wait is refused at once.
         #expect(waiting.state.pendingUpdates.isEmpty)
-        #expect(waiting.rejections.map(\.rejection.reason) == [.conversionNotFound])
+        #expect(waiting.rejections.map(\.rejection.reason) == [.invalidConversionTag])
         var old = ValueUpdateReport(
             deviceIdentifier: "device-1", advertisedItemIdentifier: F.app,
             update: PostbackUpdate(fineConversionValue: 1, conversionTag: "never"), time: Self.now - F.day, receivedAt: 0)
@@ -168,7 +169,16 @@ import Testing
             step.step(
                 kept, message: Self.update(at: Self.now + F.day + 1, tag: "never"), reengagements: [], now: Self.now + F.day + 1))
         #expect(later.state.pendingUpdates.map(\.time) == [Self.now + F.day + 1], "the new one waits, the old one is gone")
-        #expect(later.rejections.map(\.rejection.reason) == [.conversionNotFound])
+        #expect(later.rejections.map(\.rejection.reason) == [.invalidConversionTag])
+        // Untagged, with no conversion at all to go to: conversion-not-found.
+        var bare = DeviceAttributionState()
+        bare.pendingUpdates = [
+            ValueUpdateReport(
+                deviceIdentifier: "device-1", advertisedItemIdentifier: F.app, update: PostbackUpdate(fineConversionValue: 1),
+                time: Self.now - 3 * F.day, receivedAt: 0)
+        ]
+        let untagged = try effects(step.step(bare, message: Self.update(at: Self.now), reengagements: [], now: Self.now))
+        #expect(untagged.rejections.map(\.rejection.reason) == [.conversionNotFound])
         #expect(later.rejections.map(\.rejection.eventIdentifier) == ["waited"])
         #expect(later.allRejections.map(\.log) == [.app(F.app)])
     }
