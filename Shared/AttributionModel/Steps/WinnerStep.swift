@@ -172,7 +172,8 @@ public struct WinnerStep: Sendable {
         for update in expired.updates {
             let (reason, detail) = Self.expiry(of: "update", tagged: update.update.conversionTag != nil)
             effects.rejections.append(
-                Self.rejection(reason, detail, event: update.eventIdentifier, app: update.advertisedItemIdentifier, at: update.time))
+                Self.rejection(
+                    reason, detail, event: update.eventIdentifier, app: update.advertisedItemIdentifier, at: update.time))
         }
         for activity in expired.activities {
             let (reason, detail) = Self.expiry(of: "activity", tagged: activity.conversionTag != nil)
@@ -187,7 +188,10 @@ public struct WinnerStep: Sendable {
     static func expiry(of kind: String, tagged: Bool) -> (ProblemReason, String) {
         let within = "within 2 days (scaled, at least 10 minutes) of its time"
         return tagged
-            ? (.invalidConversionTag, "no re-engagement conversion of this app on this device had this \(kind)'s conversionTag \(within)")
+            ? (
+                .invalidConversionTag,
+                "no re-engagement conversion of this app on this device had this \(kind)'s conversionTag \(within)"
+            )
             : (.conversionNotFound, "no conversion took this \(kind) \(within)")
     }
 
