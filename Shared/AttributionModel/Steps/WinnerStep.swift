@@ -167,8 +167,9 @@ public struct WinnerStep: Sendable {
         // Every write prunes by age, so an active device's state does not grow with its history; a
         // report already too old to wait is refused at once.
         let expired = effects.state.prune(now: now, policy: policy)
-        // A tagged report names one conversion: when none of this app on this device ever had its tag, the
-        // tag was wrong (Apple's invalidConversionTag), not merely early.
+        // A tagged report names one conversion: when no attributed one of this app on this device had its
+        // tag, the tag names nothing a postback could carry (Apple's invalidConversionTag), rather than
+        // a conversion not found yet.
         for update in expired.updates {
             let (reason, detail) = Self.expiry(of: "update", tagged: update.update.conversionTag != nil)
             effects.rejections.append(
@@ -190,7 +191,8 @@ public struct WinnerStep: Sendable {
         return tagged
             ? (
                 .invalidConversionTag,
-                "no re-engagement conversion of this app on this device had this \(kind)'s conversionTag \(within)"
+                "no attributed re-engagement of this app on this device had this \(kind)'s conversionTag \(within) "
+                    + "(a tag it never had, or its re-engagement was refused)"
             )
             : (.conversionNotFound, "no conversion took this \(kind) \(within)")
     }
