@@ -88,8 +88,9 @@ struct RequestDecodingTests {
             #expect(throws: DecodingError.self) { try read(#","conversionTag":"T","conversion-tag":"U""#) }
         }
         // The activity report carries it on to the pipeline.
+        let tag = "6f1c2a4e-8b3d-4f5a-9c7e-1d2b3a4c5e6f"
         let request = try PlainJSON.decode(
-            IngestRequests.ActivityReportRequest.self, from: Data(#"{\#(Self.activity),"conversionTag":"T"}"#.utf8))
-        #expect(try request.report(receivedAt: 1_760_000_000_000).conversionTag == "T")
+            IngestRequests.ActivityReportRequest.self, from: Data(#"{\#(Self.activity),"conversionTag":"\#(tag)"}"#.utf8))
+        #expect(try request.report(receivedAt: 1_760_000_000_000).conversionTag == tag)
     }
 }

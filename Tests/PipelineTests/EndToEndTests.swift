@@ -329,7 +329,7 @@ extension PipelineSuites {
                 BadRequest(
                     path: "/v1/impressions",
                     body: #"{"device-identifier":"d","impression":"a.b.c","interaction":{"type":"view","time":1}}"#, status: 400,
-                    reason: "invalid-interaction"),
+                    reason: "invalid-time"),
                 BadRequest(
                     path: "/v1/conversions",
                     body: #"{"device-identifier":"d","advertised-item-identifier":1,"conversion-type":"purchase","time":1}"#,
