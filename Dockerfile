@@ -8,6 +8,32 @@
 ARG SWIFT_IMAGE=swift:6.2-bookworm
 ARG BASE_IMAGE=debian:bookworm-slim
 
+# The runtime stage comes first: `docker build --target runtime` then builds nothing else, even with the
+# classic builder (which builds every stage up to its target).
+FROM ${BASE_IMAGE} AS runtime
+ARG VERSION=0.0.0-dev
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="attribution-pipeline" \
+      org.opencontainers.image.description="Self-hosted ad attribution with AdAttributionKit semantics: ingest, verifier, attribution-winner, scheduler, dispatcher and the attribution tool" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}"
+# One system user per service, so that each reads only its own secrets (compose's init service gives
+# each file to the one user that needs it): uids and gids 10001-10007. `pipeline` (10000), the default,
+# reads none.
+RUN apt-get update && apt-get install -y --no-install-recommends libhiredis0.14 libssl3 libjemalloc2 ca-certificates curl publicsuffix \
+    && rm -rf /var/lib/apt/lists/* \
+    && uid=10000 \
+    && for user in pipeline ingest verifier attribution-winner scheduler dispatcher receiver pipeline-operator; do \
+         groupadd --system --gid "$uid" "$user" \
+         && useradd --system --uid "$uid" --gid "$uid" --no-create-home --shell /usr/sbin/nologin "$user" \
+         || exit 1; \
+         uid=$((uid + 1)); \
+       done \
+    && echo /usr/local/lib/swift >/etc/ld.so.conf.d/swift.conf
+COPY ops/compose/*.sh /usr/local/libexec/attribution-pipeline/
+EXPOSE 8080 8081 9090
+CMD ["ingest"]
+
 FROM ${SWIFT_IMAGE} AS build
 RUN apt-get update && apt-get install -y --no-install-recommends libhiredis-dev libssl-dev libjemalloc-dev \
     && rm -rf /var/lib/apt/lists/*
@@ -31,30 +57,10 @@ RUN swift build -c release \
     && ldd /out/bin/* | awk '$3 ~ /\/swift\/linux\// { print $3 }' | sort -u | xargs -I{} cp {} /out/lib/ \
     && strip --strip-unneeded /out/lib/*
 
-FROM ${BASE_IMAGE}
-ARG VERSION=0.0.0-dev
-ARG REVISION=unknown
-LABEL org.opencontainers.image.title="attribution-pipeline" \
-      org.opencontainers.image.description="Self-hosted ad attribution with AdAttributionKit semantics: ingest, verifier, attribution-winner, scheduler, dispatcher and the attribution tool" \
-      org.opencontainers.image.version="${VERSION}" \
-      org.opencontainers.image.revision="${REVISION}"
-# One system user per service, so that each reads only its own secrets (compose's init service gives
-# each file to the one user that needs it): uids and gids 10001-10007. `pipeline` (10000), the default,
-# reads none.
-RUN apt-get update && apt-get install -y --no-install-recommends libhiredis0.14 libssl3 libjemalloc2 ca-certificates curl publicsuffix \
-    && rm -rf /var/lib/apt/lists/* \
-    && uid=10000 \
-    && for user in pipeline ingest verifier attribution-winner scheduler dispatcher receiver pipeline-operator; do \
-         groupadd --system --gid "$uid" "$user" \
-         && useradd --system --uid "$uid" --gid "$uid" --no-create-home --shell /usr/sbin/nologin "$user" \
-         || exit 1; \
-         uid=$((uid + 1)); \
-       done \
-    && echo /usr/local/lib/swift >/etc/ld.so.conf.d/swift.conf
+# The image: the runtime stage and the executables. scripts/compose-test.sh --binaries builds this same
+# stage on executables built outside Docker (CI's, already built and tested), to spare a second compile.
+FROM runtime
 COPY --from=build /out/lib/ /usr/local/lib/swift/
 RUN ldconfig
 COPY --from=build /out/bin/ /usr/local/bin/
-COPY ops/compose/*.sh /usr/local/libexec/attribution-pipeline/
 USER pipeline
-EXPOSE 8080 8081 9090
-CMD ["ingest"]

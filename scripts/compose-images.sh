@@ -3,7 +3,7 @@
 # package archive): builds every base image that the Dockerfile and compose.yaml name, from Debian's
 # packages and the Swift toolchain on this machine, then the project's own image on them.
 #
-#   scripts/compose-images.sh [--rebuild] [--no-env] [--no-project]
+#   scripts/compose-images.sh [--rebuild] [--no-env] [--no-project] [--no-swift]
 #
 # Images (each skipped when it already exists with the same inputs; --rebuild makes them anew):
 #   attribution-offline/debian:bookworm     debootstrap --variant=minbase bookworm, slimmed as
@@ -20,7 +20,8 @@
 # The names go into .env (compose reads it; other lines there are kept) as SWIFT_IMAGE, BASE_IMAGE,
 # REDIS_IMAGE and PROMETHEUS_IMAGE, unless --no-env (then export them yourself, as
 # scripts/compose-test.sh does). Last, `docker build` makes attribution-pipeline:latest on them
-# (unless --no-project) and the runtime image's size is printed.
+# (unless --no-project) and the runtime image's size is printed. --no-swift (which implies --no-project)
+# leaves out the Swift image, for a project image made from executables built outside Docker.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -29,12 +30,14 @@ cd "$(dirname "$0")/.."
 REBUILD=false
 WRITE_ENV=true
 PROJECT=true
+SWIFT=true
 while [ $# -gt 0 ]; do
     case "$1" in
         --rebuild) REBUILD=true; shift ;;
         --no-env) WRITE_ENV=false; shift ;;
         --no-project) PROJECT=false; shift ;;
-        *) echo "usage: scripts/compose-images.sh [--rebuild] [--no-env] [--no-project]" >&2; exit 2 ;;
+        --no-swift) SWIFT=false; PROJECT=false; shift ;;
+        *) echo "usage: scripts/compose-images.sh [--rebuild] [--no-env] [--no-project] [--no-swift]" >&2; exit 2 ;;
     esac
 done
 
@@ -224,7 +227,7 @@ write_env() {
 base_image
 redis_image
 prometheus_image
-swift_image
+[ "$SWIFT" = true ] && swift_image
 [ "$WRITE_ENV" = true ] && write_env
 if [ "$PROJECT" = true ]; then
     echo "==> attribution-pipeline:latest (docker build on $SWIFT_IMAGE and $BASE_IMAGE)"

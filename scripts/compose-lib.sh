@@ -78,10 +78,49 @@ build_project_image() {
     [ -z "${BASE_IMAGE:-}" ] || args+=(--build-arg "BASE_IMAGE=$BASE_IMAGE")
     local revision
     revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
-    # The classic builder: it needs no buildx plugin, which Debian's docker.io lacks.
-    DOCKER_BUILDKIT=0 docker build --quiet "${args[@]}" --build-arg "REVISION=$revision" \
-        -t attribution-pipeline:latest . 2>&1 >/dev/null | grep -v -e DEPRECATED -e 'legacy builder' -e buildx -e '^ *$' >&2 || true
-    docker image inspect attribution-pipeline:latest >/dev/null
+    classic_build "${args[@]}" --build-arg "REVISION=$revision" -t attribution-pipeline:latest .
+}
+
+# docker build with the classic builder (it needs no buildx plugin, which Debian's docker.io lacks), its
+# notices that the classic builder is deprecated left out; fails as the build does.
+classic_build() {
+    local log status=0
+    log=$(mktemp)
+    DOCKER_BUILDKIT=0 docker build --quiet "$@" >/dev/null 2>"$log" || status=$?
+    grep -v -e DEPRECATED -e 'legacy builder' -e buildx -e 'BuildKit is currently disabled' \
+        -e 'environment-variable\.$' -e '^ *$' "$log" >&2 || true
+    rm -f "$log"
+    return $status
+}
+
+# attribution-pipeline:latest from executables built outside Docker (BIN_DIR, e.g. `swift build
+# --show-bin-path`): the Dockerfile's runtime stage, then its last stage with the executables and the
+# Swift runtime libraries they load copied from here instead of from its build stage. CI uses it for the
+# executables its suite has just built and tested, sparing a second compile of the whole package.
+build_project_image_from() {  # build_project_image_from BIN_DIR
+    local context products revision
+    context=$(mktemp -d)
+    mkdir -p "$context/out/bin" "$context/out/lib"
+    # The products the Dockerfile ships, from its own list.
+    products=$(sed -n 's/.*for product in \([^;]*\);.*/\1/p' Dockerfile)
+    [ -n "$products" ] || { echo "the Dockerfile's product list was not found" >&2; return 1; }
+    for product in $products; do
+        [ -x "$1/$product" ] || { echo "$1/$product: no such executable (swift build first)" >&2; return 1; }
+        cp "$1/$product" "$context/out/bin/"
+    done
+    strip "$context"/out/bin/*
+    ldd "$context"/out/bin/* | awk '$3 ~ /\/swift\/linux\// { print $3 }' | sort -u | xargs -I{} cp {} "$context/out/lib/"
+    strip --strip-unneeded "$context"/out/lib/*
+    revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+    local args=(--build-arg "REVISION=$revision")
+    [ -z "${BASE_IMAGE:-}" ] || args+=(--build-arg "BASE_IMAGE=$BASE_IMAGE")
+    classic_build --target runtime "${args[@]}" -t attribution-pipeline:runtime .
+    sed -n '/^FROM runtime$/,$p' Dockerfile \
+        | sed 's|^FROM runtime$|FROM attribution-pipeline:runtime|; s|--from=build /out/|out/|' >"$context/Dockerfile"
+    grep -q '^COPY out/bin/' "$context/Dockerfile" || { echo "the Dockerfile's last stage was not found" >&2; return 1; }
+    classic_build -t attribution-pipeline:latest "$context"
+    rm -rf "$context"
+    docker rmi attribution-pipeline:runtime >/dev/null
 }
 
 # Each image compose runs here, and what makes up the project's runtime image.

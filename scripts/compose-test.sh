@@ -8,12 +8,15 @@
 # must see every replica up. `down -v` at the end, also on failure, and nothing of the project may be
 # left in Docker.
 #
-#   scripts/compose-test.sh [--single | --cluster] [--compose v1|v2] [--public-images] [--keep]
+#   scripts/compose-test.sh [--single | --cluster] [--compose v1|v2] [--public-images | --binaries DIR] [--keep]
 #
 # Without --single or --cluster it runs both: one Redis with Compose v2 (`docker compose`), then the
 # cluster profile with Compose v1.29 (`docker-compose`, Debian's), so that both Composes run the stack;
 # --compose runs both on one. --public-images builds on the public base images (swift, debian, redis,
-# prom/prometheus, grafana) instead of scripts/compose-images.sh's offline ones. --keep leaves the last
+# prom/prometheus, grafana) instead of scripts/compose-images.sh's offline ones. --binaries DIR makes the
+# project's image from the executables in DIR (`swift build --show-bin-path`) on the Dockerfile's runtime
+# stage instead of compiling them in its build stage: scripts/test.sh passes the ones it has just built
+# and tested, so that CI compiles the package once. --keep leaves the last
 # stack up for a look (`docker compose -p attribution-compose-test down -v` removes it).
 # Installs the Docker engine and both Composes when missing, and starts (then stops) dockerd when none
 # runs. Logs of each stack: run/compose-test-*/.
@@ -25,6 +28,7 @@ cd "$(dirname "$0")/.."
 MODES=(single cluster)
 VARIANT=""
 PUBLIC=false
+BINARIES=""
 KEEP=false
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -32,10 +36,15 @@ while [ $# -gt 0 ]; do
         --cluster) MODES=(cluster); shift ;;
         --compose) VARIANT=$2; shift 2 ;;
         --public-images) PUBLIC=true; shift ;;
+        --binaries) BINARIES=$2; shift 2 ;;
         --keep) KEEP=true; shift ;;
-        *) echo "usage: scripts/compose-test.sh [--single | --cluster] [--compose v1|v2] [--public-images] [--keep]" >&2; exit 2 ;;
+        *) echo "usage: scripts/compose-test.sh [--single | --cluster] [--compose v1|v2] [--public-images | --binaries DIR] [--keep]" >&2; exit 2 ;;
     esac
 done
+if [ "$PUBLIC" = true ] && [ -n "$BINARIES" ]; then
+    echo "--public-images and --binaries exclude each other" >&2
+    exit 2
+fi
 
 export COMPOSE_PROJECT_NAME=attribution-compose-test
 export COMPOSE_FILE=compose.yaml:compose.test.yaml
@@ -244,18 +253,28 @@ ensure_docker
 if [ "$PUBLIC" = true ]; then
     echo "==> the project's image on the public base images"
     build_project_image
+elif [ -n "$BINARIES" ]; then
+    bash scripts/compose-images.sh --no-env --no-swift
 else
     bash scripts/compose-images.sh --no-env --no-project
-    export BASE_IMAGE=attribution-offline/debian:bookworm SWIFT_IMAGE=attribution-offline/swift:bookworm
+    export SWIFT_IMAGE=attribution-offline/swift:bookworm
+fi
+if [ "$PUBLIC" = false ]; then
+    export BASE_IMAGE=attribution-offline/debian:bookworm
     export REDIS_IMAGE=attribution-offline/redis:7 PROMETHEUS_IMAGE=attribution-offline/prometheus:2
 fi
-echo "==> the project's image, built by Compose"
 REVISION=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 export REVISION
-# The classic builder: Debian's engine has no buildx plugin.
 select_compose
-DOCKER_BUILDKIT=0 COMPOSE_DOCKER_CLI_BUILD=0 "${COMPOSE[@]}" build init >"$RUN/build.log" 2>&1 \
-    || { tail -30 "$RUN/build.log" >&2; exit 1; }
+if [ -n "$BINARIES" ]; then
+    echo "==> the project's image: the Dockerfile's runtime stage and the executables in $BINARIES"
+    build_project_image_from "$BINARIES"
+else
+    echo "==> the project's image, built by Compose"
+    # The classic builder: Debian's engine has no buildx plugin.
+    DOCKER_BUILDKIT=0 COMPOSE_DOCKER_CLI_BUILD=0 "${COMPOSE[@]}" build init >"$RUN/build.log" 2>&1 \
+        || { tail -30 "$RUN/build.log" >&2; exit 1; }
+fi
 report_image_sizes
 
 for mode in "${MODES[@]}"; do

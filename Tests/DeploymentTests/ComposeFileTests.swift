@@ -258,7 +258,7 @@ struct ComposeFileTests {
         #expect(
             dockerfile.contains("ARG SWIFT_IMAGE=swift:6.2-bookworm")
                 && dockerfile.contains("ARG BASE_IMAGE=debian:bookworm-slim"))
-        #expect(dockerfile.contains("FROM ${SWIFT_IMAGE} AS build") && dockerfile.contains("FROM ${BASE_IMAGE}\n"))
+        #expect(dockerfile.contains("FROM ${SWIFT_IMAGE} AS build") && dockerfile.contains("FROM ${BASE_IMAGE} AS runtime\n"))
         #expect(dockerfile.contains("org.opencontainers.image.version"))
         let services = try Self.services()
         #expect(services["redis"]?["image"] as? String == "${REDIS_IMAGE:-redis:7}")
@@ -266,6 +266,33 @@ struct ComposeFileTests {
         let ignore = try Self.read(".dockerignore").split(separator: "\n").map(String.init)
         #expect(ignore.first { !$0.hasPrefix("#") } == "*", ".dockerignore starts from nothing")
         #expect(!ignore.contains("!run") && !ignore.contains("!.git") && !ignore.contains("!.build"))
+    }
+
+    /// The runtime stage comes first, so that `docker build --target runtime` builds nothing else; the last
+    /// stage adds to it only what the build stage made, in the form `scripts/compose-lib.sh`'s
+    /// `build_project_image_from` rewrites to copy executables built outside Docker.
+    @Test func theImageIsTheRuntimeStageAndWhatTheBuildStageMade() throws {
+        let dockerfile = try Self.read("Dockerfile")
+        #expect(dockerfile.components(separatedBy: "\nFROM ").dropFirst().first?.hasPrefix("${BASE_IMAGE} AS runtime") == true)
+        let last = try #require(dockerfile.components(separatedBy: "\nFROM ").last)
+        let copies = last.split(separator: "\n").filter { $0.hasPrefix("COPY") }
+        #expect(last.hasPrefix("runtime\n"), "the image is FROM runtime")
+        #expect(
+            copies == ["COPY --from=build /out/lib/ /usr/local/lib/swift/", "COPY --from=build /out/bin/ /usr/local/bin/"],
+            "\(copies)")
+        let lib = try Self.read("scripts/compose-lib.sh")
+        #expect(lib.contains("s|^FROM runtime$|FROM attribution-pipeline:runtime|; s|--from=build /out/|out/|"))
+        #expect(try Self.read("scripts/test.sh").contains("compose-test.sh --binaries"))
+    }
+
+    /// The Dockerfile's stages by their `FROM` line (image and name), each with its body.
+    static func dockerStages(_ dockerfile: String) -> [String: String] {
+        var stages: [String: String] = [:]
+        for stage in dockerfile.components(separatedBy: "\nFROM ").dropFirst() {
+            let header = String(stage.prefix { $0 != "\n" })
+            stages[header] = String(stage.dropFirst(header.count))
+        }
+        return stages
     }
 
     @Test func dockerfileShipsEveryExecutable() throws {
@@ -281,8 +308,9 @@ struct ComposeFileTests {
         /// ServiceRuntime as they do) is jemalloc's: what this thread allocated grows by the block's size.
         @Test func jemallocIsTheAllocatorAndTheImageShipsIt() throws {
             let dockerfile = try Self.read("Dockerfile")
-            let stages = dockerfile.components(separatedBy: "\nFROM ").dropFirst()  // the build stage, the image's
-            #expect(stages.count == 2 && stages.first!.contains("libjemalloc-dev") && stages.last!.contains("libjemalloc2"))
+            let stages = Self.dockerStages(dockerfile)
+            #expect(stages["${SWIFT_IMAGE} AS build"]?.contains("libjemalloc-dev") == true)
+            #expect(stages["${BASE_IMAGE} AS runtime"]?.contains("libjemalloc2") == true)
             #expect(try Self.read("scripts/lib.sh").contains("libjemalloc-dev"))
             #expect(Allocator.version != nil, "jemalloc answers mallctl")
             let before = try #require(Allocator.threadAllocatedBytes)
