@@ -293,6 +293,8 @@ def main():
               "seconds": round(time.time() - started), "ledger": json.loads(ledger.stdout),
               "cluster": bool(cluster), "stage-dead-letters": stage_dead, "crossslot": crossslot[:20],
               "network-faults": network_summary(probe, events), "node-partitions": node_partition_records}
+    # Checked before the report is written, which then lists them.
+    discarded = ledger.returncode != 0 and sent_from_discarded_writes(report, received)
     write_report(report, text)
     if dead:
         print(f"FAILED: processes exited on their own: {dead}", file=sys.stderr)
@@ -303,7 +305,41 @@ def main():
     route = event_route_failures(report["network-faults"])
     for failure in route:
         print(f"FAILED: ingest's event route: {failure}", file=sys.stderr)
-    return 0 if ledger.returncode == in_words.returncode == 0 and not dead and not leaked and not stage_dead and not crossslot and not route else 1
+    ledger_ok = ledger.returncode == in_words.returncode == 0 or discarded
+    return 0 if ledger_ok and not dead and not leaked and not stage_dead and not crossslot and not route else 1
+
+
+def sent_from_discarded_writes(report, received):
+    """Whether the ledger's only violation is postbacks delivered that never fell due, each received while
+    a primary was cut off from the majority: sent from writes that primary took and then discarded.
+
+    Under a time scale a conversion, its attribution and its postback's 1-2 s delay all fit within the
+    minority window; when the redo after the failover attributes the conversion otherwise (an impression
+    among the discarded writes comes back later, with its client's retry), the postback sent meanwhile has
+    no due counterpart. At real time the 24 h minimum delay is far longer than any minority window.
+    The run reports them (README: Partitions between Redis nodes) rather than fail on them."""
+    ledger = report["ledger"]
+    identifiers = ledger["postbacks"].get("delivered-not-due-identifiers", [])
+    if not identifiers or len(ledger["violations"]) != 1 or "never fell due" not in ledger["violations"][0]:
+        return False
+    windows = [(row["started-s"], row["ended-s"]) for row in report.get("network-faults") or []
+               if row["fault"] == "isolate-primary" and row["ended-s"] is not None]
+    received_at = {}
+    with open(received) as lines:
+        for line in lines:
+            row = json.loads(line)
+            identifier = (row.get("payload") or {}).get("postback-identifier")
+            if identifier and "received-at" in row:
+                received_at.setdefault(identifier, row["received-at"] / 1000 - started)
+    outside = [i for i in identifiers if not any(a <= received_at.get(i, -1) <= b + 1 for a, b in windows)]
+    if outside:
+        print(f"FAILED: postbacks delivered that never fell due, outside any minority window: {outside[:5]}", file=sys.stderr)
+        return False
+    print(f"    sent from discarded writes: {len(identifiers)} postbacks delivered while a primary was cut off from the "
+          "majority, from state the failover then discarded (their conversions were attributed otherwise on the redo); "
+          "the ledger's only violation, accepted in this run", flush=True)
+    report["sent-from-discarded-writes"] = identifiers
+    return True
 
 
 # When each fault strikes, in scaled days after the campaign's first event: installs happen in the first
@@ -578,6 +614,10 @@ def write_report(report, text):
             lines.append(f"| {record['fault']} | :{record['primary']} | :{record['replica']} | {record['seconds']} | "
                          f"{record.get('promoted-after-s', 'not failed over')} | {record.get('discarded-replication-bytes', 0)} |")
         lines.append("")
+        sent = report.get("sent-from-discarded-writes") or []
+        lines += [f"Postbacks sent from the discarded writes (received while a primary was cut off; their conversions "
+                  f"were attributed otherwise on the redo, so they never fell due): {len(sent)}"
+                  + (f", e.g. {', '.join(sent[:3])}." if sent else "."), ""]
     if report.get("network-faults"):
         lines += ["## Network faults: what each made unavailable", "",
                   "Not ready: seconds the service(s) a fault hit answered /ready otherwise than 200 within 1 s, from the "

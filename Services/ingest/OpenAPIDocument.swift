@@ -1331,6 +1331,14 @@ enum OpenAPIDocument {
                 }
               },
               "ValueUpdateRequest": {
+                "description": "a conversion-value update in AdAttributionKit's shape or in SKAdNetwork's; one body is one shape (members of both: `invalid-json`). Either reaches the app's pending conversion, whichever framework's impression won",
+                "oneOf": [
+                  {"$ref": "#/components/schemas/AdAttributionKitValueUpdate"},
+                  {"$ref": "#/components/schemas/SKAdNetworkValueUpdate"}
+                ]
+              },
+              "AdAttributionKitValueUpdate": {
+                "description": "AdAttributionKit's `PostbackUpdate`, its members as Apple spells them",
                 "type": "object",
                 "required": [
                   "device-identifier",
@@ -1383,6 +1391,46 @@ enum OpenAPIDocument {
                   "conversion-tag": {
                     "type": "string",
                     "description": "the same as `conversionTag` (the conversion's answer spells it so); both at once must agree"
+                  }
+                }
+              },
+              "SKAdNetworkValueUpdate": {
+                "description": "the arguments of SKAdNetwork's `updatePostbackConversionValue(_:coarseValue:lockWindow:)`. The same update as AdAttributionKit's, with no conversion types or tag; one that no conversion takes within 2 days (an organic install's) is ignored and counted in `winner_skadnetwork_updates_ignored_total`, not refused",
+                "type": "object",
+                "required": [
+                  "device-identifier",
+                  "advertised-item-identifier",
+                  "time",
+                  "fineValue"
+                ],
+                "properties": {
+                  "device-identifier": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 128
+                  },
+                  "advertised-item-identifier": {
+                    "type": "integer",
+                    "minimum": 0
+                  },
+                  "time": {
+                    "type": "integer"
+                  },
+                  "fineValue": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": 63
+                  },
+                  "coarseValue": {
+                    "type": "string",
+                    "enum": [
+                      "low",
+                      "medium",
+                      "high"
+                    ]
+                  },
+                  "lockWindow": {
+                    "type": "boolean"
                   }
                 }
               },

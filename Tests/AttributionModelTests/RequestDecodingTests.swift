@@ -55,6 +55,18 @@ struct RequestDecodingTests {
         Case(
             body: #"{"device-identifier":"d","advertised-item-identifier":-1,"time":1e30,"fineConversionValue":1}"#,
             detail: fits + ": advertised-item-identifier, time"),
+        Case(body: #"{\#(update),"lockWindow":true}"#, detail: "missing member fineValue"),
+        Case(body: #"{\#(update),"fineValue":1,"lockWindow":1}"#, detail: "lockWindow must be true or false"),
+        Case(
+            body: #"{\#(update),"fineValue":1,"lockPostback":true}"#,
+            detail:
+                "lockPostback has an invalid value: it is AdAttributionKit's spelling, and fineValue SKAdNetwork's; "
+                + "an update uses one of the two shapes"),
+        Case(
+            body: #"{\#(update),"fineConversionValue":1,"coarseValue":"low"}"#,
+            detail:
+                "fineConversionValue has an invalid value: it is AdAttributionKit's spelling, and coarseValue SKAdNetwork's; "
+                + "an update uses one of the two shapes"),
         Case(body: #"{\#(update),"fineConversionValue":1"#, detail: "the body is not valid JSON"),
         Case(body: #"{\#(update),"fineConversionValue":1} x"#, detail: "the body is not valid JSON"),
         Case(body: "", detail: "the body is not valid JSON"),
@@ -68,6 +80,35 @@ struct RequestDecodingTests {
     ])
     func aRefusalNamesTheMemberInJSONWords(_ test: Case) {
         #expect(Self.detail(test.body, activity: test.activity) == test.detail)
+    }
+
+    /// SKAdNetwork's `updatePostbackConversionValue(_:coarseValue:lockWindow:)` arguments are the same
+    /// update, marked as SKAdNetwork's all the way to attribution-winner, and written back in that shape.
+    @Test func skadnetworkShapedUpdatesDecode() throws {
+        let skan = try PlainJSON.decode(
+            IngestRequests.ValueUpdate.self,
+            from: Data(#"{\#(Self.update),"fineValue":42,"coarseValue":"high","lockWindow":true}"#.utf8))
+        #expect(skan.shape == .skadnetwork)
+        #expect(skan.update == PostbackUpdate(fineConversionValue: 42, coarseConversionValue: .high, lockPostback: true))
+        #expect(try skan.report(receivedAt: 1).skadnetworkShape == true)
+        let bare = try PlainJSON.decode(IngestRequests.ValueUpdate.self, from: Data(#"{\#(Self.update),"fineValue":7}"#.utf8))
+        #expect(bare.shape == .skadnetwork && bare.update == PostbackUpdate(fineConversionValue: 7))
+        let aak = try PlainJSON.decode(
+            IngestRequests.ValueUpdate.self, from: Data(#"{\#(Self.update),"fineConversionValue":42}"#.utf8))
+        #expect(aak.shape == .adAttributionKit)
+        #expect(try aak.report(receivedAt: 1).skadnetworkShape == nil)
+
+        let written = try JSONSerialization.jsonObject(with: JSONEncoder().encode(skan)) as? [String: Any]
+        #expect(
+            Set(written?.keys ?? [:].keys) == [
+                "device-identifier", "advertised-item-identifier", "time", "fineValue", "coarseValue", "lockWindow",
+            ])
+        let reread = try PlainJSON.decode(IngestRequests.ValueUpdate.self, from: JSONEncoder().encode(skan))
+        #expect(reread.shape == .skadnetwork && reread.update == skan.update)
+
+        var high = skan
+        high.update.fineConversionValue = 64
+        #expect(throws: RequestProblem(.valueOutOfRange, "fineValue must be within 0–63")) { try high.validate() }
     }
 
     @Test func aConversionTagIsReadUnderEitherSpelling() throws {

@@ -69,6 +69,28 @@ struct OpenAPIDocumentTests {
         }
     }
 
+    /// An update's two shapes: AdAttributionKit's `PostbackUpdate` and SKAdNetwork's
+    /// `updatePostbackConversionValue` arguments, each with the members ingest reads for it.
+    @Test func valueUpdatesHaveBothShapes() throws {
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(try Self.run(["--openapi"]).utf8)) as? [String: Any])
+        let schemas = try #require((document["components"] as? [String: Any])?["schemas"] as? [String: [String: Any]])
+        let shapes = (schemas["ValueUpdateRequest"]?["oneOf"] as? [[String: String]])?.compactMap { $0["$ref"] }
+        #expect(
+            shapes == ["#/components/schemas/AdAttributionKitValueUpdate", "#/components/schemas/SKAdNetworkValueUpdate"])
+        func members(_ schema: String) -> Set<String> {
+            Set((schemas[schema]?["properties"] as? [String: Any] ?? [:]).keys)
+        }
+        let common: Set = ["device-identifier", "advertised-item-identifier", "time"]
+        #expect(members("SKAdNetworkValueUpdate") == common.union(["fineValue", "coarseValue", "lockWindow"]))
+        #expect(
+            members("AdAttributionKitValueUpdate")
+                == common.union([
+                    "fineConversionValue", "coarseConversionValue", "lockPostback", "conversionTypes", "conversionTag",
+                    "conversion-tag",
+                ]))
+    }
+
     /// The `enum` of the problem schema's `reason` and of the refusal lists' `reason`: together every
     /// `ProblemReason` and nothing else, each list exactly its channel's reasons.
     @Test func everyReasonIsListedAndEveryListedReasonIsAProblemReason() throws {

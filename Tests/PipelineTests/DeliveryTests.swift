@@ -311,8 +311,13 @@ extension PipelineSuites {
 
         /// SIGKILL of the dispatcher in the middle of a run: a new replica claims what the dead one held,
         /// nothing is lost, and after deduplication the receiver has each postback exactly once.
+        ///
+        /// What the dead replica had in flight comes back when its lease ends: the delivery timeout times
+        /// the destination's queue in permits, plus 5 s (`DestinationLanes.lease`), real time. With the
+        /// default 10 s timeout and 600 postbacks queued for one host, that is up to 175 s; the test
+        /// sets a 2 s timeout (at most 39 s) and waits a minute.
         @Test func aKilledDispatcherLosesNothing() async throws {
-            let pipeline = try await start(scale: 172_800)
+            let pipeline = try await start(scale: 172_800, ["DELIVERY_TIMEOUT_MS": "2000"])
             defer { stop(pipeline) }
             let orders = (0..<600).map { _ in Self.order(network: pipeline.network) }
             try await release(orders, on: pipeline)
@@ -324,7 +329,7 @@ extension PipelineSuites {
             let atKill = pipeline.processes.receivedPostbacks().count
             print("aKilledDispatcherLosesNothing: SIGKILL after \(atKill) of \(orders.count) postbacks were received")
             try pipeline.processes.startDispatcher()
-            let all = try await eventually(timeout: .seconds(30), every: .milliseconds(200)) {
+            let all = try await eventually(timeout: .seconds(60), every: .milliseconds(200)) {
                 pipeline.processes.receivedPostbacks().count >= orders.count
             }
             #expect(all, "all delivered after the restart (\(atKill) before the kill)\n\(pipeline.processes.logs())")

@@ -180,6 +180,9 @@ struct ScenarioPlan: Sendable {
             if let tag = update.tagOf, conversions[tag]?.type != .reengagement {
                 return exclude("an update's tagOf \"\(tag)\" names no re-engagement conversion")
             }
+            if update.skadnetwork == true, update.types != nil || update.tagOf != nil {
+                return exclude("an update in SKAdNetwork's shape has no conversion types or tag")
+            }
         }
 
         // Views are 3 s on screen, device time (not scaled): two views of one network on one device
@@ -347,12 +350,12 @@ final class ScenarioPipelineRunner: Sendable {
                     )
                 }
             } else if let update = event.update {
-                var body: [String: Any] = [
-                    "device-identifier": device, "advertised-item-identifier": plan.app, "time": time,
-                    "fineConversionValue": update.fine,
-                ]
-                if let coarse = update.coarse { body["coarseConversionValue"] = coarse.rawValue }
-                if let lock = update.lock { body["lockPostback"] = lock }
+                var body: [String: Any] = ["device-identifier": device, "advertised-item-identifier": plan.app, "time": time]
+                // AdAttributionKit's PostbackUpdate, or the arguments of SKAdNetwork's updatePostbackConversionValue.
+                let skadnetwork = update.skadnetwork == true
+                body[skadnetwork ? "fineValue" : "fineConversionValue"] = update.fine
+                if let coarse = update.coarse { body[skadnetwork ? "coarseValue" : "coarseConversionValue"] = coarse.rawValue }
+                if let lock = update.lock { body[skadnetwork ? "lockWindow" : "lockPostback"] = lock }
                 if let types = update.types { body["conversionTypes"] = types.map(\.rawValue) }
                 if let tagOf = update.tagOf {
                     guard let tag = tags[tagOf] else {

@@ -105,7 +105,8 @@ extension IngestRequests.ValueUpdate {
     public func validate() throws(RequestProblem) {
         try RequestChecks.deviceIdentifier(deviceIdentifier)
         guard PostbackUpdate.fineRange.contains(update.fineConversionValue) else {
-            throw RequestProblem(.valueOutOfRange, "fineConversionValue must be within 0–63")
+            throw RequestProblem(
+                .valueOutOfRange, "\(shape == .skadnetwork ? "fineValue" : "fineConversionValue") must be within 0–63")
         }
         try RequestChecks.time(time, field: "time")
         if let tag = update.conversionTag {
@@ -122,7 +123,7 @@ extension IngestRequests.ValueUpdate {
         try validate()
         return ValueUpdateReport(
             deviceIdentifier: deviceIdentifier, advertisedItemIdentifier: advertisedItemIdentifier, update: update,
-            time: time, receivedAt: receivedAt)
+            time: time, receivedAt: receivedAt, skadnetworkShape: shape == .skadnetwork ? true : nil)
     }
 }
 

@@ -142,20 +142,24 @@ public enum IngestRequests {
     }
 
     /// `POST /v1/conversion-value-updates`: flat, with `PostbackUpdate`'s own key names beside the
-    /// device, app and time, as an SDK passes them through.
+    /// device, app and time, as an SDK passes them through, or with the arguments of SKAdNetwork's
+    /// `updatePostbackConversionValue(_:coarseValue:lockWindow:)` (`PostbackUpdate.Shape`).
     public struct ValueUpdate: Codable, Sendable {
         public var deviceIdentifier: String
         public var advertisedItemIdentifier: ItemIdentifier
         public var time: Milliseconds
         public var update: PostbackUpdate
+        public var shape: PostbackUpdate.Shape
 
         public init(
-            deviceIdentifier: String, advertisedItemIdentifier: ItemIdentifier, time: Milliseconds, update: PostbackUpdate
+            deviceIdentifier: String, advertisedItemIdentifier: ItemIdentifier, time: Milliseconds, update: PostbackUpdate,
+            shape: PostbackUpdate.Shape = .adAttributionKit
         ) {
             self.deviceIdentifier = deviceIdentifier
             self.advertisedItemIdentifier = advertisedItemIdentifier
             self.time = time
             self.update = update
+            self.shape = shape
         }
 
         enum CodingKeys: String, CodingKey {
@@ -169,7 +173,7 @@ public enum IngestRequests {
             deviceIdentifier = try c.decode(String.self, forKey: .deviceIdentifier)
             advertisedItemIdentifier = try c.decode(ItemIdentifier.self, forKey: .advertisedItemIdentifier)
             time = try c.decode(Milliseconds.self, forKey: .time)
-            update = try PostbackUpdate(from: decoder)
+            (update, shape) = try PostbackUpdate.decode(from: decoder)
         }
 
         public func encode(to encoder: any Encoder) throws {
@@ -177,7 +181,10 @@ public enum IngestRequests {
             try c.encode(deviceIdentifier, forKey: .deviceIdentifier)
             try c.encode(advertisedItemIdentifier, forKey: .advertisedItemIdentifier)
             try c.encode(time, forKey: .time)
-            try update.encode(to: encoder)
+            switch shape {
+            case .adAttributionKit: try update.encode(to: encoder)
+            case .skadnetwork: try update.encodeInSKAdNetworkShape(to: encoder)
+            }
         }
     }
 }

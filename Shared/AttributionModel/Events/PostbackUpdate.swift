@@ -26,20 +26,63 @@ public struct PostbackUpdate: Sendable, Codable, Hashable {
         self.conversionTag = conversionTag
     }
 
-    /// The members read: the encoded ones (Swift's `CodingKeys`), and `conversion-tag`, read as
-    /// `conversionTag` (see `ConversionTag`) and never written.
+    /// The members read: the encoded ones (Swift's `CodingKeys`), `conversion-tag`, read as
+    /// `conversionTag` (see `ConversionTag`) and never written, and SKAdNetwork's spellings (`Shape`).
     enum DecodingKeys: String, CodingKey {
         case fineConversionValue, coarseConversionValue, lockPostback, conversionTypes, conversionTag
         case conversionTagAsAnswered = "conversion-tag"
+        case fineValue, coarseValue, lockWindow
+    }
+
+    /// How the app spelt an update: AdAttributionKit's `PostbackUpdate` (`fineConversionValue`,
+    /// `coarseConversionValue`, `lockPostback`, `conversionTypes`, `conversionTag`), or the arguments of
+    /// SKAdNetwork's `updatePostbackConversionValue(_:coarseValue:lockWindow:)` (`fineValue`,
+    /// `coarseValue`, `lockWindow`; SKAdNetwork has no conversion types or tags). One body is one shape.
+    public enum Shape: String, Sendable, Hashable {
+        case adAttributionKit, skadnetwork
     }
 
     public init(from decoder: any Decoder) throws {
+        self = try Self.decode(from: decoder).update
+    }
+
+    /// The update, and the shape it was spelt in; a body mixing the two shapes is refused, naming both.
+    public static func decode(from decoder: any Decoder) throws -> (update: PostbackUpdate, shape: Shape) {
         let c = try decoder.container(keyedBy: DecodingKeys.self)
-        fineConversionValue = try c.decode(Int.self, forKey: .fineConversionValue)
-        coarseConversionValue = try c.decodeIfPresent(CoarseConversionValue.self, forKey: .coarseConversionValue)
-        lockPostback = try c.decodeIfPresent(Bool.self, forKey: .lockPostback) ?? false
-        conversionTypes = try c.decodeIfPresent([ConversionKind].self, forKey: .conversionTypes)
-        conversionTag = try ConversionTag.decode(from: c, .conversionTag, or: .conversionTagAsAnswered)
+        let skadnetwork: [DecodingKeys] = [.fineValue, .coarseValue, .lockWindow]
+        let adAttributionKit: [DecodingKeys] = [
+            .fineConversionValue, .coarseConversionValue, .lockPostback, .conversionTypes, .conversionTag,
+            .conversionTagAsAnswered,
+        ]
+        if let skan = skadnetwork.first(where: c.contains) {
+            if let aak = adAttributionKit.first(where: c.contains) {
+                throw DecodingError.dataCorruptedError(
+                    forKey: aak, in: c,
+                    debugDescription: "it is AdAttributionKit's spelling, and \(skan.stringValue) SKAdNetwork's; "
+                        + "an update uses one of the two shapes")
+            }
+            let update = PostbackUpdate(
+                fineConversionValue: try c.decode(Int.self, forKey: .fineValue),
+                coarseConversionValue: try c.decodeIfPresent(CoarseConversionValue.self, forKey: .coarseValue),
+                lockPostback: try c.decodeIfPresent(Bool.self, forKey: .lockWindow) ?? false)
+            return (update, .skadnetwork)
+        }
+        let update = PostbackUpdate(
+            fineConversionValue: try c.decode(Int.self, forKey: .fineConversionValue),
+            coarseConversionValue: try c.decodeIfPresent(CoarseConversionValue.self, forKey: .coarseConversionValue),
+            lockPostback: try c.decodeIfPresent(Bool.self, forKey: .lockPostback) ?? false,
+            conversionTypes: try c.decodeIfPresent([ConversionKind].self, forKey: .conversionTypes),
+            conversionTag: try ConversionTag.decode(from: c, .conversionTag, or: .conversionTagAsAnswered))
+        return (update, .adAttributionKit)
+    }
+
+    /// The update in SKAdNetwork's shape, as an app passing `updatePostbackConversionValue`'s arguments
+    /// sends it (clients and tests; conversion types and tags have no SKAdNetwork spelling).
+    public func encodeInSKAdNetworkShape(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: DecodingKeys.self)
+        try c.encode(fineConversionValue, forKey: .fineValue)
+        try c.encodeIfPresent(coarseConversionValue, forKey: .coarseValue)
+        try c.encode(lockPostback, forKey: .lockWindow)
     }
 
     /// Whether this update applies to a conversion of the given type (absent `conversionTypes` = all).

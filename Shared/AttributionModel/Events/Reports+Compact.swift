@@ -58,6 +58,7 @@ extension ValueUpdateReport {
             writer.field("time", time)
             writer.field("received-at", receivedAt)
             writer.field("event-identifier", ifPresent: eventIdentifier)
+            writer.field("skadnetwork-shape", ifPresent: skadnetworkShape)
         }
     }
 
@@ -71,6 +72,7 @@ extension ValueUpdateReport {
                 deviceIdentifier: device, advertisedItemIdentifier: advertised, update: update, time: try reader.signed("time"),
                 receivedAt: try reader.signed("received-at"))
             report.eventIdentifier = try reader.string(ifPresent: "event-identifier")
+            report.skadnetworkShape = try reader.bool(ifPresent: "skadnetwork-shape")
             return report
         }
     }

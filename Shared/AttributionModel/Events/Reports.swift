@@ -87,16 +87,22 @@ public struct ValueUpdateReport: Sendable, Codable, Hashable {
     /// The `events` id that reported it: attribution-winner sets it when routing, so that the routed
     /// message names its event even after waiting for its conversion (the fault run's ledger traces it).
     public var eventIdentifier: String?
+    /// True when the app reported it in SKAdNetwork's shape (`fineValue`, `coarseValue`, `lockWindow`):
+    /// it updates the app's pending conversion as any update does, whichever framework's impression won,
+    /// and when no conversion takes it, it is ignored and counted rather than refused (Apple ignores
+    /// SKAdNetwork updates with no pending postback, as for an organic install). Nil otherwise.
+    public var skadnetworkShape: Bool?
 
     public init(
         deviceIdentifier: String, advertisedItemIdentifier: ItemIdentifier, update: PostbackUpdate,
-        time: Milliseconds, receivedAt: Milliseconds
+        time: Milliseconds, receivedAt: Milliseconds, skadnetworkShape: Bool? = nil
     ) {
         self.deviceIdentifier = deviceIdentifier
         self.advertisedItemIdentifier = advertisedItemIdentifier
         self.update = update
         self.time = time
         self.receivedAt = receivedAt
+        self.skadnetworkShape = skadnetworkShape
     }
 
     enum CodingKeys: String, CodingKey {
@@ -105,5 +111,6 @@ public struct ValueUpdateReport: Sendable, Codable, Hashable {
         case update, time
         case receivedAt = "received-at"
         case eventIdentifier = "event-identifier"
+        case skadnetworkShape = "skadnetwork-shape"
     }
 }

@@ -13,6 +13,9 @@ public enum StepCount: Sendable, Hashable {
     /// attribution-winner: a settled conversion waits longer, because `verified` is not yet read up to
     /// its horizon (the winner is behind).
     case settleExtended
+    /// attribution-winner: an update in SKAdNetwork's shape that no conversion took while it waited,
+    /// ignored as Apple ignores one with no pending postback.
+    case skadnetworkUpdateIgnored
     /// attribution-winner: a conversion attributed, or refused with this reason.
     case conversion(ConversionStepOutcome)
     /// verifier: an event refused with this reason.

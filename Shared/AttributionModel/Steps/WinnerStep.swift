@@ -171,6 +171,11 @@ public struct WinnerStep: Sendable {
         // tag, the tag names nothing a postback could carry (Apple's invalidConversionTag), rather than
         // a conversion not found yet.
         for update in expired.updates {
+            // Apple ignores a SKAdNetwork update with no pending postback (an organic install calls it too).
+            if update.skadnetworkShape == true {
+                effects.counts.append(.skadnetworkUpdateIgnored)
+                continue
+            }
             let (reason, detail) = Self.expiry(of: "update", tagged: update.update.conversionTag != nil)
             effects.rejections.append(
                 Self.rejection(

@@ -32,6 +32,8 @@ extension StageCount {
             self.init("winner_late_impressions_total")
         case .settleExtended:
             self.init("winner_settle_extensions_total")
+        case .skadnetworkUpdateIgnored:
+            self.init("winner_skadnetwork_updates_ignored_total")
         case .conversion(let outcome):
             self.init("winner_conversions_total", [("outcome", outcome.label)])
         case .rejection(let reason):

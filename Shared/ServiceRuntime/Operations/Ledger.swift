@@ -67,6 +67,8 @@ public struct Ledger: Sendable {
             public var deadLettered = 0
             public var unaccounted = 0
             public var deliveredNotDue = 0
+            /// Their postback ids, sorted: a fault run relates each to when the receiver got it.
+            public var deliveredNotDueIdentifiers: [String] = []
             /// Window-0 winning postbacks the attributions call for, and how many fell due.
             public var expectedFirstWindowWinning = 0
             public var firstWindowWinning = 0
@@ -78,6 +80,7 @@ public struct Ledger: Sendable {
                 case deadLettered = "dead-lettered"
                 case unaccounted
                 case deliveredNotDue = "delivered-not-due"
+                case deliveredNotDueIdentifiers = "delivered-not-due-identifiers"
                 case expectedFirstWindowWinning = "expected-first-window-winning"
                 case firstWindowWinning = "first-window-winning"
                 case expectedFirstWindowNonWinning = "expected-first-window-non-winning"
@@ -175,6 +178,7 @@ public struct Ledger: Sendable {
         postbacks.unaccounted = unaccounted.count
         let notDue = records.delivered.keys.filter { records.due[$0] == nil }
         postbacks.deliveredNotDue = notDue.count
+        postbacks.deliveredNotDueIdentifiers = notDue.sorted()
 
         // Duplicates that deduplication by postback id cannot catch: one window's postback prepared
         // twice under two ids. Each attributed conversion with a value by the end of window 0 calls for

@@ -39,6 +39,9 @@ struct ScenarioRuleRunner {
         var postbacks: [SentPostback] = []
         /// Messages a step left pending: the pipeline would retry them; a scenario never should.
         var retried: [String] = []
+        /// Updates no conversion took: ignored (SKAdNetwork's shape) and refused.
+        var ignoredUpdates = 0
+        var refusedUpdates = 0
     }
 
     /// The UUID-shaped id of a scenario impression name, ordered like the name.
@@ -148,6 +151,8 @@ struct ScenarioRuleRunner {
             if let device, let record = effects.reengagement { record.apply(to: &reengagements[device, default: []]) }
             if let settle = effects.settle { settling.append(settle.message) }
             if let refusal = effects.refusal { run.refusals[message.id] = refusal.reason }
+            run.ignoredUpdates += effects.counts.filter { $0 == .skadnetworkUpdateIgnored }.count
+            run.refusedUpdates += effects.rejections.filter { $0.rejection.reason == .conversionNotFound }.count
             for output in effects.outputs { schedule(output) }
         }
     }
@@ -238,7 +243,7 @@ struct ScenarioRuleRunner {
                     fineConversionValue: update.fine, coarseConversionValue: update.coarse,
                     lockPostback: update.lock ?? false, conversionTypes: update.types,
                     conversionTag: update.tagOf.map(Self.tag(of:))),
-                time: time, receivedAt: time)
+                time: time, receivedAt: time, skadnetworkShape: update.skadnetwork == true ? true : nil)
             return Envelope(id: "event-\(index)", time: time, body: .updateVerified(report))
         }
     }
@@ -282,6 +287,14 @@ extension ScenarioRuleRunner {
         }
         for conversion in run.attributions.keys.sorted() where expectedAttributions[conversion] == nil {
             report("conversion \(conversion) was attributed to \(named(run.attributions[conversion]!.winner)) unexpectedly")
+        }
+
+        // Updates no conversion took, when the scenario counts them.
+        if let expected = scenario.expected.ignoredUpdates, expected != run.ignoredUpdates {
+            report("\(run.ignoredUpdates) updates ignored for want of a conversion, expected \(expected)")
+        }
+        if let expected = scenario.expected.refusedUpdates, expected != run.refusedUpdates {
+            report("\(run.refusedUpdates) updates refused conversion-not-found, expected \(expected)")
         }
 
         // Refusals, with their reasons.

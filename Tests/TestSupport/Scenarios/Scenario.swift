@@ -95,6 +95,9 @@ public struct ScenarioUpdate: Codable, Sendable {
     /// The id of the re-engagement conversion whose tag this update carries (the runner substitutes
     /// the real tag).
     public var tagOf: String?
+    /// True: sent in SKAdNetwork's shape (`fineValue`, `coarseValue`, `lockWindow`), as an app calling
+    /// `updatePostbackConversionValue` reports it; it may then carry neither `types` nor `tagOf`.
+    public var skadnetwork: Bool?
 }
 
 public struct ScenarioExpectations: Codable, Sendable {
@@ -105,6 +108,11 @@ public struct ScenarioExpectations: Codable, Sendable {
     public var refusals: [ExpectedRefusal]?
     /// Every postback that must be sent, and no other (a runner fails on any extra one).
     public var postbacks: [ExpectedPostback]
+    /// How many updates no conversion took within the time an update waits for one (2 days): updates in
+    /// SKAdNetwork's shape ignored, and the others refused `conversion-not-found`. Checked by the rule
+    /// runner only (the pipeline keeps a waiting update at least 10 minutes of wall clock).
+    public var ignoredUpdates: Int?
+    public var refusedUpdates: Int?
 }
 
 public struct ExpectedAttribution: Codable, Sendable {
