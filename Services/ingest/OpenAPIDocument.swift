@@ -1337,14 +1337,13 @@ enum OpenAPIDocument {
                   {"$ref": "#/components/schemas/SKAdNetworkValueUpdate"}
                 ]
               },
-              "AdAttributionKitValueUpdate": {
-                "description": "AdAttributionKit's `PostbackUpdate`, its members as Apple spells them",
+              "ValueUpdateSubject": {
+                "description": "which device, app and moment an update is about: the members both shapes of an update carry",
                 "type": "object",
                 "required": [
                   "device-identifier",
                   "advertised-item-identifier",
-                  "time",
-                  "fineConversionValue"
+                  "time"
                 ],
                 "properties": {
                   "device-identifier": {
@@ -1358,7 +1357,17 @@ enum OpenAPIDocument {
                   },
                   "time": {
                     "type": "integer"
-                  },
+                  }
+                }
+              },
+              "AdAttributionKitValueUpdate": {
+                "description": "AdAttributionKit's `PostbackUpdate`, its members as Apple spells them, beside `ValueUpdateSubject`'s",
+                "allOf": [{"$ref": "#/components/schemas/ValueUpdateSubject"}],
+                "type": "object",
+                "required": [
+                  "fineConversionValue"
+                ],
+                "properties": {
                   "fineConversionValue": {
                     "type": "integer",
                     "minimum": 0,
@@ -1395,27 +1404,13 @@ enum OpenAPIDocument {
                 }
               },
               "SKAdNetworkValueUpdate": {
-                "description": "the arguments of SKAdNetwork's `updatePostbackConversionValue(_:coarseValue:lockWindow:)`. The same update as AdAttributionKit's, with no conversion types or tag; one that no conversion takes within 2 days (an organic install's) is ignored and counted in `winner_skadnetwork_updates_ignored_total`, not refused",
+                "description": "the arguments of SKAdNetwork's `updatePostbackConversionValue(_:coarseValue:lockWindow:)`. The same update as AdAttributionKit's, with no conversion types or tag; one that no conversion takes within 2 days (an organic install's) is ignored and counted in `winner_skadnetwork_updates_ignored_total`, not refused. Beside `ValueUpdateSubject`'s members",
+                "allOf": [{"$ref": "#/components/schemas/ValueUpdateSubject"}],
                 "type": "object",
                 "required": [
-                  "device-identifier",
-                  "advertised-item-identifier",
-                  "time",
                   "fineValue"
                 ],
                 "properties": {
-                  "device-identifier": {
-                    "type": "string",
-                    "minLength": 1,
-                    "maxLength": 128
-                  },
-                  "advertised-item-identifier": {
-                    "type": "integer",
-                    "minimum": 0
-                  },
-                  "time": {
-                    "type": "integer"
-                  },
                   "fineValue": {
                     "type": "integer",
                     "minimum": 0,

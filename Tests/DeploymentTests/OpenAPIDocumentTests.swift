@@ -78,8 +78,14 @@ struct OpenAPIDocumentTests {
         let shapes = (schemas["ValueUpdateRequest"]?["oneOf"] as? [[String: String]])?.compactMap { $0["$ref"] }
         #expect(
             shapes == ["#/components/schemas/AdAttributionKitValueUpdate", "#/components/schemas/SKAdNetworkValueUpdate"])
+        /// Its own members and those of the schemas it takes in with `allOf`.
         func members(_ schema: String) -> Set<String> {
-            Set((schemas[schema]?["properties"] as? [String: Any] ?? [:]).keys)
+            let included = (schemas[schema]?["allOf"] as? [[String: String]] ?? []).compactMap {
+                $0["$ref"]?.split(separator: "/").last.map(String.init)
+            }
+            return included.reduce(Set((schemas[schema]?["properties"] as? [String: Any] ?? [:]).keys)) {
+                $0.union(members($1))
+            }
         }
         let common: Set = ["device-identifier", "advertised-item-identifier", "time"]
         #expect(members("SKAdNetworkValueUpdate") == common.union(["fineValue", "coarseValue", "lockWindow"]))
