@@ -292,6 +292,39 @@ struct ClusterTransportTests {
         await redis.close()
     }
 
+    @Test("a WATCH whose connection dropped: its MULTI fails, and a later MULTI in another slot is redone, not crossSlot")
+    func lostWatchIsNotACrossSlotError() async throws {
+        let cluster = try await RedisCluster.start()
+        defer { cluster.stop() }
+        let redis = cluster.connect()
+        let topology = try await cluster.topology()
+        func key(_ prefix: String, where owner: (Int?) -> Bool) throws -> String {
+            try #require(
+                (0..<1_000).lazy.map { "{\(prefix)\($0)}:k" }.first { owner(topology.node(forSlot: ClusterSlot.slot(of: $0))?.port) })
+        }
+        let watched = try key("w", where: { _ in true })
+        let watchedPort = try #require(topology.node(forSlot: ClusterSlot.slot(of: watched))?.port)
+        let other = try key("o", where: { $0 != watchedPort })
+        _ = try await redis.pipeline([RedisCommand("SET", watched, "1"), RedisCommand("SET", other, "1")])
+
+        #expect(try await redis.pipeline([RedisCommand("WATCH", watched), RedisCommand("GET", watched)]).last?.string == "1")
+        // The server drops the connection that holds the WATCH (as a killed node would).
+        let onWatched = cluster.connect(port: watchedPort)
+        _ = try await onWatched.send(RedisCommand("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"))
+        await onWatched.close()
+        await #expect(throws: RedisError.self) {
+            try await redis.pipeline([RedisCommand("MULTI"), RedisCommand("SET", watched, "2"), RedisCommand("EXEC")])
+        }
+        #expect(try await redis.send(RedisCommand("GET", watched)).string == "1", "nothing ran unguarded")
+
+        // A batch that watches nothing, in another slot: redone (its caller reads again), then it commits.
+        let write = [RedisCommand("MULTI"), RedisCommand("SET", other, "2"), RedisCommand("EXEC")]
+        await Self.expectRedirected { try await redis.pipeline(write) }
+        #expect(try await redis.pipeline(write).last == .array([.status("OK")]))
+        #expect(try await redis.send(RedisCommand("GET", other)).string == "2")
+        await redis.close()
+    }
+
     @Test("failover: after a primary is killed, the same connection serves its slots from the promoted replica")
     func survivesFailover() async throws {
         let cluster = try await RedisCluster.start()

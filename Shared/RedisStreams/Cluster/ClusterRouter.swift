@@ -58,6 +58,7 @@ final class ClusterRouter: @unchecked Sendable {
         }
         // Every local refusal comes before the first byte is sent.
         let slots = try PipelineSlots(commands)
+        try self.dropLostWatch(before: slots)
         try OutstandingWatch.check(self.watch, against: slots)
         if self.refreshDue || self.topology == nil {
             try self.refreshTopology()
@@ -72,6 +73,22 @@ final class ClusterRouter: @unchecked Sendable {
             return plainReplies + (try self.executeUnit(unit, slots: PipelineSlots(unit)))
         }
         return try self.executeSplit(commands, slots: slots)
+    }
+
+    /// A WATCH whose connection dropped guards nothing, and the caller that sent it gave up on it when
+    /// that pipeline failed (a stage worker abandons the batch). A later MULTI without its own WATCH in
+    /// another slot is therefore not checked against it, which would call a batch that watches nothing
+    /// (the verifier's without views) a cross-slot bug; it cannot tell the two apart, though, so it is
+    /// not sent either: it throws `redirected`, and the redo, now without the stale WATCH, runs.
+    private func dropLostWatch(before slots: PipelineSlots) throws {
+        guard let watch = self.watch, watch.isLost, slots.containsMulti, !slots.containsWatch,
+            let slot = slots.unitSlot, slot != watch.slot
+        else { return }
+        self.watch = nil
+        throw RedisError(
+            .redirected,
+            "the connection holding an earlier WATCH (slot \(watch.slot)) was lost; redo the transaction on slot \(slot) from its reads"
+        )
     }
 
     /// Frees every node's context; later calls throw `closed`.
