@@ -71,10 +71,10 @@ struct AttributionWinnerStage: StreamStage {
         let now = clock()
         var readThrough: [Partition: Milliseconds] = [:]
         let progressReplies = Array(state.dropFirst(batch.scopes.count + batch.reengagementDevices.count))
-        for (index, partition) in batch.settledPartitions.enumerated() where progressReplies.count >= 2 * index + 2 {
+        for (index, partition) in batch.settledPartitions.enumerated() where progressReplies.count >= 3 * index + 3 {
             let progress = GroupProgress(
-                groups: progressReplies[2 * index], pending: progressReplies[2 * index + 1],
-                group: ConsumerGroups.attributionWinner.name)
+                groups: progressReplies[3 * index], pending: progressReplies[3 * index + 1],
+                last: progressReplies[3 * index + 2], group: ConsumerGroups.attributionWinner.name)
             readThrough[partition] = progress.map { Milliseconds($0.finishedThrough(now: UInt64(max(0, now)))) }
         }
         return zip(batch.envelopes, batch.partitions).enumerated().map { index, pair -> StageOutcome in

@@ -257,13 +257,18 @@ final class Admission: Service, Sendable {
         while !Task.isCancelled {
             do {
                 let written = state.withLock { $0.writtenSinceRead }
+                let partitions = stream.all(partitioning)
                 let replies = try await connection.pipeline(
-                    stream.all(partitioning).map { RedisCommand("XINFO", "GROUPS", $0) })
-                let lag = replies.reduce(0) { total, reply in
-                    // Unread (`lag`) plus read and unacknowledged (`pending`); a stream or group not
-                    // created yet is an error reply, and nothing behind.
-                    let info = reply.elements.map(\.fieldMap).first { $0["name"]?.string == group }
-                    return total + Int(info?["lag"]?.int ?? 0) + Int(info?["pending"]?.int ?? 0)
+                    partitions.map { RedisCommand("XINFO", "GROUPS", $0) } + partitions.map(GroupProgress.lastEntryCommand))
+                let lag = zip(replies, replies.dropFirst(partitions.count)).reduce(0) { total, pair in
+                    // Unread (`lag`, unless the group has the last entry) plus read and unacknowledged
+                    // (`pending`); a stream or group not created yet is an error reply, and nothing behind.
+                    let info = pair.0.elements.map(\.fieldMap).first { $0["name"]?.string == group }
+                    let unread = GroupProgress.unread(
+                        lag: info?["lag"]?.int,
+                        lastDelivered: info?["last-delivered-id"]?.string.flatMap(StreamTrim.EntryID.init),
+                        lastEntry: GroupProgress.lastEntry(pair.1))
+                    return total + Int(unread ?? 0) + Int(info?["pending"]?.int ?? 0)
                 }
                 state.withLock { state in
                     state.lag = lag

@@ -47,8 +47,9 @@ public enum StreamTrim {
         var groups: [GroupProgress] = []
         for group in info.elements.map(\.fieldMap) {
             guard let name = group["name"]?.string,
+                // Trimming needs only where the group finished (`finishedBefore`), not whether it caught up.
                 let progress = GroupProgress(
-                    group: group, pending: try await connection.send(RedisCommand("XPENDING", stream, name)))
+                    group: group, pending: try await connection.send(RedisCommand("XPENDING", stream, name)), lastEntry: nil)
             else {
                 return 0  // a group we cannot read: trim nothing rather than something needed
             }

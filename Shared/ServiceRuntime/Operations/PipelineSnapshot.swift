@@ -78,7 +78,7 @@ public struct PipelineSnapshot: Sendable, Codable {
             commands += partitions.map { RedisCommand("XPENDING", stream($0), group, "IDLE", "0", "-", "+", "1") }
         }
         for (stream, group) in streams where group != nil {
-            commands += partitions.map { RedisCommand("XREVRANGE", stream($0), "+", "-", "COUNT", "1") }
+            commands += partitions.map { GroupProgress.lastEntryCommand(stream($0)) }
         }
         for (queue, _) in delayedQueues { commands += partitions.flatMap { queue($0).stateCommands } }
         for stream in deadLetterStreams { commands += partitions.map { RedisCommand("XLEN", stream($0)) } }
@@ -111,19 +111,14 @@ public struct PipelineSnapshot: Sendable, Codable {
         }
         for (stream, group) in streams {
             guard let group else { continue }
-            let last = next(partitions.count).map { $0.elements.first?.elements.first?.string.flatMap(StreamTrim.EntryID.init) }
+            let last = next(partitions.count).map(GroupProgress.lastEntry)
             let perPartition = infos[stream.base] ?? []
             guard perPartition.contains(where: { $0 != nil }) else { continue }
             let lags = zip(perPartition, last).map { info, last -> Int? in
-                // Redis counts lag from entries added and read, counters a stream moved by resharding
-                // (MIGRATE) or failover can carry out of step: a group that was handed the stream's
-                // last entry has nothing unread, whatever the counters say.
-                if let delivered = info?["last-delivered-id"]?.string.flatMap(StreamTrim.EntryID.init),
-                    let last, delivered >= last
-                {
-                    return 0
-                }
-                return info?["lag"]?.int.map { Int($0) }
+                GroupProgress.unread(
+                    lag: info?["lag"]?.int,
+                    lastDelivered: info?["last-delivered-id"]?.string.flatMap(StreamTrim.EntryID.init), lastEntry: last
+                ).map { Int($0) }
             }
             snapshot.groups.append(
                 Group(
