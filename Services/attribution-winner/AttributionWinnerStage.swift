@@ -79,6 +79,10 @@ struct AttributionWinnerStage: StreamStage {
         }
         return zip(batch.envelopes, batch.partitions).enumerated().map { index, pair -> StageOutcome in
             let (envelope, partition) = pair
+            if let envelope, case .testPostbacksRequested = envelope.body {
+                // No device, no state: on to the scheduler as it came.
+                return .write([StreamCommands.add(StreamNames.attributions(partition), message: envelope.encoded())])
+            }
             guard let envelope, let scope = WinnerStep.scope(of: envelope) else {
                 return .failed("attribution-winner takes verified impressions, conversions, updates and activity")
             }

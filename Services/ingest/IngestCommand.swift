@@ -121,6 +121,8 @@ enum IngestRoutes {
             admission: admission, clock: settings.clock
         ).add(to: router, catalog: catalog)
         NetworkCredentialRoutes(redis: redis, clock: settings.clock).addPublic(to: router, catalog: catalog)
+        TestPostbackRoutes(redis: redis, partitioning: settings.partitioning, clock: settings.clock)
+            .addPublic(to: router, catalog: catalog)
         catalog.on(router, .get, "/openapi.json") { _, _ in
             var headers = HTTPFields()
             headers[.contentType] = "application/json"

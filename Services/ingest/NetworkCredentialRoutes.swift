@@ -4,7 +4,7 @@ import Hummingbird
 import RedisStreams
 import ServiceRuntime
 
-/// An ad network's read-only credentials. The admin listener issues (`POST …/credentials`, shown once),
+/// An ad network's credentials. The admin listener issues (`POST …/credentials`, shown once),
 /// lists and revokes them; on the public listener a credential reads its own network's registration
 /// (`GET /v1/ad-networks/{id}`) and refusals (`…/rejections`), and nothing else: an ad network can see
 /// why its impressions were refused without holding `ADMIN_TOKEN`. Several may be live, for rotation.
@@ -62,7 +62,7 @@ struct NetworkCredentialRoutes {
 
     /// The network the path names, once the bearer is one of its credentials: 401 without a live
     /// credential, 403 `credential-mismatch` with another network's.
-    private func authorized(_ request: Request, _ context: BasicRequestContext) async throws -> String {
+    func authorized(_ request: Request, _ context: BasicRequestContext) async throws -> String {
         let id = try Self.network(context).rawValue
         guard let header = request.headers[.authorization], header.hasPrefix("Bearer "),
             let owner = try await credentials.owner(of: String(header.dropFirst(7)))

@@ -771,7 +771,7 @@ enum OpenAPIDocument {
             "/v1/admin/ad-networks/{id}/credentials": {
               "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string", "pattern": "^[a-z0-9._-]{1,255}$"}, "description": "ad network id, lowercase"}],
               "post": {
-                "summary": "Issue a read-only credential for the ad network (shown once): on the public listener it reads the network's registration and refusals (`GET /v1/ad-networks/{id}`, `…/rejections`) and nothing else. Several may be live (rotation: issue, switch, revoke the old)",
+                "summary": "Issue a credential for the ad network (shown once): on the public listener it reads the network's registration and refusals (`GET /v1/ad-networks/{id}`, `…/rejections`) and asks for test postbacks (`POST /v1/ad-networks/{id}/test-postbacks`), and nothing else. Several may be live (rotation: issue, switch, revoke the old)",
                 "security": [{"adminToken": []}],
                 "responses": {
                   "201": {"description": "the new credential", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/NetworkCredential"}}}},
@@ -830,6 +830,41 @@ enum OpenAPIDocument {
                   "400": {"$ref": "#/components/responses/Problem"},
                   "401": {"description": "no live credential (`unauthorized`)", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
                   "403": {"description": "another network's credential (`credential-mismatch`)", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}
+                }
+              }
+            },
+            "/v1/ad-networks/{id}/test-postbacks": {
+              "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string", "pattern": "^[a-z0-9._-]{1,255}$"}, "description": "ad network id, lowercase"}],
+              "post": {
+                "summary": "Test postbacks for the network's receiver, the server-side counterpart of Apple's developer-settings postbacks: the tier, interaction, conversion type, one or three windows, conversion tag, values and country chosen; made by the same field gating as real postbacks (tier 0 and non-winners get the first window's only), signed with the development key, sent at once through the dispatcher. Nothing of it enters a crowd, a cap or a device's state. At most 10 requests a minute per network (both listeners together); with one of the network's credentials (public listener)",
+                "security": [{"networkCredential": []}],
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/TestPostbackRequest"}}}},
+                "responses": {
+                  "202": {"description": "on its way: the postbacks reach the network's registered `postback-url` within a second or two (and the advertised app's `AttributionCopyEndpoint`, for a winner, as real ones do), signed with the development key; failures are retried and dead-lettered as for any postback", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/TestPostbacksAccepted"}}}},
+                  "400": {"description": "a choice out of range (`value-out-of-range`, `invalid-item-identifier`, `invalid-country-code`, `invalid-conversion-tag`, `conversion-tag-not-supported`), a member the request does not have (`unknown-key`), a body naming another network (`invalid-body`), or not this JSON (`invalid-json`)", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
+                  "401": {"description": "no live credential (`unauthorized`)", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
+                  "403": {"description": "another network's credential (`credential-mismatch`)", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
+                  "404": {"description": "not registered (`unknown-ad-network`)", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
+                  "413": {"$ref": "#/components/responses/Problem"},
+                  "429": {"description": "the network's 10 requests of the current minute are spent (`rate-limited`, with `Retry-After`)", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
+                  "503": {"$ref": "#/components/responses/Problem"}
+                }
+              }
+            },
+            "/v1/admin/ad-networks/{id}/test-postbacks": {
+              "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string", "pattern": "^[a-z0-9._-]{1,255}$"}, "description": "ad network id, lowercase"}],
+              "post": {
+                "summary": "Test postbacks for the network's receiver, the server-side counterpart of Apple's developer-settings postbacks: the tier, interaction, conversion type, one or three windows, conversion tag, values and country chosen; made by the same field gating as real postbacks (tier 0 and non-winners get the first window's only), signed with the development key, sent at once through the dispatcher. Nothing of it enters a crowd, a cap or a device's state. At most 10 requests a minute per network (both listeners together); with `ADMIN_TOKEN` (admin listener)",
+                "security": [{"adminToken": []}],
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/TestPostbackRequest"}}}},
+                "responses": {
+                  "202": {"description": "on its way: the postbacks reach the network's registered `postback-url` within a second or two (and the advertised app's `AttributionCopyEndpoint`, for a winner, as real ones do), signed with the development key; failures are retried and dead-lettered as for any postback", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/TestPostbacksAccepted"}}}},
+                  "400": {"description": "a choice out of range (`value-out-of-range`, `invalid-item-identifier`, `invalid-country-code`, `invalid-conversion-tag`, `conversion-tag-not-supported`), a member the request does not have (`unknown-key`), a body naming another network (`invalid-body`), or not this JSON (`invalid-json`)", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
+                  "401": {"$ref": "#/components/responses/Problem"},
+                  "404": {"description": "not registered (`unknown-ad-network`)", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
+                  "413": {"$ref": "#/components/responses/Problem"},
+                  "429": {"description": "the network's 10 requests of the current minute are spent (`rate-limited`, with `Retry-After`)", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
+                  "503": {"$ref": "#/components/responses/Problem"}
                 }
               }
             },
@@ -927,7 +962,7 @@ enum OpenAPIDocument {
               "networkCredential": {
                 "type": "http",
                 "scheme": "bearer",
-                "description": "an ad network's read-only credential, issued by POST /v1/admin/ad-networks/{id}/credentials"
+                "description": "an ad network's credential (reads its registration and refusals, asks for test postbacks), issued by POST /v1/admin/ad-networks/{id}/credentials"
               },
               "appKey": {
                 "type": "http",
@@ -948,6 +983,39 @@ enum OpenAPIDocument {
               }
             },
             "schemas": {
+              "TestPostbackRequest": {
+                "type": "object",
+                "required": ["tier", "advertised-item-identifier"],
+                "additionalProperties": false,
+                "properties": {
+                  "tier": {"type": "integer", "minimum": 0, "maximum": 3, "description": "the crowd anonymity tier whose fields the postbacks carry"},
+                  "advertised-item-identifier": {"type": "integer", "minimum": 1, "description": "the app the postbacks name"},
+                  "ad-interaction-type": {"type": "string", "enum": ["click", "view"], "default": "click"},
+                  "conversion-type": {"type": "string", "enum": ["download", "redownload", "re-engagement"], "default": "download"},
+                  "windows": {"type": "integer", "enum": [1, 3], "default": 1, "description": "the first window's postback, or one per window (a winner at tier 1 or above; tier 0 and non-winners get the first only)"},
+                  "conversion-tag": {"type": "string", "description": "re-engagements only (else `conversion-tag-not-supported`), a lowercase UUID (else `invalid-conversion-tag`); checked and echoed, not carried: postbacks have no tag"},
+                  "conversion-value": {"type": "integer", "minimum": 0, "maximum": 63, "description": "the fine value, sent at tiers 2 and 3 in the first window"},
+                  "coarse-conversion-value": {"type": "string", "enum": ["low", "medium", "high"], "description": "sent from tier 1 where no fine value goes, and in later windows"},
+                  "country-code": {"type": "string", "pattern": "^[A-Z]{2}$", "description": "ISO 3166-1 alpha-2, sent at tier 3 in a winner's first postback"},
+                  "did-win": {"type": "boolean", "default": true},
+                  "publisher-item-identifier": {"type": "integer", "minimum": 0, "default": 0, "description": "sent at tier 3 in a winner's first postback"},
+                  "source-identifier": {"type": "integer", "minimum": 0, "maximum": 9999, "default": 1234, "description": "its last 2 digits at tiers 0 and 1, in later windows and in non-winners"},
+                  "source-identifier-digits": {"type": "integer", "minimum": 2, "maximum": 4, "default": 4, "description": "the digits a tier 2 or 3 first postback keeps (2 at tiers 0 and 1)"},
+                  "ad-network-identifier": {"type": "string", "description": "optional; when present, the path's"}
+                }
+              },
+              "TestPostbacksAccepted": {
+                "type": "object",
+                "required": ["ad-network-identifier", "event-identifier", "postback-identifiers", "tier", "development"],
+                "properties": {
+                  "ad-network-identifier": {"type": "string"},
+                  "event-identifier": {"type": "string", "description": "the request's id on `events`"},
+                  "postback-identifiers": {"type": "array", "items": {"type": "string"}, "description": "one per postback made, in window order: each postback's `postback-identifier`"},
+                  "tier": {"type": "integer"},
+                  "development": {"type": "boolean", "const": true, "description": "signed with the development key (its `kid` is in the JWKS)"},
+                  "conversion-tag": {"type": "string", "description": "echoed when asked"}
+                }
+              },
               "NetworkCredential": {
                 "type": "object",
                 "required": ["credential", "ad-network-identifier", "credential-identifier", "issued-at"],

@@ -107,6 +107,16 @@ struct SchedulerStage: StreamStage {
 
         var upkeepCommands: [RedisCommand] = []
         var outcomes = zip(batch.envelopes, batch.partitions).map { envelope, partition -> StageOutcome in
+            if let envelope, case .testPostbacksRequested(let request) = envelope.body {
+                // Due now, straight to the dispatcher: no plan, no crowd, no delay.
+                return .write(
+                    TestPostbacks.orders(request).map { order in
+                        StreamCommands.add(
+                            StreamNames.postbacks(partition),
+                            message: Envelope(id: order.payload.postbackIdentifier, time: now, body: .postbackDue(order))
+                                .encoded())
+                    }, counts: [StageCount(.testPostbacks)])
+            }
             guard let envelope, let id = SchedulerStep.conversionIdentifier(of: envelope) else {
                 return .failed("scheduler takes attributions, attributed updates and window timers")
             }

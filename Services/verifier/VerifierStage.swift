@@ -66,6 +66,7 @@ struct VerifierStage: StreamStage {
             case .conversionReported(let report): advertised.insert(report.advertisedItemIdentifier)
             case .updateReported(let report): advertised.insert(report.advertisedItemIdentifier)
             case .activityReported(let report): advertised.insert(report.advertisedItemIdentifier)
+            case .testPostbacksRequested(let request): networks.insert(request.adNetworkIdentifier.rawValue)
             default: break
             }
         }

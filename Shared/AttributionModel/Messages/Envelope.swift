@@ -39,6 +39,7 @@ public enum MessageType: String, Sendable, Codable, Hashable, CaseIterable {
     case activityReported = "activity.reported"
     case activityVerified = "activity.verified"
     case activityAttributed = "activity.attributed"
+    case testPostbacksRequested = "test-postbacks.requested"
 }
 
 public enum MessageBody: Sendable, Hashable {
@@ -58,6 +59,8 @@ public enum MessageBody: Sendable, Hashable {
     case activityReported(ActivityReport)
     case activityVerified(ActivityReport)
     case activityAttributed(AttributedActivity)
+    /// An ad network's test postbacks, on `events`, `verified` and `attributions` alike.
+    case testPostbacksRequested(TestPostbackRequest)
 
     public var type: MessageType {
         switch self {
@@ -77,6 +80,7 @@ public enum MessageBody: Sendable, Hashable {
         case .activityReported: .activityReported
         case .activityVerified: .activityVerified
         case .activityAttributed: .activityAttributed
+        case .testPostbacksRequested: .testPostbacksRequested
         }
     }
 }
@@ -108,6 +112,7 @@ extension Envelope: Codable {
         case .activityReported: body = .activityReported(try c.decode(ActivityReport.self, forKey: .body))
         case .activityVerified: body = .activityVerified(try c.decode(ActivityReport.self, forKey: .body))
         case .activityAttributed: body = .activityAttributed(try c.decode(AttributedActivity.self, forKey: .body))
+        case .testPostbacksRequested: body = .testPostbacksRequested(try c.decode(TestPostbackRequest.self, forKey: .body))
         }
     }
 
@@ -134,6 +139,7 @@ extension Envelope: Codable {
         case .activityReported(let b): try c.encode(b, forKey: .body)
         case .activityVerified(let b): try c.encode(b, forKey: .body)
         case .activityAttributed(let b): try c.encode(b, forKey: .body)
+        case .testPostbacksRequested(let b): try c.encode(b, forKey: .body)
         }
     }
 }
@@ -198,7 +204,7 @@ extension MessageBody {
         case .conversionVerified(let conversion): conversion.report.deviceIdentifier
         case .activityReported(let report), .activityVerified(let report): report.deviceIdentifier
         case .rejected, .conversionAttributed, .updateAttributed, .conversionSuperseded, .windowClosed, .postbackDue,
-            .deliveryRetry, .activityAttributed:
+            .deliveryRetry, .activityAttributed, .testPostbacksRequested:
             nil
         }
     }

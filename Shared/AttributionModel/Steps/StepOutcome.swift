@@ -20,6 +20,8 @@ public enum StepCount: Sendable, Hashable {
     case conversion(ConversionStepOutcome)
     /// verifier: an event refused with this reason.
     case rejection(RejectionReason)
+    /// scheduler: an ad network's test postbacks made, due now.
+    case testPostbacks
     /// scheduler: what a late update (or supersession) did to a window's postbacks.
     case latePostback(LatePostbackChange)
     /// dispatcher: one delivery attempt and how it ended.

@@ -251,6 +251,13 @@ public struct VerifierStep: Sendable {
                 return refuse(refusal, app: report.advertisedItemIdentifier)
             }
             return pass(.activityVerified(report))
+        case .testPostbacksRequested(let request):
+            // Ingest checked the network and its credential; it may have been deleted since.
+            let network = request.adNetworkIdentifier.rawValue
+            guard registry.adNetworks[network] != nil else {
+                return refuse(Refusal(reason: .unknownAdNetwork, detail: "ad network \(network) is not registered"))
+            }
+            return pass(envelope.body)
         default:
             return .retry("verifier does not take \(envelope.type.rawValue) messages")
         }

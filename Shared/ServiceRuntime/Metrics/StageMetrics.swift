@@ -38,6 +38,8 @@ extension StageCount {
             self.init("winner_conversions_total", [("outcome", outcome.label)])
         case .rejection(let reason):
             self.init("verifier_rejections_total", [("reason", reason.rawValue)])
+        case .testPostbacks:
+            self.init("scheduler_test_postback_requests_total")
         case .latePostback(let change):
             self.init("scheduler_late_postbacks_total", [("change", change.rawValue)])
         case .delivery(let outcome, let attempt):
