@@ -320,6 +320,12 @@ MUTATIONS = [
        "if development { return developmentDelay...(developmentDelay * 2) }")),
     M("development-timings", "development winners keep the crowd's tier", ["development-timings.json"],
       (PLAN, "attribution.isDevelopment ? .development : crowd", "crowd")),
+    M("test-postbacks-tier", "a test postback from publisher 0 gets developer mode's tier, not the one asked for",
+      ["testPostbacksMade"],
+      ("Shared/AttributionModel/Postbacks/TestPostbacks.swift", "        plan.crowd = crowd  // a development winner would otherwise get the highest tier\n", "")),
+    M("test-postbacks-tier", "test postbacks signed with the production key",
+      ["testPostbacksMade"],
+      ("Shared/AttributionModel/Postbacks/TestPostbacks.swift", "            order.isDevelopment = true\n", "")),
 ]
 
 ISSUE = re.compile(r'recorded an issue with \d+ arguments? \w+ → "([^"]+\.json)"')

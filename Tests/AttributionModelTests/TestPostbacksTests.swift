@@ -6,10 +6,12 @@ import Testing
 struct TestPostbacksTests {
     static let network = AdNetworkIdentifier("tester.adattributionkit")!
 
-    static func request(_ tier: Int, windows: Int = 3, didWin: Bool = true) -> TestPostbackRequest {
+    static func request(_ tier: Int, windows: Int = 3, didWin: Bool = true, publisher: ItemIdentifier = 5_838_492)
+        -> TestPostbackRequest
+    {
         TestPostbackRequest(
             adNetworkIdentifier: network, tier: tier, windows: windows, conversionValue: 42, coarseConversionValue: .high,
-            countryCode: "DE", didWin: didWin, advertisedItemIdentifier: 1_300_000_001, publisherItemIdentifier: 5_838_492,
+            countryCode: "DE", didWin: didWin, advertisedItemIdentifier: 1_300_000_001, publisherItemIdentifier: publisher,
             sourceIdentifier: 1234, postbackIdentifiers: ["a", "b", "c"])
     }
 
@@ -28,10 +30,12 @@ struct TestPostbacksTests {
         Row(request: request(3, windows: 1), made: ["0 1234 42 - 5838492 DE store"]),
         Row(request: request(3, didWin: false), made: ["0 34 - high - - store"]),
         Row(request: request(0, didWin: false), made: ["0 34 - - - - -"]),
+        // Publisher 0 (a development impression's) keeps the tier asked for, not developer mode's highest.
+        Row(request: request(1, windows: 1, publisher: 0), made: ["0 34 - high - - store"]),
     ]
 
     @Test("each tier's fields, by the postbacks' own gating", arguments: rows)
-    func made(_ row: Row) {
+    func testPostbacksMade(_ row: Row) {
         let orders = TestPostbacks.orders(row.request)
         let described = orders.map { order in
             let payload = order.payload
