@@ -97,6 +97,28 @@ struct OpenAPIDocumentTests {
                 ]))
     }
 
+    /// The test-postback request's schema has exactly the members the request type reads (every one set,
+    /// encoded), less the identifiers ingest assigns; both routes take it and answer 429 past the limit.
+    @Test func testPostbackRequestsAreDocumentedMemberByMember() throws {
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(try Self.run(["--openapi"]).utf8)) as? [String: Any])
+        let schemas = try #require((document["components"] as? [String: Any])?["schemas"] as? [String: [String: Any]])
+        let documented = Set((schemas["TestPostbackRequest"]?["properties"] as? [String: Any] ?? [:]).keys)
+        let full = TestPostbackRequest(
+            adNetworkIdentifier: AdNetworkIdentifier("a.b")!, tier: 3, conversionTag: "t", conversionValue: 1,
+            coarseConversionValue: .low, countryCode: "DE", advertisedItemIdentifier: 1, sourceIdentifierDigits: 4,
+            postbackIdentifiers: ["p"])
+        let read = try #require(
+            try JSONSerialization.jsonObject(with: JSONCoding.encoder.encode(full)) as? [String: Any])
+        #expect(documented == Set(read.keys).subtracting(["postback-identifiers"]))
+        let paths = try #require(document["paths"] as? [String: [String: Any]])
+        for path in ["/v1/ad-networks/{id}/test-postbacks", "/v1/admin/ad-networks/{id}/test-postbacks"] {
+            let post = try #require(paths[path]?["post"] as? [String: Any], "\(path)")
+            let responses = try #require(post["responses"] as? [String: Any])
+            #expect(Set(responses.keys).isSuperset(of: ["202", "400", "401", "404", "429"]), "\(path)")
+        }
+    }
+
     /// The `enum` of the problem schema's `reason` and of the refusal lists' `reason`: together every
     /// `ProblemReason` and nothing else, each list exactly its channel's reasons.
     @Test func everyReasonIsListedAndEveryListedReasonIsAProblemReason() throws {
