@@ -85,5 +85,59 @@ extension PipelineSuites {
             #expect(retried.status == 202, "\(retried.json)")
             #expect(retried.json["event-identifier"] as? String == written)
         }
+
+        /// What asynchronous replication can lose, shown: the replica is promoted while cut off from its
+        /// primary (what a failover does to a partitioned primary), and the old primary, not knowing yet,
+        /// still takes writes. With `INGEST_WAIT_REPLICAS=0` ingest acknowledges such an event with 202, and
+        /// the promoted replica, which the pipeline goes on with, never has it: an acknowledged event lost.
+        /// With 1, the same write is answered 503 `replication-timeout`: the client knows it is not safe.
+        @Test func anAcknowledgementWithoutAReplicaCanBeLostInAFailover() async throws {
+            let primary = try await RedisServer.start()
+            defer { primary.stop() }
+            let replica = try await RedisServer.start(arguments: ["--replicaof", "127.0.0.1", String(primary.port)])
+            defer { replica.stop() }
+            let attached = try await eventually(timeout: .seconds(15)) {
+                let info = try await primary.connect().send(RedisCommand("INFO", "replication")).string ?? ""
+                return info.contains("connected_slaves:1") && info.contains("state=online")
+            }
+            try #require(attached, "the replica attached")
+            func ingest(waitReplicas: Int) throws -> PipelineProcesses {
+                try PipelineProcesses(
+                    redis: primary, timeScale: 1,
+                    extraEnvironment: ["INGEST_WAIT_REPLICAS": String(waitReplicas), "INGEST_WAIT_TIMEOUT_MS": "200"],
+                    only: ["ingest"])
+            }
+            // Each pipeline sets up ingest's Redis user with a password of its own: one at a time.
+            let unsafe = try ingest(waitReplicas: 0)
+            defer { unsafe.stop() }
+            try #require(try await http.waitUntilUp("\(unsafe.ingestURL)/health"), "ingest started\n\(unsafe.logs())")
+            let kept = try await http.send(
+                HTTPClientRequestBuilder(method: "POST", url: "\(unsafe.ingestURL)/v1/impressions", body: Self.impression()))
+            #expect(kept.status == 202, "\(kept.json)")
+            let replicated = try await eventually(timeout: .seconds(10)) {
+                try await streamRecords(StreamNames.events, on: replica.connect()).count == 1
+            }
+            try #require(replicated, "the replica follows")
+
+            // The failover: the replica is promoted, cut off from the primary, which still takes writes.
+            #expect(try await replica.connect().send(RedisCommand("REPLICAOF", "NO", "ONE")) == .status("OK"))
+            let lost = try await http.send(
+                HTTPClientRequestBuilder(method: "POST", url: "\(unsafe.ingestURL)/v1/impressions", body: Self.impression()))
+            #expect(lost.status == 202, "INGEST_WAIT_REPLICAS=0 acknowledges on the primary alone: \(lost.json)")
+            unsafe.stop()
+            let safe = try ingest(waitReplicas: 1)
+            defer { safe.stop() }
+            try #require(try await http.waitUntilUp("\(safe.ingestURL)/health"), "ingest started\n\(safe.logs())")
+            let refused = try await http.send(
+                HTTPClientRequestBuilder(method: "POST", url: "\(safe.ingestURL)/v1/impressions", body: Self.impression()))
+            #expect(refused.status == 503 && refused.json["reason"] as? String == "replication-timeout", "\(refused.json)")
+
+            let lostID = try #require(lost.json["event-identifier"] as? String)
+            let onPrimary = try await streamRecords(StreamNames.events, on: primary.connect()).compactMap(\.message)
+            let onPromoted = try await streamRecords(StreamNames.events, on: replica.connect()).compactMap(\.message)
+            #expect(onPrimary.contains { $0.contains(lostID) }, "the old primary wrote it")
+            #expect(!onPromoted.contains { $0.contains(lostID) }, "the promoted replica, which carries on, never had it")
+            #expect(onPromoted.count == 1, "what was acknowledged before the failover survived it")
+        }
     }
 }
