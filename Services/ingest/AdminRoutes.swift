@@ -78,7 +78,8 @@ struct AdminRoutes {
         }
         AppKeyRoutes(redis: redis, clock: clock).add(to: admin, prefix: prefix, catalog: catalog)
         NetworkCredentialRoutes(redis: redis, clock: clock).addAdmin(to: admin, prefix: prefix, catalog: catalog)
-        TestPostbackRoutes(redis: redis, partitioning: partitioning, clock: clock).addAdmin(to: admin, prefix: prefix, catalog: catalog)
+        TestPostbackRoutes(redis: redis, partitioning: partitioning, clock: clock).addAdmin(
+            to: admin, prefix: prefix, catalog: catalog)
         RegistrationDeletion(redis: redis).add(to: admin, prefix: prefix, catalog: catalog)
         catalog.on(admin, prefix: prefix, .get, "/advertised-apps/:item/rejections") { _, context in
             try await Self.recentRejections(redis, RejectionLog.appKey(String(try Self.itemIdentifier(context))))

@@ -51,7 +51,8 @@ struct TestPostbackRoutes {
         let partition = partitioning.of(device: "test-postbacks:\(network)")
         let written = try await redis.send(StreamCommands.add(StreamNames.events(partition), message: envelope.encoded()))
         if let message = written.errorMessage {
-            throw ProblemDetails(.serviceUnavailable, reason: .redisUnreachable, detail: "Redis refused the write (\(message.prefix(80)))")
+            throw ProblemDetails(
+                .serviceUnavailable, reason: .redisUnreachable, detail: "Redis refused the write (\(message.prefix(80)))")
         }
         var answer: [String: Any] = [
             "ad-network-identifier": network, "event-identifier": envelope.id,
@@ -72,7 +73,8 @@ struct TestPostbackRoutes {
         let left = max(1, Int(((replies[2].int ?? 60_000) + 999) / 1_000))
         throw ProblemDetails(
             .tooManyRequests, reason: .rateLimited,
-            detail: "ad network \(network) asked for test postbacks \(Self.perMinute) times this minute; retry after Retry-After seconds",
+            detail:
+                "ad network \(network) asked for test postbacks \(Self.perMinute) times this minute; retry after Retry-After seconds",
             retryAfterSeconds: left)
     }
 }

@@ -34,7 +34,9 @@ extension PipelineSuites {
             if !didWin {
                 return Expected(
                     sourceIdentifier: "34", payloadKeys: alwaysInPayload.union(marketplace),
-                    bodyKeys: tier > 0 ? ["jws-string", "ad-interaction-type", "coarse-conversion-value"] : ["jws-string", "ad-interaction-type"])
+                    bodyKeys: tier > 0
+                        ? ["jws-string", "ad-interaction-type", "coarse-conversion-value"]
+                        : ["jws-string", "ad-interaction-type"])
             }
             if window > 0 {
                 return Expected(
@@ -42,7 +44,9 @@ extension PipelineSuites {
                     bodyKeys: ["jws-string", "ad-interaction-type", "coarse-conversion-value"])
             }
             switch tier {
-            case 0: return Expected(sourceIdentifier: "34", payloadKeys: alwaysInPayload, bodyKeys: ["jws-string", "ad-interaction-type"])
+            case 0:
+                return Expected(
+                    sourceIdentifier: "34", payloadKeys: alwaysInPayload, bodyKeys: ["jws-string", "ad-interaction-type"])
             case 1:
                 return Expected(
                     sourceIdentifier: "34", payloadKeys: alwaysInPayload.union(marketplace),
@@ -53,7 +57,8 @@ extension PipelineSuites {
                     bodyKeys: ["jws-string", "ad-interaction-type", "conversion-value"])
             default:
                 return Expected(
-                    sourceIdentifier: "1234", payloadKeys: alwaysInPayload.union(marketplace).union(["publisher-item-identifier"]),
+                    sourceIdentifier: "1234",
+                    payloadKeys: alwaysInPayload.union(marketplace).union(["publisher-item-identifier"]),
                     bodyKeys: ["jws-string", "ad-interaction-type", "conversion-value", "country-code"])
             }
         }
@@ -94,7 +99,8 @@ extension PipelineSuites {
             // The admin token works too, on the admin listener.
             let byOperator = try await http.send(
                 "POST", "\(processes.adminURL)/v1/admin/ad-networks/\(network)/test-postbacks",
-                json: ["tier": 1, "advertised-item-identifier": app, "coarse-conversion-value": "low"], token: processes.adminToken)
+                json: ["tier": 1, "advertised-item-identifier": app, "coarse-conversion-value": "low"],
+                token: processes.adminToken)
             try #require(byOperator.status == 202, "\(String(decoding: byOperator.body, as: UTF8.self))")
             for id in try #require(byOperator.json["postback-identifiers"] as? [String]) { asked[id] = (1, true) }
 
@@ -130,7 +136,9 @@ extension PipelineSuites {
             // No crowd counted, no device state, no plan: only the streams moved.
             let connection = redis.connect()
             let keys = try await connection.send(RedisCommand("KEYS", "*")).elements.compactMap(\.string)
-            #expect(keys.filter { $0.hasPrefix("scheduler:crowd") || $0.hasPrefix("winner:state") || $0.contains(":plan:") }.isEmpty, "\(keys)")
+            #expect(
+                keys.filter { $0.hasPrefix("scheduler:crowd") || $0.hasPrefix("winner:state") || $0.contains(":plan:") }.isEmpty,
+                "\(keys)")
             await connection.close()
         }
 
@@ -147,7 +155,8 @@ extension PipelineSuites {
                     publisher: Self.publisher, app: app, http: http)
             }
             let issued = try await http.send(
-                "POST", "\(processes.adminURL)/v1/admin/ad-networks/first.adattributionkit/credentials", token: processes.adminToken)
+                "POST", "\(processes.adminURL)/v1/admin/ad-networks/first.adattributionkit/credentials",
+                token: processes.adminToken)
             let credential = try #require(issued.json["credential"] as? String)
             let route = "\(processes.ingestURL)/v1/ad-networks/first.adattributionkit/test-postbacks"
             let fine: [String: Any] = ["tier": 2, "advertised-item-identifier": app]
@@ -167,14 +176,20 @@ extension PipelineSuites {
                     credential, 400, "invalid-conversion-tag"
                 ),
                 (["tier": 3, "advertised-item-identifier": app, "country-code": "ZZ"], credential, 400, "invalid-country-code"),
-                (["tier": 1, "advertised-item-identifier": app, "ad-network-identifier": "second.adattributionkit"], credential, 400, "invalid-body"),
+                (
+                    ["tier": 1, "advertised-item-identifier": app, "ad-network-identifier": "second.adattributionkit"],
+                    credential, 400, "invalid-body"
+                ),
             ] as [([String: Any], String?, Int, String)] {
                 let reply = try await http.send("POST", route, json: json, token: token)
-                #expect(reply.status == status && reply.json["reason"] as? String == reason, "\(json): \(String(decoding: reply.body, as: UTF8.self))")
+                #expect(
+                    reply.status == status && reply.json["reason"] as? String == reason,
+                    "\(json): \(String(decoding: reply.body, as: UTF8.self))")
             }
             // Another network's credential: 403.
             let other = try await http.send(
-                "POST", "\(processes.ingestURL)/v1/ad-networks/second.adattributionkit/test-postbacks", json: fine, token: credential)
+                "POST", "\(processes.ingestURL)/v1/ad-networks/second.adattributionkit/test-postbacks", json: fine,
+                token: credential)
             #expect(other.status == 403 && other.json["reason"] as? String == "credential-mismatch")
 
             // Ten a minute per network, then 429 with Retry-After; the other network is not held back.

@@ -300,7 +300,9 @@ struct ClusterTransportTests {
         let topology = try await cluster.topology()
         func key(_ prefix: String, where owner: (Int?) -> Bool) throws -> String {
             try #require(
-                (0..<1_000).lazy.map { "{\(prefix)\($0)}:k" }.first { owner(topology.node(forSlot: ClusterSlot.slot(of: $0))?.port) })
+                (0..<1_000).lazy.map { "{\(prefix)\($0)}:k" }.first {
+                    owner(topology.node(forSlot: ClusterSlot.slot(of: $0))?.port)
+                })
         }
         let watched = try key("w", where: { _ in true })
         let watchedPort = try #require(topology.node(forSlot: ClusterSlot.slot(of: watched))?.port)

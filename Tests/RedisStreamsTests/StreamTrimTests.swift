@@ -113,7 +113,9 @@ struct StreamTrimTests {
         _ = try await redis.send(RedisCommand("XGROUP", "SETID", "s", "g", "2000-0", "ENTRIESREAD", "3"))
         #expect(try await redis.send(RedisCommand("XINFO", "GROUPS", "s")).elements.first?.fieldMap["lag"]?.int == 0)
         #expect(try await progress()?.caughtUp == false, "the last entry is unread, whatever lag says")
-        #expect(GroupProgress.unread(lag: 0, lastDelivered: ID(milliseconds: 2000, sequence: 0), lastEntry: ID(milliseconds: 3000, sequence: 0)) == 1)
+        #expect(
+            GroupProgress.unread(
+                lag: 0, lastDelivered: ID(milliseconds: 2000, sequence: 0), lastEntry: ID(milliseconds: 3000, sequence: 0)) == 1)
         #expect(GroupProgress.unread(lag: nil, lastDelivered: nil, lastEntry: nil) == 0, "an empty stream")
     }
 }

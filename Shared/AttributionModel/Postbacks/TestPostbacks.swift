@@ -122,7 +122,8 @@ public struct TestPostbackRequest: Sendable, Codable, Hashable {
             try RequestChecks.conversionTag(tag)
             guard conversionType == .reengagement else {
                 throw RequestProblem(
-                    .conversionTagNotSupported, "conversion-tag names a re-engagement, but conversion-type is \(conversionType.rawValue)")
+                    .conversionTagNotSupported,
+                    "conversion-tag names a re-engagement, but conversion-type is \(conversionType.rawValue)")
             }
         }
     }
