@@ -224,7 +224,14 @@ run_stack() {  # run_stack single|cluster
     local status=0
     wait $campaign || status=$?
     sed -n '/postbacks per window/,$p' "$RUN/$MODE-campaign.log"
-    [ $status -eq 0 ] || { echo "FAILED: the postbacks at the receiver differ from what the campaign expects" >&2; return 1; }
+    if [ $status -ne 0 ]; then
+        # What the ledger makes of it tells a postback still in flight from an event lost.
+        echo "FAILED: the postbacks at the receiver differ from what the campaign expects; the ledger:" >&2
+        "${COMPOSE[@]}" run --rm ledger >"$RUN/$MODE-ledger.log" 2>&1 || true
+        grep -v '^Creating\|^Starting\|^Container\|is up-to-date' "$RUN/$MODE-ledger.log" | sed 's/^/    /' >&2
+        save_logs
+        return 1
+    fi
     SUMMARY+=("$MODE: postbacks as expected per window and per ad network:")
     while read -r line; do SUMMARY+=("  $line"); done < <(grep '^window [0-9]:' "$RUN/$MODE-campaign.log")
 

@@ -48,9 +48,14 @@ struct AttributionWinnerStage: StreamStage {
         let caps = batch.reengagementDevices.map {
             DeviceKeys.winnerReengagements(device: $0, in: partitioning.of(device: $0))
         }
-        // Not watched: `verified` only moves on, and a settled conversion read too early just waits.
+        // Not watched: `verified` only moves on, and a settled conversion read too early just waits. With
+        // it, the oldest event the verifier has held longer than the settle time (its replica died).
         let progress = batch.settledPartitions.flatMap {
-            GroupProgress.commands(stream: StreamNames.verified($0), group: ConsumerGroups.attributionWinner.name)
+            GroupProgress.commands(stream: StreamNames.verified($0), group: ConsumerGroups.attributionWinner.name) + [
+                RedisCommand(
+                    "XPENDING", StreamNames.events($0), ConsumerGroups.verifier.name, "IDLE",
+                    String(max(1, step.settleMilliseconds)), "-", "+", "1")
+            ]
         }
         return StageReads(
             watch: states + caps,
@@ -69,13 +74,18 @@ struct AttributionWinnerStage: StreamStage {
             reengagements[device] = stride(from: 1, to: flat.count, by: 2).compactMap { flat[$0].int }
         }
         let now = clock()
-        var readThrough: [Partition: Milliseconds] = [:]
+        var readThrough: [Partition: WinnerStep.VerifiedPosition] = [:]
         let progressReplies = Array(state.dropFirst(batch.scopes.count + batch.reengagementDevices.count))
-        for (index, partition) in batch.settledPartitions.enumerated() where progressReplies.count >= 3 * index + 3 {
+        for (index, partition) in batch.settledPartitions.enumerated() where progressReplies.count >= 4 * index + 4 {
             let progress = GroupProgress(
-                groups: progressReplies[3 * index], pending: progressReplies[3 * index + 1],
-                last: progressReplies[3 * index + 2], group: ConsumerGroups.attributionWinner.name)
-            readThrough[partition] = progress.map { Milliseconds($0.finishedThrough(now: UInt64(max(0, now)))) }
+                groups: progressReplies[4 * index], pending: progressReplies[4 * index + 1],
+                last: progressReplies[4 * index + 2], group: ConsumerGroups.attributionWinner.name)
+            let stuck = progressReplies[4 * index + 3].elements.first?.elements.first?.string.flatMap(StreamTrim.EntryID.init)
+            readThrough[partition] = progress.map {
+                .readThrough(
+                    Milliseconds($0.finishedThrough(now: UInt64(max(0, now)))),
+                    verifierThrough: stuck.map { Milliseconds($0.milliseconds) - 1 })
+            }
         }
         return zip(batch.envelopes, batch.partitions).enumerated().map { index, pair -> StageOutcome in
             let (envelope, partition) = pair
@@ -89,7 +99,7 @@ struct AttributionWinnerStage: StreamStage {
             let device = WinnerStep.reengagementDevice(of: envelope)
             let history = device.flatMap { reengagements[$0] } ?? []
             let position: WinnerStep.VerifiedPosition? =
-                batch.written[index].map { .writtenAt($0) } ?? readThrough[partition].map { .readThrough($0) }
+                batch.written[index].map { .writtenAt($0) } ?? readThrough[partition]
             switch step.step(
                 states[scope] ?? DeviceAttributionState(), message: envelope, reengagements: history, now: now, verified: position
             )

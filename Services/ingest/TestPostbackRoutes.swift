@@ -37,6 +37,9 @@ struct TestPostbackRoutes {
         if let unknown = UnknownMembers.paths(inJSON: body, comparedWith: asked).first {
             throw ProblemDetails.badRequest(.unknownKey, "\(unknown) is not a member of a test-postback request")
         }
+        guard asked.postbackIdentifiers.isEmpty else {
+            throw ProblemDetails.badRequest(.unknownKey, "postback-identifiers is not a member of a test-postback request")
+        }
         guard asked.adNetworkIdentifier == TestPostbackRequest.unnamed || asked.adNetworkIdentifier.rawValue == network else {
             throw ProblemDetails.badRequest(.invalidBody, "ad-network-identifier must be the path's (\(network)) or absent")
         }

@@ -80,5 +80,63 @@ extension PipelineSuites {
                 "GET", "\(try #require(pipeline.url(of: "attribution-winner")))/metrics")
             #expect(String(decoding: metrics.body, as: UTF8.self).contains("winner_settle_extensions_total"), "it waited")
         }
+
+        /// An impression pending on a verifier replica that died (taken from `events`, never written to
+        /// `verified`), and the device's install after it, verified by a live replica: the install waits
+        /// until the impression is verified (another replica claims it after `CLAIM_IDLE_MS`), then wins
+        /// with it. (Before it waited, the install was refused `no-eligible-impression` 250 ms later.)
+        @Test func aConversionWaitsForAnImpressionPendingOnADeadVerifier() async throws {
+            let redis = try await RedisServer.start()
+            defer { redis.stop() }
+            let pipeline = try PipelineProcesses(redis: redis, timeScale: 1, only: [])
+            defer { pipeline.stop() }
+            let connection = redis.connect()
+            let device = "device-of-a-dead-verifier"
+            let partition = testPartitioning.of(device: device)
+            let events = StreamNames.events(partition)
+            // The impression's event, taken by a verifier consumer that then died.
+            _ = try await connection.send(RedisCommand("XGROUP", "CREATE", events, ConsumerGroups.verifier.name, "0", "MKSTREAM"))
+            let taken = try await connection.send(StreamCommands.add(events, message: Array("an impression".utf8)))
+            let entry = try #require(taken.string)
+            _ = try await connection.send(
+                RedisCommand("XREADGROUP", "GROUP", ConsumerGroups.verifier.name, "dead-verifier", "STREAMS", events, ">"))
+            try await Task.sleep(for: .milliseconds(5))
+            let now = Milliseconds(Date().timeIntervalSince1970 * 1000)
+            let install = Envelope(
+                time: now,
+                body: .conversionVerified(
+                    VerifiedConversion(
+                        report: ConversionReport(
+                            deviceIdentifier: device, advertisedItemIdentifier: Self.app, conversionType: .download, time: now,
+                            countryCode: "US", receivedAt: now),
+                        app: AdvertisedAppConfiguration(itemIdentifier: Self.app))))
+            _ = try await connection.send(StreamCommands.add(StreamNames.verified(partition), message: install.encoded()))
+            try pipeline.start("attribution-winner", port: try freeLoopbackPort(), ["CONVERSION_SETTLE_MS": "250"])
+
+            let attributions = StreamNames.attributions(partition)
+            func decided() async throws -> Int {
+                try await streamLength(attributions, on: connection) + streamLength(StreamNames.rejected, on: connection)
+            }
+            try await Task.sleep(for: .seconds(3))
+            #expect(try await decided() == 0, "the install waits for the verifier\n\(pipeline.logs())")
+
+            // Another replica claims the impression and verifies it.
+            _ = try await connection.pipeline([
+                StreamCommands.add(
+                    StreamNames.verified(partition), message: Self.impression(device: device, at: now - 60_000).encoded()),
+                RedisCommand("XACK", events, ConsumerGroups.verifier.name, entry),
+            ])
+            try #require(try await eventually(timeout: .seconds(30)) { try await decided() > 0 }, "\(pipeline.logs())")
+            let records = try await streamRecords(attributions, on: connection).compactMap { record in
+                record.fields["e"].flatMap { try? Envelope.decode($0) }
+            }
+            guard case .conversionAttributed(let attribution)? = records.first?.body else {
+                Issue.record(
+                    "not attributed: \(records); rejected: \(try await streamLength(StreamNames.rejected, on: connection))")
+                return
+            }
+            #expect(attribution.conversionIdentifier == install.id)
+            #expect(attribution.winner.adNetworkIdentifier.rawValue == "lag.adattributionkit")
+        }
     }
 }

@@ -166,6 +166,7 @@ extension PipelineSuites {
                 (["tier": 4, "advertised-item-identifier": app], credential, 400, "value-out-of-range"),
                 (["tier": 1, "windows": 2, "advertised-item-identifier": app], credential, 400, "value-out-of-range"),
                 (["tier": 1, "teir": 2, "advertised-item-identifier": app], credential, 400, "unknown-key"),
+                (["tier": 1, "advertised-item-identifier": app, "postback-identifiers": ["x"]], credential, 400, "unknown-key"),
                 (["tier": 1], credential, 400, "invalid-json"),
                 (
                     ["tier": 1, "advertised-item-identifier": app, "conversion-tag": "0f8fad5b-d9cb-469f-a165-70867728950e"],

@@ -107,8 +107,9 @@ public struct WinnerStep: Sendable {
         /// Input `.verified`: where the verifier wrote this message.
         case writtenAt(Milliseconds)
         /// Input `.settled`: attribution-winner has read and finished every entry of the message's
-        /// partition up to here.
-        case readThrough(Milliseconds)
+        /// partition up to here; `verifierThrough`: the verifier holds no event of the partition's
+        /// `events` taken up to here longer than the settle time (nil: none held that long).
+        case readThrough(Milliseconds, verifierThrough: Milliseconds? = nil)
     }
 
     /// How soon a settled conversion that must wait for `verified` is looked at again: after about the
@@ -136,7 +137,9 @@ public struct WinnerStep: Sendable {
             effects.state.settle(conversion.report, conversionIdentifier: envelope.id, settlesAfter: horizon)
             effects.settle = (envelope, now + settleMilliseconds)
         case .conversionVerified(let conversion):
-            if input == .settled, let unread = unreadBeforeHorizon(envelope.id, effects.state, position, now: now) {
+            if input == .settled,
+                let unread = unreadBeforeHorizon(conversion, id: envelope.id, effects.state, position, now: now)
+            {
                 // Behind on `verified`: impressions written just after the conversion are not read yet.
                 effects.settle = (envelope, now + Self.recheckMilliseconds(unread: unread))
                 effects.counts.append(.settleExtended)
@@ -208,14 +211,25 @@ public struct WinnerStep: Sendable {
     /// stays pending (its consumer died); the winner's lag alone is not, since the conversion's windows
     /// count from its own time, not from its attribution, and a scaled run's lag of seconds is days.
     /// Returns the span of `verified` (ms) still unread before the horizon, nil when it need not wait.
+    ///
+    /// It also waits while the verifier has held an event of the partition that ingest took before the
+    /// conversion (`receivedAt`) longer than the settle time: an impression whose verifier replica died
+    /// is verified only once another claims it (`CLAIM_IDLE_MS`, 30 s by default), after a conversion a
+    /// live replica verified meanwhile, far past the settle time. (Events merely in a batch under way
+    /// are verified within it, which the settle time covers.) Under the same bound.
     func unreadBeforeHorizon(
-        _ conversionIdentifier: String, _ state: DeviceAttributionState, _ position: VerifiedPosition?, now: Milliseconds
+        _ conversion: VerifiedConversion, id conversionIdentifier: String, _ state: DeviceAttributionState,
+        _ position: VerifiedPosition?, now: Milliseconds
     ) -> Milliseconds? {
-        guard case .readThrough(let read) = position,
+        guard case .readThrough(let read, let verifierThrough) = position,
             let horizon = state.settling.first(where: { $0.conversionIdentifier == conversionIdentifier })?.settlesAfter,
-            read < horizon, now < horizon + DeviceStateLimits.pendingKept(policy)
+            now < horizon + DeviceStateLimits.pendingKept(policy)
         else { return nil }
-        return horizon - read
+        if read < horizon { return horizon - read }
+        if let verifierThrough, verifierThrough < conversion.report.receivedAt {
+            return conversion.report.receivedAt - verifierThrough
+        }
+        return nil
     }
 
     private func attribute(

@@ -80,6 +80,34 @@ import Testing
         }
     }
 
+    /// `verified` read past the horizon is not enough while the verifier has not finished an event ingest
+    /// took before the conversion (an impression pending on a verifier replica that died): the conversion
+    /// waits for it, under the same bound.
+    @Test(arguments: [
+        // (the verifier finished `events` through, now, waits)
+        (nil, 12_000, false) as (Milliseconds?, Milliseconds, Bool),  // not known: not waited for
+        (Self.now - 1, 12_000, true),  // an event taken just before the conversion is unfinished
+        (Self.now, 12_000, false),
+        (Self.now - 1, 12_000 + DeviceStateLimits.pendingKept(.realTime), false),  // the same bound
+    ])
+    func aSettledConversionWaitsForEventsTheVerifierHasNotFinished(
+        verifierThrough: Milliseconds?, now: Milliseconds, waits: Bool
+    ) throws {
+        let settling = WinnerStep(policy: .realTime, input: .verified, settleMilliseconds: 2_000)
+        var state = DeviceAttributionState()
+        state.record(F.impression("i", at: Self.now - F.hour))
+        let message = Self.conversion(.download, at: Self.now)
+        let held = try effects(
+            settling.step(state, message: message, reengagements: [], now: 9_000_000, verified: .writtenAt(10_000)))
+        let settled = WinnerStep(policy: .realTime, input: .settled, settleMilliseconds: 2_000)
+        let outcome = try effects(
+            settled.step(
+                held.state, message: message, reengagements: [], now: now,
+                verified: .readThrough(12_000, verifierThrough: verifierThrough)))
+        #expect(outcome.counts == (waits ? [.settleExtended] : [.conversion(.attributed)]))
+        #expect(outcome.state.settling.count == (waits ? 1 : 0))
+    }
+
     /// A refused conversion is recorded with its reason; updates that waited on it go to the one before.
     @Test func aRefusedConversionRoutesItsWaitingUpdatesToThePreviousOne() throws {
         let step = WinnerStep(policy: .realTime, input: .settled, settleMilliseconds: 0)
