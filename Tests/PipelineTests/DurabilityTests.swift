@@ -21,6 +21,20 @@ extension PipelineSuites {
             return HostileInputTests.impressionBody(jws)
         }
 
+        /// A replica of `primary`, once the primary sees it online.
+        static func attachedReplica(of primary: RedisServer) async throws -> RedisServer {
+            let replica = try await RedisServer.start(arguments: ["--replicaof", "127.0.0.1", String(primary.port)])
+            let attached = try await eventually(timeout: .seconds(15)) {
+                let info = try await primary.connect().send(RedisCommand("INFO", "replication")).string ?? ""
+                return info.contains("connected_slaves:1") && info.contains("state=online")
+            }
+            guard attached else {
+                replica.stop()
+                throw TestSupportError("the replica did not attach")
+            }
+            return replica
+        }
+
         @Test func ingestWaitsForAReplicaBeforeAcknowledging() async throws {
             let primary = try await RedisServer.start()
             defer { primary.stop() }
@@ -49,13 +63,8 @@ extension PipelineSuites {
             #expect(Set(items.compactMap { $0["event-identifier"] as? String }).count == 2, "\(batch.json)")
             #expect(batch.retryAfter == "1")
 
-            let replica = try await RedisServer.start(arguments: ["--replicaof", "127.0.0.1", String(primary.port)])
+            let replica = try await Self.attachedReplica(of: primary)
             defer { replica.stop() }
-            let attached = try await eventually(timeout: .seconds(15)) {
-                let info = try await primary.connect().send(RedisCommand("INFO", "replication")).string ?? ""
-                return info.contains("connected_slaves:1") && info.contains("state=online")
-            }
-            try #require(attached, "the replica attached")
             // A replica that has just come online may still miss one 200 ms WAIT on a loaded machine; the
             // documented answer is to retry with the same Idempotency-Key, which waits again and then
             // answers the first event's id (the event was written once).
@@ -94,13 +103,8 @@ extension PipelineSuites {
         @Test func anAcknowledgementWithoutAReplicaCanBeLostInAFailover() async throws {
             let primary = try await RedisServer.start()
             defer { primary.stop() }
-            let replica = try await RedisServer.start(arguments: ["--replicaof", "127.0.0.1", String(primary.port)])
+            let replica = try await Self.attachedReplica(of: primary)
             defer { replica.stop() }
-            let attached = try await eventually(timeout: .seconds(15)) {
-                let info = try await primary.connect().send(RedisCommand("INFO", "replication")).string ?? ""
-                return info.contains("connected_slaves:1") && info.contains("state=online")
-            }
-            try #require(attached, "the replica attached")
             func ingest(waitReplicas: Int) throws -> PipelineProcesses {
                 try PipelineProcesses(
                     redis: primary, timeScale: 1,

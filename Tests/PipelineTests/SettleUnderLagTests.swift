@@ -26,6 +26,32 @@ extension PipelineSuites {
                         interaction: .click(at: time, loadedAt: time), kind: .adAttributionKit)))
         }
 
+        /// A verified install of the app on `device`, received at `time`.
+        static func install(device: String, at time: Milliseconds) -> Envelope {
+            Envelope(
+                time: time,
+                body: .conversionVerified(
+                    VerifiedConversion(
+                        report: ConversionReport(
+                            deviceIdentifier: device, advertisedItemIdentifier: app, conversionType: .download, time: time,
+                            countryCode: "US", receivedAt: time),
+                        app: AdvertisedAppConfiguration(itemIdentifier: app))))
+        }
+
+        /// The first decision on `attributions`, when it attributed; records an issue (with what was
+        /// decided instead) and returns nil otherwise.
+        static func attribution(on attributions: String, _ connection: RedisConnection) async throws -> Attribution? {
+            let records = try await streamRecords(attributions, on: connection).compactMap { record in
+                record.fields["e"].flatMap { try? Envelope.decode($0) }
+            }
+            guard case .conversionAttributed(let attribution)? = records.first?.body else {
+                Issue.record(
+                    "not attributed: \(records); rejected: \(try await streamLength(StreamNames.rejected, on: connection))")
+                return nil
+            }
+            return attribution
+        }
+
         /// The install, 5,000 other devices' impressions, then the install's impression, all in one
         /// partition and written before attribution-winner starts reading one at a time: it reads the
         /// impression seconds after the install's 250 ms settle time ran out. (Before the settle time
@@ -45,14 +71,7 @@ extension PipelineSuites {
                 index += 1
                 if testPartitioning.of(device: "other-\(index)") == partition { others.append("other-\(index)") }
             }
-            let install = Envelope(
-                time: now,
-                body: .conversionVerified(
-                    VerifiedConversion(
-                        report: ConversionReport(
-                            deviceIdentifier: device, advertisedItemIdentifier: Self.app, conversionType: .download, time: now,
-                            countryCode: "US", receivedAt: now),
-                        app: AdvertisedAppConfiguration(itemIdentifier: Self.app))))
+            let install = Self.install(device: device, at: now)
             let entries =
                 [install] + others.map { Self.impression(device: $0, at: now - 60_000) }
                 + [Self.impression(device: device, at: now - 60_000)]
@@ -66,14 +85,7 @@ extension PipelineSuites {
                 try await eventually(timeout: .seconds(60)) {
                     try await streamLength(attributions, on: connection) + streamLength(StreamNames.rejected, on: connection) > 0
                 }, "the install is decided\n\(pipeline.logs())")
-            let decided = try await streamRecords(attributions, on: connection).compactMap { record in
-                record.fields["e"].flatMap { try? Envelope.decode($0) }
-            }
-            guard case .conversionAttributed(let attribution)? = decided.first?.body else {
-                Issue.record(
-                    "not attributed: \(decided); rejected: \(try await streamLength(StreamNames.rejected, on: connection))")
-                return
-            }
+            guard let attribution = try await Self.attribution(on: attributions, connection) else { return }
             #expect(attribution.conversionIdentifier == install.id)
             #expect(try await streamLength(StreamNames.rejected, on: connection) == 0)
             let metrics = try await HTTPTestClient().send(
@@ -102,14 +114,7 @@ extension PipelineSuites {
                 RedisCommand("XREADGROUP", "GROUP", ConsumerGroups.verifier.name, "dead-verifier", "STREAMS", events, ">"))
             try await Task.sleep(for: .milliseconds(5))
             let now = Milliseconds(Date().timeIntervalSince1970 * 1000)
-            let install = Envelope(
-                time: now,
-                body: .conversionVerified(
-                    VerifiedConversion(
-                        report: ConversionReport(
-                            deviceIdentifier: device, advertisedItemIdentifier: Self.app, conversionType: .download, time: now,
-                            countryCode: "US", receivedAt: now),
-                        app: AdvertisedAppConfiguration(itemIdentifier: Self.app))))
+            let install = Self.install(device: device, at: now)
             _ = try await connection.send(StreamCommands.add(StreamNames.verified(partition), message: install.encoded()))
             try pipeline.start("attribution-winner", port: try freeLoopbackPort(), ["CONVERSION_SETTLE_MS": "250"])
 
@@ -127,14 +132,7 @@ extension PipelineSuites {
                 RedisCommand("XACK", events, ConsumerGroups.verifier.name, entry),
             ])
             try #require(try await eventually(timeout: .seconds(30)) { try await decided() > 0 }, "\(pipeline.logs())")
-            let records = try await streamRecords(attributions, on: connection).compactMap { record in
-                record.fields["e"].flatMap { try? Envelope.decode($0) }
-            }
-            guard case .conversionAttributed(let attribution)? = records.first?.body else {
-                Issue.record(
-                    "not attributed: \(records); rejected: \(try await streamLength(StreamNames.rejected, on: connection))")
-                return
-            }
+            guard let attribution = try await Self.attribution(on: attributions, connection) else { return }
             #expect(attribution.conversionIdentifier == install.id)
             #expect(attribution.winner.adNetworkIdentifier.rawValue == "lag.adattributionkit")
         }

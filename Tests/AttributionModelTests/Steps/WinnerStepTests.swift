@@ -40,6 +40,18 @@ import Testing
         #expect(attributed.keepStateFor == Retention.deviceState(.realTime))
     }
 
+    /// An install with an impression an hour before it, read by the settling step (2 s) long after the
+    /// verifier wrote it (at 10,000): the horizon counts from the writing, so it settles after 12,000.
+    func settlingInstall() throws -> (message: Envelope, held: WinnerStep.Effects) {
+        let settling = WinnerStep(policy: .realTime, input: .verified, settleMilliseconds: 2_000)
+        var state = DeviceAttributionState()
+        state.record(F.impression("i", at: Self.now - F.hour))
+        let message = Self.conversion(.download, at: Self.now)
+        let held = try effects(
+            settling.step(state, message: message, reengagements: [], now: 9_000_000, verified: .writtenAt(10_000)))
+        return (message, held)
+    }
+
     /// A settled conversion waits while attribution-winner has not finished `verified` up to where the
     /// verifier wrote it plus the settle time: an impression written just after it, read late because
     /// the winner is behind, still competes. The wait ends when a waiting update would be refused
@@ -53,14 +65,7 @@ import Testing
         (5_000, 12_000 + DeviceStateLimits.pendingKept(.realTime), false),  // waited as long as a waiting update is kept
     ])
     func aSettledConversionWaitsUntilVerifiedIsReadPastIt(readThrough: Milliseconds?, now: Milliseconds, waits: Bool) throws {
-        let settling = WinnerStep(policy: .realTime, input: .verified, settleMilliseconds: 2_000)
-        var state = DeviceAttributionState()
-        state.record(F.impression("i", at: Self.now - F.hour))
-        let message = Self.conversion(.download, at: Self.now)
-        // The winner reads the conversion long after the verifier wrote it (at 10,000): the horizon
-        // counts from the writing.
-        let held = try effects(
-            settling.step(state, message: message, reengagements: [], now: 9_000_000, verified: .writtenAt(10_000)))
+        let (message, held) = try settlingInstall()
         #expect(held.state.settling.first?.settlesAfter == 12_000 && held.settle?.dueAt == 9_002_000)
 
         let settled = WinnerStep(policy: .realTime, input: .settled, settleMilliseconds: 2_000)
@@ -93,12 +98,7 @@ import Testing
     func aSettledConversionWaitsForEventsTheVerifierHasNotFinished(
         verifierThrough: Milliseconds?, now: Milliseconds, waits: Bool
     ) throws {
-        let settling = WinnerStep(policy: .realTime, input: .verified, settleMilliseconds: 2_000)
-        var state = DeviceAttributionState()
-        state.record(F.impression("i", at: Self.now - F.hour))
-        let message = Self.conversion(.download, at: Self.now)
-        let held = try effects(
-            settling.step(state, message: message, reengagements: [], now: 9_000_000, verified: .writtenAt(10_000)))
+        let (message, held) = try settlingInstall()
         let settled = WinnerStep(policy: .realTime, input: .settled, settleMilliseconds: 2_000)
         let outcome = try effects(
             settled.step(
