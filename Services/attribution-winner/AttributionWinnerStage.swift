@@ -48,14 +48,12 @@ struct AttributionWinnerStage: StreamStage {
         let caps = batch.reengagementDevices.map {
             DeviceKeys.winnerReengagements(device: $0, in: partitioning.of(device: $0))
         }
-        // Not watched: `verified` only moves on, and a settled conversion read too early just waits. With
-        // it, the oldest event the verifier has held longer than the settle time (its replica died).
+        // Not watched: `verified` only moves on, and a settled conversion read too early just waits. First
+        // the oldest event the verifier holds, so that `verified`'s last entry, read after it in the same
+        // slot, is at or past the verified form of every event the verifier had finished by then.
         let progress = batch.settledPartitions.flatMap {
-            GroupProgress.commands(stream: StreamNames.verified($0), group: ConsumerGroups.attributionWinner.name) + [
-                RedisCommand(
-                    "XPENDING", StreamNames.events($0), ConsumerGroups.verifier.name, "IDLE",
-                    String(max(1, step.settleMilliseconds)), "-", "+", "1")
-            ]
+            [RedisCommand("XPENDING", StreamNames.events($0), ConsumerGroups.verifier.name, "-", "+", "1")]
+                + GroupProgress.commands(stream: StreamNames.verified($0), group: ConsumerGroups.attributionWinner.name)
         }
         return StageReads(
             watch: states + caps,
@@ -77,14 +75,16 @@ struct AttributionWinnerStage: StreamStage {
         var readThrough: [Partition: WinnerStep.VerifiedPosition] = [:]
         let progressReplies = Array(state.dropFirst(batch.scopes.count + batch.reengagementDevices.count))
         for (index, partition) in batch.settledPartitions.enumerated() where progressReplies.count >= 4 * index + 4 {
+            let held = progressReplies[4 * index].elements.first?.elements.first?.string.flatMap(StreamTrim.EntryID.init)
             let progress = GroupProgress(
-                groups: progressReplies[4 * index], pending: progressReplies[4 * index + 1],
-                last: progressReplies[4 * index + 2], group: ConsumerGroups.attributionWinner.name)
-            let stuck = progressReplies[4 * index + 3].elements.first?.elements.first?.string.flatMap(StreamTrim.EntryID.init)
+                groups: progressReplies[4 * index + 1], pending: progressReplies[4 * index + 2],
+                last: progressReplies[4 * index + 3],
+                group: ConsumerGroups.attributionWinner.name)
             readThrough[partition] = progress.map {
                 .readThrough(
                     Milliseconds($0.finishedThrough(now: UInt64(max(0, now)))),
-                    verifierThrough: stuck.map { Milliseconds($0.milliseconds) - 1 })
+                    verifierThrough: held.map { Milliseconds($0.milliseconds) - 1 },
+                    lastWritten: GroupProgress.lastEntry(progressReplies[4 * index + 3]).map { Milliseconds($0.milliseconds) })
             }
         }
         return zip(batch.envelopes, batch.partitions).enumerated().map { index, pair -> StageOutcome in

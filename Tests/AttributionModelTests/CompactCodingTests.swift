@@ -86,7 +86,7 @@ struct CompactCodingTests {
             "postback-sequence-index", "did-win", "ad-interaction-type", "conversion-value", "development",
             "impression-kind", "first-attempt-at", "last-error", "activityTotals", "begin", "coarse-conversion-value",
             "conversion-tag", "conversionTag", "conversionTypes", "eligible-for-re-engagement", "jws-string",
-            "schemaValues", "valueSchema",
+            "schemaValues", "valueSchema", "heldByVerifier",
         ]
         let names = CompactKeys.names.map { $0.description }
         #expect(Array(names.prefix(pinned.count)) == pinned)

@@ -95,8 +95,10 @@ extension PipelineSuites {
 
         /// An impression pending on a verifier replica that died (taken from `events`, never written to
         /// `verified`), and the device's install after it, verified by a live replica: the install waits
-        /// until the impression is verified (another replica claims it after `CLAIM_IDLE_MS`), then wins
-        /// with it. (Before it waited, the install was refused `no-eligible-impression` 250 ms later.)
+        /// until the impression is verified (another replica claims it after `CLAIM_IDLE_MS`) and the winner
+        /// has read its verified form, then wins with it. (Before it waited, the install was refused
+        /// `no-eligible-impression` 250 ms later; before it waited for the read, as soon as the verifier
+        /// finished.)
         @Test func aConversionWaitsForAnImpressionPendingOnADeadVerifier() async throws {
             let redis = try await RedisServer.start()
             defer { redis.stop() }
@@ -116,7 +118,8 @@ extension PipelineSuites {
             let now = Milliseconds(Date().timeIntervalSince1970 * 1000)
             let install = Self.install(device: device, at: now)
             _ = try await connection.send(StreamCommands.add(StreamNames.verified(partition), message: install.encoded()))
-            try pipeline.start("attribution-winner", port: try freeLoopbackPort(), ["CONVERSION_SETTLE_MS": "250"])
+            try pipeline.start(
+                "attribution-winner", port: try freeLoopbackPort(), ["CONVERSION_SETTLE_MS": "250", "CLAIM_IDLE_MS": "2000"])
 
             let attributions = StreamNames.attributions(partition)
             func decided() async throws -> Int {
@@ -125,12 +128,22 @@ extension PipelineSuites {
             try await Task.sleep(for: .seconds(3))
             #expect(try await decided() == 0, "the install waits for the verifier\n\(pipeline.logs())")
 
-            // Another replica claims the impression and verifies it.
+            // Another replica claims the impression and verifies it; a winner consumer that then dies takes
+            // its verified form, so the live winner reads it only after its own CLAIM_IDLE_MS (2 s). Looks
+            // at the install meanwhile find the verifier holding nothing and `verified` read past the
+            // install's horizon: it still waits for what the verifier wrote.
+            // One transaction, so that the live winner, blocked reading `verified`, cannot take it first.
+            let verified = StreamNames.verified(partition)
             _ = try await connection.pipeline([
-                StreamCommands.add(
-                    StreamNames.verified(partition), message: Self.impression(device: device, at: now - 60_000).encoded()),
+                RedisCommand("MULTI"),
+                StreamCommands.add(verified, message: Self.impression(device: device, at: now - 60_000).encoded()),
                 RedisCommand("XACK", events, ConsumerGroups.verifier.name, entry),
+                RedisCommand(
+                    "XREADGROUP", "GROUP", ConsumerGroups.attributionWinner.name, "dead-winner", "STREAMS", verified, ">"),
+                RedisCommand("EXEC"),
             ])
+            try await Task.sleep(for: .seconds(1))
+            #expect(try await decided() == 0, "the install waits for the winner to read the impression\n\(pipeline.logs())")
             try #require(try await eventually(timeout: .seconds(30)) { try await decided() > 0 }, "\(pipeline.logs())")
             guard let attribution = try await Self.attribution(on: attributions, connection) else { return }
             #expect(attribution.conversionIdentifier == install.id)

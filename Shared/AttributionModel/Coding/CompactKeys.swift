@@ -29,7 +29,7 @@ enum CompactKeys {
         "attempts", "order", "marketplace-identifier", "postback-sequence-index", "did-win", "ad-interaction-type",
         "conversion-value", "development", "impression-kind", "first-attempt-at", "last-error", "activityTotals",
         "begin", "coarse-conversion-value", "conversion-tag", "conversionTag", "conversionTypes",
-        "eligible-for-re-engagement", "jws-string", "schemaValues", "valueSchema",
+        "eligible-for-re-engagement", "jws-string", "schemaValues", "valueSchema", "heldByVerifier",
     ]
 
     /// Open addressing: each slot holds a key number, or -1.

@@ -48,6 +48,7 @@ extension ConversionRecord {
             writer.field("time", time)
             writer.field("conversionTag", ifPresent: conversionTag)
             writer.field("settlesAfter", ifPresent: settlesAfter)
+            writer.field("heldByVerifier", ifPresent: heldByVerifier)
         }
     }
 
@@ -57,7 +58,8 @@ extension ConversionRecord {
                 conversionIdentifier: try reader.string("conversionIdentifier"),
                 conversionType: try reader.raw("conversionType", as: ConversionType.self), time: try reader.signed("time"),
                 conversionTag: try reader.string(ifPresent: "conversionTag"),
-                settlesAfter: try reader.signed(ifPresent: "settlesAfter"))
+                settlesAfter: try reader.signed(ifPresent: "settlesAfter"),
+                heldByVerifier: try reader.bool(ifPresent: "heldByVerifier"))
         }
     }
 }

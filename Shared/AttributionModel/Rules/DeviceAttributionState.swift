@@ -8,16 +8,21 @@ public struct ConversionRecord: Sendable, Codable, Hashable {
     /// where the verifier wrote it plus the settle time. It is attributed once attribution-winner has
     /// read `verified` that far in its partition (`WinnerStep`). Nil in records written before it.
     public var settlesAfter: Milliseconds?
+    /// A settling conversion waited for an event the verifier held (`WinnerStep`): once the verifier has
+    /// finished it, the horizon moves to `verified`'s end, where that event's verified form went. Nil:
+    /// it has not waited for one.
+    public var heldByVerifier: Bool?
 
     public init(
         conversionIdentifier: String, conversionType: ConversionType, time: Milliseconds, conversionTag: String? = nil,
-        settlesAfter: Milliseconds? = nil
+        settlesAfter: Milliseconds? = nil, heldByVerifier: Bool? = nil
     ) {
         self.conversionIdentifier = conversionIdentifier
         self.conversionType = conversionType
         self.time = time
         self.conversionTag = conversionTag
         self.settlesAfter = settlesAfter
+        self.heldByVerifier = heldByVerifier
     }
 }
 

@@ -108,8 +108,9 @@ public struct WinnerStep: Sendable {
         case writtenAt(Milliseconds)
         /// Input `.settled`: attribution-winner has read and finished every entry of the message's
         /// partition up to here; `verifierThrough`: the verifier holds no event of the partition's
-        /// `events` taken up to here longer than the settle time (nil: none held that long).
-        case readThrough(Milliseconds, verifierThrough: Milliseconds? = nil)
+        /// `events` taken up to here (nil: it holds none); `lastWritten`: `verified`'s last entry, read
+        /// after the verifier's pending events (nil: empty or not known).
+        case readThrough(Milliseconds, verifierThrough: Milliseconds? = nil, lastWritten: Milliseconds? = nil)
     }
 
     /// How soon a settled conversion that must wait for `verified` is looked at again: after about the
@@ -138,7 +139,7 @@ public struct WinnerStep: Sendable {
             effects.settle = (envelope, now + settleMilliseconds)
         case .conversionVerified(let conversion):
             if input == .settled,
-                let unread = unreadBeforeHorizon(conversion, id: envelope.id, effects.state, position, now: now)
+                let unread = unreadBeforeHorizon(conversion, id: envelope.id, &effects.state, position, now: now)
             {
                 // Behind on `verified`: impressions written just after the conversion are not read yet.
                 effects.settle = (envelope, now + Self.recheckMilliseconds(unread: unread))
@@ -212,24 +213,34 @@ public struct WinnerStep: Sendable {
     /// count from its own time, not from its attribution, and a scaled run's lag of seconds is days.
     /// Returns the span of `verified` (ms) still unread before the horizon, nil when it need not wait.
     ///
-    /// It also waits while the verifier has held an event of the partition that ingest took before the
-    /// conversion (`receivedAt`) longer than the settle time: an impression whose verifier replica died
-    /// is verified only once another claims it (`CLAIM_IDLE_MS`, 30 s by default), after a conversion a
-    /// live replica verified meanwhile, far past the settle time. (Events merely in a batch under way
-    /// are verified within it, which the settle time covers.) Under the same bound.
+    /// It also waits while the verifier holds an event of the partition that ingest took before the
+    /// conversion (`receivedAt`): an impression whose verifier replica died is verified only once another
+    /// claims it (`CLAIM_IDLE_MS`, 30 s by default), after a conversion a live replica verified
+    /// meanwhile, far past the settle time. Once the verifier has finished it, its verified form is
+    /// somewhere before `verified`'s last entry, which becomes the horizon (`heldByVerifier` remembers
+    /// to move it): a conversion looked at between the verifier's write and the winner's read of that
+    /// impression still waits for it. Under the same bound, counted from the horizon of the moment.
     func unreadBeforeHorizon(
-        _ conversion: VerifiedConversion, id conversionIdentifier: String, _ state: DeviceAttributionState,
+        _ conversion: VerifiedConversion, id conversionIdentifier: String, _ state: inout DeviceAttributionState,
         _ position: VerifiedPosition?, now: Milliseconds
     ) -> Milliseconds? {
-        guard case .readThrough(let read, let verifierThrough) = position,
-            let horizon = state.settling.first(where: { $0.conversionIdentifier == conversionIdentifier })?.settlesAfter,
-            now < horizon + DeviceStateLimits.pendingKept(policy)
+        guard case .readThrough(let read, let verifierThrough, let lastWritten) = position,
+            let index = state.settling.firstIndex(where: { $0.conversionIdentifier == conversionIdentifier }),
+            var horizon = state.settling[index].settlesAfter
         else { return nil }
-        if read < horizon { return horizon - read }
         if let verifierThrough, verifierThrough < conversion.report.receivedAt {
+            guard now < horizon + DeviceStateLimits.pendingKept(policy) else { return nil }
+            state.settling[index].heldByVerifier = true
             return conversion.report.receivedAt - verifierThrough
         }
-        return nil
+        if state.settling[index].heldByVerifier == true {
+            // Moved once, after the verifier finished: the bound counts from the new horizon.
+            horizon = max(horizon, lastWritten ?? horizon)
+            state.settling[index].settlesAfter = horizon
+            state.settling[index].heldByVerifier = nil
+        }
+        guard read < horizon, now < horizon + DeviceStateLimits.pendingKept(policy) else { return nil }
+        return horizon - read
     }
 
     private func attribute(

@@ -85,9 +85,9 @@ import Testing
         }
     }
 
-    /// `verified` read past the horizon is not enough while the verifier has not finished an event ingest
-    /// took before the conversion (an impression pending on a verifier replica that died): the conversion
-    /// waits for it, under the same bound.
+    /// `verified` read past the horizon is not enough while the verifier holds an event ingest took
+    /// before the conversion (an impression pending on a verifier replica that died, or just claimed by
+    /// another): the conversion waits for it, under the same bound.
     @Test(arguments: [
         // (the verifier finished `events` through, now, waits)
         (nil, 12_000, false) as (Milliseconds?, Milliseconds, Bool),  // not known: not waited for
@@ -106,6 +106,31 @@ import Testing
                 verified: .readThrough(12_000, verifierThrough: verifierThrough)))
         #expect(outcome.counts == (waits ? [.settleExtended] : [.conversion(.attributed)]))
         #expect(outcome.state.settling.count == (waits ? 1 : 0))
+    }
+
+    /// Once the verifier has finished the event it held, that event's verified form is somewhere before
+    /// `verified`'s last entry: the conversion waits until the winner has read that far, so a look
+    /// between the verifier's write and the winner's read does not attribute it without the event.
+    @Test func aConversionTheVerifierHeldWaitsUntilVerifiedIsReadToWhereItsEventWent() throws {
+        let (message, held) = try settlingInstall()
+        let settled = WinnerStep(policy: .realTime, input: .settled, settleMilliseconds: 2_000)
+        func look(_ state: DeviceAttributionState, now: Milliseconds, _ position: WinnerStep.VerifiedPosition) throws
+            -> WinnerStep.Effects
+        { try effects(settled.step(state, message: message, reengagements: [], now: now, verified: position)) }
+
+        // Read past the horizon, but the verifier holds an event taken before the conversion.
+        let holding = try look(held.state, now: 12_000, .readThrough(12_000, verifierThrough: Self.now - 1, lastWritten: 12_000))
+        #expect(holding.counts == [.settleExtended] && holding.state.settling.first?.heldByVerifier == true)
+        // Finished: `verified` ends at 40,000, read through 39,999. The horizon moves there, once.
+        let moved = try look(holding.state, now: 41_000, .readThrough(39_999, lastWritten: 40_000))
+        #expect(moved.counts == [.settleExtended] && moved.settle?.dueAt == 41_010)
+        #expect(moved.state.settling.first?.settlesAfter == 40_000 && moved.state.settling.first?.heldByVerifier == nil)
+        // Read through it: attributed, whatever `verified` holds by then.
+        let attributed = try look(moved.state, now: 41_010, .readThrough(40_000, lastWritten: 41_000))
+        #expect(attributed.counts == [.conversion(.attributed)] && attributed.state.settling.isEmpty)
+        // Without the hold, `verified`'s end does not matter.
+        let unheld = try look(held.state, now: 12_000, .readThrough(12_000, lastWritten: 40_000))
+        #expect(unheld.counts == [.conversion(.attributed)])
     }
 
     /// A refused conversion is recorded with its reason; updates that waited on it go to the one before.
