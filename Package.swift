@@ -105,6 +105,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "Services/ingest",
+            // The OpenAPI document, compiled in: served and printed without a resource bundle to ship.
+            resources: [.embedInCode("openapi.json")],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
