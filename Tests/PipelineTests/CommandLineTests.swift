@@ -29,6 +29,29 @@ struct CommandLineTests {
         }
     }
 
+    /// `--version` prints the version; an argument the service does not know (a mistyped flag) is
+    /// refused with the usage and exit status 2 before anything starts, never ignored.
+    @Test(arguments: services)
+    func versionAndUnknownArguments(service: String) throws {
+        let version = try Self.run(service, ["--version"])
+        #expect(
+            version.status == 0 && String(decoding: version.stdout, as: UTF8.self) == "\(service) \(PipelineVersion.current)\n")
+        for arguments in [["--verison"], ["start"], ["--version", "-x"]] {
+            let refused = try Self.run(service, arguments)
+            let text = String(decoding: refused.stderr, as: UTF8.self)
+            #expect(refused.status == 2, "\(service) \(arguments): \(text)")
+            #expect(
+                text.hasPrefix("\(service): unknown argument \(arguments.last!)\nUsage: \(service) [--help] [--version]"),
+                "\(text)")
+            #expect(refused.stdout.isEmpty)
+        }
+    }
+
+    @Test func theToolAnswersVersion() throws {
+        let result = try Self.run("attribution", ["--version"])
+        #expect(result.status == 0 && String(decoding: result.stdout, as: UTF8.self) == "\(PipelineVersion.current)\n")
+    }
+
     @Test func eachServiceListsItsOwnKeys() throws {
         let ingest = String(decoding: try Self.run("ingest", ["--help"]).stdout, as: UTF8.self)
         #expect(

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ServiceRuntime
 
 /// `attribution`: the command-line tool for ad networks and operators of the pipeline.
 @main
@@ -7,6 +8,7 @@ struct AttributionCommand: AsyncParsableCommand {
         commandName: "attribution",
         abstract:
             "Keys, signed impressions, the reference receiver and collector, a traffic simulator, status and benchmarks.",
+        version: PipelineVersion.current,
         subcommands: [
             KeygenCommand.self, RedisACLCommand.self, SignImpressionCommand.self, ReceiverCommand.self, SummaryCommand.self,
             SimulateCommand.self, VerifyPostbackCommand.self, BenchHoldingCommand.self, BenchCodingCommand.self,

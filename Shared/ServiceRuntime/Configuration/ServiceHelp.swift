@@ -24,9 +24,13 @@ public struct ServiceHelp: Sendable {
         self.options = options
     }
 
+    /// The first line of `--help`'s usage.
+    public var usage: String { "Usage: \(name) [--help] [--version]" + options.map { " [\($0.flag)]" }.joined() }
+
     public var text: String {
-        var lines = ["\(name): \(summary)", "", "Usage: \(name) [--help]" + options.map { " [\($0.flag)]" }.joined(), ""]
-        let flags = [Option("--help, -h", "print this help and exit")] + options
+        var lines = ["\(name): \(summary)", "", usage, ""]
+        let flags =
+            [Option("--help, -h", "print this help and exit"), Option("--version", "print the version and exit")] + options
         let width = flags.map(\.flag.count).max() ?? 0
         lines += flags.map { "  " + $0.flag.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.meaning }
         lines += ["", "Configuration, from the environment (the README's Configuration section has the same table):"]
@@ -38,10 +42,42 @@ public struct ServiceHelp: Sendable {
         return lines.joined(separator: "\n")
     }
 
-    /// Prints the help and exits 0 when the arguments ask for it.
-    public func answer(_ arguments: [String] = CommandLine.arguments) {
-        guard arguments.dropFirst().contains(where: { $0 == "--help" || $0 == "-h" }) else { return }
-        print(text)
-        exit(0)
+    /// What the arguments (without the program's name) ask for: the help, the version, an option's
+    /// output, or the service; an argument the service does not know is refused, never ignored (a
+    /// mistyped flag would otherwise start the service).
+    public enum Request: Equatable, Sendable {
+        case help, version, service
+        case option(String)
+        case refused(String)
+    }
+
+    public func request(_ arguments: [String]) -> Request {
+        if arguments.contains(where: { $0 == "--help" || $0 == "-h" }) { return .help }
+        if let unknown = arguments.first(where: { argument in !options.contains { $0.flag == argument } && argument != "--version"
+        }) {
+            return .refused(
+                "\(name): unknown argument \(unknown)\n\(usage)\n(\(name) --help lists the options and the configuration)")
+        }
+        if arguments.contains("--version") { return .version }
+        return arguments.first.map(Request.option) ?? .service
+    }
+
+    /// Answers `--help` and `--version` (exit 0) and refuses an unknown argument with the usage on
+    /// standard error (exit 2). Returns the option asked for, if any, nil for the service itself.
+    @discardableResult
+    public func answer(_ arguments: [String] = CommandLine.arguments) -> String? {
+        switch request(Array(arguments.dropFirst())) {
+        case .help:
+            print(text)
+            exit(0)
+        case .version:
+            print("\(name) \(PipelineVersion.current)")
+            exit(0)
+        case .refused(let message):
+            FileHandle.standardError.write(Data((message + "\n").utf8))
+            exit(2)
+        case .option(let flag): return flag
+        case .service: return nil
+        }
     }
 }
