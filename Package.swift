@@ -97,50 +97,68 @@ let package = Package(
             path: "Shared/Delivery",
             swiftSettings: swiftSettings
         ),
-        .executableTarget(
-            name: "ingest",
+        // Each service: a library with its settings and `build` (tests call it), and an executable
+        // whose `@main` reads the settings and runs what `build` returns.
+        .target(
+            name: "IngestService",
             dependencies: [
                 "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
-            path: "Services/ingest",
+            path: "Services/ingest", exclude: ["Main"],
             // The OpenAPI document, compiled in: served and printed without a resource bundle to ship.
             resources: [.embedInCode("openapi.json")],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
-            name: "verifier",
+            name: "ingest", dependencies: ["IngestService", "ServiceRuntime"], path: "Services/ingest/Main",
+            swiftSettings: swiftSettings),
+        .target(
+            name: "VerifierService",
             dependencies: [
                 "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime",
                 .product(name: "Metrics", package: "swift-metrics"),
             ],
-            path: "Services/verifier",
+            path: "Services/verifier", exclude: ["Main"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
-            name: "attribution-winner",
+            name: "verifier", dependencies: ["VerifierService", "ServiceRuntime"], path: "Services/verifier/Main",
+            swiftSettings: swiftSettings),
+        .target(
+            name: "AttributionWinnerService",
             dependencies: [
                 "AttributionModel", "RedisStreams", "ServiceRuntime", .product(name: "Metrics", package: "swift-metrics"),
             ],
-            path: "Services/attribution-winner",
+            path: "Services/attribution-winner", exclude: ["Main"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
-            name: "scheduler",
+            name: "attribution-winner", dependencies: ["AttributionWinnerService", "ServiceRuntime"],
+            path: "Services/attribution-winner/Main",
+            swiftSettings: swiftSettings),
+        .target(
+            name: "SchedulerService",
             dependencies: ["AttributionModel", "RedisStreams", "ServiceRuntime"],
-            path: "Services/scheduler",
+            path: "Services/scheduler", exclude: ["Main"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
-            name: "dispatcher",
+            name: "scheduler", dependencies: ["SchedulerService", "ServiceRuntime"], path: "Services/scheduler/Main",
+            swiftSettings: swiftSettings),
+        .target(
+            name: "DispatcherService",
             dependencies: [
                 "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime", "Delivery",
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
-            path: "Services/dispatcher",
+            path: "Services/dispatcher", exclude: ["Main"],
             swiftSettings: swiftSettings
         ),
+        .executableTarget(
+            name: "dispatcher", dependencies: ["DispatcherService", "ServiceRuntime"], path: "Services/dispatcher/Main",
+            swiftSettings: swiftSettings),
         // The command-line tool for ad networks and operators: keys, signing, receiver, simulation.
         .executableTarget(
             name: "attribution",
@@ -189,6 +207,21 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/PipelineTests",
+            swiftSettings: swiftSettings
+        ),
+        // The services built in-process, against a real redis-server: routes through Hummingbird's
+        // in-process client, stages on the test Redis with a clock of the test's.
+        .testTarget(
+            name: "ServiceTests",
+            dependencies: [
+                "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime", "TestSupport", "IngestService",
+                "VerifierService", "AttributionWinnerService", "SchedulerService", "DispatcherService",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Tests/ServiceTests",
             swiftSettings: swiftSettings
         ),
         // The repository's own checks: compose services ↔ executables, environment ↔ documented keys.

@@ -778,7 +778,7 @@ def slow_requests():
             stats["findings"].append({"kind": "no read timeout", "case": key,
                                       "detail": f"{still_open}/{len(closes)} connections still open after {args.hold:.0f} s of silence: "
                                                 "ingest never times out an unfinished request (Hummingbird's HTTP1Channel idleTimeout "
-                                                "is nil unless set; PipelineService.run passes no server configuration)"})
+                                                "is nil unless set; PipelineService.assemble passes no server configuration)"})
     return results
 
 

@@ -8,31 +8,45 @@ import Prometheus
 import RedisStreams
 import ServiceLifecycle
 
-/// What every executable shares at start: configuration, logging, metrics, one Redis connection for
-/// its HTTP side, and a service group that stops everything in reverse order on SIGTERM or SIGINT.
+/// What every executable shares at start: its settings, logging, metrics, Redis connections, and a
+/// service group that stops everything in reverse order on SIGTERM or SIGINT. Building one has no
+/// global effect (`bootstrap` is the process's one call that has), so tests build services in-process.
 public struct PipelineService: Sendable {
-    public let name: String
-    public let environment: ServiceEnvironment
+    public let settings: PipelineSettings
     public let logger: Logger
-    public let policy: TimePolicy
-    public let redisConfiguration: RedisConfiguration
-    /// The deployment's partitions (`PARTITIONS`).
-    public let partitioning: Partitioning
-    /// Whether Redis is a cluster (`REDIS_CLUSTER`): then a transaction stays in one partition.
-    public let cluster: Bool
     public let registry: PrometheusCollectorRegistry
 
-    /// A service's `main`: answers `--help` from `help`, bootstraps the service named there and runs
-    /// `body`. Bad configuration ends the process with its one line (`configuration KEY: problem`) on
-    /// standard error and exit status 2 (any other error that stops the service: one line, status 1),
-    /// where an error thrown out of `main` would crash with a backtrace.
-    public static func main(
+    public var name: String { settings.name }
+    public var policy: TimePolicy { settings.policy }
+    public var redisConfiguration: RedisConfiguration { settings.redis }
+    /// The deployment's partitions (`PARTITIONS`).
+    public var partitioning: Partitioning { settings.partitioning }
+    /// Whether Redis is a cluster (`REDIS_CLUSTER`): then a transaction stays in one partition.
+    public var cluster: Bool { settings.cluster }
+
+    public init(settings: PipelineSettings, registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
+        self.settings = settings
+        self.logger = Logger(label: settings.name)
+        self.registry = registry
+    }
+
+    /// A service's `main`: answers `--help` and `--version` from `help` (and refuses an unknown
+    /// argument), reads every setting with `read` (the common ones, then the service's own) before
+    /// anything connects, bootstraps logging and metrics, and runs `body`. Bad configuration ends the
+    /// process with its one line (`configuration KEY: problem`) on standard error and exit status 2
+    /// (any other error that stops the service: one line, status 1), where an error thrown out of
+    /// `main` would crash with a backtrace.
+    public static func main<Settings>(
         isolation: isolated (any Actor)? = #isolation, _ help: ServiceHelp,
-        _ body: (PipelineService) async throws -> Void
+        settings read: (ServiceEnvironment, PipelineSettings) throws -> Settings,
+        _ body: (Settings, PipelineService) async throws -> Void
     ) async throws {
         help.answer()
         do {
-            try await body(try bootstrap(name: help.name))
+            let environment = ServiceEnvironment()
+            let common = try PipelineSettings(name: help.name, environment: environment)
+            let service = bootstrap(common)
+            try await body(try read(environment, common), service)
         } catch let error as ConfigurationError {
             FileHandle.standardError.write(Data("\(error)\n".utf8))
             exit(2)
@@ -43,9 +57,9 @@ public struct PipelineService: Sendable {
         }
     }
 
-    /// Reads the configuration and bootstraps logging and metrics. Call once per process.
-    public static func bootstrap(name: String, environment: ServiceEnvironment = ServiceEnvironment()) throws -> PipelineService {
-        let level = try environment.value(.logLevel)
+    /// Bootstraps logging and metrics for `settings`' service. Call once per process.
+    public static func bootstrap(_ settings: PipelineSettings) -> PipelineService {
+        let level = settings.logLevel
         LoggingSystem.bootstrap { label in
             var handler = DeferredMetadataLogHandler(StreamLogHandler.standardError(label: label))
             handler.logLevel = level
@@ -53,23 +67,7 @@ public struct PipelineService: Sendable {
         }
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
-        var redis = try environment.value(.redisURL)
-        if let file = try environment.value(.redisPasswordFile) {
-            guard let password = RedisConfiguration.password(fromFile: file) else {
-                throw ConfigurationError(key: "REDIS_PASSWORD_FILE", problem: "cannot read \(file)")
-            }
-            redis.password = password
-        }
-        let cluster = try environment.value(.redisCluster)
-        if cluster, redis.database != 0 {
-            throw ConfigurationError(
-                key: "REDIS_URL", problem: "a Redis Cluster has only database 0, got \(redis.database) with REDIS_CLUSTER=true")
-        }
-        redis.cluster = cluster
-        return PipelineService(
-            name: name, environment: environment, logger: Logger(label: name), policy: try environment.value(.timeScale),
-            redisConfiguration: redis, partitioning: try environment.value(.partitions), cluster: cluster,
-            registry: registry)
+        return PipelineService(settings: settings, registry: registry)
     }
 
     /// The services' clock: wall-clock milliseconds, handed to the stages (the steps take `now` as a value).
@@ -82,18 +80,17 @@ public struct PipelineService: Sendable {
 
     /// The standard worker configuration for a stage reading every partition of `stream` as `group`.
     public func workerConfiguration(stream: PartitionedName, group: ConsumerGroup) throws -> StageWorkerConfiguration {
+        guard let worker = settings.worker else {
+            throw ConfigurationError(key: "CONSUMER_NAME", problem: "\(name) runs no stage")
+        }
         var configuration = StageWorkerConfiguration(
-            group: group.name, consumer: try environment.value(.consumerName),
-            partitions: group.partitions(of: stream, partitioning))
+            group: group.name, consumer: worker.consumerName, partitions: group.partitions(of: stream, partitioning))
         configuration.partitionsShareTransactions = !cluster
-        configuration.batchSize = try environment.value(.batchSize)
-        configuration.claimIdleMilliseconds = Int(try environment.value(.claimIdleMilliseconds))
-        configuration.maxAttempts = try environment.value(.maxAttempts)
-        // Retention runs on the wall clock (not scaled); zero keeps entries forever.
-        let retention = TimePolicy.realTime.milliseconds(try environment.value(.streamRetentionHours))
-        configuration.retentionMilliseconds = retention == 0 ? nil : UInt64(retention)
-        let deadLetters = TimePolicy.realTime.milliseconds(try environment.value(.deadLetterRetentionHours))
-        configuration.deadLetterRetentionMilliseconds = deadLetters == 0 ? nil : UInt64(deadLetters)
+        configuration.batchSize = worker.batchSize
+        configuration.claimIdleMilliseconds = worker.claimIdleMilliseconds
+        configuration.maxAttempts = worker.maxAttempts
+        configuration.retentionMilliseconds = worker.retentionMilliseconds
+        configuration.deadLetterRetentionMilliseconds = worker.deadLetterRetentionMilliseconds
         return configuration
     }
 
@@ -123,7 +120,7 @@ public struct PipelineService: Sendable {
         stream: PartitionedName, group: ConsumerGroup, unreadOutputs: [PartitionedName] = [],
         _ stage: () throws -> Stage
     ) throws -> [StageService<Stage>] {
-        let loops = min(try environment.value(.consumers), partitioning.count)
+        let loops = min(settings.worker?.consumers ?? 1, partitioning.count)
         return try (0..<loops).map { loop in
             try worker(stage(), stream: stream, group: group, unreadOutputs: unreadOutputs, loop: loop, loops: loops)
         }
@@ -132,7 +129,7 @@ public struct PipelineService: Sendable {
     /// One timer loop for every partition of each of `queues`: one pipeline per poll (a round trip per
     /// Redis node), however many queues and partitions; on one Redis, one script run per layout.
     public func timerLoop(_ queues: [PartitionedQueue]) throws -> DelayedQueueService {
-        let poll = Int(try environment.value(.timerPollMilliseconds))
+        let poll = settings.timerPollMilliseconds
         return DelayedQueueService(
             pump: DelayedQueuePump(
                 queues: queues.flatMap { $0.all(partitioning) }, together: !cluster, connection: connection(),
@@ -140,27 +137,47 @@ public struct PipelineService: Sendable {
                 clock: { WallClock.nowMilliseconds() }, logger: logger))
     }
 
-    /// Runs the HTTP server (operations routes plus whatever `routes` adds) and `services` until a signal.
-    /// With `adminRoutes` (ingest), a second listener on `ADMIN_HTTP_HOST:ADMIN_HTTP_PORT` serves them with
-    /// `/metrics` and the detailed `/ready`; the public one then serves only `routes`, `/health` and a
-    /// terse `/ready`, and opens after the admin listener, so a client that saw it up can use both.
-    /// `earlyRefusal` answers requests of the public listener that it refuses from their head alone,
-    /// on the connection's event loop (`EarlyRefusalHTTP1Channel`).
-    public func run(
+    /// What a service runs, assembled: its services and HTTP listeners in one group, and the routers
+    /// the listeners serve (tests drive them in-process).
+    public struct Assembly {
+        public let group: ServiceGroup
+        /// The public listener's router (a stage's only one).
+        public let router: Router<BasicRequestContext>
+        /// ingest's admin listener's router: the admin API, `/metrics` and the detailed `/ready`.
+        public let adminRouter: Router<BasicRequestContext>?
+        let logger: Logger
+        /// What runs once the group has stopped, and when it failed to run (the dispatcher's late outcomes).
+        public var afterwards: @Sendable () async -> Void = {}
+
+        /// Runs the group until one of its signals (or until the task is cancelled), then `afterwards`.
+        public func run() async throws {
+            do {
+                try await group.run()
+            } catch {
+                await afterwards()
+                throw error
+            }
+            await afterwards()
+            logger.info("stopped")
+        }
+    }
+
+    /// The HTTP server (operations routes plus whatever `routes` adds) and `services`, in one group
+    /// that stops on SIGTERM and SIGINT (unless `stopsOnSignals` is false: a test cancels its task). With `adminRoutes` (ingest), a second listener on
+    /// `ADMIN_HTTP_HOST:ADMIN_HTTP_PORT` serves them with `/metrics` and the detailed `/ready`; the
+    /// public one then serves only `routes`, `/health` and a terse `/ready`, and opens after the admin
+    /// listener, so a client that saw it up can use both. `earlyRefusal` answers requests of the public
+    /// listener that it refuses from their head alone, on the connection's event loop
+    /// (`EarlyRefusalHTTP1Channel`). Checks the partition count recorded in Redis first.
+    public func assemble(
         services: [any Service],
         routes: @Sendable (Router<BasicRequestContext>, RedisConnection) throws -> Void = { _, _ in },
         adminRoutes: (@Sendable (Router<BasicRequestContext>, RedisConnection) throws -> Void)? = nil,
-        earlyRefusal: EarlyRefusal? = nil
-    ) async throws {
-        let host = try environment.value(.httpHost)
-        let port = try environment.value(.httpPort).port(for: name)
-        let idle = try environment.value(.httpIdleTimeoutMilliseconds)
-        let admin = try adminRoutes.map { _ in
-            (host: try environment.value(.adminHTTPHost), port: try environment.value(.adminHTTPPort).port(for: name))
-        }
-        if let admin, admin.port == port, port != 0 {
-            throw ConfigurationError(key: "ADMIN_HTTP_PORT", problem: "must differ from HTTP_PORT (both \(port))")
-        }
+        earlyRefusal: EarlyRefusal? = nil, stopsOnSignals: Bool = true
+    ) async throws -> Assembly {
+        let (host, port) = (settings.http.host, settings.http.port)
+        let idle = settings.httpIdleTimeoutMilliseconds
+        let admin = adminRoutes == nil ? nil : settings.admin
         let httpRedis = connection()
         try await PartitionRecord.check(partitioning, on: httpRedis, logger: logger)
         // Each router's routes, recorded once they are all added (405 for a known path, another method).
@@ -195,9 +212,10 @@ public struct PipelineService: Sendable {
             groups: services.flatMap { ($0 as? any ConsumerGroupService)?.consumerGroups ?? [] },
             beforeMetrics: { await gauges.refresh() })
         var listeners: [any Service]
+        var front = operations
         if let adminRoutes, let admin {
             try adminRoutes(operations, httpRedis)
-            let front = router()
+            front = router()
             OperationsRoutes.addPublic(to: front, redis: httpRedis)
             try routes(front, httpRedis)
             let (adminUp, signal) = AsyncStream<Void>.makeStream()
@@ -220,9 +238,8 @@ public struct PipelineService: Sendable {
         let group = ServiceGroup(
             configuration: .init(
                 services: services.map { .init(service: $0) } + [.init(service: gauges)] + listeners.map { .init(service: $0) },
-                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        try await group.run()
-        logger.info("stopped")
+                gracefulShutdownSignals: stopsOnSignals ? [.sigterm, .sigint] : [], logger: logger))
+        return Assembly(group: group, router: front, adminRouter: admin == nil ? nil : operations, logger: logger)
     }
 }
 

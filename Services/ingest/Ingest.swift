@@ -12,9 +12,8 @@ import ServiceRuntime
 ///
 /// `ingest --configuration-table` prints the README's configuration table; `ingest --routes` the routes
 /// it serves; `ingest --openapi` its OpenAPI document.
-@main
-struct IngestCommand {
-    static let help = ServiceHelp(
+public enum Ingest {
+    public static let help = ServiceHelp(
         name: "ingest",
         summary:
             "the HTTP API: impressions, conversions, value updates and activity in (202 once in Redis), the JWKS and the OpenAPI document on HTTP_PORT; the admin API, /metrics and the detailed /ready on ADMIN_HTTP_PORT.",
@@ -24,30 +23,24 @@ struct IngestCommand {
             .init("--openapi", "print the OpenAPI document and exit"),
         ])
 
-    static func main() async throws {
-        help.answer()
-        if let text = printedOnly(CommandLine.arguments) { return print(text) }
-        try await PipelineService.main(help) { service in
-            let settings = try IngestSettings(
-                service.environment, policy: service.policy, partitioning: service.partitioning, cluster: service.cluster,
-                clock: service.clock)
-            let queue = publishQueue(service, settings)
-            let appKeys = AppKeyOwners(redis: service.connection())
-            let admission = Admission(
-                limits: settings.limits, queue: queue, appKeys: appKeys, lagConnection: service.connection(),
-                partitioning: service.partitioning, clock: service.clock, logger: service.logger)
-            try await service.run(
-                services: [admission],
-                routes: { router, redis in
-                    IngestRoutes.addPublic(
-                        to: router, catalog: RouteCatalog(), redis: redis, settings: settings, queue: queue, appKeys: appKeys,
-                        admission: admission)
-                },
-                adminRoutes: { router, redis in
-                    IngestRoutes.addAdmin(to: router, catalog: RouteCatalog(), redis: redis, settings: settings)
-                },
-                earlyRefusal: admission.earlyRefusal)
-        }
+    /// The admission service and both listeners, ready to run.
+    public static func build(_ settings: IngestSettings, service: PipelineService) async throws -> PipelineService.Assembly {
+        let queue = publishQueue(service, settings)
+        let appKeys = AppKeyOwners(redis: service.connection())
+        let admission = Admission(
+            limits: settings.limits, queue: queue, appKeys: appKeys, lagConnection: service.connection(),
+            partitioning: service.partitioning, clock: settings.clock, logger: service.logger)
+        return try await service.assemble(
+            services: [admission],
+            routes: { router, redis in
+                IngestRoutes.addPublic(
+                    to: router, catalog: RouteCatalog(), redis: redis, settings: settings, queue: queue, appKeys: appKeys,
+                    admission: admission)
+            },
+            adminRoutes: { router, redis in
+                IngestRoutes.addAdmin(to: router, catalog: RouteCatalog(), redis: redis, settings: settings)
+            },
+            earlyRefusal: admission.earlyRefusal)
     }
 
     /// The connections events are published over: on one server, event-loop connections spread over the
@@ -70,11 +63,11 @@ struct IngestCommand {
         return PublishQueue(script: EventPublisher.script, connections: connections, replicas: replicas, waitMilliseconds: wait)
     }
 
-    /// What the print-and-exit flags print; nil when the arguments ask for the server.
-    static func printedOnly(_ arguments: [String]) -> String? {
-        if arguments.contains("--configuration-table") { return ConfigurationKey.markdownTable() }
-        if arguments.contains("--openapi") { return OpenAPIDocument.json }
-        guard arguments.contains("--routes") else { return nil }
+    /// What a print-and-exit flag prints; nil for any other.
+    public static func printed(_ flag: String) -> String? {
+        if flag == "--configuration-table" { return ConfigurationKey.markdownTable() }
+        if flag == "--openapi" { return OpenAPIDocument.json }
+        guard flag == "--routes" else { return nil }
         // Built exactly as the server builds them; the connections are lazy and never used here.
         let catalog = RouteCatalog()
         let adminCatalog = RouteCatalog()
@@ -128,64 +121,5 @@ enum IngestRoutes {
             headers[.contentType] = "application/json"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.json)))
         }
-    }
-}
-
-struct IngestSettings {
-    let adminToken: String
-    let maxBodyBytes: Int
-    var maxBatchBodyBytes = 4_194_304
-    /// Connections events are published over; 0: one per HTTP event loop.
-    var connections = 0
-    /// When ingest refuses work at once.
-    var limits = Admission.Limits()
-    let keyRotationGrace: Milliseconds
-    /// Where postback URLs and copy endpoints may point.
-    let destinations: DestinationPolicy
-    let signingKeyGrace: Milliseconds
-    /// The deployment's partitions: where each event, idempotency record and dead letter lives.
-    let partitioning: Partitioning
-    /// Replicas to WAIT for before a 202.
-    var durability = EventPublisher.Durability()
-    /// The service's clock (`receivedAt`, rotations, the JWKS grace, replays).
-    let clock: @Sendable () -> Milliseconds
-
-    init(
-        adminToken: String, maxBodyBytes: Int, keyRotationGrace: Milliseconds, destinations: DestinationPolicy,
-        signingKeyGrace: Milliseconds, partitioning: Partitioning = Partitioning(),
-        clock: @escaping @Sendable () -> Milliseconds
-    ) {
-        self.partitioning = partitioning
-        self.adminToken = adminToken
-        self.maxBodyBytes = maxBodyBytes
-        self.keyRotationGrace = keyRotationGrace
-        self.destinations = destinations
-        self.signingKeyGrace = signingKeyGrace
-        self.clock = clock
-    }
-
-    init(
-        _ environment: ServiceEnvironment, policy: TimePolicy, partitioning: Partitioning, cluster: Bool,
-        clock: @escaping @Sendable () -> Milliseconds
-    ) throws {
-        self.clock = clock
-        self.partitioning = partitioning
-        durability = EventPublisher.Durability(
-            replicas: try environment.value(.ingestWaitReplicas).replicas(cluster: cluster),
-            timeoutMilliseconds: try environment.value(.ingestWaitTimeoutMilliseconds))
-        adminToken = try environment.secret(.adminToken, orFile: .adminTokenFile)
-        maxBodyBytes = try environment.value(.maxBodyBytes)
-        maxBatchBodyBytes = try environment.value(.maxBatchBodyBytes)
-        connections = try environment.value(.ingestRedisConnections)
-        limits = Admission.Limits(
-            maxInFlight: try environment.value(.ingestMaxInFlight),
-            queueTarget: .milliseconds(try environment.value(.ingestQueueTargetMilliseconds)),
-            maxLag: try environment.value(.ingestMaxEventsLag), callerRate: try environment.value(.ingestCallerRate),
-            callerBurst: try environment.value(.ingestCallerBurst))
-        keyRotationGrace = KeySetPublication.rotationGrace(try environment.value(.keyRotationGraceHours))
-        var destinations = try environment.value(.postbackURLAllowList)
-        destinations.publicSuffixes = try PublicSuffixListFile.load(environment)
-        self.destinations = destinations
-        signingKeyGrace = KeySetPublication.grace(try environment.value(.signingKeyGraceHours), policy: policy)
     }
 }

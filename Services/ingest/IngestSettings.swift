@@ -1,0 +1,64 @@
+import AttributionModel
+import ServiceRuntime
+
+/// What ingest reads besides `PipelineSettings`.
+public struct IngestSettings: Sendable {
+    let adminToken: String
+    let maxBodyBytes: Int
+    var maxBatchBodyBytes = 4_194_304
+    /// Connections events are published over; 0: one per HTTP event loop.
+    var connections = 0
+    /// When ingest refuses work at once.
+    var limits = Admission.Limits()
+    let keyRotationGrace: Milliseconds
+    /// Where postback URLs and copy endpoints may point.
+    let destinations: DestinationPolicy
+    let signingKeyGrace: Milliseconds
+    /// The deployment's partitions: where each event, idempotency record and dead letter lives.
+    let partitioning: Partitioning
+    /// Replicas to WAIT for before a 202.
+    var durability = EventPublisher.Durability()
+    /// The service's clock (`receivedAt`, rotations, the JWKS grace, replays).
+    let clock: @Sendable () -> Milliseconds
+
+    init(
+        adminToken: String, maxBodyBytes: Int, keyRotationGrace: Milliseconds, destinations: DestinationPolicy,
+        signingKeyGrace: Milliseconds, partitioning: Partitioning = Partitioning(),
+        clock: @escaping @Sendable () -> Milliseconds
+    ) {
+        self.partitioning = partitioning
+        self.adminToken = adminToken
+        self.maxBodyBytes = maxBodyBytes
+        self.keyRotationGrace = keyRotationGrace
+        self.destinations = destinations
+        self.signingKeyGrace = signingKeyGrace
+        self.clock = clock
+    }
+
+    /// `clock`: `receivedAt`, rotations, the JWKS grace and replays (wall clock by default).
+    public init(
+        _ environment: ServiceEnvironment, _ common: PipelineSettings,
+        clock: @escaping @Sendable () -> Milliseconds = { WallClock.nowMilliseconds() }
+    ) throws {
+        let policy = common.policy
+        self.clock = clock
+        self.partitioning = common.partitioning
+        durability = EventPublisher.Durability(
+            replicas: try environment.value(.ingestWaitReplicas).replicas(cluster: common.cluster),
+            timeoutMilliseconds: try environment.value(.ingestWaitTimeoutMilliseconds))
+        adminToken = try environment.secret(.adminToken, orFile: .adminTokenFile)
+        maxBodyBytes = try environment.value(.maxBodyBytes)
+        maxBatchBodyBytes = try environment.value(.maxBatchBodyBytes)
+        connections = try environment.value(.ingestRedisConnections)
+        limits = Admission.Limits(
+            maxInFlight: try environment.value(.ingestMaxInFlight),
+            queueTarget: .milliseconds(try environment.value(.ingestQueueTargetMilliseconds)),
+            maxLag: try environment.value(.ingestMaxEventsLag), callerRate: try environment.value(.ingestCallerRate),
+            callerBurst: try environment.value(.ingestCallerBurst))
+        keyRotationGrace = KeySetPublication.rotationGrace(try environment.value(.keyRotationGraceHours))
+        var destinations = try environment.value(.postbackURLAllowList)
+        destinations.publicSuffixes = try PublicSuffixListFile.load(environment)
+        self.destinations = destinations
+        signingKeyGrace = KeySetPublication.grace(try environment.value(.signingKeyGraceHours), policy: policy)
+    }
+}
