@@ -18,8 +18,9 @@ public struct IngestSettings: Sendable {
     let partitioning: Partitioning
     /// Replicas to WAIT for before a 202.
     var durability = EventPublisher.Durability()
-    /// The service's clock (`receivedAt`, rotations, the JWKS grace, replays).
-    let clock: @Sendable () -> Milliseconds
+    /// The service's clock (`receivedAt`, rotations, the JWKS grace, replays): the wall clock unless a
+    /// test sets its own.
+    public var clock: @Sendable () -> Milliseconds
 
     init(
         adminToken: String, maxBodyBytes: Int, keyRotationGrace: Milliseconds, destinations: DestinationPolicy,
@@ -35,13 +36,11 @@ public struct IngestSettings: Sendable {
         self.clock = clock
     }
 
-    /// `clock`: `receivedAt`, rotations, the JWKS grace and replays (wall clock by default).
     public init(
-        _ environment: ServiceEnvironment, _ common: PipelineSettings,
-        clock: @escaping @Sendable () -> Milliseconds = { WallClock.nowMilliseconds() }
+        _ environment: ServiceEnvironment, _ common: PipelineSettings
     ) throws {
         let policy = common.policy
-        self.clock = clock
+        clock = { WallClock.nowMilliseconds() }
         self.partitioning = common.partitioning
         durability = EventPublisher.Durability(
             replicas: try environment.value(.ingestWaitReplicas).replicas(cluster: common.cluster),
