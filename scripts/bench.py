@@ -21,10 +21,37 @@ half the capacity); BENCH_FIVE_WARMUP_SECONDS (5, the all-five ramp's warm-up pe
 BENCH_MAX_EVENTS_LAG (ingest's lag ceiling, 20000); BENCH_STAGE_SCHEDULING (the four
 stages' CPU priority: idle, the default, for SCHED_IDLE; "nice 10"; none); BENCH_RAMP_* (scripts/bench_ramp.py: step seconds, factor, bisections, start)."""
 
-import json, os, re, resource, shutil, signal, subprocess, sys, tempfile, time, urllib.request
+import json
+import os
+import re
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
 from collections import Counter
-from harness import Processes, b64url_decode, cpu_seconds, redis_info_cpu_seconds, free_port, http, partitioned, redis_cli, rss_mib, until, wait_http, keygen
-from bench_ramp import FACTOR as RAMP_FACTOR, START as RAMP_START, Bench, ramp_chart
+
+from bench_ramp import FACTOR as RAMP_FACTOR
+from bench_ramp import START as RAMP_START
+from bench_ramp import Bench, ramp_chart
+from harness import (
+    Processes,
+    b64url_decode,
+    cpu_seconds,
+    free_port,
+    http,
+    keygen,
+    partitioned,
+    redis_cli,
+    redis_info_cpu_seconds,
+    rss_mib,
+    until,
+    wait_http,
+)
+from pins import requirements
 
 BIN = sys.argv[1]
 OUT = os.path.abspath(sys.argv[2])
@@ -36,6 +63,8 @@ OVERLOAD_SECONDS = float(os.environ.get("BENCH_OVERLOAD_SECONDS", "4"))  # each 
 # The all-five ramp's warm-up per step: a scaled day is a second, so an install's first window closes
 # 2.4 s after it (2 days and WINDOW_CLOSE_GRACE_MS) and its postback is due 1–2 s later.
 FIVE_WARMUP_SECONDS = float(os.environ.get("BENCH_FIVE_WARMUP_SECONDS", "5"))
+
+
 # The four stages run as SCHED_IDLE (BENCH_STAGE_SCHEDULING "idle"; "nice N" or "none" otherwise),
 # ingest, Redis and the load tool as usual: on one 2-core machine a backlogged verifier would otherwise
 # take the CPU that ingest's requests wait for. `nice 10` did not keep it off: on this kernel's
@@ -47,7 +76,7 @@ def stage_scheduling(setting):
         return ["chrt", "--idle", "0"] if setting == "idle" else []
     match = re.fullmatch(r"nice (-?\d+)", setting)
     if not match:
-        sys.exit(f"BENCH_STAGE_SCHEDULING must be idle, none or \"nice N\", not {setting!r}")
+        sys.exit(f'BENCH_STAGE_SCHEDULING must be idle, none or "nice N", not {setting!r}')
     return ["nice", "-n", match.group(1)]
 
 
@@ -69,7 +98,12 @@ def rewrite_aof():
     shedding and the latency step ingest's queueing, not that stall; the all-five ramp measures the
     rewrites its own writes cause."""
     redis("BGREWRITEAOF")  # an error if one is already running: waiting for that one does as well
-    until(lambda: re.search(r"aof_rewrite_in_progress:0\b.*aof_rewrite_scheduled:0\b", redis("INFO", "persistence"), re.S), 300)
+    until(
+        lambda: re.search(
+            r"aof_rewrite_in_progress:0\b.*aof_rewrite_scheduled:0\b", redis("INFO", "persistence"), re.S
+        ),
+        300,
+    )
 
 
 def loopback_floor(requests=200_000, connections=128):
@@ -77,14 +111,39 @@ def loopback_floor(requests=200_000, connections=128):
     in flight on each of 128 connections (as `attribution load` sends them), answered by a server that
     does next to nothing (Redis's PING), counting the CPU of both ends. A refused HTTP request makes the
     same system calls and wake-ups, and parses more."""
-    server_before, client_before = redis_info_cpu_seconds(redis("INFO", "cpu")), resource.getrusage(resource.RUSAGE_CHILDREN)
-    output = subprocess.run(["redis-benchmark", "-p", str(REDIS_PORT), "-q", "-n", str(requests), "-c", str(connections),
-                             "-t", "ping_inline"], capture_output=True, text=True).stdout
-    server, client_after = redis_info_cpu_seconds(redis("INFO", "cpu")) - server_before, resource.getrusage(resource.RUSAGE_CHILDREN)
+    server_before, client_before = (
+        redis_info_cpu_seconds(redis("INFO", "cpu")),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    output = subprocess.run(
+        [
+            "redis-benchmark",
+            "-p",
+            str(REDIS_PORT),
+            "-q",
+            "-n",
+            str(requests),
+            "-c",
+            str(connections),
+            "-t",
+            "ping_inline",
+        ],
+        capture_output=True,
+        text=True,
+    ).stdout
+    server, client_after = (
+        redis_info_cpu_seconds(redis("INFO", "cpu")) - server_before,
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
     client = (client_after.ru_utime - client_before.ru_utime) + (client_after.ru_stime - client_before.ru_stime)
-    return {"requests": requests, "connections": connections, "server_cpu_s": server, "client_cpu_s": client,
-            "us_per_request": (server + client) * 1e6 / requests,
-            "per_s": float(re.findall(r"([\d.]+) requests per second", output)[-1])}
+    return {
+        "requests": requests,
+        "connections": connections,
+        "server_cpu_s": server,
+        "client_cpu_s": client,
+        "us_per_request": (server + client) * 1e6 / requests,
+        "per_s": float(re.findall(r"([\d.]+) requests per second", output)[-1]),
+    }
 
 
 def goodput_ceiling(ramp, multiple):
@@ -95,8 +154,11 @@ def goodput_ceiling(ramp, multiple):
     at, capacity = ramp["at_capacity"], ramp["capacity_per_s"]
     if not at or not capacity:
         return None
-    per_event = (sum(at["cpu_us_per_event"].values()) + at["redis_us_per_event"]
-                 + at["figures"].get("sendingCPUSeconds", 0) * 1e6 / max(1, at["accepted"]))
+    per_event = (
+        sum(at["cpu_us_per_event"].values())
+        + at["redis_us_per_event"]
+        + at["figures"].get("sendingCPUSeconds", 0) * 1e6 / max(1, at["accepted"])
+    )
     refusal = results["loopback_floor"]["us_per_request"] / ramp["batch"]  # per refused event
     accepted = (os.cpu_count() * 1e6 - multiple * capacity * refusal) / max(1e-9, per_event - refusal)
     return max(0.0, accepted / capacity)
@@ -113,7 +175,9 @@ def group_done(stream, group):
 
 
 def partition_done(stream, group):
-    info = subprocess.run(["redis-cli", "-p", str(REDIS_PORT), "--json", "XINFO", "GROUPS", stream], capture_output=True, text=True).stdout
+    info = subprocess.run(
+        ["redis-cli", "-p", str(REDIS_PORT), "--json", "XINFO", "GROUPS", stream], capture_output=True, text=True
+    ).stdout
     try:
         for entry in json.loads(info):
             if entry.get("name") == group:
@@ -131,6 +195,7 @@ def verify_recorded(path, jwks_url):
     from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+
     keys = {}
     for jwk in json.loads(urllib.request.urlopen(jwks_url).read())["keys"]:
         x, y = (int.from_bytes(b64url_decode(jwk[c]), "big") for c in ("x", "y"))
@@ -144,8 +209,11 @@ def verify_recorded(path, jwks_url):
             raw = b64url_decode(signature)
             try:
                 key = keys[json.loads(b64url_decode(header))["kid"]]
-                key.verify(encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big")),
-                           f"{header}.{payload}".encode(), ec.ECDSA(hashes.SHA256()))
+                key.verify(
+                    encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big")),
+                    f"{header}.{payload}".encode(),
+                    ec.ECDSA(hashes.SHA256()),
+                )
             except (KeyError, ValueError, InvalidSignature):
                 continue
             valid += json.loads(b64url_decode(payload)) == record["payload"] and len(raw) == 64
@@ -154,13 +222,21 @@ def verify_recorded(path, jwks_url):
 
 def refusal_reasons(admin, network, token):
     """Counts by reason over the advertised app's and the ad network's refusal lists."""
-    lists = [http("GET", f"{admin}/v1/admin/advertised-apps/1108187390/rejections", None, token)["rejections"],
-             http("GET", f"{admin}/v1/admin/ad-networks/{network}/rejections", None, token)["rejections"]]
+    lists = [
+        http("GET", f"{admin}/v1/admin/advertised-apps/1108187390/rejections", None, token)["rejections"],
+        http("GET", f"{admin}/v1/admin/ad-networks/{network}/rejections", None, token)["rejections"],
+    ]
     return dict(Counter(entry.get("reason", "?") for entries in lists for entry in entries))
 
 
 redis_dir = None
-results = {"machine": {"cpus": os.cpu_count(), "kernel": os.uname().release, "stage_scheduling": " ".join(STAGE_SCHEDULING) or "none"}}
+results = {
+    "machine": {
+        "cpus": os.cpu_count(),
+        "kernel": os.uname().release,
+        "stage_scheduling": " ".join(STAGE_SCHEDULING) or "none",
+    }
+}
 try:
     # Reference limits.
     speed = subprocess.run(["openssl", "speed", "-seconds", "3", "ecdsap256"], capture_output=True, text=True).stdout
@@ -169,13 +245,44 @@ try:
     REDIS_PORT = free_port()
     # Its AOF holds a million held postbacks by the end (gigabytes): removed once Redis has stopped.
     redis_dir = tempfile.mkdtemp(prefix="bench-redis-")
-    children.start("redis", ["redis-server", "--port", str(REDIS_PORT), "--save", "", "--appendonly", "yes", "--appendfsync", "everysec", "--dir", redis_dir])
+    children.start(
+        "redis",
+        [
+            "redis-server",
+            "--port",
+            str(REDIS_PORT),
+            "--save",
+            "",
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "everysec",
+            "--dir",
+            redis_dir,
+        ],
+    )
     until(lambda: redis("PING") == "PONG", 10)
     bench = {}
     for pipeline in (1, 64):
         output = subprocess.run(
-            ["redis-benchmark", "-p", str(REDIS_PORT), "-q", "-n", "200000", "-P", str(pipeline), "XADD", "bench", "*", "e", "v"],
-            capture_output=True, text=True).stdout
+            [
+                "redis-benchmark",
+                "-p",
+                str(REDIS_PORT),
+                "-q",
+                "-n",
+                "200000",
+                "-P",
+                str(pipeline),
+                "XADD",
+                "bench",
+                "*",
+                "e",
+                "v",
+            ],
+            capture_output=True,
+            text=True,
+        ).stdout
         bench[f"xadd_per_s_pipeline_{pipeline}"] = float(re.findall(r"([\d.]+) requests per second", output)[-1])
     redis("DEL", "bench")
     results["redis_benchmark"] = bench
@@ -187,13 +294,29 @@ try:
     keys = os.path.join(OUT, "keys")
     keygen(BIN, keys)
     receiver_port, ingest_port, admin_port = free_port(), free_port(), free_port()
-    common = {"REDIS_URL": url, "LOG_LEVEL": "warning", "HTTP_HOST": "127.0.0.1", "CONVERSION_SETTLE_MS": "0",
-              "POSTBACK_URL_ALLOWLIST": "127.0.0.1", "STREAM_RETENTION_HOURS": "0"}
+    common = {
+        "REDIS_URL": url,
+        "LOG_LEVEL": "warning",
+        "HTTP_HOST": "127.0.0.1",
+        "CONVERSION_SETTLE_MS": "0",
+        "POSTBACK_URL_ALLOWLIST": "127.0.0.1",
+        "STREAM_RETENTION_HOURS": "0",
+    }
     # A lag ceiling of 2 s of the batch capacity rather than the default 20 s: a 4 s offer at 5× then
     # reaches ingest's steady state under overload (shedding what the pipeline cannot drain) instead of
     # measuring how fast the buffer fills.
     lag_ceiling = {"INGEST_MAX_EVENTS_LAG": os.environ.get("BENCH_MAX_EVENTS_LAG", "20000")}
-    children.start("ingest", [f"{BIN}/ingest"], {**common, **lag_ceiling, "HTTP_PORT": str(ingest_port), "ADMIN_HTTP_PORT": str(admin_port), "ADMIN_TOKEN": token})
+    children.start(
+        "ingest",
+        [f"{BIN}/ingest"],
+        {
+            **common,
+            **lag_ceiling,
+            "HTTP_PORT": str(ingest_port),
+            "ADMIN_HTTP_PORT": str(admin_port),
+            "ADMIN_TOKEN": token,
+        },
+    )
     ingest = f"http://127.0.0.1:{ingest_port}"
     admin = f"http://127.0.0.1:{admin_port}"  # ingest's admin listener
     wait_http(ingest + "/health")
@@ -201,7 +324,12 @@ try:
     public_key = open(os.path.join(keys, "network.public.pem")).read()
 
     def register():
-        http("PUT", f"{admin}/v1/admin/ad-networks/{network}", {"public-key": public_key, "postback-url": f"http://127.0.0.1:{receiver_port}/postbacks"}, token)
+        http(
+            "PUT",
+            f"{admin}/v1/admin/ad-networks/{network}",
+            {"public-key": public_key, "postback-url": f"http://127.0.0.1:{receiver_port}/postbacks"},
+            token,
+        )
         http("PUT", f"{admin}/v1/admin/publisher-apps/5838492", {"AdNetworkIdentifiers": [network]}, token)
         http("PUT", f"{admin}/v1/admin/advertised-apps/1108187390", {}, token)
 
@@ -210,11 +338,28 @@ try:
     def worker(name, env=None):
         # The services' own CONSUMERS unless BENCH_CONSUMERS says otherwise.
         own = {"CONSUMERS": os.environ["BENCH_CONSUMERS"]} if "BENCH_CONSUMERS" in os.environ else {}
-        return children.start(name, STAGE_SCHEDULING + [f"{BIN}/{name}"], {**common, "HTTP_PORT": str(free_port()), **own, **(env or {})})
+        return children.start(
+            name, STAGE_SCHEDULING + [f"{BIN}/{name}"], {**common, "HTTP_PORT": str(free_port()), **own, **(env or {})}
+        )
 
     def load(kind, count, extra=()):
-        subprocess.run([f"{BIN}/attribution", "bench-load", "--redis-url", url, "--kind", kind, "--count", str(count),
-                        "--network", network, *extra], check=True, capture_output=True)
+        subprocess.run(
+            [
+                f"{BIN}/attribution",
+                "bench-load",
+                "--redis-url",
+                url,
+                "--kind",
+                kind,
+                "--count",
+                str(count),
+                "--network",
+                network,
+                *extra,
+            ],
+            check=True,
+            capture_output=True,
+        )
 
     # verifier: N signed impressions (and an install per 4) waiting on `events`.
     load("impressions", N, ["--key-file", os.path.join(keys, "network.private.pem")])
@@ -224,9 +369,15 @@ try:
     until(lambda: group_done("events", "verifier"))
     wall = time.time() - started
     cpu = cpu_seconds(verifier.pid)
-    results["verifier"] = {"events": events, "impressions": N, "wall_s": wall, "cpu_s": cpu,
-                           "impressions_per_cpu_s": N / cpu, "ratio_to_openssl_verify": N / cpu / results["openssl"]["verify_per_s"],
-                           "rejected": xlen("rejected")}
+    results["verifier"] = {
+        "events": events,
+        "impressions": N,
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "impressions_per_cpu_s": N / cpu,
+        "ratio_to_openssl_verify": N / cpu / results["openssl"]["verify_per_s"],
+        "rejected": xlen("rejected"),
+    }
 
     # attribution-winner: the verified impressions and installs.
     installs = events - N
@@ -234,25 +385,57 @@ try:
     winner = worker("attribution-winner")
     until(lambda: group_done("verified", "attribution-winner") and group_done("winner:settled", "attribution-winner"))
     wall = time.time() - started
-    results["attribution_winner"] = {"messages": events, "conversions": installs, "wall_s": wall, "cpu_s": cpu_seconds(winner.pid),
-                                     "messages_per_s": events / wall, "conversions_per_s": installs / wall,
-                                     "attributions": xlen("attributions")}
+    results["attribution_winner"] = {
+        "messages": events,
+        "conversions": installs,
+        "wall_s": wall,
+        "cpu_s": cpu_seconds(winner.pid),
+        "messages_per_s": events / wall,
+        "conversions_per_s": installs / wall,
+        "attributions": xlen("attributions"),
+    }
 
     # scheduler: the attributed conversions become plans with window timers.
     started = time.time()
     scheduler = worker("scheduler", {"CROWD_TIER_THRESHOLDS": "1,1,1"})
     until(lambda: group_done("attributions", "scheduler"))
     wall = time.time() - started
-    results["scheduler"] = {"conversions": installs, "wall_s": wall, "cpu_s": cpu_seconds(scheduler.pid), "plans_per_s": installs / wall}
+    results["scheduler"] = {
+        "conversions": installs,
+        "wall_s": wall,
+        "cpu_s": cpu_seconds(scheduler.pid),
+        "plans_per_s": installs / wall,
+    }
 
     # dispatcher: due postbacks to a local receiver (keep-alive HTTP; the receiver verifies each one).
     # The dispatcher starts first so its key is in the JWKS before the receiver fetches it; the
     # postbacks are loaded once both are up, and the clock starts then.
-    dispatcher = worker("dispatcher", {"SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
-                                      "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(keys, "pipeline-development.private.pem")})
-    until(lambda: "attribution-pipeline/0" in urllib.request.urlopen(f"{ingest}/.well-known/jwks.json").read().decode(), 30)
-    children.start("receiver", [f"{BIN}/attribution", "receiver", "--port", str(receiver_port), "--jwks-url", f"{ingest}/.well-known/jwks.json",
-                       "--output", os.path.join(OUT, "postbacks.jsonl"), "--log-level", "warning"])
+    dispatcher = worker(
+        "dispatcher",
+        {
+            "SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
+            "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(keys, "pipeline-development.private.pem"),
+        },
+    )
+    until(
+        lambda: "attribution-pipeline/0" in urllib.request.urlopen(f"{ingest}/.well-known/jwks.json").read().decode(),
+        30,
+    )
+    children.start(
+        "receiver",
+        [
+            f"{BIN}/attribution",
+            "receiver",
+            "--port",
+            str(receiver_port),
+            "--jwks-url",
+            f"{ingest}/.well-known/jwks.json",
+            "--output",
+            os.path.join(OUT, "postbacks.jsonl"),
+            "--log-level",
+            "warning",
+        ],
+    )
     wait_http(f"http://127.0.0.1:{receiver_port}/health")
     time.sleep(1)
     cpu_before = cpu_seconds(dispatcher.pid)
@@ -260,28 +443,70 @@ try:
     load("postbacks", POSTBACKS)
     until(lambda: http("GET", f"http://127.0.0.1:{receiver_port}/stats").get("accepted", 0) >= POSTBACKS)
     wall = time.time() - started
-    results["dispatcher"] = {"postbacks": POSTBACKS, "wall_s": wall, "cpu_s": cpu_seconds(dispatcher.pid) - cpu_before,
-                             "deliveries_per_s": POSTBACKS / wall, "receiver_stats": http("GET", f"http://127.0.0.1:{receiver_port}/stats")}
+    results["dispatcher"] = {
+        "postbacks": POSTBACKS,
+        "wall_s": wall,
+        "cpu_s": cpu_seconds(dispatcher.pid) - cpu_before,
+        "deliveries_per_s": POSTBACKS / wall,
+        "receiver_stats": http("GET", f"http://127.0.0.1:{receiver_port}/stats"),
+    }
 
     # Hold-and-fire, ours and the peers' (same Redis, same verifying receiver): N deliveries all due
     # 2 s ahead; deliveries per second from that moment until the receiver has the last one.
     held = int(os.environ.get("BENCH_HOLD_AND_FIRE", "3000"))
     base = http("GET", f"http://127.0.0.1:{receiver_port}/stats")["accepted"]
-    loaded = json.loads(subprocess.run([f"{BIN}/attribution", "bench-load", "--redis-url", url, "--kind", "held", "--count", str(held),
-                                        "--network", network], capture_output=True, text=True, check=True).stdout)
+    loaded = json.loads(
+        subprocess.run(
+            [
+                f"{BIN}/attribution",
+                "bench-load",
+                "--redis-url",
+                url,
+                "--kind",
+                "held",
+                "--count",
+                str(held),
+                "--network",
+                network,
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     due = loaded["loaded-at"] / 1000 + 2
     until(lambda: http("GET", f"http://127.0.0.1:{receiver_port}/stats")["accepted"] >= base + held)
-    results["hold_and_fire"] = {"ours": {"deliveries": held, "seconds_after_due": time.time() - due, "per_s": held / max(0.001, time.time() - due)}}
+    results["hold_and_fire"] = {
+        "ours": {
+            "deliveries": held,
+            "seconds_after_due": time.time() - due,
+            "per_s": held / max(0.001, time.time() - due),
+        }
+    }
     venv = os.path.join(OUT, "venv")
     try:
         subprocess.run([sys.executable, "-m", "venv", venv], check=True, capture_output=True)
-        subprocess.run([os.path.join(venv, "bin", "pip"), "install", "--quiet", "rq", "arq", "httpx", "cryptography"], check=True,
-                       capture_output=True, timeout=600)
+        subprocess.run(
+            [os.path.join(venv, "bin", "pip"), "install", "--quiet", *requirements("bench")],
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import bench_peers
-        bench_peers.run_peers(venv, OUT, url, f"http://127.0.0.1:{receiver_port}",
-                              open(os.path.join(keys, "pipeline.private.pem")).read(), "attribution-pipeline/0", network,
-                              1108187390, held, results["hold_and_fire"])
+
+        bench_peers.run_peers(
+            venv,
+            OUT,
+            url,
+            f"http://127.0.0.1:{receiver_port}",
+            open(os.path.join(keys, "pipeline.private.pem")).read(),
+            "attribution-pipeline/0",
+            network,
+            1108187390,
+            held,
+            results["hold_and_fire"],
+        )
     except Exception as error:  # no network for PyPI, a peer that failed: reported, not fatal
         results["hold_and_fire"]["peers_error"] = str(error)
 
@@ -290,15 +515,24 @@ try:
     # half the single-event capacity, then offers of 2× and 5× each capacity: goodput, accepted p99,
     # shed, and every accepted impression accounted for in `verified`.
     key_file = os.path.join(keys, "network.private.pem")
-    path = Bench(BIN, REDIS_PORT, ingest, network, key_file,
-                 {"ingest": children.running["ingest"], "verifier": verifier, "attribution-winner": winner},
-                 groups=[("events", "verifier"), ("verified", "attribution-winner")], streams=["events", "verified", "rejected"])
+    path = Bench(
+        BIN,
+        REDIS_PORT,
+        ingest,
+        network,
+        key_file,
+        {"ingest": children.running["ingest"], "verifier": verifier, "attribution-winner": winner},
+        groups=[("events", "verifier"), ("verified", "attribution-winner")],
+        streams=["events", "verified", "rejected"],
+    )
     print("==> capacity: ingest → verifier → attribution-winner", flush=True)
     single = path.ramp(1)
     batch = path.ramp(BATCH, start=max(RAMP_START, int(single["capacity_per_s"] / RAMP_FACTOR)))
     latency_rate = int(os.environ.get("BENCH_LATENCY_RATE", "0")) or max(1, single["capacity_per_s"] // 2)
     rewrite_aof()
-    results["ingest_latency"] = path.step(latency_rate, 1, float(os.environ.get("BENCH_LATENCY_SECONDS", "10")))["figures"]
+    results["ingest_latency"] = path.step(latency_rate, 1, float(os.environ.get("BENCH_LATENCY_SECONDS", "10")))[
+        "figures"
+    ]
     overload = {}
     for name, ramp in (("single", single), ("batch", batch)):
         for multiple in (2, 5):
@@ -308,22 +542,39 @@ try:
             record = path.step(multiple * ramp["capacity_per_s"], ramp["batch"], OVERLOAD_SECONDS)
             # Every accepted impression becomes one entry on `events` and, verified, one on `verified`,
             # which attribution-winner has consumed once the step drained.
-            record.update(multiple=multiple, goodput_fraction=record["goodput_per_s"] / ramp["capacity_per_s"],
-                          goodput_ceiling=goodput_ceiling(ramp, multiple),
-                          lost=max(0, record["accepted"] - record["added"]["verified"]),
-                          # Requests that timed out in the tool after ingest had written them: not lost, unanswered.
-                          written_unanswered=max(0, record["added"]["verified"] - record["accepted"]), unlogged=record["accepted"] - record["added"]["events"])
+            record.update(
+                multiple=multiple,
+                goodput_fraction=record["goodput_per_s"] / ramp["capacity_per_s"],
+                goodput_ceiling=goodput_ceiling(ramp, multiple),
+                lost=max(0, record["accepted"] - record["added"]["verified"]),
+                # Requests that timed out in the tool after ingest had written them: not lost, unanswered.
+                written_unanswered=max(0, record["added"]["verified"] - record["accepted"]),
+                unlogged=record["accepted"] - record["added"]["events"],
+            )
             overload[f"{name}_{multiple}x"] = record
-            print(f"  {name} at {multiple}× capacity ({record['rate']:,}/s): goodput {record['goodput_fraction']:.0%} of capacity, "
-                  f"accepted p99 {record['accepted_p99_ms']:.1f} ms, shed {record['shed_fraction']:.1%}, lost {record['lost']}", flush=True)
-    results["end_to_end"] = {"path": "ingest → verifier → attribution-winner (impressions)", "single": single, "batch": batch,
-                             "overload": overload}
+            print(
+                f"  {name} at {multiple}× capacity ({record['rate']:,}/s): goodput {record['goodput_fraction']:.0%} of capacity, "
+                f"accepted p99 {record['accepted_p99_ms']:.1f} ms, shed {record['shed_fraction']:.1%}, lost {record['lost']}",
+                flush=True,
+            )
+    results["end_to_end"] = {
+        "path": "ingest → verifier → attribution-winner (impressions)",
+        "single": single,
+        "batch": batch,
+        "overload": overload,
+    }
 
     # All five services: restarted with a day lasting a second (windows and delays play out in the
     # run), offered a campaign (impression, install, value update per device) in batches of 100, the
     # capacity search again; then the first-window postbacks of every accepted install (due 1–2 scaled
     # days after the window's end, 2 days after the install) arrive at the receiver.
-    five = {"ingest": children.running["ingest"], "verifier": verifier, "attribution-winner": winner, "scheduler": scheduler, "dispatcher": dispatcher}
+    five = {
+        "ingest": children.running["ingest"],
+        "verifier": verifier,
+        "attribution-winner": winner,
+        "scheduler": scheduler,
+        "dispatcher": dispatcher,
+    }
     for process in five.values():
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=30)
@@ -331,48 +582,115 @@ try:
     # is all there is, and its rewrites come at the rate its writes cause them.
     redis("FLUSHALL")
     rewrite_aof()
-    scaled = {"TIME_SCALE": "86400", "CONVERSION_SETTLE_MS": "250", "WINDOW_CLOSE_GRACE_MS": "400", "CROWD_TIER_THRESHOLDS": "1,1,1"}
-    five["ingest"] = children.start("ingest", [f"{BIN}/ingest"], {**common, **lag_ceiling, **scaled, "HTTP_PORT": str(ingest_port), "ADMIN_HTTP_PORT": str(admin_port), "ADMIN_TOKEN": token})
+    scaled = {
+        "TIME_SCALE": "86400",
+        "CONVERSION_SETTLE_MS": "250",
+        "WINDOW_CLOSE_GRACE_MS": "400",
+        "CROWD_TIER_THRESHOLDS": "1,1,1",
+    }
+    five["ingest"] = children.start(
+        "ingest",
+        [f"{BIN}/ingest"],
+        {
+            **common,
+            **lag_ceiling,
+            **scaled,
+            "HTTP_PORT": str(ingest_port),
+            "ADMIN_HTTP_PORT": str(admin_port),
+            "ADMIN_TOKEN": token,
+        },
+    )
     wait_http(ingest + "/health")
     register()
     five["verifier"] = worker("verifier", scaled)
     five["attribution-winner"] = worker("attribution-winner", scaled)
     five["scheduler"] = worker("scheduler", scaled)
-    five["dispatcher"] = worker("dispatcher", {**scaled, "SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
-                                              "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(keys, "pipeline-development.private.pem")})
+    five["dispatcher"] = worker(
+        "dispatcher",
+        {
+            **scaled,
+            "SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
+            "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(keys, "pipeline-development.private.pem"),
+        },
+    )
     # The receiver plays the ad network, whose servers are not the pipeline's: on these shared cores it
     # records each postback now (`--signatures later`), and every recorded signature is verified after
     # the ramp (`verify_recorded`), so its ECDSA work is not counted against the five services.
     children.kill("receiver", signal.SIGTERM)
     campaign_postbacks = os.path.join(OUT, "campaign-postbacks.jsonl")
-    children.start("receiver", [f"{BIN}/attribution", "receiver", "--port", str(receiver_port), "--jwks-url", f"{ingest}/.well-known/jwks.json",
-                                "--output", campaign_postbacks, "--signatures", "later", "--log-level", "warning"])
+    children.start(
+        "receiver",
+        [
+            f"{BIN}/attribution",
+            "receiver",
+            "--port",
+            str(receiver_port),
+            "--jwks-url",
+            f"{ingest}/.well-known/jwks.json",
+            "--output",
+            campaign_postbacks,
+            "--signatures",
+            "later",
+            "--log-level",
+            "warning",
+        ],
+    )
     wait_http(f"http://127.0.0.1:{receiver_port}/health")
     app_key = http("POST", f"{admin}/v1/admin/advertised-apps/1108187390/keys", {}, token)["app-key"]
     time.sleep(2)
     received_before = http("GET", f"http://127.0.0.1:{receiver_port}/stats")["accepted"]
     started = time.time()
-    campaign = Bench(BIN, REDIS_PORT, ingest, network, key_file, five,
-                     groups=[("events", "verifier"), ("verified", "attribution-winner"), ("winner:settled", "attribution-winner"),
-                             ("attributions", "scheduler")],
-                     streams=["events", "verified", "attributions", "rejected"], queues=["winner:settling"], app_key=app_key,
-                     drain_groups=[("scheduler:timers", "scheduler"), ("postbacks", "dispatcher")],
-                     drain_queues=["scheduler:windows", "scheduler:held:w0", "scheduler:held:w1", "scheduler:held:w2", "dispatcher:retries"],
-                     warmup=FIVE_WARMUP_SECONDS)
+    campaign = Bench(
+        BIN,
+        REDIS_PORT,
+        ingest,
+        network,
+        key_file,
+        five,
+        groups=[
+            ("events", "verifier"),
+            ("verified", "attribution-winner"),
+            ("winner:settled", "attribution-winner"),
+            ("attributions", "scheduler"),
+        ],
+        streams=["events", "verified", "attributions", "rejected"],
+        queues=["winner:settling"],
+        app_key=app_key,
+        drain_groups=[("scheduler:timers", "scheduler"), ("postbacks", "dispatcher")],
+        drain_queues=[
+            "scheduler:windows",
+            "scheduler:held:w0",
+            "scheduler:held:w1",
+            "scheduler:held:w2",
+            "dispatcher:retries",
+        ],
+        warmup=FIVE_WARMUP_SECONDS,
+    )
     print("==> capacity: all five services, a campaign in batches", flush=True)
     ramp = campaign.ramp(BATCH, start=max(RAMP_START, single["capacity_per_s"] // 2))
-    accepted = {kind: sum(s["figures"]["acceptedByKind"].get(kind, 0) for s in ramp["steps"]) for kind in ("install", "value-update")}
+    accepted = {
+        kind: sum(s["figures"]["acceptedByKind"].get(kind, 0) for s in ramp["steps"])
+        for kind in ("install", "value-update")
+    }
     installs = accepted["install"]
     # A first-window postback is due for each device whose impression, install and value update were
     # all accepted (the load tool counts them per step): an install whose update was shed has no
     # window (spec §4), one whose impression was shed nothing to attribute (the registry lists it as
     # refused, no-eligible-impression).
     due = sum(s["figures"]["completeDevices"] for s in ramp["steps"])
-    until(lambda: http("GET", f"http://127.0.0.1:{receiver_port}/stats")["accepted"] - received_before >= due, 120, every=1)
+    until(
+        lambda: http("GET", f"http://127.0.0.1:{receiver_port}/stats")["accepted"] - received_before >= due,
+        120,
+        every=1,
+    )
     results["five_services"] = {
-        "path": "all five services, a campaign (impression, install, value update per device)", "ramp": ramp,
-        "capacity_per_s": ramp["capacity_per_s"], "installs": installs, "value_updates": accepted["value-update"],
-        "postbacks_due": due, "wall_s": time.time() - started,
+        "path": "all five services, a campaign (impression, install, value update per device)",
+        "ramp": ramp,
+        "capacity_per_s": ramp["capacity_per_s"],
+        "installs": installs,
+        "value_updates": accepted["value-update"],
+        "postbacks_due": due,
+        "wall_s": time.time() - started,
         "postbacks_received": http("GET", f"http://127.0.0.1:{receiver_port}/stats")["accepted"] - received_before,
         "refused_by_reason": refusal_reasons(admin, network, token),
     }
@@ -380,20 +698,48 @@ try:
     results["five_services"].update(postbacks_recorded=lines, signatures_valid=valid)
     if valid != lines:
         raise SystemExit(f"{lines - valid} of {lines} postbacks the campaign's receiver recorded do not verify")
-    verifier, winner, scheduler, dispatcher = five["verifier"], five["attribution-winner"], five["scheduler"], five["dispatcher"]
+    verifier, winner, scheduler, dispatcher = (
+        five["verifier"],
+        five["attribution-winner"],
+        five["scheduler"],
+        five["dispatcher"],
+    )
 
     # Resident memory of each service after its run.
-    results["rss_mib"] = {name: rss_mib(process.pid) for name, process in
-                          [("ingest", children.running["ingest"]), ("verifier", verifier), ("attribution-winner", winner), ("scheduler", scheduler), ("dispatcher", dispatcher)]}
+    results["rss_mib"] = {
+        name: rss_mib(process.pid)
+        for name, process in [
+            ("ingest", children.running["ingest"]),
+            ("verifier", verifier),
+            ("attribution-winner", winner),
+            ("scheduler", scheduler),
+            ("dispatcher", dispatcher),
+        ]
+    }
 
     # Held postbacks: Redis bytes each, with HELD held, and hold/release rates.
-    holding = subprocess.run([f"{BIN}/attribution", "bench-holding", "--redis-url", url, "--count", str(HELD), "--comparison-count", "100000", "--json"],
-                             capture_output=True, text=True, check=True).stdout
+    holding = subprocess.run(
+        [
+            f"{BIN}/attribution",
+            "bench-holding",
+            "--redis-url",
+            url,
+            "--count",
+            str(HELD),
+            "--comparison-count",
+            "100000",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     results["holding"] = json.loads(holding)
 finally:
     children.stop_all()
     if redis_dir:
         shutil.rmtree(redis_dir, ignore_errors=True)
+
 
 def hold_and_fire_line(figures):
     ours = figures["ours"]["per_s"]
@@ -410,13 +756,27 @@ def hold_and_fire_line(figures):
 
 def ramp_line(ramp):
     """The steps of one capacity search in the order run: rate, verdict, and why a bad step was bad."""
-    return f"Steps (batch {ramp['batch']}, events/s offered, in the order run): " + "; ".join(
-        f"{s['rate']:,} " + ("again " if s.get("attempt", 1) > 1 else "") + ("✓" if s["good"] else "✗ (" + ", ".join(s["why_not"]) + ")")
-        for s in ramp["steps"]) + "."
+    return (
+        f"Steps (batch {ramp['batch']}, events/s offered, in the order run): "
+        + "; ".join(
+            f"{s['rate']:,} "
+            + ("again " if s.get("attempt", 1) > 1 else "")
+            + ("✓" if s["good"] else "✗ (" + ", ".join(s["why_not"]) + ")")
+            for s in ramp["steps"]
+        )
+        + "."
+    )
 
 
 # The report.
-o, v, w, s, d, h = results["openssl"], results["verifier"], results["attribution_winner"], results["scheduler"], results["dispatcher"], results["holding"]
+o, v, w, s, d, h = (
+    results["openssl"],
+    results["verifier"],
+    results["attribution_winner"],
+    results["scheduler"],
+    results["dispatcher"],
+    results["holding"],
+)
 rb, lf = results["redis_benchmark"], results["loopback_floor"]
 e2e, five_figures, latency = results["end_to_end"], results["five_services"], results["ingest_latency"]
 verify_us = 1e6 / o["verify_per_s"]  # one openssl P-256 verify on one core, in µs
@@ -424,34 +784,49 @@ verify_us = 1e6 / o["verify_per_s"]  # one openssl P-256 verify on one core, in 
 
 def capacity_row(label, ramp):
     capacity, at = ramp["capacity_per_s"], ramp["at_capacity"] or {}
-    return (f"| {label} | {capacity:,} | {capacity / o['verify_per_s']:.1%} | {at.get('accepted_p99_ms', 0):.1f} | "
-            + ", ".join(f"{name} {us:.0f} ({us / verify_us:.2f})" for name, us in at.get("cpu_us_per_event", {}).items())
-            + f" | {at.get('redis_us_per_event', 0):.0f} ({at.get('redis_us_per_event', 0) / verify_us:.2f}); "
-            f"rewrites {at.get('redis_rewrite_us_per_event', 0):.0f} | {at.get('redis_commands_per_event', 0):.1f} |")
+    return (
+        f"| {label} | {capacity:,} | {capacity / o['verify_per_s']:.1%} | {at.get('accepted_p99_ms', 0):.1f} | "
+        + ", ".join(f"{name} {us:.0f} ({us / verify_us:.2f})" for name, us in at.get("cpu_us_per_event", {}).items())
+        + f" | {at.get('redis_us_per_event', 0):.0f} ({at.get('redis_us_per_event', 0) / verify_us:.2f}); "
+        f"rewrites {at.get('redis_rewrite_us_per_event', 0):.0f} | {at.get('redis_commands_per_event', 0):.1f} |"
+    )
 
 
 def overload_row(label, record):
-    return (f"| {label} | {record['rate']:,} | {record['goodput_per_s']:,.0f} | {record['goodput_fraction']:.0%} | "
-            f"{record['accepted_p99_ms']:.1f} | {record['figures'].get('acceptedAnswerP99Milliseconds', 0):.1f} | "
-            f"{record['figures'].get('sendingCPUSeconds', 0) * 1e6 / max(1, record['figures']['requests']):.1f} | "
-            f"{'≤ %.0f %%' % (record['goodput_ceiling'] * 100) if record.get('goodput_ceiling') is not None else '–'} | {record['shed_fraction']:.1%} | {record['failed']:,} | {record['lost']:,}" + (f" ({record['written_unanswered']:,} written, answered too late)" if record.get('written_unanswered') else "") + " |")
+    return (
+        f"| {label} | {record['rate']:,} | {record['goodput_per_s']:,.0f} | {record['goodput_fraction']:.0%} | "
+        f"{record['accepted_p99_ms']:.1f} | {record['figures'].get('acceptedAnswerP99Milliseconds', 0):.1f} | "
+        f"{record['figures'].get('sendingCPUSeconds', 0) * 1e6 / max(1, record['figures']['requests']):.1f} | "
+        f"{'≤ %.0f %%' % (record['goodput_ceiling'] * 100) if record.get('goodput_ceiling') is not None else '–'} | {record['shed_fraction']:.1%} | {record['failed']:,} | {record['lost']:,}"
+        + (
+            f" ({record['written_unanswered']:,} written, answered too late)"
+            if record.get("written_unanswered")
+            else ""
+        )
+        + " |"
+    )
 
 
 single, batch, overload = e2e["single"], e2e["batch"], e2e["overload"]
 five_lost = sum(s["accepted"] - s["added"]["events"] for s in five_figures["ramp"]["steps"])
 lost_total = sum(r["lost"] for r in overload.values())
 lines = [
-    "# Benchmark", "",
+    "# Benchmark",
+    "",
     f"One run on this machine ({results['machine']['cpus']} CPUs, Linux {results['machine']['kernel']}), private Redis with AOF (everysec); "
-    f"the four stages under `{results['machine']['stage_scheduling']}`, ingest, Redis and the load tool at normal priority.", "",
-    "| figure | measured | reference | ratio |", "|---|---|---|---|",
+    f"the four stages under `{results['machine']['stage_scheduling']}`, ingest, Redis and the load tool at normal priority.",
+    "",
+    "| figure | measured | reference | ratio |",
+    "|---|---|---|---|",
     f"| verifier impressions per CPU-second | {v['impressions_per_cpu_s']:,.0f} | openssl ECDSA P-256 verify/s (1 core): {o['verify_per_s']:,.0f} | {v['ratio_to_openssl_verify']:.0%} |",
     f"| attribution-winner messages/s (conversions/s) | {w['messages_per_s']:,.0f} ({w['conversions_per_s']:,.0f}) | redis-benchmark XADD/s unpipelined: {rb['xadd_per_s_pipeline_1']:,.0f} | {w['messages_per_s'] / rb['xadd_per_s_pipeline_1']:.0%} |",
     f"| scheduler plans/s | {s['plans_per_s']:,.0f} | redis-benchmark XADD/s pipelined (64): {rb['xadd_per_s_pipeline_64']:,.0f} | {s['plans_per_s'] / rb['xadd_per_s_pipeline_64']:.1%} |",
     f"| postbacks held/s, released/s | {h['scheduledPerSecond']:,.0f}, {h['releasedPerSecond']:,.0f} | redis-benchmark XADD/s pipelined (64): {rb['xadd_per_s_pipeline_64']:,.0f} | {h['releasedPerSecond'] / rb['xadd_per_s_pipeline_64']:.0%} (release) |",
     f"| dispatcher deliveries/s (local receiver, verifying) | {d['deliveries_per_s']:,.0f} | openssl ECDSA P-256 sign/s (1 core): {o['sign_per_s']:,.0f} | {d['deliveries_per_s'] / o['sign_per_s']:.0%} |",
     f"| Redis bytes per held postback ({h['held']:,} held) | {h['compactBytesPerHeld']:.1f} | target ≤ 300; JSON layout: {h['jsonLayoutBytesPerHeld']:.1f} | {h['compactBytesPerHeld'] / 300:.0%} of target |",
-    "", "## Capacity", "",
+    "",
+    "## Capacity",
+    "",
     f"Found by the run itself (scripts/bench_ramp.py): the highest offered rate (events/s, open loop) at which ≥ 99 % of the "
     f"events were accepted, the accepted requests' p99 stayed ≤ 50 ms from each request's due time, and the stages' backlog "
     f"did not grow; {single['criteria']['step_seconds']:.0f} s steps from a drained pipeline, ×{single['criteria']['factor']} "
@@ -463,27 +838,38 @@ lines = [
     f"Each of its steps also waits until the window timers, held postbacks and deliveries of the steps before are done, and "
     f"offers its rate for {five_figures['ramp']['criteria'].get('warmup_seconds', 0):.0f} s before the judged seconds: an "
     "install's window timer and postback fall due seconds after it, so a step judged from a cold start would carry less than "
-    "its rate's delayed work, and one right after a faster step more (its CPU per event counts all of it, until drained).", "",
+    "its rate's delayed work, and one right after a faster step more (its CPU per event counts all of it, until drained).",
+    "",
     f"**Ingest → verifier → attribution-winner: {single['capacity_per_s']:,} events/s with single-event requests "
     f"({single['capacity_per_s'] / o['verify_per_s']:.0%} of openssl verify/s), {batch['capacity_per_s']:,} events/s in batches of "
     f"{batch['batch']} ({batch['capacity_per_s'] / o['verify_per_s']:.0%}).** All five services, a campaign in batches of "
-    f"{five_figures['ramp']['batch']}: **{five_figures['capacity_per_s']:,} events/s** ({five_figures['capacity_per_s'] / o['verify_per_s']:.0%}).", "",
+    f"{five_figures['ramp']['batch']}: **{five_figures['capacity_per_s']:,} events/s** ({five_figures['capacity_per_s'] / o['verify_per_s']:.0%}).",
+    "",
     "| path, requests | capacity (events/s) | of openssl verify/s | accepted p99 at capacity (ms) | CPU µs per event per process (openssl verifies) | Redis CPU µs/event; its append-only file's rewrites (a child process) | Redis commands/event |",
     "|---|---|---|---|---|---|---|",
     capacity_row("ingest → verifier → attribution-winner, single events", single),
     capacity_row(f"ingest → verifier → attribution-winner, batches of {batch['batch']}", batch),
     capacity_row(f"all five services, campaign, batches of {five_figures['ramp']['batch']}", five_figures["ramp"]),
-    "", ramp_line(single), "", ramp_line(batch), "", ramp_line(five_figures["ramp"]), "",
-    "## Overload", "",
+    "",
+    ramp_line(single),
+    "",
+    ramp_line(batch),
+    "",
+    ramp_line(five_figures["ramp"]),
+    "",
+    "## Overload",
+    "",
     f"Offers of 2× and 5× the capacity ({OVERLOAD_SECONDS:.0f} s each): goodput is accepted events/s (until the last answer) "
     "as a share of the capacity; shed is the share refused at once (503 overloaded or pipeline-lagging, 429); failed counts "
     "timeouts (10 s), other errors and refused items; lost counts accepted impressions that never reached `verified` "
-    f"(attribution-winner consumed all of `verified` before each count). **Accepted events lost: {lost_total}.**", "",
+    f"(attribution-winner consumed all of `verified` before each count). **Accepted events lost: {lost_total}.**",
+    "",
     "Each offer starts right after Redis rewrote its append-only file (`rewrite_aof` in scripts/bench.py): the sections "
     "before keep every stream entry, and a rewrite of that takes a core for seconds, whatever offer it falls on. "
     "Accepted p99 counts from each request's due time, so it includes any wait for one of the load tool's 128 connections; "
     "ingest's answer p99 counts from the accepted request's write to its answer. The load tool's CPU per request (sending "
-    "and reading answers, on the same cores) is what the offer itself takes from the services.", "",
+    "and reading answers, on the same cores) is what the offer itself takes from the services.",
+    "",
     f"The ceiling is the most any ingest could accept on these cores with the load tool beside it: every core working, each "
     f"accepted event costing what it cost at capacity (every process, Redis and the tool), and each refused request only "
     f"the loopback floor, a request and its answer over loopback TCP to a server doing next to nothing (redis-benchmark "
@@ -491,7 +877,8 @@ lines = [
     "The share of the refusals' cost above that floor is ingest's and the tool's to cut; the ceiling is not. It bounds "
     "what an offer sustains: a 4 s offer's goodput can pass it by the events ingest takes ahead of the stages, up to its "
     f"lag ceiling ({int(os.environ.get('BENCH_MAX_EVENTS_LAG', '20000')):,} events, "
-    f"{int(os.environ.get('BENCH_MAX_EVENTS_LAG', '20000')) / OVERLOAD_SECONDS:,.0f}/s over a {OVERLOAD_SECONDS:.0f} s offer).", "",
+    f"{int(os.environ.get('BENCH_MAX_EVENTS_LAG', '20000')) / OVERLOAD_SECONDS:,.0f}/s over a {OVERLOAD_SECONDS:.0f} s offer).",
+    "",
     "| offer | offered (events/s) | goodput (events/s) | of capacity | accepted p99 (ms) | ingest's answer p99 (ms) | load tool CPU µs/request | ceiling | shed | failed | lost |",
     "|---|---|---|---|---|---|---|---|---|---|---|",
     *[overload_row(f"{name.split('_')[0]}, {r['multiple']}× capacity", r) for name, r in overload.items()],
@@ -510,33 +897,48 @@ lines = [
     f"{five_figures['value_updates']:,} updates accepted in all; without an update no window opens, spec §4, and an install whose "
     f"impression was shed is refused). Installs the pipeline refused, by reason (last 100 of each list): "
     f"{', '.join(f'{k} {v}' for k, v in five_figures['refused_by_reason'].items()) or 'none'}. Accepted events not on `events`: {five_lost}.",
-    "", hold_and_fire_line(results["hold_and_fire"]),
-    "", "Resident memory after the run (MiB): " + ", ".join(f"{k} {v:.0f}" for k, v in results["rss_mib"].items()) + ".",
+    "",
+    hold_and_fire_line(results["hold_and_fire"]),
+    "",
+    "Resident memory after the run (MiB): " + ", ".join(f"{k} {v:.0f}" for k, v in results["rss_mib"].items()) + ".",
 ]
 open(os.path.join(OUT, "report.md"), "w").write("\n".join(lines) + "\n")
 open(os.path.join(OUT, "report.json"), "w").write(json.dumps(results, indent=2) + "\n")
-bars = [("verifier vs openssl verify", v["ratio_to_openssl_verify"]),
-        ("winner vs XADD unpipelined", w["messages_per_s"] / rb["xadd_per_s_pipeline_1"]),
-        ("release vs XADD pipelined", h["releasedPerSecond"] / rb["xadd_per_s_pipeline_64"]),
-        ("dispatcher vs openssl sign", d["deliveries_per_s"] / o["sign_per_s"]),
-        ("bytes/held vs 300 target", h["compactBytesPerHeld"] / 300)]
+bars = [
+    ("verifier vs openssl verify", v["ratio_to_openssl_verify"]),
+    ("winner vs XADD unpipelined", w["messages_per_s"] / rb["xadd_per_s_pipeline_1"]),
+    ("release vs XADD pipelined", h["releasedPerSecond"] / rb["xadd_per_s_pipeline_64"]),
+    ("dispatcher vs openssl sign", d["deliveries_per_s"] / o["sign_per_s"]),
+    ("bytes/held vs 300 target", h["compactBytesPerHeld"] / 300),
+]
 width, row = 640, 34
 svg = ['<text x="10" y="20" font-weight="bold">Measured / reference (same run)</text>']
 for i, (label, ratio) in enumerate(bars):
     y = 34 + i * row
     length = max(1, min(380, ratio * 380))
-    svg += [f'<text x="10" y="{y + 16}">{label}</text>',
-            f'<rect x="220" y="{y + 4}" width="{length:.0f}" height="18" fill="#4a7bd0"/>',
-            f'<text x="{225 + length:.0f}" y="{y + 17}">{ratio:.0%}</text>']
+    svg += [
+        f'<text x="10" y="{y + 16}">{label}</text>',
+        f'<rect x="220" y="{y + 4}" width="{length:.0f}" height="18" fill="#4a7bd0"/>',
+        f'<text x="{225 + length:.0f}" y="{y + 17}">{ratio:.0%}</text>',
+    ]
 # The ramps below the bars: offered vs accepted events/s and accepted p99 per step.
-panels = [("ingest → verifier → winner, single events", single, [r for k, r in overload.items() if k.startswith("single")]),
-          (f"ingest → verifier → winner, batches of {batch['batch']}", batch, [r for k, r in overload.items() if k.startswith("batch")]),
-          (f"all five services, campaign, batches of {five_figures['ramp']['batch']}", five_figures["ramp"], [])]
+panels = [
+    ("ingest → verifier → winner, single events", single, [r for k, r in overload.items() if k.startswith("single")]),
+    (
+        f"ingest → verifier → winner, batches of {batch['batch']}",
+        batch,
+        [r for k, r in overload.items() if k.startswith("batch")],
+    ),
+    (f"all five services, campaign, batches of {five_figures['ramp']['batch']}", five_figures["ramp"], []),
+]
 ramp_rows, ramp_height = ramp_chart(panels)
 offset = row * len(bars) + 50
 svg += [f'<g transform="translate(0,{offset})">', *ramp_rows, "</g>"]
-svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{offset + ramp_height}" font-family="sans-serif" font-size="13">',
-       *svg, "</svg>"]
+svg = [
+    f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{offset + ramp_height}" font-family="sans-serif" font-size="13">',
+    *svg,
+    "</svg>",
+]
 open(os.path.join(OUT, "chart.svg"), "w").write("\n".join(svg) + "\n")
 print("\n".join(lines))
 print(f"\nreport: {OUT}/report.md, report.json, chart.svg")

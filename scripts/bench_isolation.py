@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 
-from harness import Processes, free_port, http, until, wait_http, wait_redis, keygen
+from harness import Processes, free_port, http, keygen, until, wait_http, wait_redis
 
 BIN, OUT = sys.argv[1], os.path.abspath(sys.argv[2])
 POSTBACKS = int(os.environ.get("BENCH_ISOLATION_POSTBACKS", "8000"))
@@ -37,32 +37,68 @@ def run(hanging):
     data = tempfile.mkdtemp(prefix="bench-isolation-")
     try:
         port = free_port()
-        children.start("redis", ["redis-server", "--port", str(port), "--save", "", "--appendonly", "no", "--dir", data])
+        children.start(
+            "redis", ["redis-server", "--port", str(port), "--save", "", "--appendonly", "no", "--dir", data]
+        )
         wait_redis(port)
         url = f"redis://127.0.0.1:{port}/0"
         keys = os.path.join(data, "keys")
         keygen(BIN, keys)
         with open(os.path.join(keys, "network.public.pem")) as f:
             public_key = f.read()
-        common = {"REDIS_URL": url, "LOG_LEVEL": "warning", "HTTP_HOST": "127.0.0.1", "POSTBACK_URL_ALLOWLIST": "127.0.0.1",
-                  "STREAM_RETENTION_HOURS": "0"}
+        common = {
+            "REDIS_URL": url,
+            "LOG_LEVEL": "warning",
+            "HTTP_HOST": "127.0.0.1",
+            "POSTBACK_URL_ALLOWLIST": "127.0.0.1",
+            "STREAM_RETENTION_HOURS": "0",
+        }
         ingest_port, admin_port = free_port(), free_port()
-        children.start("ingest", [f"{BIN}/ingest"], {**common, "HTTP_PORT": str(ingest_port), "ADMIN_HTTP_PORT": str(admin_port),
-                                                     "ADMIN_TOKEN": TOKEN})
+        children.start(
+            "ingest",
+            [f"{BIN}/ingest"],
+            {**common, "HTTP_PORT": str(ingest_port), "ADMIN_HTTP_PORT": str(admin_port), "ADMIN_TOKEN": TOKEN},
+        )
         ingest, admin = f"http://127.0.0.1:{ingest_port}", f"http://127.0.0.1:{admin_port}"
         wait_http(ingest + "/health")
-        children.start("dispatcher", [f"{BIN}/dispatcher"], {
-            **common, "HTTP_PORT": str(free_port()), "SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
-            "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(keys, "pipeline-development.private.pem")})
+        children.start(
+            "dispatcher",
+            [f"{BIN}/dispatcher"],
+            {
+                **common,
+                "HTTP_PORT": str(free_port()),
+                "SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
+                "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(keys, "pipeline-development.private.pem"),
+            },
+        )
         receivers = []
         for index, network in enumerate(NETWORKS):
             receiver_port = free_port()
-            children.start(f"receiver{index}", [
-                f"{BIN}/attribution", "receiver", "--port", str(receiver_port), "--jwks-url", ingest + "/.well-known/jwks.json",
-                "--output", os.path.join(children.out, f"postbacks{index}.jsonl"), "--signatures", "later", "--log-level", "warning"])
+            children.start(
+                f"receiver{index}",
+                [
+                    f"{BIN}/attribution",
+                    "receiver",
+                    "--port",
+                    str(receiver_port),
+                    "--jwks-url",
+                    ingest + "/.well-known/jwks.json",
+                    "--output",
+                    os.path.join(children.out, f"postbacks{index}.jsonl"),
+                    "--signatures",
+                    "later",
+                    "--log-level",
+                    "warning",
+                ],
+            )
             receiver = f"http://127.0.0.1:{receiver_port}"
             wait_http(receiver + "/health")
-            http("PUT", f"{admin}/v1/admin/ad-networks/{network}", {"public-key": public_key, "postback-url": receiver + "/postbacks"}, TOKEN)
+            http(
+                "PUT",
+                f"{admin}/v1/admin/ad-networks/{network}",
+                {"public-key": public_key, "postback-url": receiver + "/postbacks"},
+                TOKEN,
+            )
             receivers.append(receiver)
         if hanging:
             http("POST", receivers[-1] + "/control", {"delay-ms": 600_000})
@@ -71,8 +107,22 @@ def run(hanging):
         started = time.time()
         for _ in range(CHUNKS):
             for network in NETWORKS:
-                subprocess.run([f"{BIN}/attribution", "bench-load", "--redis-url", url, "--kind", "postbacks", "--count",
-                                str(POSTBACKS // len(NETWORKS) // CHUNKS), "--network", network], check=True, capture_output=True)
+                subprocess.run(
+                    [
+                        f"{BIN}/attribution",
+                        "bench-load",
+                        "--redis-url",
+                        url,
+                        "--kind",
+                        "postbacks",
+                        "--count",
+                        str(POSTBACKS // len(NETWORKS) // CHUNKS),
+                        "--network",
+                        network,
+                    ],
+                    check=True,
+                    capture_output=True,
+                )
         expected = 3 * (POSTBACKS // len(NETWORKS) // CHUNKS) * CHUNKS
 
         def arrived():
@@ -94,15 +144,23 @@ def main():
     result = {"healthy": healthy, "one_of_four_hanging": hanging, "ratio": ratio, "target": 0.9}
     with open(os.path.join(OUT, "isolation.json"), "w") as f:
         json.dump(result, f, indent=2)
-    print(f"isolation: {healthy['deliveries_per_s']:,.0f} deliveries/s to three answering destinations with all four answering, "
-          f"{hanging['deliveries_per_s']:,.0f} with the fourth hanging: {ratio:.0%} (target ≥ 90 %)")
-    lines = ["", "## Delivery isolation: one of four destinations hanging", "",
-             f"One dispatcher, four ad networks each with its own receiver, {POSTBACKS:,} postbacks due for all four, "
-             "interleaved. Deliveries per second to the three answering destinations, from the load until their last "
-             "postback arrived; then the same with the fourth receiver holding every request past the delivery timeout.", "",
-             "| | deliveries/s to the three answering | ratio |", "|---|---|---|",
-             f"| all four answering | {healthy['deliveries_per_s']:,.0f} | 100 % |",
-             f"| the fourth hanging | {hanging['deliveries_per_s']:,.0f} | {ratio:.0%} (target ≥ 90 %) |"]
+    print(
+        f"isolation: {healthy['deliveries_per_s']:,.0f} deliveries/s to three answering destinations with all four answering, "
+        f"{hanging['deliveries_per_s']:,.0f} with the fourth hanging: {ratio:.0%} (target ≥ 90 %)"
+    )
+    lines = [
+        "",
+        "## Delivery isolation: one of four destinations hanging",
+        "",
+        f"One dispatcher, four ad networks each with its own receiver, {POSTBACKS:,} postbacks due for all four, "
+        "interleaved. Deliveries per second to the three answering destinations, from the load until their last "
+        "postback arrived; then the same with the fourth receiver holding every request past the delivery timeout.",
+        "",
+        "| | deliveries/s to the three answering | ratio |",
+        "|---|---|---|",
+        f"| all four answering | {healthy['deliveries_per_s']:,.0f} | 100 % |",
+        f"| the fourth hanging | {hanging['deliveries_per_s']:,.0f} | {ratio:.0%} (target ≥ 90 %) |",
+    ]
     with open(os.path.join(OUT, "report.md"), "a") as f:
         f.write("\n".join(lines) + "\n")
 

@@ -11,9 +11,15 @@ worker), two worker processes each, POSTing bodies pre-signed with the same key.
 
 Called by scripts/bench.py with the running pipeline (Redis URL, receiver URL, binaries, keys)."""
 
-import asyncio, base64, json, os, subprocess, sys, time, urllib.request, uuid
+import base64
+import json
+import os
+import subprocess
+import time
+import urllib.request
+import uuid
 
-WORKER_SOURCE = r'''
+WORKER_SOURCE = r"""
 import json, os, httpx
 RECEIVER = os.environ["PEER_RECEIVER"]
 client = httpx.Client(timeout=10)
@@ -39,7 +45,7 @@ class WorkerSettings:
     max_jobs = 64
     poll_delay = 0.05
     max_tries = 10
-'''
+"""
 
 
 def b64(data):
@@ -50,17 +56,28 @@ def signed_bodies(count, key_pem, kid, network, app):
     """AdAttributionKit postback bodies signed ES256 with the pipeline's key (the receiver verifies them)."""
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec, utils
+
     key = serialization.load_pem_private_key(key_pem.encode(), password=None)
     header = b64(json.dumps({"alg": "ES256", "kid": kid}).encode())
     bodies = []
     for _ in range(count):
-        payload = {"impression-type": "app-impression", "ad-network-identifier": network, "source-identifier": "39",
-                   "advertised-item-identifier": app, "conversion-type": "download", "marketplace-identifier": "com.apple.AppStore",
-                   "postback-identifier": str(uuid.uuid4()), "postback-sequence-index": 0, "did-win": True}
+        payload = {
+            "impression-type": "app-impression",
+            "ad-network-identifier": network,
+            "source-identifier": "39",
+            "advertised-item-identifier": app,
+            "conversion-type": "download",
+            "marketplace-identifier": "com.apple.AppStore",
+            "postback-identifier": str(uuid.uuid4()),
+            "postback-sequence-index": 0,
+            "did-win": True,
+        }
         signing_input = header + "." + b64(json.dumps(payload, separators=(",", ":")).encode())
         r, s = utils.decode_dss_signature(key.sign(signing_input.encode(), ec.ECDSA(hashes.SHA256())))
         jws = signing_input + "." + b64(r.to_bytes(32, "big") + s.to_bytes(32, "big"))
-        bodies.append(json.dumps({"jws-string": jws, "ad-interaction-type": "click", "coarse-conversion-value": "high"}).encode())
+        bodies.append(
+            json.dumps({"jws-string": jws, "ad-interaction-type": "click", "coarse-conversion-value": "high"}).encode()
+        )
     return bodies
 
 
@@ -101,9 +118,27 @@ for body in bodies:
     queue.enqueue_at(due, peerjobs.fire, body, retry=Retry(max=9, interval=[1, 5, 30]))
 """
     import pickle
+
     subprocess.run([python, "-c", enqueue], input=pickle.dumps(bodies), env=env, check=True)
-    workers = [subprocess.Popen([os.path.join(venv, "bin", "rq"), "worker", "--url", redis_url, "--with-scheduler", "--worker-class", "rq.worker.SimpleWorker", "--quiet", "bench"],
-                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(2)]
+    workers = [
+        subprocess.Popen(
+            [
+                os.path.join(venv, "bin", "rq"),
+                "worker",
+                "--url",
+                redis_url,
+                "--with-scheduler",
+                "--worker-class",
+                "rq.worker.SimpleWorker",
+                "--quiet",
+                "bench",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for _ in range(2)
+    ]
     done = wait_for(receiver, base + count)
     for worker in workers:
         worker.terminate()
@@ -126,8 +161,16 @@ async def main():
 asyncio.run(main())
 """
     subprocess.run([python, "-c", enqueue], input=pickle.dumps(bodies), env=env, check=True)
-    workers = [subprocess.Popen([os.path.join(venv, "bin", "arq"), "peerjobs.WorkerSettings"], env=env, cwd=workdir,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(2)]
+    workers = [
+        subprocess.Popen(
+            [os.path.join(venv, "bin", "arq"), "peerjobs.WorkerSettings"],
+            env=env,
+            cwd=workdir,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for _ in range(2)
+    ]
     done = wait_for(receiver, base + count)
     for worker in workers:
         worker.terminate()

@@ -23,8 +23,15 @@ the entries added to the pipeline's streams, so that nothing accepted is lost un
 Environment: BENCH_RAMP_STEP_SECONDS (5), BENCH_RAMP_FACTOR (1.5), BENCH_RAMP_REFINE (3 bisections),
 BENCH_RAMP_START (250 events/s), BENCH_RAMP_MAX_STEPS (12 rising steps), BENCH_RAMP_RETRIES (1)."""
 
-import json, os, re, subprocess, threading, time
-from harness import RedisConnection, cpu_seconds, redis_info_cpu_seconds, entries_added, group_backlog, partitioned
+import json
+import math
+import os
+import re
+import subprocess
+import threading
+import time
+
+from harness import RedisConnection, cpu_seconds, entries_added, group_backlog, partitioned, redis_info_cpu_seconds
 
 STEP_SECONDS = float(os.environ.get("BENCH_RAMP_STEP_SECONDS", "5"))
 FACTOR = float(os.environ.get("BENCH_RAMP_FACTOR", "1.5"))
@@ -40,10 +47,36 @@ class Bench:
     groups whose backlog must not grow, the streams whose added entries are counted, and the delayed
     queues (sorted sets) that must be empty for the pipeline to count as drained."""
 
-    def __init__(self, bin_dir, redis_port, ingest, network, key_file, processes, groups, streams, queues=(), app_key=None,
-                 drain_groups=(), drain_queues=(), warmup=0.0):
-        self.bin_dir, self.redis_port, self.ingest, self.network, self.key_file = bin_dir, redis_port, ingest, network, key_file
-        self.processes, self.groups, self.streams, self.queues, self.app_key = processes, groups, streams, queues, app_key
+    def __init__(
+        self,
+        bin_dir,
+        redis_port,
+        ingest,
+        network,
+        key_file,
+        processes,
+        groups,
+        streams,
+        queues=(),
+        app_key=None,
+        drain_groups=(),
+        drain_queues=(),
+        warmup=0.0,
+    ):
+        self.bin_dir, self.redis_port, self.ingest, self.network, self.key_file = (
+            bin_dir,
+            redis_port,
+            ingest,
+            network,
+            key_file,
+        )
+        self.processes, self.groups, self.streams, self.queues, self.app_key = (
+            processes,
+            groups,
+            streams,
+            queues,
+            app_key,
+        )
         # Empty before a step starts, not judged during it: work due later (timers, held postbacks).
         self.drain_groups, self.drain_queues, self.warmup = drain_groups, drain_queues, warmup
         self.connection = RedisConnection(redis_port)
@@ -61,7 +94,11 @@ class Bench:
         """Redis's own CPU seconds, its commands, and the CPU seconds of its finished children (the
         rewrites of its append-only file: another core's work, counted when a rewrite ends)."""
         cpu, stats = self.connection.pipeline([("INFO", "cpu"), ("INFO", "stats")])
-        return redis_info_cpu_seconds(cpu), int(re.search(r"total_commands_processed:(\d+)", stats).group(1)), redis_info_cpu_seconds(cpu, children=True)
+        return (
+            redis_info_cpu_seconds(cpu),
+            int(re.search(r"total_commands_processed:(\d+)", stats).group(1)),
+            redis_info_cpu_seconds(cpu, children=True),
+        )
 
     def drain(self, seconds=120):
         """Until nothing waits in the pipeline; how long that took (None if it did not drain in time)."""
@@ -75,8 +112,22 @@ class Bench:
     def load(self, rate, seconds, batch):
         """Runs `attribution load` to the end; its figures and the backlog samples (time, backlog) taken
         meanwhile."""
-        command = [f"{self.bin_dir}/attribution", "load", "--ingest-url", self.ingest, "--rate", str(rate), "--duration", str(seconds),
-                   "--network", self.network, "--key-file", self.key_file, "--batch", str(batch)]
+        command = [
+            f"{self.bin_dir}/attribution",
+            "load",
+            "--ingest-url",
+            self.ingest,
+            "--rate",
+            str(rate),
+            "--duration",
+            str(seconds),
+            "--network",
+            self.network,
+            "--key-file",
+            self.key_file,
+            "--batch",
+            str(batch),
+        ]
         if self.app_key:
             command += ["--app-key", self.app_key]
         samples, done = [], threading.Event()
@@ -127,18 +178,33 @@ class Bench:
             why_not.append("did not drain")
         per_event = max(1, accepted)
         return {
-            "rate": rate, "batch": batch, "seconds": seconds, "offered": figures["sent"], "accepted": accepted,
-            "shed": figures["shed"], "failed": figures["failed"], "accepted_fraction": accepted / offered,
-            "shed_fraction": figures["shed"] / offered, "goodput_per_s": accepted / max(1e-9, figures["seconds"]),
-            "accepted_p99_ms": figures["acceptedP99Milliseconds"], "p99_ms": figures["p99Milliseconds"],
-            "backlog_before": backlog_before, "backlog_after": backlog_after, "backlog_growth_per_s": growth,
-            "backlog_samples": len(window), "drain_s": drain_s, "good": not why_not, "why_not": why_not,
-            "cpu_s": cpu, "cpu_us_per_event": {name: s * 1e6 / per_event for name, s in cpu.items()},
+            "rate": rate,
+            "batch": batch,
+            "seconds": seconds,
+            "offered": figures["sent"],
+            "accepted": accepted,
+            "shed": figures["shed"],
+            "failed": figures["failed"],
+            "accepted_fraction": accepted / offered,
+            "shed_fraction": figures["shed"] / offered,
+            "goodput_per_s": accepted / max(1e-9, figures["seconds"]),
+            "accepted_p99_ms": figures["acceptedP99Milliseconds"],
+            "p99_ms": figures["p99Milliseconds"],
+            "backlog_before": backlog_before,
+            "backlog_after": backlog_after,
+            "backlog_growth_per_s": growth,
+            "backlog_samples": len(window),
+            "drain_s": drain_s,
+            "good": not why_not,
+            "why_not": why_not,
+            "cpu_s": cpu,
+            "cpu_us_per_event": {name: s * 1e6 / per_event for name, s in cpu.items()},
             "redis_cpu_s": redis_cpu_after - redis_cpu_before,
             "redis_us_per_event": (redis_cpu_after - redis_cpu_before) * 1e6 / per_event,
             "redis_commands_per_event": (commands_after - commands_before) / per_event,
             "redis_rewrite_us_per_event": (rewriting_after - rewriting_before) * 1e6 / per_event,
-            "added": added, "figures": figures,
+            "added": added,
+            "figures": figures,
         }
 
     def ramp(self, batch, start=START, log=print):
@@ -150,11 +216,16 @@ class Bench:
             record = self.step(rate, batch)
             record["attempt"] = attempt
             steps.append(record)
-            log(f"  ramp batch {batch}: {rate:,}/s offered → {record['accepted']:,} accepted ({record['accepted_fraction']:.1%}), "
+            log(
+                f"  ramp batch {batch}: {rate:,}/s offered → {record['accepted']:,} accepted ({record['accepted_fraction']:.1%}), "
                 f"accepted p99 {record['accepted_p99_ms']:.1f} ms (by kind: "
-                + ", ".join(f"{k} {v:.0f}" for k, v in record["figures"].get("acceptedP99MillisecondsByKind", {}).items())
+                + ", ".join(
+                    f"{k} {v:.0f}" for k, v in record["figures"].get("acceptedP99MillisecondsByKind", {}).items()
+                )
                 + f"; sent late p99 {record['figures'].get('lateP99Milliseconds', 0):.1f} ms), backlog {record['backlog_before']}→{record['backlog_after']} "
-                f"({record['backlog_growth_per_s']:+,.0f}/s): " + ("good" if record["good"] else "; ".join(record["why_not"])))
+                f"({record['backlog_growth_per_s']:+,.0f}/s): "
+                + ("good" if record["good"] else "; ".join(record["why_not"]))
+            )
             # A bad step is run again before the search believes it: one stall (an AOF rewrite's fork, a
             # burst of due postbacks) on these shared cores can fail a step far below capacity.
             if not record["good"] and attempt <= RETRIES:
@@ -183,10 +254,22 @@ class Bench:
             else:
                 bad = middle
         at_capacity = max((s for s in steps if s["good"]), key=lambda s: s["rate"], default=None)
-        return {"batch": batch, "capacity_per_s": good or 0, "first_bad_per_s": bad, "at_capacity": at_capacity, "steps": steps,
-                "criteria": {"retries_of_a_bad_step": RETRIES, "accepted_fraction": ACCEPTED_FRACTION, "accepted_p99_ms": P99_MS,
-                             "backlog_growth_fraction_of_rate": GROWTH_FRACTION, "step_seconds": STEP_SECONDS, "factor": FACTOR,
-                             "warmup_seconds": self.warmup}}
+        return {
+            "batch": batch,
+            "capacity_per_s": good or 0,
+            "first_bad_per_s": bad,
+            "at_capacity": at_capacity,
+            "steps": steps,
+            "criteria": {
+                "retries_of_a_bad_step": RETRIES,
+                "accepted_fraction": ACCEPTED_FRACTION,
+                "accepted_p99_ms": P99_MS,
+                "backlog_growth_fraction_of_rate": GROWTH_FRACTION,
+                "step_seconds": STEP_SECONDS,
+                "factor": FACTOR,
+                "warmup_seconds": self.warmup,
+            },
+        }
 
 
 def slope(samples):
@@ -210,32 +293,44 @@ def ramp_chart(panels, width=640):
             continue
         top_rate = max(max(s["rate"] for s in steps), max(s["goodput_per_s"] for s in steps)) * 1.05
         x0, plot_w, plot_h, y0 = 60, 240, 150, top + 30
-        rows.append(f'<text x="10" y="{top + 18}" font-weight="bold">{title}: capacity {ramp["capacity_per_s"]:,} events/s</text>')
+        rows.append(
+            f'<text x="10" y="{top + 18}" font-weight="bold">{title}: capacity {ramp["capacity_per_s"]:,} events/s</text>'
+        )
         for offset, label in ((0, "accepted events/s vs offered"), (320, "accepted p99 (ms, log) vs offered")):
-            rows.append(f'<rect x="{x0 + offset}" y="{y0}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#999"/>')
+            rows.append(
+                f'<rect x="{x0 + offset}" y="{y0}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#999"/>'
+            )
             rows.append(f'<text x="{x0 + offset}" y="{y0 + plot_h + 28}" font-size="11">{label}</text>')
             rows.append(f'<text x="{x0 + offset}" y="{y0 + plot_h + 13}" font-size="10">0</text>')
-            rows.append(f'<text x="{x0 + offset + plot_w - 40}" y="{y0 + plot_h + 13}" font-size="10">{top_rate:,.0f}</text>')
+            rows.append(
+                f'<text x="{x0 + offset + plot_w - 40}" y="{y0 + plot_h + 13}" font-size="10">{top_rate:,.0f}</text>'
+            )
 
-        def x(rate, offset=0):
+        # This panel's geometry, bound now (the helpers are called only within this iteration).
+        def x(rate, offset=0, x0=x0, top_rate=top_rate, plot_w=plot_w):
             return x0 + offset + rate / top_rate * plot_w
 
-        def y_rate(value):
+        def y_rate(value, y0=y0, plot_h=plot_h, top_rate=top_rate):
             return y0 + plot_h - value / top_rate * plot_h
 
-        def y_ms(ms):  # 0.1 ms … 10 s, log
-            import math
+        def y_ms(ms, y0=y0, plot_h=plot_h):  # 0.1 ms … 10 s, log
             return y0 + plot_h - (math.log10(max(0.1, min(10000, ms))) + 1) / 5 * plot_h
 
-        rows.append(f'<line x1="{x(0)}" y1="{y_rate(0)}" x2="{x(top_rate)}" y2="{y_rate(top_rate)}" stroke="#bbb" stroke-dasharray="4 3"/>')
+        rows.append(
+            f'<line x1="{x(0)}" y1="{y_rate(0)}" x2="{x(top_rate)}" y2="{y_rate(top_rate)}" stroke="#bbb" stroke-dasharray="4 3"/>'
+        )
         rows.append(f'<text x="{x0 - 4}" y="{y0 + 10}" font-size="10" text-anchor="end">{top_rate:,.0f}</text>')
-        rows.append(f'<line x1="{x(0, 320)}" y1="{y_ms(50)}" x2="{x(top_rate, 320)}" y2="{y_ms(50)}" stroke="#d04a4a" stroke-dasharray="4 3"/>')
+        rows.append(
+            f'<line x1="{x(0, 320)}" y1="{y_ms(50)}" x2="{x(top_rate, 320)}" y2="{y_ms(50)}" stroke="#d04a4a" stroke-dasharray="4 3"/>'
+        )
         for ms in (1, 10, 100, 1000):
             rows.append(f'<text x="{x0 + 316}" y="{y_ms(ms) + 4}" font-size="10" text-anchor="end">{ms}</text>')
         if ramp["capacity_per_s"]:
             for offset in (0, 320):
-                rows.append(f'<line x1="{x(ramp["capacity_per_s"], offset)}" y1="{y0}" x2="{x(ramp["capacity_per_s"], offset)}" '
-                            f'y2="{y0 + plot_h}" stroke="#4a7bd0" stroke-dasharray="2 2"/>')
+                rows.append(
+                    f'<line x1="{x(ramp["capacity_per_s"], offset)}" y1="{y0}" x2="{x(ramp["capacity_per_s"], offset)}" '
+                    f'y2="{y0 + plot_h}" stroke="#4a7bd0" stroke-dasharray="2 2"/>'
+                )
         for s in steps:
             color = "#2e8b57" if s.get("good") else "#d04a4a"
             shape = "rect" if s in overload else "circle"
@@ -243,8 +338,12 @@ def ramp_chart(panels, width=640):
                 if shape == "circle":
                     rows.append(f'<circle cx="{x(s["rate"], offset):.1f}" cy="{y:.1f}" r="3.5" fill="{color}"/>')
                 else:
-                    rows.append(f'<rect x="{x(s["rate"], offset) - 4:.1f}" y="{y - 4:.1f}" width="8" height="8" fill="#e0a030"/>')
+                    rows.append(
+                        f'<rect x="{x(s["rate"], offset) - 4:.1f}" y="{y - 4:.1f}" width="8" height="8" fill="#e0a030"/>'
+                    )
         top += height
-    legend = ('<text x="10" y="{}" font-size="11">circles: ramp steps (green good, red bad); squares: offers at 2× and 5× '
-              'capacity; dashed: all accepted, the 50 ms bound, the capacity found</text>').format(top + 14)
+    legend = (
+        f'<text x="10" y="{top + 14}" font-size="11">circles: ramp steps (green good, red bad); squares: offers at 2× and 5× '
+        "capacity; dashed: all accepted, the 50 ms bound, the capacity found</text>"
+    )
     return rows + [legend], top + 24

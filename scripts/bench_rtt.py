@@ -24,7 +24,18 @@ import sys
 import tempfile
 import time
 
-from harness import Processes, RedisConnection, free_port, group_done, http, keygen, partitioned, until, wait_http, wait_redis
+from harness import (
+    Processes,
+    RedisConnection,
+    free_port,
+    group_done,
+    http,
+    keygen,
+    partitioned,
+    until,
+    wait_http,
+    wait_redis,
+)
 
 BIN, OUT = sys.argv[1], os.path.abspath(sys.argv[2])
 IMPRESSIONS = int(os.environ.get("BENCH_RTT_IMPRESSIONS", "8000"))
@@ -39,8 +50,13 @@ if os.environ.get("BENCH_RTT_SETTINGS"):  # e.g. "loopback,+1 ms" to measure few
 # Extra settings for the services under test, e.g. "BATCH_SIZE=500 CONSUMERS=2".
 REPLICAS = int(os.environ.get("BENCH_RTT_REPLICAS", "1"))  # of each stage draining a stream
 EXTRA = dict(item.split("=", 1) for item in os.environ.get("BENCH_RTT_ENV", "").split())
-SERVICES = [("ingest", "events/s accepted"), ("verifier", "impressions/s"), ("attribution-winner", "messages/s"),
-            ("scheduler", "conversions/s"), ("dispatcher", "deliveries/s")]
+SERVICES = [
+    ("ingest", "events/s accepted"),
+    ("verifier", "impressions/s"),
+    ("attribution-winner", "messages/s"),
+    ("scheduler", "conversions/s"),
+    ("dispatcher", "deliveries/s"),
+]
 
 
 def measure(label, delay):
@@ -50,7 +66,9 @@ def measure(label, delay):
     data = tempfile.mkdtemp(prefix="bench-rtt-")
     try:
         port = free_port()
-        children.start("redis", ["redis-server", "--port", str(port), "--save", "", "--appendonly", "no", "--dir", data])
+        children.start(
+            "redis", ["redis-server", "--port", str(port), "--save", "", "--appendonly", "no", "--dir", data]
+        )
         wait_redis(port)
         direct = f"redis://127.0.0.1:{port}/0"
         observer = RedisConnection(port)
@@ -59,23 +77,54 @@ def measure(label, delay):
             relay_port, delay_file = free_port(), os.path.join(data, "delay-ms")
             with open(delay_file, "w") as f:
                 f.write(str(delay))
-            children.start("relay", [f"{BIN}/attribution", "relay", "--listen", f"127.0.0.1:{relay_port}",
-                                     "--upstream", f"127.0.0.1:{port}", "--delay-file", delay_file])
+            children.start(
+                "relay",
+                [
+                    f"{BIN}/attribution",
+                    "relay",
+                    "--listen",
+                    f"127.0.0.1:{relay_port}",
+                    "--upstream",
+                    f"127.0.0.1:{port}",
+                    "--delay-file",
+                    delay_file,
+                ],
+            )
             wait_redis(relay_port)
             url = f"redis://127.0.0.1:{relay_port}/0"
         keys = os.path.join(data, "keys")
         keygen(BIN, keys)
         with open(os.path.join(keys, "network.public.pem")) as f:
             public_key = f.read()
-        common = {"REDIS_URL": url, "LOG_LEVEL": "warning", "HTTP_HOST": "127.0.0.1", "POSTBACK_URL_ALLOWLIST": "127.0.0.1",
-                  "STREAM_RETENTION_HOURS": "0", "CONVERSION_SETTLE_MS": "0", **EXTRA}
+        common = {
+            "REDIS_URL": url,
+            "LOG_LEVEL": "warning",
+            "HTTP_HOST": "127.0.0.1",
+            "POSTBACK_URL_ALLOWLIST": "127.0.0.1",
+            "STREAM_RETENTION_HOURS": "0",
+            "CONVERSION_SETTLE_MS": "0",
+            **EXTRA,
+        }
         ingest_port, admin_port, receiver_port = free_port(), free_port(), free_port()
-        children.start("ingest", [f"{BIN}/ingest"], {**common, "HTTP_PORT": str(ingest_port), "ADMIN_HTTP_PORT": str(admin_port),
-                                                     "ADMIN_TOKEN": TOKEN, "INGEST_MAX_EVENTS_LAG": "0"})
+        children.start(
+            "ingest",
+            [f"{BIN}/ingest"],
+            {
+                **common,
+                "HTTP_PORT": str(ingest_port),
+                "ADMIN_HTTP_PORT": str(admin_port),
+                "ADMIN_TOKEN": TOKEN,
+                "INGEST_MAX_EVENTS_LAG": "0",
+            },
+        )
         ingest, admin = f"http://127.0.0.1:{ingest_port}", f"http://127.0.0.1:{admin_port}"
         wait_http(ingest + "/health")
-        http("PUT", f"{admin}/v1/admin/ad-networks/{NETWORK}", {"public-key": public_key,
-                                                                  "postback-url": f"http://127.0.0.1:{receiver_port}/postbacks"}, TOKEN)
+        http(
+            "PUT",
+            f"{admin}/v1/admin/ad-networks/{NETWORK}",
+            {"public-key": public_key, "postback-url": f"http://127.0.0.1:{receiver_port}/postbacks"},
+            TOKEN,
+        )
         http("PUT", f"{admin}/v1/admin/publisher-apps/5838492", {"AdNetworkIdentifiers": [NETWORK]}, TOKEN)
         http("PUT", f"{admin}/v1/admin/advertised-apps/1108187390", {}, TOKEN)
 
@@ -83,14 +132,32 @@ def measure(label, delay):
             return children.start(name, [f"{BIN}/{name}"], {**common, "HTTP_PORT": str(free_port()), **(env or {})})
 
         def load(kind, count, extra=()):
-            subprocess.run([f"{BIN}/attribution", "bench-load", "--redis-url", direct, "--kind", kind, "--count", str(count),
-                            "--network", NETWORK, *extra], check=True, capture_output=True)
+            subprocess.run(
+                [
+                    f"{BIN}/attribution",
+                    "bench-load",
+                    "--redis-url",
+                    direct,
+                    "--kind",
+                    kind,
+                    "--count",
+                    str(count),
+                    "--network",
+                    NETWORK,
+                    *extra,
+                ],
+                check=True,
+                capture_output=True,
+            )
 
         def drained(name, stream, group, count, env=None):
             started = time.time()
             for replica in range(REPLICAS):
-                children.start(f"{name}-{replica}" if replica else name, [f"{BIN}/{name}"],
-                               {**common, "HTTP_PORT": str(free_port()), **(env or {})})
+                children.start(
+                    f"{name}-{replica}" if replica else name,
+                    [f"{BIN}/{name}"],
+                    {**common, "HTTP_PORT": str(free_port()), **(env or {})},
+                )
             if not until(lambda: group_done(observer, stream, group), 600, 0.05):
                 raise SystemExit(f"rtt ({label}): {name} did not drain {stream} in 600 s")
             return count / (time.time() - started)
@@ -100,13 +167,34 @@ def measure(label, delay):
         events = sum(observer.pipeline([("XLEN", name) for name in partitioned("events")]))
         figures["verifier"] = drained("verifier", "events", "verifier", IMPRESSIONS)
         figures["attribution-winner"] = drained("attribution-winner", "verified", "attribution-winner", events)
-        figures["scheduler"] = drained("scheduler", "attributions", "scheduler", events - IMPRESSIONS, {"CROWD_TIER_THRESHOLDS": "1,1,1"})
+        figures["scheduler"] = drained(
+            "scheduler", "attributions", "scheduler", events - IMPRESSIONS, {"CROWD_TIER_THRESHOLDS": "1,1,1"}
+        )
 
-        worker("dispatcher", {"SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
-                              "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(keys, "pipeline-development.private.pem")})
-        children.start("receiver", [f"{BIN}/attribution", "receiver", "--port", str(receiver_port), "--jwks-url",
-                                    ingest + "/.well-known/jwks.json", "--output", os.path.join(children.out, "postbacks.jsonl"),
-                                    "--signatures", "later", "--log-level", "warning"])
+        worker(
+            "dispatcher",
+            {
+                "SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
+                "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(keys, "pipeline-development.private.pem"),
+            },
+        )
+        children.start(
+            "receiver",
+            [
+                f"{BIN}/attribution",
+                "receiver",
+                "--port",
+                str(receiver_port),
+                "--jwks-url",
+                ingest + "/.well-known/jwks.json",
+                "--output",
+                os.path.join(children.out, "postbacks.jsonl"),
+                "--signatures",
+                "later",
+                "--log-level",
+                "warning",
+            ],
+        )
         receiver = f"http://127.0.0.1:{receiver_port}"
         wait_http(receiver + "/health")
         time.sleep(2)  # the dispatcher's groups made, the registry cached
@@ -120,9 +208,26 @@ def measure(label, delay):
             children.kill(name)
 
         # ingest alone: an offer far above its capacity, in batches of 100; what it accepts per second.
-        offered = subprocess.run([f"{BIN}/attribution", "load", "--ingest-url", ingest, "--rate", str(OFFER), "--duration", "3",
-                                  "--network", NETWORK, "--key-file", os.path.join(keys, "network.private.pem"), "--batch", "100"],
-                                 capture_output=True, text=True)
+        offered = subprocess.run(
+            [
+                f"{BIN}/attribution",
+                "load",
+                "--ingest-url",
+                ingest,
+                "--rate",
+                str(OFFER),
+                "--duration",
+                "3",
+                "--network",
+                NETWORK,
+                "--key-file",
+                os.path.join(keys, "network.private.pem"),
+                "--batch",
+                "100",
+            ],
+            capture_output=True,
+            text=True,
+        )
         outcome = json.loads(offered.stdout.strip().splitlines()[-1])
         figures["ingest"] = outcome["accepted"] / 3
         print(f"  {label}: " + ", ".join(f"{name} {figures[name]:,.0f}/s" for name, _ in SERVICES), flush=True)
@@ -136,30 +241,46 @@ def main():
     print("==> throughput against round-trip time", flush=True)
     results = {label: measure(label, delay) for label, delay in SETTINGS}
     loopback = results["loopback"]
-    ratios = {label: {name: figures[name] / loopback[name] for name, _ in SERVICES} for label, figures in results.items()}
+    ratios = {
+        label: {name: figures[name] / loopback[name] for name, _ in SERVICES} for label, figures in results.items()
+    }
     # The added time alone: each figure against the relay's own at 0 ms (the relay shares the services'
     # cores).
     relay = results.get(RELAY_ZERO)
-    to_relay = {label: {name: figures[name] / relay[name] for name, _ in SERVICES}
-                for label, figures in results.items() if relay and label.startswith("+")}
+    to_relay = {
+        label: {name: figures[name] / relay[name] for name, _ in SERVICES}
+        for label, figures in results.items()
+        if relay and label.startswith("+")
+    }
     with open(os.path.join(OUT, "rtt.json"), "w") as f:
-        json.dump({"figures": results, "ratios": ratios, "ratios_to_relay_at_0_ms": to_relay, "target_at_1_ms": 0.8}, f,
-                  indent=2)
-    lines = ["", "## Throughput against round-trip time to Redis", "",
-             "Each service measured alone as above (stages draining preloaded streams, "
-             f"{IMPRESSIONS:,} impressions and their installs, {POSTBACKS:,} due postbacks; ingest offered {OFFER:,} "
-             "events/s in batches of 100 for 3 s), with the services on Redis over loopback, then through a relay "
-             "adding 0, 1 and 10 ms to every round trip. Ratios to the loopback figure (target at 1 ms: ≥ 80 %), "
-             "then to the relay's own figure at 0 ms (the added time alone).", "",
-             "| service | loopback | " + " | ".join(label for label, _ in SETTINGS[1:]) + " |",
-             "|---|---|" + "---|" * (len(SETTINGS) - 1)]
+        json.dump(
+            {"figures": results, "ratios": ratios, "ratios_to_relay_at_0_ms": to_relay, "target_at_1_ms": 0.8},
+            f,
+            indent=2,
+        )
+    lines = [
+        "",
+        "## Throughput against round-trip time to Redis",
+        "",
+        "Each service measured alone as above (stages draining preloaded streams, "
+        f"{IMPRESSIONS:,} impressions and their installs, {POSTBACKS:,} due postbacks; ingest offered {OFFER:,} "
+        "events/s in batches of 100 for 3 s), with the services on Redis over loopback, then through a relay "
+        "adding 0, 1 and 10 ms to every round trip. Ratios to the loopback figure (target at 1 ms: ≥ 80 %), "
+        "then to the relay's own figure at 0 ms (the added time alone).",
+        "",
+        "| service | loopback | " + " | ".join(label for label, _ in SETTINGS[1:]) + " |",
+        "|---|---|" + "---|" * (len(SETTINGS) - 1),
+    ]
     for name, unit in SERVICES:
-        cells = [f"{results[label][name]:,.0f} ({ratios[label][name]:.0%}"
-                 + (f"; {to_relay[label][name]:.0%})" if label in to_relay else ")") for label, _ in SETTINGS[1:]]
+        cells = [
+            f"{results[label][name]:,.0f} ({ratios[label][name]:.0%}"
+            + (f"; {to_relay[label][name]:.0%})" if label in to_relay else ")")
+            for label, _ in SETTINGS[1:]
+        ]
         lines.append(f"| {name} ({unit}) | {loopback[name]:,.0f} | " + " | ".join(cells) + " |")
     with open(os.path.join(OUT, "report.md"), "a") as f:
         f.write("\n".join(lines) + "\n")
-    print("\n".join(lines[-len(SERVICES) - 2:]))
+    print("\n".join(lines[-len(SERVICES) - 2 :]))
 
 
 if __name__ == "__main__":

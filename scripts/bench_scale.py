@@ -9,11 +9,34 @@ pipeline empty, nothing arriving) as a share of one core. Writes OUT/scale.json.
   bench_scale.py BIN OUT
 """
 
-import json, os, re, shutil, subprocess, sys, tempfile, time
-from harness import PARTITIONS, Processes, RedisCluster, cpu_seconds, redis_info_cpu_seconds, free_port, http, partitioned, redis_cli, until, wait_http, wait_redis, keygen
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from harness import (
+    PARTITIONS,
+    Processes,
+    RedisCluster,
+    cpu_seconds,
+    free_port,
+    http,
+    keygen,
+    partitioned,
+    redis_cli,
+    redis_info_cpu_seconds,
+    until,
+    wait_http,
+    wait_redis,
+)
 
 BIN, OUT = sys.argv[1], os.path.abspath(sys.argv[2])
 os.makedirs(OUT, exist_ok=True)
+
 
 def campaign_offer():
     """The campaign's rate and batch: BENCH_CAMPAIGN_RATE and BENCH_CAMPAIGN_BATCH when set, else the
@@ -30,8 +53,6 @@ def campaign_offer():
 RATE, BATCH = campaign_offer()
 IDLE_SECONDS = float(os.environ.get("BENCH_IDLE_SECONDS", "20"))
 SERVICES = ("ingest", "verifier", "attribution-winner", "scheduler", "dispatcher")
-
-
 
 
 def counters(ports):
@@ -56,8 +77,22 @@ def run(mode):
         else:
             port = free_port()
             redis_dir = tempfile.mkdtemp(prefix="bench-redis-")
-            children.start("redis", ["redis-server", "--port", str(port), "--save", "", "--appendonly", "yes",
-                                     "--appendfsync", "everysec", "--dir", redis_dir])
+            children.start(
+                "redis",
+                [
+                    "redis-server",
+                    "--port",
+                    str(port),
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "yes",
+                    "--appendfsync",
+                    "everysec",
+                    "--dir",
+                    redis_dir,
+                ],
+            )
             wait_redis(port)
             ports, primaries, url = [port], [port], f"redis://127.0.0.1:{port}/0"
             redis_env = {"REDIS_URL": url}
@@ -67,7 +102,11 @@ def run(mode):
             options = [a for a in args if a == "--json"]
             command = [str(a) for a in args if a != "--json"]
             # XINFO STREAM shows entries, and envelopes between stages are binary (CompactCoding).
-            return subprocess.run([*cli, *options, *command], capture_output=True).stdout.decode("utf-8", "replace").strip()
+            return (
+                subprocess.run([*cli, *options, *command], capture_output=True)
+                .stdout.decode("utf-8", "replace")
+                .strip()
+            )
 
         def group_done(stream, group):
             """Every partition of `stream` read and acknowledged by `group`."""
@@ -89,27 +128,68 @@ def run(mode):
         keys = os.path.join(children.out, "keys")
         keygen(BIN, keys)
         receiver_port, ingest_port, admin_port = free_port(), free_port(), free_port()
-        common = {**redis_env, "PARTITIONS": str(PARTITIONS), "LOG_LEVEL": "warning", "HTTP_HOST": "127.0.0.1", "POSTBACK_URL_ALLOWLIST": "127.0.0.1",
-                  "STREAM_RETENTION_HOURS": "0", "TIME_SCALE": "86400", "CONVERSION_SETTLE_MS": "250",
-                  "WINDOW_CLOSE_GRACE_MS": "400", "CROWD_TIER_THRESHOLDS": "1,1,1"}
+        common = {
+            **redis_env,
+            "PARTITIONS": str(PARTITIONS),
+            "LOG_LEVEL": "warning",
+            "HTTP_HOST": "127.0.0.1",
+            "POSTBACK_URL_ALLOWLIST": "127.0.0.1",
+            "STREAM_RETENTION_HOURS": "0",
+            "TIME_SCALE": "86400",
+            "CONVERSION_SETTLE_MS": "250",
+            "WINDOW_CLOSE_GRACE_MS": "400",
+            "CROWD_TIER_THRESHOLDS": "1,1,1",
+        }
         token = "bench-admin-token-of-at-least-32-characters"
-        processes = {"ingest": children.start("ingest", [f"{BIN}/ingest"], {**common, "HTTP_PORT": str(ingest_port), "ADMIN_HTTP_PORT": str(admin_port), "ADMIN_TOKEN": token})}
+        processes = {
+            "ingest": children.start(
+                "ingest",
+                [f"{BIN}/ingest"],
+                {**common, "HTTP_PORT": str(ingest_port), "ADMIN_HTTP_PORT": str(admin_port), "ADMIN_TOKEN": token},
+            )
+        }
         ingest = f"http://127.0.0.1:{ingest_port}"
         admin = f"http://127.0.0.1:{admin_port}"  # ingest's admin listener
         wait_http(ingest + "/health")
         for name in SERVICES[1:]:
-            extra = {"SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
-                     "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(keys, "pipeline-development.private.pem")} if name == "dispatcher" else {}
-            processes[name] = children.start(name, [f"{BIN}/{name}"], {**common, "HTTP_PORT": str(free_port()), **extra})
+            extra = (
+                {
+                    "SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
+                    "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(keys, "pipeline-development.private.pem"),
+                }
+                if name == "dispatcher"
+                else {}
+            )
+            processes[name] = children.start(
+                name, [f"{BIN}/{name}"], {**common, "HTTP_PORT": str(free_port()), **extra}
+            )
         until(lambda: '"kid"' in json.dumps(http("GET", ingest + "/.well-known/jwks.json")), 30)
-        children.start("receiver", [f"{BIN}/attribution", "receiver", "--port", str(receiver_port), "--jwks-url",
-                                    ingest + "/.well-known/jwks.json", "--output", os.path.join(children.out, "postbacks.jsonl"),
-                                    "--log-level", "warning"])
+        children.start(
+            "receiver",
+            [
+                f"{BIN}/attribution",
+                "receiver",
+                "--port",
+                str(receiver_port),
+                "--jwks-url",
+                ingest + "/.well-known/jwks.json",
+                "--output",
+                os.path.join(children.out, "postbacks.jsonl"),
+                "--log-level",
+                "warning",
+            ],
+        )
         wait_http(f"http://127.0.0.1:{receiver_port}/health")
         network = "bench.adattributionkit"
-        http("PUT", f"{admin}/v1/admin/ad-networks/{network}", {
-            "public-key": open(os.path.join(keys, "network.public.pem")).read(),
-            "postback-url": f"http://127.0.0.1:{receiver_port}/postbacks"}, token)
+        http(
+            "PUT",
+            f"{admin}/v1/admin/ad-networks/{network}",
+            {
+                "public-key": open(os.path.join(keys, "network.public.pem")).read(),
+                "postback-url": f"http://127.0.0.1:{receiver_port}/postbacks",
+            },
+            token,
+        )
         http("PUT", f"{admin}/v1/admin/publisher-apps/5838492", {"AdNetworkIdentifiers": [network]}, token)
         http("PUT", f"{admin}/v1/admin/advertised-apps/1108187390", {}, token)
         app_key = http("POST", f"{admin}/v1/admin/advertised-apps/1108187390/keys", {}, token)["app-key"]
@@ -128,13 +208,43 @@ def run(mode):
         cpu_before = {name: cpu_seconds(p.pid) for name, p in processes.items()}
         redis_before = counters(ports)
         started = time.time()
-        output = subprocess.run([f"{BIN}/attribution", "load", "--ingest-url", ingest, "--rate", RATE, "--batch", BATCH, "--duration", "10",
-                                 "--network", network, "--key-file", os.path.join(keys, "network.private.pem"), "--app-key", app_key],
-                                capture_output=True, text=True, check=True).stdout
+        output = subprocess.run(
+            [
+                f"{BIN}/attribution",
+                "load",
+                "--ingest-url",
+                ingest,
+                "--rate",
+                RATE,
+                "--batch",
+                BATCH,
+                "--duration",
+                "10",
+                "--network",
+                network,
+                "--key-file",
+                os.path.join(keys, "network.private.pem"),
+                "--app-key",
+                app_key,
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         offered = json.loads(output.strip().splitlines()[-1])
-        until(lambda: all(group_done(stream, group) for stream, group in
-                          [("events", "verifier"), ("verified", "attribution-winner"), ("winner:settled", "attribution-winner"),
-                           ("attributions", "scheduler")]), 600, 0.5)
+        until(
+            lambda: all(
+                group_done(stream, group)
+                for stream, group in [
+                    ("events", "verifier"),
+                    ("verified", "attribution-winner"),
+                    ("winner:settled", "attribution-winner"),
+                    ("attributions", "scheduler"),
+                ]
+            ),
+            600,
+            0.5,
+        )
         planned_s = time.time() - started
         redis_after = counters(ports)
         commandstats = {}
@@ -149,18 +259,27 @@ def run(mode):
         redis_cpu = {p: redis_after[p][0] - redis_before[p][0] for p in ports}
         commands = sum(redis_after[p][1] - redis_before[p][1] for p in primaries)
         return {
-            "mode": mode, "nodes": len(ports), "primaries": len(primaries), "offered": offered, "accepted": offered["accepted"],
-            "planned_s": planned_s, "sustained_per_s": offered["accepted"] / planned_s,
-            "cpu_s": cpu, "service_us_per_event": {name: seconds * 1e6 / accepted for name, seconds in cpu.items()},
+            "mode": mode,
+            "nodes": len(ports),
+            "primaries": len(primaries),
+            "offered": offered,
+            "accepted": offered["accepted"],
+            "planned_s": planned_s,
+            "sustained_per_s": offered["accepted"] / planned_s,
+            "cpu_s": cpu,
+            "service_us_per_event": {name: seconds * 1e6 / accepted for name, seconds in cpu.items()},
             "redis_cpu_s_all_nodes": sum(redis_cpu.values()),
             "redis_us_per_event_all_nodes": sum(redis_cpu.values()) * 1e6 / accepted,
             "redis_us_per_event_primaries": sum(redis_cpu[p] for p in primaries) * 1e6 / accepted,
-            "redis_busiest_primary_share": max(redis_cpu[p] for p in primaries) / max(1e-9, sum(redis_cpu[p] for p in primaries)),
+            "redis_busiest_primary_share": max(redis_cpu[p] for p in primaries)
+            / max(1e-9, sum(redis_cpu[p] for p in primaries)),
             "redis_commands_per_event": commands / accepted,
             "idle_core_share": idle,
             # Calls per command over the whole run (setup and idle included), busiest first.
-            "commandstats": {name: {"calls": calls, "usec": usec} for name, (calls, usec) in
-                             sorted(commandstats.items(), key=lambda kv: -kv[1][1])[:25]},
+            "commandstats": {
+                name: {"calls": calls, "usec": usec}
+                for name, (calls, usec) in sorted(commandstats.items(), key=lambda kv: -kv[1][1])[:25]
+            },
         }
     finally:
         children.stop_all()
@@ -181,8 +300,14 @@ def model(r):
     primary_us = r["redis_us_per_event_primaries"]
     replica_us = max(0.0, r["redis_us_per_event_all_nodes"] - primary_us) / max(1, r["primaries"])
     worker_us = sum(r["service_us_per_event"].values())
-    return {name: {"primaries": rate * primary_us / 1e6 / 0.5, "replica_cores": rate * replica_us * r["primaries"] / 1e6,
-                   "worker_cores": rate * worker_us / 1e6 / 0.7} for name, rate in rates.items()}
+    return {
+        name: {
+            "primaries": rate * primary_us / 1e6 / 0.5,
+            "replica_cores": rate * replica_us * r["primaries"] / 1e6,
+            "worker_cores": rate * worker_us / 1e6 / 0.7,
+        }
+        for name, rate in rates.items()
+    }
 
 
 if "cluster" in results:
@@ -192,34 +317,51 @@ with open(os.path.join(OUT, "scale.json"), "w") as f:
 for mode, r in results.items():
     if mode == "model":
         for name, need in r.items():
-            print(f"model {name}: {need['primaries']:.1f} primaries, {need['replica_cores']:.1f} replica cores, {need['worker_cores']:.1f} worker cores")
+            print(
+                f"model {name}: {need['primaries']:.1f} primaries, {need['replica_cores']:.1f} replica cores, {need['worker_cores']:.1f} worker cores"
+            )
         continue
-    print(f"{mode}: {r['sustained_per_s']:,.0f} events/s sustained ({r['accepted']:,} accepted, {r['offered'].get('shed', 0):,} shed, "
-          f"at {r['offered']['offeredPerSecond']:,}/s offered in batches of {r['offered'].get('batch', 1)}); "
-          f"Redis {r['redis_us_per_event_all_nodes']:.0f} µs/event on all {r['nodes']} nodes, {r['redis_us_per_event_primaries']:.0f} on the "
-          f"{r['primaries']} primaries (busiest {r['redis_busiest_primary_share']:.0%}), {r['redis_commands_per_event']:.1f} commands/event; "
-          "idle: " + ", ".join(f"{k} {v:.1%}" for k, v in r["idle_core_share"].items()))
+    print(
+        f"{mode}: {r['sustained_per_s']:,.0f} events/s sustained ({r['accepted']:,} accepted, {r['offered'].get('shed', 0):,} shed, "
+        f"at {r['offered']['offeredPerSecond']:,}/s offered in batches of {r['offered'].get('batch', 1)}); "
+        f"Redis {r['redis_us_per_event_all_nodes']:.0f} µs/event on all {r['nodes']} nodes, {r['redis_us_per_event_primaries']:.0f} on the "
+        f"{r['primaries']} primaries (busiest {r['redis_busiest_primary_share']:.0%}), {r['redis_commands_per_event']:.1f} commands/event; "
+        "idle: " + ", ".join(f"{k} {v:.1%}" for k, v in r["idle_core_share"].items())
+    )
 
 # The scale section of the run's report (bench.py wrote the rest).
-lines = ["", "## Scale: one Redis and a 3-primary Redis Cluster", "",
-         f"All five services, the same campaign offered to each ({RATE} events/s in batches of {BATCH}: the capacity the run "
-         "found for one Redis; events/s until every accepted conversion is planned). On this "
-         "machine the cluster's six redis-servers share its cores with the services and the load generator, so its "
-         "events/s measures overhead, not capacity; the per-event costs are what docs/capacity.md scales.", "",
-         "| | events/s | Redis µs/event (all nodes) | Redis µs/event (primaries) | busiest primary | commands/event | "
-         "service µs/event | idle, share of a core |", "|---|---|---|---|---|---|---|---|"]
+lines = [
+    "",
+    "## Scale: one Redis and a 3-primary Redis Cluster",
+    "",
+    f"All five services, the same campaign offered to each ({RATE} events/s in batches of {BATCH}: the capacity the run "
+    "found for one Redis; events/s until every accepted conversion is planned). On this "
+    "machine the cluster's six redis-servers share its cores with the services and the load generator, so its "
+    "events/s measures overhead, not capacity; the per-event costs are what docs/capacity.md scales.",
+    "",
+    "| | events/s | Redis µs/event (all nodes) | Redis µs/event (primaries) | busiest primary | commands/event | "
+    "service µs/event | idle, share of a core |",
+    "|---|---|---|---|---|---|---|---|",
+]
 for mode in ("single", "cluster"):
     if mode not in results:
         continue
     r = results[mode]
-    lines.append(f"| {mode} ({r['primaries']} primar{'y' if r['primaries'] == 1 else 'ies'}, {r['nodes']} node{'s' if r['nodes'] > 1 else ''}) "
-                 f"| {r['sustained_per_s']:,.0f} | {r['redis_us_per_event_all_nodes']:.0f} | {r['redis_us_per_event_primaries']:.0f} "
-                 f"| {r['redis_busiest_primary_share']:.0%} | {r['redis_commands_per_event']:.1f} | "
-                 + ", ".join(f"{k} {v:.0f}" for k, v in r["service_us_per_event"].items()) + " | "
-                 + ", ".join(f"{k} {v:.1%}" for k, v in r["idle_core_share"].items()) + " |")
+    lines.append(
+        f"| {mode} ({r['primaries']} primar{'y' if r['primaries'] == 1 else 'ies'}, {r['nodes']} node{'s' if r['nodes'] > 1 else ''}) "
+        f"| {r['sustained_per_s']:,.0f} | {r['redis_us_per_event_all_nodes']:.0f} | {r['redis_us_per_event_primaries']:.0f} "
+        f"| {r['redis_busiest_primary_share']:.0%} | {r['redis_commands_per_event']:.1f} | "
+        + ", ".join(f"{k} {v:.0f}" for k, v in r["service_us_per_event"].items())
+        + " | "
+        + ", ".join(f"{k} {v:.1%}" for k, v in r["idle_core_share"].items())
+        + " |"
+    )
 if "model" in results:
     lines += ["", "Model (docs/capacity.md): primaries at half a core, worker cores at 70 %:", ""]
-    lines += [f"- {name}: {need['primaries']:.1f} primaries, {need['replica_cores']:.1f} replica cores, "
-              f"{need['worker_cores']:.1f} worker cores" for name, need in results["model"].items()]
+    lines += [
+        f"- {name}: {need['primaries']:.1f} primaries, {need['replica_cores']:.1f} replica cores, "
+        f"{need['worker_cores']:.1f} worker cores"
+        for name, need in results["model"].items()
+    ]
 with open(os.path.join(OUT, "report.md"), "a") as f:
     f.write("\n".join(lines) + "\n")

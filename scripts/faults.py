@@ -30,11 +30,32 @@ answered, and what the event route answered. Needs root.
   faults.py BIN OUT [--devices N] [--time-scale S] [--cluster [--node-partitions] | --network]
 """
 
-import argparse, json, os, re, signal, socket, subprocess, sys, threading, time, urllib.error, urllib.request
+import argparse
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
 import netns
 import node_partitions
+from harness import (
+    Processes,
+    RedisCluster,
+    b64url_decode,
+    free_port,
+    http,
+    partitioned,
+    redis_cli,
+    slot_ranges,
+    wait_http,
+    wait_redis,
+)
 from probes import EventProbe, ReadinessProbe
-from harness import Processes, RedisCluster, b64url_decode, free_port, http, partitioned, redis_cli, slot_ranges, wait_http, wait_redis
 
 parser = argparse.ArgumentParser()
 parser.add_argument("bin")
@@ -42,10 +63,17 @@ parser.add_argument("out")
 parser.add_argument("--devices", type=int, default=600)
 parser.add_argument("--time-scale", type=float, default=28800, help="a day lasts 86400/S seconds")
 parser.add_argument("--cluster", action="store_true", help="run on a local Redis Cluster, with failover and resharding")
-parser.add_argument("--batch", type=int, default=1, help="devices per batch request (the …/batch routes); 1: one event per request")
-parser.add_argument("--network", action="store_true", help="each service and Redis on its own test host; network faults")
-parser.add_argument("--node-partitions", action="store_true",
-                    help="with --cluster: partitions between the cluster's nodes instead of kills and resharding")
+parser.add_argument(
+    "--batch", type=int, default=1, help="devices per batch request (the …/batch routes); 1: one event per request"
+)
+parser.add_argument(
+    "--network", action="store_true", help="each service and Redis on its own test host; network faults"
+)
+parser.add_argument(
+    "--node-partitions",
+    action="store_true",
+    help="with --cluster: partitions between the cluster's nodes instead of kills and resharding",
+)
 args = parser.parse_args()
 if args.network and args.cluster:
     parser.error("--network runs on one Redis: give --network or --cluster, not both")
@@ -99,13 +127,40 @@ def start_redis():
     # On its test host Redis answers the other hosts of the private bridge (protected mode would refuse
     # any address but loopback without a password).
     reachable = ["--protected-mode", "no"] if args.network else []
-    processes.start("redis", on_host("redis") + ["redis-server", "--port", str(REDIS_PORT), "--bind", REDIS_HOST, "--save", "",
-                                                 "--appendonly", "yes", "--dir", os.path.join(OUT, "redis"), *reachable])
+    processes.start(
+        "redis",
+        on_host("redis")
+        + [
+            "redis-server",
+            "--port",
+            str(REDIS_PORT),
+            "--bind",
+            REDIS_HOST,
+            "--save",
+            "",
+            "--appendonly",
+            "yes",
+            "--dir",
+            os.path.join(OUT, "redis"),
+            *reachable,
+        ],
+    )
     wait_redis(REDIS_PORT, host=REDIS_HOST)
     if args.network:
-        processes.start("latency-relay", on_host("redis") + [
-            os.path.join(BIN, "attribution"), "relay", "--listen", f"{REDIS_HOST}:{RELAY_PORT}",
-            "--upstream", f"{REDIS_HOST}:{REDIS_PORT}", "--delay-file", LATENCY_FILE])
+        processes.start(
+            "latency-relay",
+            on_host("redis")
+            + [
+                os.path.join(BIN, "attribution"),
+                "relay",
+                "--listen",
+                f"{REDIS_HOST}:{RELAY_PORT}",
+                "--upstream",
+                f"{REDIS_HOST}:{REDIS_PORT}",
+                "--delay-file",
+                LATENCY_FILE,
+            ],
+        )
         wait_redis(RELAY_PORT, host=REDIS_HOST)
 
 
@@ -178,30 +233,47 @@ def main():
     tool("keygen", "--name", "pipeline", "--out", keys, check=True)
     token = os.urandom(24).hex()
     common = {
-        "REDIS_URL": f"redis://{REDIS_HOST}:{RELAY_PORT}/0" if args.network else REDIS_URL, "TIME_SCALE": str(SCALE), "LOG_LEVEL": "info", "CLAIM_IDLE_MS": "2000",
-        "CONVERSION_SETTLE_MS": "250", "WINDOW_CLOSE_GRACE_MS": "400",
+        "REDIS_URL": f"redis://{REDIS_HOST}:{RELAY_PORT}/0" if args.network else REDIS_URL,
+        "TIME_SCALE": str(SCALE),
+        "LOG_LEVEL": "info",
+        "CLAIM_IDLE_MS": "2000",
+        "CONVERSION_SETTLE_MS": "250",
+        "WINDOW_CLOSE_GRACE_MS": "400",
         "POSTBACK_URL_ALLOWLIST": f"127.0.0.1,{netns.HOST_ADDRESS}" if args.network else "127.0.0.1",
-        "CROWD_TIER_THRESHOLDS": "1,5,20", "DELIVERY_TIMEOUT_MS": "1000",
+        "CROWD_TIER_THRESHOLDS": "1,5,20",
+        "DELIVERY_TIMEOUT_MS": "1000",
         **({"REDIS_CLUSTER": "true"} if args.cluster else {}),
     }
     ingest_port, admin_port = free_port(), free_port()
     services = {
-        "ingest": {"HTTP_PORT": str(ingest_port), "ADMIN_HTTP_PORT": str(admin_port), "ADMIN_HTTP_HOST": host_of("ingest"),
-                   "ADMIN_TOKEN": token},
-        "verifier": {}, "attribution-winner": {}, "scheduler": {},
+        "ingest": {
+            "HTTP_PORT": str(ingest_port),
+            "ADMIN_HTTP_PORT": str(admin_port),
+            "ADMIN_HTTP_HOST": host_of("ingest"),
+            "ADMIN_TOKEN": token,
+        },
+        "verifier": {},
+        "attribution-winner": {},
+        "scheduler": {},
         "dispatcher": {"SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem")},
     }
     ports = {}
     for name, env in services.items():
         ports[name] = int(env.get("HTTP_PORT") or free_port())
-        processes.start(name, on_host(name) + [os.path.join(BIN, name)],
-                        {"HTTP_PORT": str(ports[name]), "HTTP_HOST": host_of(name), **common, **env})
+        processes.start(
+            name,
+            on_host(name) + [os.path.join(BIN, name)],
+            {"HTTP_PORT": str(ports[name]), "HTTP_HOST": host_of(name), **common, **env},
+        )
     if args.network:
         # A second scheduler replica on the scheduler's host: the one the stall stops has its pending
         # entries claimed by this one.
         ports["scheduler-b"] = free_port()
-        processes.start("scheduler-b", on_host("scheduler") + [os.path.join(BIN, "scheduler")],
-                        {"HTTP_PORT": str(ports["scheduler-b"]), "HTTP_HOST": host_of("scheduler"), **common})
+        processes.start(
+            "scheduler-b",
+            on_host("scheduler") + [os.path.join(BIN, "scheduler")],
+            {"HTTP_PORT": str(ports["scheduler-b"]), "HTTP_HOST": host_of("scheduler"), **common},
+        )
     ingest = f"http://{host_of('ingest')}:{ingest_port}"
     wait_http(ingest + "/health")
     deadline = time.time() + 30
@@ -211,28 +283,81 @@ def main():
     receiver_port = free_port()
     receiver = f"http://127.0.0.1:{receiver_port}"
     received = os.path.join(OUT, "postbacks.jsonl")
-    processes.start("receiver", [os.path.join(BIN, "attribution"), "receiver", "--port", str(receiver_port),
-                                 "--jwks-url", ingest + "/.well-known/jwks.json", "--output", received])
+    processes.start(
+        "receiver",
+        [
+            os.path.join(BIN, "attribution"),
+            "receiver",
+            "--port",
+            str(receiver_port),
+            "--jwks-url",
+            ingest + "/.well-known/jwks.json",
+            "--output",
+            received,
+        ],
+    )
     wait_http(receiver + "/health")
     sent_bytes = os.path.join(OUT, "dispatcher-bytes.bin")
     tap = ByteTap(receiver_port, sent_bytes, netns.HOST_ADDRESS if args.network else "127.0.0.1")
-    ready = {name: f"http://{host_of(name.removesuffix('-b'))}:{admin_port if name == 'ingest' else port}/ready"
-             for name, port in ports.items()}
+    ready = {
+        name: f"http://{host_of(name.removesuffix('-b'))}:{admin_port if name == 'ingest' else port}/ready"
+        for name, port in ports.items()
+    }
     probed = args.network or args.node_partitions
     probe = ReadinessProbe(ready, started) if probed else None
 
     acks = os.path.join(OUT, "acknowledged.jsonl")
     probe_acks = os.path.join(OUT, "probe-acknowledged.jsonl")
-    events = EventProbe(ingest, probe_app_key(f"http://{host_of('ingest')}:{admin_port}", token), PROBE_APP, probe_acks,
-                        started) if probed else None
-    timeline = NODE_PARTITION_TIMELINE if args.node_partitions else CLUSTER_TIMELINE if args.cluster else \
-        network_timeline() if args.network else TIMELINE
-    print(f"==> campaign: {args.devices} devices, a day lasts {DAY:g} s; {len(timeline)} faults over 40 scaled days", flush=True)
+    events = (
+        EventProbe(
+            ingest, probe_app_key(f"http://{host_of('ingest')}:{admin_port}", token), PROBE_APP, probe_acks, started
+        )
+        if probed
+        else None
+    )
+    timeline = (
+        NODE_PARTITION_TIMELINE
+        if args.node_partitions
+        else CLUSTER_TIMELINE
+        if args.cluster
+        else network_timeline()
+        if args.network
+        else TIMELINE
+    )
+    print(
+        f"==> campaign: {args.devices} devices, a day lasts {DAY:g} s; {len(timeline)} faults over 40 scaled days",
+        flush=True,
+    )
     campaign = subprocess.Popen(
-        [os.path.join(BIN, "attribution"), "simulate", "--ingest-url", ingest, "--admin-url", f"http://{host_of('ingest')}:{admin_port}",
-         "--admin-token", token, "--receiver-url", f"http://{tap.host}:{tap.port}/postbacks", "--devices", str(args.devices), "--time-scale", str(SCALE),
-         "--seed", "11", "--retry-seconds", "120", "--batch", str(args.batch), "--acknowledgements", acks, "--report", os.path.join(OUT, "simulation.json")],
-        stdout=open(os.path.join(OUT, "simulate.log"), "w"), stderr=subprocess.STDOUT)
+        [
+            os.path.join(BIN, "attribution"),
+            "simulate",
+            "--ingest-url",
+            ingest,
+            "--admin-url",
+            f"http://{host_of('ingest')}:{admin_port}",
+            "--admin-token",
+            token,
+            "--receiver-url",
+            f"http://{tap.host}:{tap.port}/postbacks",
+            "--devices",
+            str(args.devices),
+            "--time-scale",
+            str(SCALE),
+            "--seed",
+            "11",
+            "--retry-seconds",
+            "120",
+            "--batch",
+            str(args.batch),
+            "--acknowledgements",
+            acks,
+            "--report",
+            os.path.join(OUT, "simulation.json"),
+        ],
+        stdout=open(os.path.join(OUT, "simulate.log"), "w"),
+        stderr=subprocess.STDOUT,
+    )
     while not (os.path.exists(acks) and os.path.getsize(acks) > 0):
         if campaign.poll() is not None:
             raise SystemExit("the campaign stopped before its first event; see simulate.log")
@@ -251,9 +376,15 @@ def main():
     dead = processes.dead()
     dispatcher = {}
     for name in partitioned("dispatcher:stats"):
-        flat = redis_cli(REDIS_PORT, "HGETALL", name, host=REDIS_HOST).split("\n") if not cluster else \
-            subprocess.run(["redis-cli", "-c", "-p", str(cluster.ports[0]), "HGETALL", name], capture_output=True,
-                           text=True).stdout.strip().split("\n")
+        flat = (
+            redis_cli(REDIS_PORT, "HGETALL", name, host=REDIS_HOST).split("\n")
+            if not cluster
+            else subprocess.run(
+                ["redis-cli", "-c", "-p", str(cluster.ports[0]), "HGETALL", name], capture_output=True, text=True
+            )
+            .stdout.strip()
+            .split("\n")
+        )
         for i in range(0, len(flat) - 1, 2):
             dispatcher[flat[i]] = dispatcher.get(flat[i], 0) + int(flat[i + 1])
 
@@ -274,25 +405,45 @@ def main():
     if not ledger.stdout.strip():
         raise SystemExit("attribution ledger failed: " + ledger.stderr)
     leaked = devices_in(sent_bytes, acks)
-    print(f"    {os.path.getsize(sent_bytes):,} bytes sent by the dispatcher; device identifiers in them: {len(leaked)}")
+    print(
+        f"    {os.path.getsize(sent_bytes):,} bytes sent by the dispatcher; device identifiers in them: {len(leaked)}"
+    )
     stage_dead, crossslot = {}, []
     if cluster or args.network:
         # No stage may dead-letter anything through failover, resharding or network faults (a worker
         # cut off from Redis lives through it), and no command may be refused for spanning slots
         # (the transport refuses such a command itself, before sending).
         snapshot = json.loads(redis_tool("status", "--json").stdout or "{}")
-        stage_dead = {s["name"]: s["length"] for s in snapshot.get("deadLetters", []) if s["length"] and s["name"] != "deliveries:dead"}
+        stage_dead = {
+            s["name"]: s["length"]
+            for s in snapshot.get("deadLetters", [])
+            if s["length"] and s["name"] != "deliveries:dead"
+        }
     if cluster:
         for name in ("ingest", "verifier", "attribution-winner", "scheduler", "dispatcher"):
             with open(os.path.join(OUT, name + ".log"), errors="replace") as log:
-                crossslot += [f"{name}: {line.strip()[:200]}" for line in log if "CROSSSLOT" in line or "crossSlot" in line]
+                crossslot += [
+                    f"{name}: {line.strip()[:200]}" for line in log if "CROSSSLOT" in line or "crossSlot" in line
+                ]
     if cluster or args.network:
         print(f"    stage dead letters: {stage_dead or 'none'}; CROSSSLOT in service logs: {len(crossslot)}")
-    report = {"devices": args.devices, "dispatcher-bytes": os.path.getsize(sent_bytes), "devices-in-dispatcher-bytes": leaked, "time-scale": SCALE, "faults": faults,
-              "redeliveries-deduplicated": duplicates, "dispatcher": dispatcher, "exited-on-their-own": dead,
-              "seconds": round(time.time() - started), "ledger": json.loads(ledger.stdout),
-              "cluster": bool(cluster), "stage-dead-letters": stage_dead, "crossslot": crossslot[:20],
-              "network-faults": network_summary(probe, events), "node-partitions": node_partition_records}
+    report = {
+        "devices": args.devices,
+        "dispatcher-bytes": os.path.getsize(sent_bytes),
+        "devices-in-dispatcher-bytes": leaked,
+        "time-scale": SCALE,
+        "faults": faults,
+        "redeliveries-deduplicated": duplicates,
+        "dispatcher": dispatcher,
+        "exited-on-their-own": dead,
+        "seconds": round(time.time() - started),
+        "ledger": json.loads(ledger.stdout),
+        "cluster": bool(cluster),
+        "stage-dead-letters": stage_dead,
+        "crossslot": crossslot[:20],
+        "network-faults": network_summary(probe, events),
+        "node-partitions": node_partition_records,
+    }
     # Checked before the report is written, which then lists them.
     discarded = ledger.returncode != 0 and sent_from_discarded_writes(report, received)
     write_report(report, text)
@@ -322,8 +473,11 @@ def sent_from_discarded_writes(report, received):
     identifiers = ledger["postbacks"].get("delivered-not-due-identifiers", [])
     if not identifiers or len(ledger["violations"]) != 1 or "never fell due" not in ledger["violations"][0]:
         return False
-    windows = [(row["started-s"], row["ended-s"]) for row in report.get("network-faults") or []
-               if row["fault"] == "isolate-primary" and row["ended-s"] is not None]
+    windows = [
+        (row["started-s"], row["ended-s"])
+        for row in report.get("network-faults") or []
+        if row["fault"] == "isolate-primary" and row["ended-s"] is not None
+    ]
     received_at = {}
     with open(received) as lines:
         for line in lines:
@@ -333,11 +487,17 @@ def sent_from_discarded_writes(report, received):
                 received_at.setdefault(identifier, row["received-at"] / 1000 - started)
     outside = [i for i in identifiers if not any(a <= received_at.get(i, -1) <= b + 1 for a, b in windows)]
     if outside:
-        print(f"FAILED: postbacks delivered that never fell due, outside any minority window: {outside[:5]}", file=sys.stderr)
+        print(
+            f"FAILED: postbacks delivered that never fell due, outside any minority window: {outside[:5]}",
+            file=sys.stderr,
+        )
         return False
-    print(f"    sent from discarded writes: {len(identifiers)} postbacks delivered while a primary was cut off from the "
-          "majority, from state the failover then discarded (their conversions were attributed otherwise on the redo); "
-          "the ledger's only violation, accepted in this run", flush=True)
+    print(
+        f"    sent from discarded writes: {len(identifiers)} postbacks delivered while a primary was cut off from the "
+        "majority, from state the failover then discarded (their conversions were attributed otherwise on the redo); "
+        "the ledger's only violation, accepted in this run",
+        flush=True,
+    )
     report["sent-from-discarded-writes"] = identifiers
     return True
 
@@ -346,12 +506,29 @@ def sent_from_discarded_writes(report, received):
 # day or so, second updates at day 4; window 0 closes at day 2 and its postbacks go out on days 3–5,
 # window 1's (day 7) on days 8–13, window 2's (day 35) on days 36–41.
 TIMELINE = [
-    (0.3, "kill", "ingest"), (0.8, "kill", "verifier"), (1.3, "kill", "attribution-winner"),
-    (2.0, "kill", "scheduler"), (3.5, "receiver-down", None), (4.0, "kill", "ingest"), (4.2, "kill", "verifier"),
-    (4.4, "kill", "attribution-winner"), (4.6, "slow", 300), (5.0, "kill", "dispatcher"), (5.5, "slow", 0), (6.0, "kill", "redis"),
-    (7.2, "kill", "scheduler"), (8.5, "slow", 1500), (10.5, "slow", 0), (11.0, "kill", "dispatcher"),
-    (12.0, "receiver-down", None), (20.0, "kill", "redis"), (35.2, "kill", "scheduler"),
-    (37.0, "receiver-down", None), (38.5, "slow", 1500), (39.0, "kill", "dispatcher"), (39.5, "slow", 0),
+    (0.3, "kill", "ingest"),
+    (0.8, "kill", "verifier"),
+    (1.3, "kill", "attribution-winner"),
+    (2.0, "kill", "scheduler"),
+    (3.5, "receiver-down", None),
+    (4.0, "kill", "ingest"),
+    (4.2, "kill", "verifier"),
+    (4.4, "kill", "attribution-winner"),
+    (4.6, "slow", 300),
+    (5.0, "kill", "dispatcher"),
+    (5.5, "slow", 0),
+    (6.0, "kill", "redis"),
+    (7.2, "kill", "scheduler"),
+    (8.5, "slow", 1500),
+    (10.5, "slow", 0),
+    (11.0, "kill", "dispatcher"),
+    (12.0, "receiver-down", None),
+    (20.0, "kill", "redis"),
+    (35.2, "kill", "scheduler"),
+    (37.0, "receiver-down", None),
+    (38.5, "slow", 1500),
+    (39.0, "kill", "dispatcher"),
+    (39.5, "slow", 0),
     (40.0, "kill", "redis"),
 ]
 
@@ -360,8 +537,14 @@ TIMELINE = [
 # (each time its replica is promoted and the killed node returns as a replica), and slots of several
 # partitions moved between primaries during the updates and again during the later windows.
 CLUSTER_TIMELINE = [
-    (0.4, "failover", None), (1.2, "rejoin", None), (2.5, "reshard", None), (3.5, "failover", None),
-    (4.5, "rejoin", None), (5.0, "kill", "scheduler"), (8.0, "reshard", None), (36.0, "failover", None),
+    (0.4, "failover", None),
+    (1.2, "rejoin", None),
+    (2.5, "reshard", None),
+    (3.5, "failover", None),
+    (4.5, "rejoin", None),
+    (5.0, "kill", "scheduler"),
+    (8.0, "reshard", None),
+    (36.0, "failover", None),
     (37.0, "rejoin", None),
 ]
 
@@ -414,9 +597,15 @@ def reshard():
 # service's link to Redis as window 2 closes (day 35), and the scheduler cut off while window 2's
 # postbacks are prepared (days 36–41).
 NETWORK_TIMELINE = [
-    (0.2, "partition", "ingest", 3), (3.8, "partition", "verifier", 6), (10.5, "partition", "dispatcher", 6),
-    (17.0, "stall", "scheduler", 5), (23.0, "partition", "attribution-winner", 6), (30.0, "latency", 1, 3),
-    (33.5, "latency", 10, 3), (37.0, "latency", 50, 3), (40.5, "partition", "scheduler", 6),
+    (0.2, "partition", "ingest", 3),
+    (3.8, "partition", "verifier", 6),
+    (10.5, "partition", "dispatcher", 6),
+    (17.0, "stall", "scheduler", 5),
+    (23.0, "partition", "attribution-winner", 6),
+    (30.0, "latency", 1, 3),
+    (33.5, "latency", 10, 3),
+    (37.0, "latency", 50, 3),
+    (40.5, "partition", "scheduler", 6),
 ]
 LOSS = 0.01  # the share of packets dropped while latency is added
 # What ingest's event routes must do while ingest is cut off from Redis: answer 503 within the Redis
@@ -439,7 +628,9 @@ def network_summary(probe, events):
         return []
     rows = probe.summary(network_faults)
     for row in rows:
-        row["event-route"] = events.summary(row["started-s"], row["ended-s"] if row["ended-s"] is not None else row["started-s"])
+        row["event-route"] = events.summary(
+            row["started-s"], row["ended-s"] if row["ended-s"] is not None else row["started-s"]
+        )
     return rows
 
 
@@ -460,7 +651,9 @@ def event_route_failures(rows):
         if route["slowest-answer-s"] > EVENT_ANSWER_BOUND_S:
             failures.append(f"an event request took {route['slowest-answer-s']} s (bound {EVENT_ANSWER_BOUND_S} s)")
         if route["accepting-again-after-s"] is None or route["accepting-again-after-s"] > ACCEPTING_AGAIN_BOUND_S:
-            failures.append(f"no 202 within {ACCEPTING_AGAIN_BOUND_S} s of the link healing: {route['accepting-again-after-s']}")
+            failures.append(
+                f"no 202 within {ACCEPTING_AGAIN_BOUND_S} s of the link healing: {route['accepting-again-after-s']}"
+            )
         if not any(answer.startswith("503") for answer in route["answers"]):
             failures.append("no 503 while ingest was cut off: the probe did not see the partition")
     return failures
@@ -496,7 +689,9 @@ def network_fault(action, target, seconds):
         set_latency(target)
         for name in services:
             netns.lose(name, LOSS)
-        note(f"{target} ms added to every service's round trip to Redis, {LOSS:.0%} of the packets dropped, for {seconds} s")
+        note(
+            f"{target} ms added to every service's round trip to Redis, {LOSS:.0%} of the packets dropped, for {seconds} s"
+        )
     elif action == "end-latency":
         set_latency(0)
         for name in services:
@@ -561,8 +756,13 @@ def inject(receiver, timeline):
             note("receiver back")
         else:
             http("POST", receiver + "/control", {"delay-ms": target})
-            note({0: "receiver answers at once again", 300: "receiver answers 300 ms late (within the dispatcher's 1 s timeout)",
-                  1500: "receiver answers 1.5 s late (beyond the 1 s timeout: retried, then deduplicated)"}[target])
+            note(
+                {
+                    0: "receiver answers at once again",
+                    300: "receiver answers 300 ms late (within the dispatcher's 1 s timeout)",
+                    1500: "receiver answers 1.5 s late (beyond the 1 s timeout: retried, then deduplicated)",
+                }[target]
+            )
     return duplicates
 
 
@@ -580,7 +780,9 @@ def wait_idle(timeout):
         status = redis_tool("status", "--json")
         try:
             snapshot = json.loads(status.stdout)
-            busy = sum(g["pending"] + (g.get("lag") or 0) for g in snapshot["groups"]) + sum(q["count"] for q in snapshot["queues"])
+            busy = sum(g["pending"] + (g.get("lag") or 0) for g in snapshot["groups"]) + sum(
+                q["count"] for q in snapshot["queues"]
+            )
         except (ValueError, KeyError):
             busy = -1
         quiet = quiet + 1 if busy == 0 else 0
@@ -593,46 +795,81 @@ def wait_idle(timeout):
 def write_report(report, text):
     with open(os.path.join(OUT, "report.json"), "w") as f:
         json.dump(report, f, indent=2)
-    lines = ["# Fault-injection run", "", f"{report['devices']} devices, time scale {SCALE:g} (a day lasts {DAY:g} s), "
-             f"{len(report['faults'])} fault events, {report['seconds']} s.", "", "## Faults injected", ""]
+    lines = [
+        "# Fault-injection run",
+        "",
+        f"{report['devices']} devices, time scale {SCALE:g} (a day lasts {DAY:g} s), "
+        f"{len(report['faults'])} fault events, {report['seconds']} s.",
+        "",
+        "## Faults injected",
+        "",
+    ]
     lines += [f"- {at} s: {what}" for at, what in report["faults"]]
     d = report["dispatcher"]
-    lines += ["", f"Bytes the dispatcher sent (request lines, headers, bodies, through a relay): {report['dispatcher-bytes']:,}; "
-              f"device identifiers found in them: {len(report['devices-in-dispatcher-bytes'])}."]
-    lines += ["", f"The dispatcher counted {d.get('delivered', 0)} deliveries, {d.get('failed-attempts', 0)} failed attempts "
-              f"(retried), {d.get('deferred', 0)} deliveries held back by an open circuit or a full queue (no attempt spent) "
-              f"and {d.get('dead-lettered', 0)} dead letters; the receiver deduplicated "
-              f"{report['redeliveries-deduplicated']} redeliveries.", "",
-              "## Ledger", "", "```", text.strip(), "```", ""]
+    lines += [
+        "",
+        f"Bytes the dispatcher sent (request lines, headers, bodies, through a relay): {report['dispatcher-bytes']:,}; "
+        f"device identifiers found in them: {len(report['devices-in-dispatcher-bytes'])}.",
+    ]
+    lines += [
+        "",
+        f"The dispatcher counted {d.get('delivered', 0)} deliveries, {d.get('failed-attempts', 0)} failed attempts "
+        f"(retried), {d.get('deferred', 0)} deliveries held back by an open circuit or a full queue (no attempt spent) "
+        f"and {d.get('dead-lettered', 0)} dead letters; the receiver deduplicated "
+        f"{report['redeliveries-deduplicated']} redeliveries.",
+        "",
+        "## Ledger",
+        "",
+        "```",
+        text.strip(),
+        "```",
+        "",
+    ]
     if report.get("node-partitions"):
-        lines += ["## Partitions between Redis nodes: what replication lost", "",
-                  "Discarded: the bytes of the old primary's replication stream past the point its replica was promoted "
-                  "from (writes it took while cut off, thrown away when it rejoined as a replica); the ledger above shows "
-                  "what that cost the pipeline.", "",
-                  "| fault | primary | replica | seconds | replica promoted after (s) | discarded (bytes) |", "|---|---|---|---|---|---|"]
+        lines += [
+            "## Partitions between Redis nodes: what replication lost",
+            "",
+            "Discarded: the bytes of the old primary's replication stream past the point its replica was promoted "
+            "from (writes it took while cut off, thrown away when it rejoined as a replica); the ledger above shows "
+            "what that cost the pipeline.",
+            "",
+            "| fault | primary | replica | seconds | replica promoted after (s) | discarded (bytes) |",
+            "|---|---|---|---|---|---|",
+        ]
         for record in report["node-partitions"]:
-            lines.append(f"| {record['fault']} | :{record['primary']} | :{record['replica']} | {record['seconds']} | "
-                         f"{record.get('promoted-after-s', 'not failed over')} | {record.get('discarded-replication-bytes', 0)} |")
+            lines.append(
+                f"| {record['fault']} | :{record['primary']} | :{record['replica']} | {record['seconds']} | "
+                f"{record.get('promoted-after-s', 'not failed over')} | {record.get('discarded-replication-bytes', 0)} |"
+            )
         lines.append("")
         sent = report.get("sent-from-discarded-writes") or []
-        lines += [f"Postbacks sent from the discarded writes (received while a primary was cut off; their conversions "
-                  f"were attributed otherwise on the redo, so they never fell due): {len(sent)}"
-                  + (f", e.g. {', '.join(sent[:3])}." if sent else "."), ""]
+        lines += [
+            f"Postbacks sent from the discarded writes (received while a primary was cut off; their conversions "
+            f"were attributed otherwise on the redo, so they never fell due): {len(sent)}"
+            + (f", e.g. {', '.join(sent[:3])}." if sent else "."),
+            "",
+        ]
     if report.get("network-faults"):
-        lines += ["## Network faults: what each made unavailable", "",
-                  "Not ready: seconds the service(s) a fault hit answered /ready otherwise than 200 within 1 s, from the "
-                  "fault's start to 5 s after its end or the next fault's start; slowest: the longest /ready answer meanwhile. "
-                  "Event route: what ingest answered the probe's value updates (one every 250 ms) over the same span, the "
-                  "slowest answer, and how long after the fault's end the first 202 came.", "",
-                  "| fault | hit | from (s) | to (s) | not ready | slowest /ready (s) | event route answers | slowest (s) | 202 again after (s) |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "## Network faults: what each made unavailable",
+            "",
+            "Not ready: seconds the service(s) a fault hit answered /ready otherwise than 200 within 1 s, from the "
+            "fault's start to 5 s after its end or the next fault's start; slowest: the longest /ready answer meanwhile. "
+            "Event route: what ingest answered the probe's value updates (one every 250 ms) over the same span, the "
+            "slowest answer, and how long after the fault's end the first 202 came.",
+            "",
+            "| fault | hit | from (s) | to (s) | not ready | slowest /ready (s) | event route answers | slowest (s) | 202 again after (s) |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         for row in report["network-faults"]:
             not_ready = ", ".join(f"{name} {seconds:g} s" for name, seconds in row["not-ready-s"].items()) or "none"
             route = row["event-route"]
             answers = ", ".join(f"{answer} ×{count}" for answer, count in sorted(route["answers"].items()))
             target = f"{row['target']} ms" if row["fault"] == "latency" else row["target"]
-            lines.append(f"| {row['fault']} | {target} | {row['started-s']} | {row['ended-s']} | {not_ready} | "
-                         f"{row['slowest-ready-answer-s']} | {answers} | {route['slowest-answer-s']} | {route['accepting-again-after-s']} |")
+            lines.append(
+                f"| {row['fault']} | {target} | {row['started-s']} | {row['ended-s']} | {not_ready} | "
+                f"{row['slowest-ready-answer-s']} | {answers} | {route['slowest-answer-s']} | {route['accepting-again-after-s']} |"
+            )
         lines.append("")
     with open(os.path.join(OUT, "report.md"), "w") as f:
         f.write("\n".join(lines))

@@ -2,8 +2,17 @@
 HTTP, JSON requests, redis-cli, and the processes a run starts (each can be killed and restarted with
 the same command line, environment and log)."""
 
-import base64, json, os, random, re, shutil, signal, socket, subprocess, time, urllib.request
-
+import base64
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
 
 _next_port = [None]
 
@@ -75,7 +84,11 @@ def http(method, url, body=None, token=None, timeout=10):
 def keygen(bin_dir, keys, names=("network", "pipeline", "pipeline-development")):
     """`attribution keygen` for each name into `keys` (name.private.pem, name.public.pem)."""
     for name in names:
-        subprocess.run([os.path.join(bin_dir, "attribution"), "keygen", "--name", name, "--out", keys], check=True, capture_output=True)
+        subprocess.run(
+            [os.path.join(bin_dir, "attribution"), "keygen", "--name", name, "--out", keys],
+            check=True,
+            capture_output=True,
+        )
 
 
 def cpu_seconds(pid):
@@ -182,15 +195,18 @@ def group_backlog(connection, pairs, count=PARTITIONS):
     entries-added minus entries-read of the stream. Returns {(stream, group): backlog}."""
     names = [(pair, name) for pair in pairs for name in partitioned(pair[0], count)]
     replies = connection.pipeline([("XINFO", "GROUPS", name) for _, name in names])
-    missing = [name for (_, name), reply in zip(names, replies) if isinstance(reply, list) and any(
-        dict(zip(g[::2], g[1::2])).get("lag") is None for g in reply)]
-    added = dict(zip(missing, stream_entries_added(connection, missing))) if missing else {}
+    missing = [
+        name
+        for (_, name), reply in zip(names, replies, strict=False)
+        if isinstance(reply, list) and any(dict(zip(g[::2], g[1::2], strict=False)).get("lag") is None for g in reply)
+    ]
+    added = dict(zip(missing, stream_entries_added(connection, missing), strict=False)) if missing else {}
     backlog = {pair: 0 for pair in pairs}
-    for (pair, name), reply in zip(names, replies):
+    for (pair, name), reply in zip(names, replies, strict=False):
         if not isinstance(reply, list):
             continue
         for fields in reply:
-            group = dict(zip(fields[::2], fields[1::2]))
+            group = dict(zip(fields[::2], fields[1::2], strict=False))
             if group.get("name") != pair[1]:
                 continue
             lag = group.get("lag")
@@ -205,7 +221,9 @@ def group_done(connection, stream, group, count=PARTITIONS):
     (one pipelined round trip; `group_backlog` counts a partition without the group as done)."""
     replies = connection.pipeline([("XINFO", "GROUPS", name) for name in partitioned(stream, count)])
     for reply in replies:
-        groups = [dict(zip(fields[::2], fields[1::2])) for fields in reply] if isinstance(reply, list) else []
+        groups = (
+            [dict(zip(fields[::2], fields[1::2], strict=False)) for fields in reply] if isinstance(reply, list) else []
+        )
         if not any(g.get("name") == group and g.get("lag") == 0 and g.get("pending") == 0 for g in groups):
             return False
     return True
@@ -215,7 +233,9 @@ def stream_entries_added(connection, names):
     """XINFO STREAM's entries-added (every entry ever added, trimmed ones included) per stream name; 0
     for a stream that does not exist."""
     replies = connection.pipeline([("XINFO", "STREAM", name) for name in names])
-    return [dict(zip(r[::2], r[1::2])).get("entries-added", 0) if isinstance(r, list) else 0 for r in replies]
+    return [
+        dict(zip(r[::2], r[1::2], strict=False)).get("entries-added", 0) if isinstance(r, list) else 0 for r in replies
+    ]
 
 
 def entries_added(connection, stream, count=PARTITIONS):
@@ -233,7 +253,9 @@ def slot_ranges(parts):
 
 
 def redis_cli(port, *args, host="127.0.0.1"):
-    return subprocess.run(["redis-cli", "-h", host, "-p", str(port), *map(str, args)], capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["redis-cli", "-h", host, "-p", str(port), *map(str, args)], capture_output=True, text=True
+    ).stdout.strip()
 
 
 def wait_redis(port, seconds=10, host="127.0.0.1"):
@@ -312,18 +334,49 @@ class RedisCluster:
             os.makedirs(directory, exist_ok=True)
             own = self.addresses[port]
             # Protected mode takes only 127.0.0.1 for loopback; every address here is loopback still.
-            binding = ["--bind", own, "127.0.0.1", "--bind-source-addr", own, "--protected-mode", "no"] if apart \
+            binding = (
+                ["--bind", own, "127.0.0.1", "--bind-source-addr", own, "--protected-mode", "no"]
+                if apart
                 else ["--bind", "127.0.0.1"]
-            processes.start(f"redis-{port}", [
-                "redis-server", "--port", str(port), *binding, "--cluster-enabled", "yes",
-                "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000", "--repl-diskless-sync-delay", "0",
-                "--save", "",
-                "--appendonly", "yes", "--dir", directory])
+            )
+            processes.start(
+                f"redis-{port}",
+                [
+                    "redis-server",
+                    "--port",
+                    str(port),
+                    *binding,
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    "nodes.conf",
+                    "--cluster-node-timeout",
+                    "1000",
+                    "--repl-diskless-sync-delay",
+                    "0",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "yes",
+                    "--dir",
+                    directory,
+                ],
+            )
         for port in self.ports:
             wait_redis(port)
         created = subprocess.run(
-            ["redis-cli", "--cluster", "create", *[f"{self.addresses[p]}:{p}" for p in self.ports], "--cluster-replicas", "1",
-             "--cluster-yes"], capture_output=True, text=True)
+            [
+                "redis-cli",
+                "--cluster",
+                "create",
+                *[f"{self.addresses[p]}:{p}" for p in self.ports],
+                "--cluster-replicas",
+                "1",
+                "--cluster-yes",
+            ],
+            capture_output=True,
+            text=True,
+        )
         if created.returncode != 0:
             raise SystemExit("redis-cli --cluster create failed:\n" + created.stdout + created.stderr)
         self.wait_ok()
@@ -333,8 +386,10 @@ class RedisCluster:
         """Until every replica's link to its primary is up (ingest waits for a replica's copy)."""
         deadline = time.time() + seconds
         while time.time() < deadline:
-            if all("role:master" in info or "master_link_status:up" in info
-                   for info in (redis_cli(p, "INFO", "replication") for p in self.ports if p not in skip)):
+            if all(
+                "role:master" in info or "master_link_status:up" in info
+                for info in (redis_cli(p, "INFO", "replication") for p in self.ports if p not in skip)
+            ):
                 return
             time.sleep(0.1)
         raise SystemExit("the replicas did not reach their primaries")
@@ -350,8 +405,20 @@ class RedisCluster:
             subprocess.run(["iptables", "-I", "INPUT", "-j", self.CHAIN], check=True)
         for other in others:
             for source, target in ((port, other), (other, port)):
-                subprocess.run(["iptables", "-A", self.CHAIN, "-s", self.addresses[source], "-d", self.addresses[target],
-                                "-j", "DROP"], check=True)
+                subprocess.run(
+                    [
+                        "iptables",
+                        "-A",
+                        self.CHAIN,
+                        "-s",
+                        self.addresses[source],
+                        "-d",
+                        self.addresses[target],
+                        "-j",
+                        "DROP",
+                    ],
+                    check=True,
+                )
 
     def heal(self):
         """Removes every cut (and the chain: also what an interrupted run left)."""
@@ -375,8 +442,14 @@ class RedisCluster:
                     fields = line.split()
                     if "fail" in fields[2] or "noaddr" in fields[2]:
                         continue
-                    rows.append((int(fields[1].split(":")[1].split("@")[0]), "master" if "master" in fields[2] else "replica",
-                                 fields[0], " ".join(fields[8:])))
+                    rows.append(
+                        (
+                            int(fields[1].split(":")[1].split("@")[0]),
+                            "master" if "master" in fields[2] else "replica",
+                            fields[0],
+                            " ".join(fields[8:]),
+                        )
+                    )
                 return rows
         return []
 
@@ -395,10 +468,12 @@ class RedisCluster:
     def kill_primary(self):
         """SIGKILL of a primary; returns its port once one of its replicas serves its slots as primary
         and every surviving node says cluster_state:ok."""
-        victim, _, victim_id, slots = next((n for n in self.nodes() if n[1] == "master" and n[3]))
+        victim, _, victim_id, slots = next(n for n in self.nodes() if n[1] == "master" and n[3])
         # The victim's slots as the victim itself sees them: another node's view can lag a resharding
         # that just finished (a slot already moved away still listed), and then no takeover would match.
-        own = next((line.split() for line in redis_cli(victim, "CLUSTER", "NODES").splitlines() if "myself" in line), [])
+        own = next(
+            (line.split() for line in redis_cli(victim, "CLUSTER", "NODES").splitlines() if "myself" in line), []
+        )
         ranges = [part for part in (own[8:] if len(own) > 8 else slots.split()) if not part.startswith("[")]
         first_slot = int((ranges or slots.split())[0].split("-")[0])
 
@@ -431,8 +506,14 @@ class RedisCluster:
         time on the last slot a resharding had moved to the primary killed next; the second time every
         key of partition {p01.61} (slot 1961) was gone and the ledger failed."""
         survivor = next(p for p in self.ports if p != port)
-        old_id = next((line.split()[0] for line in redis_cli(survivor, "CLUSTER", "NODES").splitlines()
-                       if f"{self.addresses[port]}:{port}@" in line and "handshake" not in line), None)
+        old_id = next(
+            (
+                line.split()[0]
+                for line in redis_cli(survivor, "CLUSTER", "NODES").splitlines()
+                if f"{self.addresses[port]}:{port}@" in line and "handshake" not in line
+            ),
+            None,
+        )
         orphan = self.orphan_primary(survivor)
         directory = os.path.join(self.out, "cluster", str(port))
         shutil.rmtree(directory)
@@ -461,7 +542,7 @@ class RedisCluster:
             self.wait_ok()
         except SystemExit:
             views = {p: redis_cli(p, "CLUSTER", "NODES") for p in self.ports}
-            raise SystemExit(f"cluster_state not ok 30 s after {port} rejoined; views: {views}")
+            raise SystemExit(f"cluster_state not ok 30 s after {port} rejoined; views: {views}") from None
         self.wait_replicas()
 
     @staticmethod
@@ -474,8 +555,14 @@ class RedisCluster:
             rows = [fields for fields in rows if len(fields) >= 8]
             flags = {fields[0]: set(fields[2].split(",")) for fields in rows}
             followed = {fields[3] for fields in rows if "slave" in flags[fields[0]]}
-            orphans = [fields[0] for fields in rows if {"master"} <= flags[fields[0]] and not flags[fields[0]] & {"fail", "fail?"}
-                       and len(fields) > 8 and fields[0] not in followed]
+            orphans = [
+                fields[0]
+                for fields in rows
+                if {"master"} <= flags[fields[0]]
+                and not flags[fields[0]] & {"fail", "fail?"}
+                and len(fields) > 8
+                and fields[0] not in followed
+            ]
             if len(orphans) == 1:
                 return orphans[0]
             if time.time() > deadline:
@@ -487,17 +574,37 @@ class RedisCluster:
         (MIGRATING/IMPORTING and MIGRATE of every key), while traffic flows."""
         ids = {port: node_id for port, _, node_id, _ in self.nodes()}
         moved = subprocess.run(
-            ["redis-cli", "--cluster", "reshard", f"127.0.0.1:{source}", "--cluster-from", ids[source], "--cluster-to",
-             ids[target], "--cluster-slots", str(slots), "--cluster-yes", "--cluster-pipeline", "100"],
-            capture_output=True, text=True)
+            [
+                "redis-cli",
+                "--cluster",
+                "reshard",
+                f"127.0.0.1:{source}",
+                "--cluster-from",
+                ids[source],
+                "--cluster-to",
+                ids[target],
+                "--cluster-slots",
+                str(slots),
+                "--cluster-yes",
+                "--cluster-pipeline",
+                "100",
+            ],
+            capture_output=True,
+            text=True,
+        )
         if moved.returncode != 0:
             raise SystemExit("redis-cli --cluster reshard failed:\n" + moved.stdout[-2000:] + moved.stderr)
         # Until every node, replicas included, agrees who owns each slot: a failover of the target
         # before its replica has heard of the moved slots would leave them unserved (cluster_state:fail).
         deadline = time.time() + 30
         while time.time() < deadline:
-            check = subprocess.run(["redis-cli", "--cluster", "check", f"127.0.0.1:{target}"], capture_output=True, text=True)
-            if "All nodes agree about slots configuration" in check.stdout and "All 16384 slots covered" in check.stdout:
+            check = subprocess.run(
+                ["redis-cli", "--cluster", "check", f"127.0.0.1:{target}"], capture_output=True, text=True
+            )
+            if (
+                "All nodes agree about slots configuration" in check.stdout
+                and "All 16384 slots covered" in check.stdout
+            ):
                 break
             time.sleep(0.1)
         else:

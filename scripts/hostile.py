@@ -21,26 +21,49 @@ keeps sending properly signed impressions and conversions:
 Writes OUTDIR/report.md and OUTDIR/report.json; exits 1 on any violation. Stdlib, `cryptography`
 and schemathesis only."""
 
-import argparse, base64, collections, json, os, re, shutil, signal, socket, struct, subprocess, sys, threading, time, uuid
+import argparse
+import base64
+import collections
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+import uuid
 from http.client import HTTPConnection
-
-from harness import free_port, partitioned, rss_mib, keygen
 
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
-SCHEMATHESIS = "schemathesis==4.32.5"  # pinned: its checks and report format are what we parse
+from harness import free_port, keygen, partitioned, rss_mib
+from pins import pinned
+
+SCHEMATHESIS = pinned("schemathesis")  # its checks and report format are what we parse
 VENV = os.path.expanduser("~/.cache/attribution-pipeline/hostile-venv")
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-parser.add_argument("bin", help="directory holding ingest, verifier, attribution-winner, scheduler, dispatcher, attribution")
+parser.add_argument(
+    "bin", help="directory holding ingest, verifier, attribution-winner, scheduler, dispatcher, attribution"
+)
 parser.add_argument("out", help="run directory (logs, Redis, reports)")
-parser.add_argument("--examples", type=int, default=40, help="schemathesis examples per operation and phase (default 40)")
+parser.add_argument(
+    "--examples", type=int, default=40, help="schemathesis examples per operation and phase (default 40)"
+)
 parser.add_argument("--fuzz-seconds", type=int, default=75, help="time budget of each schemathesis run (default 75)")
 parser.add_argument("--idle", type=int, default=800, help="concurrent idle connections to hold (default 800)")
-parser.add_argument("--hold", type=float, default=12.0, help="seconds to hold slow and unfinished requests (default 12)")
-parser.add_argument("--rate", type=float, default=8.0, help="valid impressions (plus as many conversions) per second (default 8)")
+parser.add_argument(
+    "--hold", type=float, default=12.0, help="seconds to hold slow and unfinished requests (default 12)"
+)
+parser.add_argument(
+    "--rate", type=float, default=8.0, help="valid impressions (plus as many conversions) per second (default 8)"
+)
 parser.add_argument("--skip-fuzz", action="store_true", help="skip schemathesis (raw abuse only)")
 parser.add_argument("--seed", type=int, default=10, help="schemathesis seed (default 10)")
 args = parser.parse_args()
@@ -56,7 +79,6 @@ def log(message):
     print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
-
 launch = {}  # name -> (argv, env): how to start it again
 crashes = []  # every unexpected exit: service, exit code, crash site from its backtrace, log file
 
@@ -64,8 +86,9 @@ crashes = []  # every unexpected exit: service, exit code, crash site from its b
 def start(name, argv, env=None, logname=None):
     logfile = open(os.path.join(OUT, "logs", (logname or name) + ".log"), "w")
     launch[name] = (argv, env)
-    children[name] = subprocess.Popen(argv, env={**os.environ, **(env or {})}, stdout=logfile, stderr=subprocess.STDOUT,
-                                      start_new_session=True)  # our own group: a Ctrl-C reaches us, not them
+    children[name] = subprocess.Popen(
+        argv, env={**os.environ, **(env or {})}, stdout=logfile, stderr=subprocess.STDOUT, start_new_session=True
+    )  # our own group: a Ctrl-C reaches us, not them
     return children[name]
 
 
@@ -96,8 +119,16 @@ class Supervisor(threading.Thread):
                     continue
                 count = sum(1 for c in crashes if c["service"] == name)
                 logfile = os.path.join(OUT, "logs", (name if count == 0 else f"{name}.{count}") + ".log")
-                crashes.append({"service": name, "exit_code": process.poll(), "at": time.strftime("%H:%M:%S"),
-                                "phase": current_phase[0], "site": crash_site(logfile), "log": logfile})
+                crashes.append(
+                    {
+                        "service": name,
+                        "exit_code": process.poll(),
+                        "at": time.strftime("%H:%M:%S"),
+                        "phase": current_phase[0],
+                        "site": crash_site(logfile),
+                        "log": logfile,
+                    }
+                )
                 log(f"!! {name} exited with {process.poll()} during {current_phase[0]}: {crashes[-1]['site']}")
                 if count < 10:
                     argv, env = launch[name]
@@ -120,7 +151,6 @@ def stop_all():
                 process.kill()
 
 
-
 def open_fds(pid):
     try:
         return len(os.listdir(f"/proc/{pid}/fd"))
@@ -138,7 +168,9 @@ COMPACT_MAGIC = b"\xf5"
 
 def compact_key_names():
     """CompactKeys.names, read from the Swift source so the two cannot drift apart."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Shared", "AttributionModel", "Coding", "CompactKeys.swift")
+    path = os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "Shared", "AttributionModel", "Coding", "CompactKeys.swift"
+    )
     table = open(path).read().split("static let names: [StaticString] = [", 1)[1].split("]", 1)[0]
     return re.findall(r'"([^"]*)"', "\n".join(line.split("//", 1)[0] for line in table.splitlines()))
 
@@ -159,13 +191,13 @@ def compact_decode(raw):
 
     def text(at):
         length, at = varint(at)
-        return raw[at:at + length].decode("utf-8"), at + length
+        return raw[at : at + length].decode("utf-8"), at + length
 
     def numbered_key(at):
         code, at = varint(at)
         if code & 1:
             return COMPACT_KEYS[code >> 1], at
-        return raw[at:at + (code >> 1)].decode("utf-8"), at + (code >> 1)
+        return raw[at : at + (code >> 1)].decode("utf-8"), at + (code >> 1)
 
     def value(at):
         tag = raw[at]
@@ -180,11 +212,11 @@ def compact_decode(raw):
         if tag == 0x04:
             return varint(at)
         if tag == 0x05:
-            return struct.unpack("<d", raw[at:at + 8])[0], at + 8
+            return struct.unpack("<d", raw[at : at + 8])[0], at + 8
         if tag in (0x06, 0x09):
             return text(at)
         if tag in (0x07, 0x08):
-            end = at + 4 + int.from_bytes(raw[at:at + 4], "little")
+            end = at + 4 + int.from_bytes(raw[at : at + 4], "little")
             at += 4
             items = [] if tag == 0x07 else {}
             while at < end:
@@ -204,6 +236,7 @@ def compact_decode(raw):
 
 
 # A tiny RESP client: binary safe, no dependency, enough for XRANGE, XINFO and XLEN.
+
 
 class Redis:
     def __init__(self, port):
@@ -250,8 +283,8 @@ class Redis:
         entries, start = [], "-"
         while True:
             batch = self("XRANGE", name, start, "+", "COUNT", 1000)
-            for entry_id, fields in batch:
-                pairs = dict(zip(fields[::2], fields[1::2]))
+            for _entry_id, fields in batch:
+                pairs = dict(zip(fields[::2], fields[1::2], strict=False))
                 raw = pairs.get(b"e", b"")
                 if raw[:1] == COMPACT_MAGIC:
                     entries.append(compact_decode(raw))
@@ -336,10 +369,20 @@ def observe(category, case, status, headers, body, expect=None, protocol_level=F
             except Exception:
                 pass
         if not category.startswith("fuzz-"):
-            stats["answers"].append({"category": category, "case": case, "status": status, "reason": reason,
-                                     "content_type": headers.get("content-type"), "body": body[:160].decode("utf-8", "replace")})
+            stats["answers"].append(
+                {
+                    "category": category,
+                    "case": case,
+                    "status": status,
+                    "reason": reason,
+                    "content_type": headers.get("content-type"),
+                    "body": body[:160].decode("utf-8", "replace"),
+                }
+            )
         if status is not None and status >= 500:
-            stats["five_xx"].append({"category": category, "case": case, "status": status, "body": body[:300].decode("utf-8", "replace")})
+            stats["five_xx"].append(
+                {"category": category, "case": case, "status": status, "body": body[:300].decode("utf-8", "replace")}
+            )
         if status is not None and 400 <= status < 600:
             stats["reasons"][f"{status} {reason or '(no problem JSON)'}"] += 1
             defect = problem_json_defect(status, headers, body)
@@ -358,8 +401,16 @@ def observe(category, case, status, headers, body, expect=None, protocol_level=F
             else:
                 ok = status == expect
             if not ok:
-                stats["unexpected"].append({"category": category, "case": case, "expected": str(expect), "got": status,
-                                            "reason": reason, "body": body[:200].decode("utf-8", "replace")})
+                stats["unexpected"].append(
+                    {
+                        "category": category,
+                        "case": case,
+                        "expected": str(expect),
+                        "got": status,
+                        "reason": reason,
+                        "body": body[:200].decode("utf-8", "replace"),
+                    }
+                )
         return reason
 
 
@@ -440,7 +491,7 @@ def raw(chunks, delay=0.0, wait=5.0, port=None):
                 status, headers, body = parse_raw_response(data)
                 if status is not None and "content-length" in headers and len(body) >= int(headers["content-length"]):
                     break
-        except (socket.timeout, ConnectionResetError):
+        except (TimeoutError, ConnectionResetError):
             closed = not data
     finally:
         sock.close()
@@ -450,6 +501,7 @@ def raw(chunks, delay=0.0, wait=5.0, port=None):
 
 # ---------------------------------------------------------------------------------------------------
 # Signing impressions the way an ad network's own server would (as IndependentSignerTests does).
+
 
 def b64(data):
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
@@ -466,18 +518,30 @@ def now_ms():
 
 
 def impression_payload(network, app, publisher, source=1234, impression_id=None):
-    return {"impression-identifier": impression_id or str(uuid.uuid4()).upper(), "ad-network-identifier": network,
-            "advertised-item-identifier": app, "publisher-item-identifier": publisher, "source-identifier": source,
-            "timestamp": now_ms(), "impression-type": "app-impression", "eligible-for-re-engagement": False}
+    return {
+        "impression-identifier": impression_id or str(uuid.uuid4()).upper(),
+        "ad-network-identifier": network,
+        "advertised-item-identifier": app,
+        "publisher-item-identifier": publisher,
+        "source-identifier": source,
+        "timestamp": now_ms(),
+        "impression-type": "app-impression",
+        "eligible-for-re-engagement": False,
+    }
 
 
 def impression_body(jws, device):
     t = now_ms()
-    return {"device-identifier": device, "impression": jws, "interaction": {"type": "click", "time": t, "loaded-at": t - 500}}
+    return {
+        "device-identifier": device,
+        "impression": jws,
+        "interaction": {"type": "click", "time": t, "loaded-at": t - 500},
+    }
 
 
 # ---------------------------------------------------------------------------------------------------
 # Valid traffic: one signed impression and one conversion for its device per tick, all run long.
+
 
 class ValidTraffic(threading.Thread):
     def __init__(self, rate):
@@ -510,11 +574,23 @@ class ValidTraffic(threading.Thread):
         while not self.stop.is_set():
             started = time.time()
             device = f"valid-{n}-{uuid.uuid4().hex[:8]}"
-            jws = sign_jws(NETWORK_KEY, {"alg": "ES256", "kid": NETWORK}, impression_payload(NETWORK, APP, PUBLISHER, source=n % 9000))
+            jws = sign_jws(
+                NETWORK_KEY,
+                {"alg": "ES256", "kid": NETWORK},
+                impression_payload(NETWORK, APP, PUBLISHER, source=n % 9000),
+            )
             self.post("impression", "/v1/impressions", impression_body(jws, device))
-            self.post("conversion", "/v1/conversions",
-                      {"device-identifier": device, "advertised-item-identifier": APP, "conversion-type": "download", "time": now_ms()},
-                      {"Authorization": "Bearer " + APP_KEY})
+            self.post(
+                "conversion",
+                "/v1/conversions",
+                {
+                    "device-identifier": device,
+                    "advertised-item-identifier": APP,
+                    "conversion-type": "download",
+                    "time": now_ms(),
+                },
+                {"Authorization": "Bearer " + APP_KEY},
+            )
             n += 1
             self.stop.wait(max(0.0, self.interval - (time.time() - started)))
 
@@ -540,6 +616,7 @@ class MemoryMonitor(threading.Thread):
 
 # ---------------------------------------------------------------------------------------------------
 # 1. Property-based fuzzing from the OpenAPI document (schemathesis).
+
 
 def ensure_schemathesis():
     exe = os.path.join(VENV, "bin", "schemathesis")
@@ -569,15 +646,43 @@ def fuzz(label, auth, listener):
         # Credentials per security scheme of the document: admin routes get the admin token, event
         # routes the app key. Without credentials the file leaves auth out entirely.
         if auth:
-            f.write(f'[auth.openapi.adminToken]\nbearer = "{ADMIN_TOKEN}"\n\n[auth.openapi.appKey]\nbearer = "{FUZZ_APP_KEY}"\n')
+            f.write(
+                f'[auth.openapi.adminToken]\nbearer = "{ADMIN_TOKEN}"\n\n[auth.openapi.appKey]\nbearer = "{FUZZ_APP_KEY}"\n'
+            )
     port, paths = (ADMIN_PORT, "--include-path-regex") if listener == "admin" else (INGEST_PORT, "--exclude-path-regex")
-    argv = [exe, "--config-file", config, "run", f"http://127.0.0.1:{INGEST_PORT}/openapi.json",
-            "--url", f"http://127.0.0.1:{port}", paths, "^/(v1/admin/|metrics)",
-            "--checks", "all", "--max-examples", str(args.examples), "--max-time", str(args.fuzz_seconds),
-            "--workers", "2", "--seed", str(args.seed), "--request-timeout", "20", "--no-color",
-            "--generation-database", "none",
-            "--report", "ndjson,har", "--report-dir", directory,
-            "--suppress-health-check", "all", "--continue-on-failure"]
+    argv = [
+        exe,
+        "--config-file",
+        config,
+        "run",
+        f"http://127.0.0.1:{INGEST_PORT}/openapi.json",
+        "--url",
+        f"http://127.0.0.1:{port}",
+        paths,
+        "^/(v1/admin/|metrics)",
+        "--checks",
+        "all",
+        "--max-examples",
+        str(args.examples),
+        "--max-time",
+        str(args.fuzz_seconds),
+        "--workers",
+        "2",
+        "--seed",
+        str(args.seed),
+        "--request-timeout",
+        "20",
+        "--no-color",
+        "--generation-database",
+        "none",
+        "--report",
+        "ndjson,har",
+        "--report-dir",
+        directory,
+        "--suppress-health-check",
+        "all",
+        "--continue-on-failure",
+    ]
     log(f"schemathesis ({label}): {' '.join(argv[1:])}")
     started = time.time()
     # Run inside the report directory: schemathesis keeps a `.schemathesis/` cache in its working directory.
@@ -603,8 +708,8 @@ def read_fuzz_reports(directory, label):
             if entry["response"].get("content", {}).get("encoding") == "base64":
                 text = base64.b64decode(text).decode("utf-8", "replace")
             body = text.encode()
-            url = entry['request']['url']
-            case = f"{entry['request']['method']} {url[url.find('/', url.find('//') + 2):][:120]}"
+            url = entry["request"]["url"]
+            case = f"{entry['request']['method']} {url[url.find('/', url.find('//') + 2) :][:120]}"
             observe(f"fuzz-{label}", case, status, headers, body)
             stats["inputs"][f"fuzz-{label}"] -= 0  # counted by observe
             if status == 202:
@@ -640,21 +745,30 @@ def read_fuzz_reports(directory, label):
                 body = request.get("body")
                 if isinstance(body, dict) and "$base64" in body:
                     body = base64.b64decode(body["$base64"]).decode("utf-8", "replace")
-                answer = (response.get("content") or {})
+                answer = response.get("content") or {}
                 if isinstance(answer, dict) and "$base64" in answer:
                     answer = base64.b64decode(answer["$base64"]).decode("utf-8", "replace")
-                failures.append({"check": check.get("name"), "code": failure.get("code"), "operation": operation,
-                                 "title": failure.get("title"), "message": (failure.get("message") or "")[:600],
-                                 "request": f"{request.get('method', '')} {request.get('uri', '')}"[:300],
-                                 "request_body": str(body)[:300] if body else None,
-                                 "response": f"{response.get('status_code')} {str(answer)[:300]}" if response else None,
-                                 "hard": check.get("name") in HARD_CHECKS, "occurrences": 1})
+                failures.append(
+                    {
+                        "check": check.get("name"),
+                        "code": failure.get("code"),
+                        "operation": operation,
+                        "title": failure.get("title"),
+                        "message": (failure.get("message") or "")[:600],
+                        "request": f"{request.get('method', '')} {request.get('uri', '')}"[:300],
+                        "request_body": str(body)[:300] if body else None,
+                        "response": f"{response.get('status_code')} {str(answer)[:300]}" if response else None,
+                        "hard": check.get("name") in HARD_CHECKS,
+                        "occurrences": 1,
+                    }
+                )
                 seen[key] = failures[-1]
     return {"requests": requests, "statuses": dict(statuses), "failures": failures}
 
 
 # ---------------------------------------------------------------------------------------------------
 # 2. Request-level abuse with raw sockets.
+
 
 def request_bytes(method, path, body=b"", headers=None, content_length=True):
     lines = [f"{method} {path} HTTP/1.1", f"Host: 127.0.0.1:{INGEST_PORT}"]
@@ -672,42 +786,70 @@ def oversized_bodies():
     category = "oversized"
     app_auth = {"Authorization": "Bearer " + APP_KEY, "Content-Type": "application/json"}
     admin_auth = {"Authorization": "Bearer " + ADMIN_TOKEN, "Content-Type": "application/json"}
-    routes = [("POST", "/v1/impressions", 65_536, {"Content-Type": "application/json"}),
-              ("POST", "/v1/conversions", 65_536, app_auth),
-              ("POST", "/v1/conversion-value-updates", 65_536, app_auth),
-              ("POST", "/v1/activity", 65_536, app_auth),
-              ("POST", "/v1/conversion-values/evaluate", 65_536, app_auth),
-              ("PUT", "/v1/admin/ad-networks/oversized.net", 16_384, admin_auth),
-              ("PUT", "/v1/admin/publisher-apps/91001", 65_536, admin_auth),
-              ("PUT", f"/v1/admin/advertised-apps/{FUZZ_APP}", 262_144, admin_auth),
-              ("PUT", f"/v1/admin/advertised-apps/{FUZZ_APP}/conversion-value-schema", 262_144, admin_auth)]
+    routes = [
+        ("POST", "/v1/impressions", 65_536, {"Content-Type": "application/json"}),
+        ("POST", "/v1/conversions", 65_536, app_auth),
+        ("POST", "/v1/conversion-value-updates", 65_536, app_auth),
+        ("POST", "/v1/activity", 65_536, app_auth),
+        ("POST", "/v1/conversion-values/evaluate", 65_536, app_auth),
+        ("PUT", "/v1/admin/ad-networks/oversized.net", 16_384, admin_auth),
+        ("PUT", "/v1/admin/publisher-apps/91001", 65_536, admin_auth),
+        ("PUT", f"/v1/admin/advertised-apps/{FUZZ_APP}", 262_144, admin_auth),
+        ("PUT", f"/v1/admin/advertised-apps/{FUZZ_APP}/conversion-value-schema", 262_144, admin_auth),
+    ]
     for method, path, limit, headers in routes:
         body = b"{" + b" " * limit + b"}"  # valid JSON, one byte too many... plus one
         status, h, data, _, _ = raw([request_bytes(method, path, body, headers)], wait=10)
-        observe(category, f"{method} {path}: {len(body)} bytes with Content-Length", status, h, data, expect=(413, "body-too-large"))
+        observe(
+            category,
+            f"{method} {path}: {len(body)} bytes with Content-Length",
+            status,
+            h,
+            data,
+            expect=(413, "body-too-large"),
+        )
         # Chunked, no Content-Length: the limit must hold while streaming.
         chunk = b"{" + b" " * (limit + 10) + b"}"
         chunked = request_bytes(method, path, None, {**headers, "Transfer-Encoding": "chunked"}, content_length=False)
         chunked += b"%x\r\n%s\r\n0\r\n\r\n" % (len(chunk), chunk)
         status, h, data, _, _ = raw([chunked], wait=10)
-        observe(category, f"{method} {path}: {len(chunk)} bytes chunked", status, h, data, expect=(413, "body-too-large"))
+        observe(
+            category, f"{method} {path}: {len(chunk)} bytes chunked", status, h, data, expect=(413, "body-too-large")
+        )
     # Declared 1 TB, 70 KB sent: refused once the limit is crossed, not after a terabyte.
-    head = request_bytes("POST", "/v1/impressions", None, {"Content-Type": "application/json", "Content-Length": str(10**12)},
-                         content_length=False)
+    head = request_bytes(
+        "POST",
+        "/v1/impressions",
+        None,
+        {"Content-Type": "application/json", "Content-Length": str(10**12)},
+        content_length=False,
+    )
     status, h, data, _, _ = raw([head, b"{" + b" " * 70_000], wait=10)
     observe(category, "Content-Length 10^12 declared, 70 KB sent", status, h, data, expect=(413, "body-too-large"))
     # 16 MiB in one go, four times (memory: the body must not be buffered beyond the limit).
     for n in range(4):
         body = b'{"device-identifier":"' + b"x" * (16 * 1024 * 1024) + b'"}'
-        status, h, data, _, _ = raw([request_bytes("POST", "/v1/impressions", body, {"Content-Type": "application/json"})], wait=20)
+        status, h, data, _, _ = raw(
+            [request_bytes("POST", "/v1/impressions", body, {"Content-Type": "application/json"})], wait=20
+        )
         observe(category, f"16 MiB body #{n + 1}", status, h, data, expect=(413, "body-too-large"))
     # Exactly at the limit is not too large: a shape error, not 413.
     body = b"{" + b" " * (65_536 - 2) + b"}"
-    status, h, data, _, _ = raw([request_bytes("POST", "/v1/impressions", body, {"Content-Type": "application/json"})], wait=10)
+    status, h, data, _, _ = raw(
+        [request_bytes("POST", "/v1/impressions", body, {"Content-Type": "application/json"})], wait=10
+    )
     observe(category, "exactly 65,536 bytes", status, h, data, expect=(400, "invalid-json"))
     # A gzip bomb label on a small body: ingest does not inflate, so it is just bytes that are not JSON.
-    status, h, data, _, _ = raw([request_bytes("POST", "/v1/impressions", b"\x1f\x8b\x08\x00" + b"\x00" * 100,
-                                               {"Content-Type": "application/json", "Content-Encoding": "gzip"})])
+    status, h, data, _, _ = raw(
+        [
+            request_bytes(
+                "POST",
+                "/v1/impressions",
+                b"\x1f\x8b\x08\x00" + b"\x00" * 100,
+                {"Content-Type": "application/json", "Content-Encoding": "gzip"},
+            )
+        ]
+    )
     observe(category, "Content-Encoding gzip", status, h, data, expect={400, 415})
 
 
@@ -727,17 +869,26 @@ def slow_requests():
         status, h, body, _, _ = raw(chunks, delay=args.hold / len(chunks), wait=15)
         observe(category, "headers a byte at a time", status, h, body, expect=202)
         if status == 202:
-            stats["allowed_verified"][json.loads(body)["event-identifier"]] = "slow headers (a valid impression, sent slowly)"
+            stats["allowed_verified"][json.loads(body)["event-identifier"]] = (
+                "slow headers (a valid impression, sent slowly)"
+            )
 
     def slow_body(n):
         jws = sign_jws(NETWORK_KEY, {"alg": "ES256", "kid": NETWORK}, impression_payload(NETWORK, APP, PUBLISHER))
         payload = json.dumps(impression_body(jws, f"slow-body-{n}")).encode()
-        head = request_bytes("POST", "/v1/impressions", None, {"Content-Type": "application/json", "Content-Length": str(len(payload))},
-                             content_length=False)
+        head = request_bytes(
+            "POST",
+            "/v1/impressions",
+            None,
+            {"Content-Type": "application/json", "Content-Length": str(len(payload))},
+            content_length=False,
+        )
         status, h, body, _, _ = raw([head] + [bytes([b]) for b in payload], delay=args.hold / len(payload), wait=15)
         observe(category, "body a byte at a time", status, h, body, expect=202)
         if status == 202:
-            stats["allowed_verified"][json.loads(body)["event-identifier"]] = "slow body (a valid impression, sent slowly)"
+            stats["allowed_verified"][json.loads(body)["event-identifier"]] = (
+                "slow body (a valid impression, sent slowly)"
+            )
 
     def unfinished(n, partial_headers):
         # Content-Length 1000, 10 bytes sent, then silence: does the server ever close?
@@ -745,8 +896,16 @@ def slow_requests():
         if partial_headers:
             sock.sendall(b"POST /v1/impressions HTTP/1.1\r\nHost: x\r\nX-Slow: ")
         else:
-            sock.sendall(request_bytes("POST", "/v1/impressions", None, {"Content-Type": "application/json", "Content-Length": "1000"},
-                                       content_length=False) + b'{"device-i')
+            sock.sendall(
+                request_bytes(
+                    "POST",
+                    "/v1/impressions",
+                    None,
+                    {"Content-Type": "application/json", "Content-Length": "1000"},
+                    content_length=False,
+                )
+                + b'{"device-i'
+            )
         started = time.time()
         closed_after = None
         try:
@@ -756,7 +915,7 @@ def slow_requests():
             status, h, body = parse_raw_response(data)
             if status is not None:
                 observe(category, "unfinished request answered", status, h, body)
-        except socket.timeout:
+        except TimeoutError:
             pass
         finally:
             sock.close()
@@ -775,10 +934,15 @@ def slow_requests():
     for key, closes in results.items():
         still_open = sum(1 for c in closes if c is None)
         if still_open:
-            stats["findings"].append({"kind": "no read timeout", "case": key,
-                                      "detail": f"{still_open}/{len(closes)} connections still open after {args.hold:.0f} s of silence: "
-                                                "ingest never times out an unfinished request (Hummingbird's HTTP1Channel idleTimeout "
-                                                "is nil unless set; PipelineService.assemble passes no server configuration)"})
+            stats["findings"].append(
+                {
+                    "kind": "no read timeout",
+                    "case": key,
+                    "detail": f"{still_open}/{len(closes)} connections still open after {args.hold:.0f} s of silence: "
+                    "ingest never times out an unfinished request (Hummingbird's HTTP1Channel idleTimeout "
+                    "is nil unless set; PipelineService.assemble passes no server configuration)",
+                }
+            )
     return results
 
 
@@ -802,7 +966,11 @@ def header_floods():
         if headers == "url":
             path, headers = "/v1/impressions?" + "q" * 100_000, {}
         if headers is None:
-            data = b"POST /v1/conversions HTTP/1.1\r\nHost: x\r\n" + b"Authorization: Bearer x\r\n" * 1000 + b"Content-Length: 2\r\n\r\n{}"
+            data = (
+                b"POST /v1/conversions HTTP/1.1\r\nHost: x\r\n"
+                + b"Authorization: Bearer x\r\n" * 1000
+                + b"Content-Length: 2\r\n\r\n{}"
+            )
         else:
             data = request_bytes("POST", path, b"{}", {"Content-Type": "application/json", **headers})
         status, h, body, closed, _ = raw([data], wait=10)
@@ -814,7 +982,10 @@ def malformed_http():
     category = "malformed"
     cases = [
         ("garbage", b"\x00\x01\x02garbage\r\n\r\n"),
-        ("TLS ClientHello on the plain port", bytes.fromhex("160301002a010000260303") + os.urandom(32) + b"\x00\x00\x02\x13\x01\x01\x00"),
+        (
+            "TLS ClientHello on the plain port",
+            bytes.fromhex("160301002a010000260303") + os.urandom(32) + b"\x00\x00\x02\x13\x01\x01\x00",
+        ),
         ("HTTP/2 preface", b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"),
         ("HTTP/9.9", b"GET /health HTTP/9.9\r\nHost: x\r\n\r\n"),
         ("no HTTP version", b"GET /health\r\n\r\n"),
@@ -826,54 +997,186 @@ def malformed_http():
         ("two Hosts", b"GET /health HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"),
         ("negative Content-Length", b"POST /v1/impressions HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n{}"),
         ("non-numeric Content-Length", b"POST /v1/impressions HTTP/1.1\r\nHost: x\r\nContent-Length: ten\r\n\r\n{}"),
-        ("two different Content-Lengths", b"POST /v1/impressions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 40\r\n\r\n{}"),
-        ("Content-Length and chunked (smuggling)",
-         b"POST /v1/impressions HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /v1/admin/dead-letters HTTP/1.1\r\nHost: x\r\n\r\n"),
-        ("chunk size overflow", b"POST /v1/impressions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffffff\r\n{}\r\n0\r\n\r\n"),
-        ("chunk size not hex", b"POST /v1/impressions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n"),
+        (
+            "two different Content-Lengths",
+            b"POST /v1/impressions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 40\r\n\r\n{}",
+        ),
+        (
+            "Content-Length and chunked (smuggling)",
+            b"POST /v1/impressions HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /v1/admin/dead-letters HTTP/1.1\r\nHost: x\r\n\r\n",
+        ),
+        (
+            "chunk size overflow",
+            b"POST /v1/impressions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffffff\r\n{}\r\n0\r\n\r\n",
+        ),
+        (
+            "chunk size not hex",
+            b"POST /v1/impressions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
+        ),
         ("unknown transfer coding", b"POST /v1/impressions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n{}"),
         ("CR inside the request line", b"GET /hea\rlth HTTP/1.1\r\nHost: x\r\n\r\n"),
         ("space in the path", b"GET /v1/admin/ad-networks/a b HTTP/1.1\r\nHost: x\r\n\r\n"),
         ("absolute-form URI", b"GET http://evil.example/health HTTP/1.1\r\nHost: x\r\n\r\n"),
         ("path traversal", b"GET /../../../../etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n"),
         ("encoded traversal", b"GET /v1/admin/ad-networks/..%2f..%2fopenapi.json HTTP/1.1\r\nHost: x\r\n\r\n"),
-        ("percent-encoded NUL", b"GET /v1/admin/ad-networks/a%00b HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + ADMIN_TOKEN.encode() + b"\r\n\r\n"),
-        ("invalid percent-encoding", b"GET /v1/admin/ad-networks/%zz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + ADMIN_TOKEN.encode() + b"\r\n\r\n"),
-        ("UTF-8 overlong in path", b"GET /v1/admin/advertised-apps/%c0%ae%c0%ae HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + ADMIN_TOKEN.encode() + b"\r\n\r\n"),
-        ("raw bytes >0x7F in path", b"GET /v1/admin/ad-networks/\xff\xfe HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + ADMIN_TOKEN.encode() + b"\r\n\r\n"),
-        ("item id beyond UInt64", b"GET /v1/admin/advertised-apps/99999999999999999999999/rejections HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + ADMIN_TOKEN.encode() + b"\r\n\r\n"),
+        (
+            "percent-encoded NUL",
+            b"GET /v1/admin/ad-networks/a%00b HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+            + ADMIN_TOKEN.encode()
+            + b"\r\n\r\n",
+        ),
+        (
+            "invalid percent-encoding",
+            b"GET /v1/admin/ad-networks/%zz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+            + ADMIN_TOKEN.encode()
+            + b"\r\n\r\n",
+        ),
+        (
+            "UTF-8 overlong in path",
+            b"GET /v1/admin/advertised-apps/%c0%ae%c0%ae HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+            + ADMIN_TOKEN.encode()
+            + b"\r\n\r\n",
+        ),
+        (
+            "raw bytes >0x7F in path",
+            b"GET /v1/admin/ad-networks/\xff\xfe HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+            + ADMIN_TOKEN.encode()
+            + b"\r\n\r\n",
+        ),
+        (
+            "item id beyond UInt64",
+            b"GET /v1/admin/advertised-apps/99999999999999999999999/rejections HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+            + ADMIN_TOKEN.encode()
+            + b"\r\n\r\n",
+        ),
         ("CONNECT", b"CONNECT 169.254.169.254:80 HTTP/1.1\r\nHost: 169.254.169.254:80\r\n\r\n"),
         ("TRACE", b"TRACE / HTTP/1.1\r\nHost: x\r\n\r\n"),
         ("OPTIONS *", b"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n"),
         ("DELETE on an event route", b"DELETE /v1/impressions HTTP/1.1\r\nHost: x\r\n\r\n"),
-        ("X-HTTP-Method-Override to an admin route", b"POST /v1/impressions HTTP/1.1\r\nHost: x\r\nX-HTTP-Method-Override: DELETE\r\nContent-Length: 2\r\n\r\n{}"),
-        ("Expect: 100-continue, then nothing", b"POST /v1/impressions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 100000\r\n\r\n"),
+        (
+            "X-HTTP-Method-Override to an admin route",
+            b"POST /v1/impressions HTTP/1.1\r\nHost: x\r\nX-HTTP-Method-Override: DELETE\r\nContent-Length: 2\r\n\r\n{}",
+        ),
+        (
+            "Expect: 100-continue, then nothing",
+            b"POST /v1/impressions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 100000\r\n\r\n",
+        ),
         ("HTTP/1.0 without Content-Length", b"POST /v1/impressions HTTP/1.0\r\n\r\n{}"),
         ("request line only, then close", b"POST /v1/impressions HTTP/1.1\r\n"),
-        ("JSON with a BOM", request_bytes("POST", "/v1/impressions", b"\xef\xbb\xbf{}", {"Content-Type": "application/json"})),
-        ("JSON object nested 10,000 deep", request_bytes("POST", "/v1/impressions", b'{"a":' * 10_000 + b"1" + b"}" * 10_000, {"Content-Type": "application/json"})),
-        ("JSON array nested 30,000 deep", request_bytes("POST", "/v1/impressions", b"[" * 30_000 + b"]" * 30_000, {"Content-Type": "application/json"})),
-        ("invalid UTF-8 in JSON", request_bytes("POST", "/v1/impressions", b'{"device-identifier":"\xff\xfe","impression":"a.b.c","interaction":{"type":"click","time":1,"loaded-at":1}}', {"Content-Type": "application/json"})),
-        ("lone surrogate escape", request_bytes("POST", "/v1/impressions", b'{"device-identifier":"\\ud800","impression":"a.b.c","interaction":{"type":"click","time":1,"loaded-at":1}}', {"Content-Type": "application/json"})),
-        ("number 1e400", request_bytes("POST", "/v1/impressions", b'{"device-identifier":"d","impression":"a.b.c","interaction":{"type":"click","time":1e400,"loaded-at":1}}', {"Content-Type": "application/json"})),
-        ("time beyond Int64", request_bytes("POST", "/v1/impressions", b'{"device-identifier":"d","impression":"a.b.c","interaction":{"type":"click","time":99999999999999999999,"loaded-at":1}}', {"Content-Type": "application/json"})),
-        ("duplicate keys", request_bytes("POST", "/v1/impressions", b'{"device-identifier":"d","device-identifier":"e","impression":"a.b.c","interaction":{"type":"click","time":1,"loaded-at":1}}', {"Content-Type": "application/json"})),
-        ("Int64.min times", request_bytes("POST", "/v1/impressions", b'{"device-identifier":"d","impression":"a.b.c","interaction":{"type":"view","time":-9223372036854775808,"begin":9223372036854775807}}', {"Content-Type": "application/json"})),
-        ("XML entity bomb as Info.plist", request_bytes("PUT", f"/v1/admin/advertised-apps/{FUZZ_APP}",
-                                                        b'<?xml version="1.0"?><!DOCTYPE p [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;"><!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;"><!ENTITY d "&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;"><!ENTITY e "&d;&d;&d;&d;&d;&d;&d;&d;&d;&d;"><!ENTITY f "&e;&e;&e;&e;&e;&e;&e;&e;&e;&e;"><!ENTITY g "&f;&f;&f;&f;&f;&f;&f;&f;&f;&f;">]><plist version="1.0"><dict><key>CFBundleName</key><string>&g;</string></dict></plist>',
-                                                        {"Content-Type": "application/xml", "Authorization": "Bearer " + ADMIN_TOKEN})),
-        ("XML external entity as Info.plist", request_bytes("PUT", f"/v1/admin/advertised-apps/{FUZZ_APP}",
-                                                            b'<?xml version="1.0"?><!DOCTYPE p [<!ENTITY x SYSTEM "file:///etc/passwd">]><plist version="1.0"><dict><key>AttributionCopyEndpoint</key><string>&x;</string></dict></plist>',
-                                                            {"Content-Type": "application/x-plist", "Authorization": "Bearer " + ADMIN_TOKEN})),
-        ("binary plist header", request_bytes("PUT", f"/v1/admin/advertised-apps/{FUZZ_APP}", b"bplist00" + os.urandom(200),
-                                              {"Content-Type": "application/x-plist", "Authorization": "Bearer " + ADMIN_TOKEN})),
+        (
+            "JSON with a BOM",
+            request_bytes("POST", "/v1/impressions", b"\xef\xbb\xbf{}", {"Content-Type": "application/json"}),
+        ),
+        (
+            "JSON object nested 10,000 deep",
+            request_bytes(
+                "POST",
+                "/v1/impressions",
+                b'{"a":' * 10_000 + b"1" + b"}" * 10_000,
+                {"Content-Type": "application/json"},
+            ),
+        ),
+        (
+            "JSON array nested 30,000 deep",
+            request_bytes(
+                "POST", "/v1/impressions", b"[" * 30_000 + b"]" * 30_000, {"Content-Type": "application/json"}
+            ),
+        ),
+        (
+            "invalid UTF-8 in JSON",
+            request_bytes(
+                "POST",
+                "/v1/impressions",
+                b'{"device-identifier":"\xff\xfe","impression":"a.b.c","interaction":{"type":"click","time":1,"loaded-at":1}}',
+                {"Content-Type": "application/json"},
+            ),
+        ),
+        (
+            "lone surrogate escape",
+            request_bytes(
+                "POST",
+                "/v1/impressions",
+                b'{"device-identifier":"\\ud800","impression":"a.b.c","interaction":{"type":"click","time":1,"loaded-at":1}}',
+                {"Content-Type": "application/json"},
+            ),
+        ),
+        (
+            "number 1e400",
+            request_bytes(
+                "POST",
+                "/v1/impressions",
+                b'{"device-identifier":"d","impression":"a.b.c","interaction":{"type":"click","time":1e400,"loaded-at":1}}',
+                {"Content-Type": "application/json"},
+            ),
+        ),
+        (
+            "time beyond Int64",
+            request_bytes(
+                "POST",
+                "/v1/impressions",
+                b'{"device-identifier":"d","impression":"a.b.c","interaction":{"type":"click","time":99999999999999999999,"loaded-at":1}}',
+                {"Content-Type": "application/json"},
+            ),
+        ),
+        (
+            "duplicate keys",
+            request_bytes(
+                "POST",
+                "/v1/impressions",
+                b'{"device-identifier":"d","device-identifier":"e","impression":"a.b.c","interaction":{"type":"click","time":1,"loaded-at":1}}',
+                {"Content-Type": "application/json"},
+            ),
+        ),
+        (
+            "Int64.min times",
+            request_bytes(
+                "POST",
+                "/v1/impressions",
+                b'{"device-identifier":"d","impression":"a.b.c","interaction":{"type":"view","time":-9223372036854775808,"begin":9223372036854775807}}',
+                {"Content-Type": "application/json"},
+            ),
+        ),
+        (
+            "XML entity bomb as Info.plist",
+            request_bytes(
+                "PUT",
+                f"/v1/admin/advertised-apps/{FUZZ_APP}",
+                b'<?xml version="1.0"?><!DOCTYPE p [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;"><!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;"><!ENTITY d "&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;"><!ENTITY e "&d;&d;&d;&d;&d;&d;&d;&d;&d;&d;"><!ENTITY f "&e;&e;&e;&e;&e;&e;&e;&e;&e;&e;"><!ENTITY g "&f;&f;&f;&f;&f;&f;&f;&f;&f;&f;">]><plist version="1.0"><dict><key>CFBundleName</key><string>&g;</string></dict></plist>',
+                {"Content-Type": "application/xml", "Authorization": "Bearer " + ADMIN_TOKEN},
+            ),
+        ),
+        (
+            "XML external entity as Info.plist",
+            request_bytes(
+                "PUT",
+                f"/v1/admin/advertised-apps/{FUZZ_APP}",
+                b'<?xml version="1.0"?><!DOCTYPE p [<!ENTITY x SYSTEM "file:///etc/passwd">]><plist version="1.0"><dict><key>AttributionCopyEndpoint</key><string>&x;</string></dict></plist>',
+                {"Content-Type": "application/x-plist", "Authorization": "Bearer " + ADMIN_TOKEN},
+            ),
+        ),
+        (
+            "binary plist header",
+            request_bytes(
+                "PUT",
+                f"/v1/admin/advertised-apps/{FUZZ_APP}",
+                b"bplist00" + os.urandom(200),
+                {"Content-Type": "application/x-plist", "Authorization": "Bearer " + ADMIN_TOKEN},
+            ),
+        ),
     ]
     for name, data in cases:
         status, h, body, closed, _ = raw([data], wait=5)
         observe(category, name, status, h, body, protocol_level=True)
         if name.startswith("XML") and status == 200:
-            stats["unexpected"].append({"category": category, "case": name, "expected": "4xx", "got": status,
-                                        "body": body[:200].decode("utf-8", "replace")})
+            stats["unexpected"].append(
+                {
+                    "category": category,
+                    "case": name,
+                    "expected": "4xx",
+                    "got": status,
+                    "body": body[:200].decode("utf-8", "replace"),
+                }
+            )
     # Pipelining: two valid requests and a broken one in one write; the first two are answered.
     data = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\n\r\nGARBAGE\r\n\r\n"
     sock = socket.create_connection(("127.0.0.1", INGEST_PORT), timeout=5)
@@ -885,14 +1188,16 @@ def malformed_http():
             if not part:
                 break
             received += part
-    except socket.timeout:
+    except TimeoutError:
         pass
     sock.close()
     answers = re.findall(rb"HTTP/1\.1 (\d{3})", received)
     with lock:
         stats["inputs"][category] += 1
     if answers[:2] != [b"200", b"200"]:
-        stats["unexpected"].append({"category": category, "case": "pipelined", "expected": "200, 200, then an error", "got": str(answers)})
+        stats["unexpected"].append(
+            {"category": category, "case": "pipelined", "expected": "200, 200, then an error", "got": str(answers)}
+        )
 
 
 def idle_connections():
@@ -925,12 +1230,23 @@ def idle_connections():
         except OSError:
             closed += 1
         s.close()
-    result = {"opened": len(socks), "refused": refused, "ingest_fds_while_open": fds, "health_ms": round(health_ms, 1),
-              "closed_by_server_after_hold": closed, "hold_s": args.hold}
+    result = {
+        "opened": len(socks),
+        "refused": refused,
+        "ingest_fds_while_open": fds,
+        "health_ms": round(health_ms, 1),
+        "closed_by_server_after_hold": closed,
+        "hold_s": args.hold,
+    }
     if closed == 0 and socks:
-        stats["findings"].append({"kind": "no idle timeout", "case": f"{len(socks)} idle connections",
-                                  "detail": f"none closed by ingest after {args.hold:.0f} s; each holds a descriptor, so enough of them "
-                                            "(ulimit -n) lock out every client"})
+        stats["findings"].append(
+            {
+                "kind": "no idle timeout",
+                "case": f"{len(socks)} idle connections",
+                "detail": f"none closed by ingest after {args.hold:.0f} s; each holds a descriptor, so enough of them "
+                "(ulimit -n) lock out every client",
+            }
+        )
     return result
 
 
@@ -948,9 +1264,15 @@ def replays():
         deadline = time.time() + 20
         while time.time() < deadline and first not in verdicts_so_far():
             time.sleep(0.1)
-        variants = [("same body again", first_body, {}),
-                    ("same JWS, another device", impression_body(jws, f"replay-other-{n}"), {}),
-                    ("same JWS, view interaction", {**first_body, "interaction": {"type": "view", "begin": now_ms() - 5000, "time": now_ms()}}, {})]
+        variants = [
+            ("same body again", first_body, {}),
+            ("same JWS, another device", impression_body(jws, f"replay-other-{n}"), {}),
+            (
+                "same JWS, view interaction",
+                {**first_body, "interaction": {"type": "view", "begin": now_ms() - 5000, "time": now_ms()}},
+                {},
+            ),
+        ]
         for name, body, headers in variants:
             status, data = call(category, name, "POST", "/v1/impressions", body, headers, expect=202)
             if status == 202:
@@ -961,39 +1283,69 @@ def replays():
     jws = sign_jws(NETWORK_KEY, {"alg": "ES256", "kid": NETWORK}, impression_payload(NETWORK, APP, PUBLISHER))
     key = "hostile-" + uuid.uuid4().hex
     body = impression_body(jws, "idempotent-device")
-    _, first = call(category, "Idempotency-Key first", "POST", "/v1/impressions", body, {"Idempotency-Key": key}, expect=202)
-    _, again = call(category, "Idempotency-Key retry", "POST", "/v1/impressions", body, {"Idempotency-Key": key}, expect=202)
+    _, first = call(
+        category, "Idempotency-Key first", "POST", "/v1/impressions", body, {"Idempotency-Key": key}, expect=202
+    )
+    _, again = call(
+        category, "Idempotency-Key retry", "POST", "/v1/impressions", body, {"Idempotency-Key": key}, expect=202
+    )
     first_id = json.loads(first)["event-identifier"]
     stats["allowed_verified"][first_id] = "idempotent original (valid)"
     if json.loads(again).get("event-identifier") != first_id:
-        stats["unexpected"].append({"category": category, "case": "Idempotency-Key retry", "expected": f"event id {first_id}",
-                                    "got": again[:200].decode()})
+        stats["unexpected"].append(
+            {
+                "category": category,
+                "case": "Idempotency-Key retry",
+                "expected": f"event id {first_id}",
+                "got": again[:200].decode(),
+            }
+        )
     # Impressions are scoped by device (they have no caller key): same device, another body.
     other = dict(body, interaction={"type": "click", "time": now_ms() + 1, "loaded-at": now_ms() - 400})
-    call(category, "Idempotency-Key with another body", "POST", "/v1/impressions", other, {"Idempotency-Key": key},
-         expect=(422, "idempotency-key-reused"))
+    call(
+        category,
+        "Idempotency-Key with another body",
+        "POST",
+        "/v1/impressions",
+        other,
+        {"Idempotency-Key": key},
+        expect=(422, "idempotency-key-reused"),
+    )
 
 
 def admin_auth():
     """Every admin route without a token, with a wrong one, and with near misses; event routes with
     missing, forged and foreign app keys."""
     category = "auth"
-    routes = [("PUT", "/v1/admin/ad-networks/auth.net", {"public-key": "x", "postback-url": "https://example.com/p"}),
-              ("GET", f"/v1/admin/ad-networks/{NETWORK}", None), ("GET", f"/v1/admin/ad-networks/{NETWORK}/rejections", None),
-              ("PUT", "/v1/admin/publisher-apps/91002", {"AdNetworkIdentifiers": [NETWORK]}),
-              ("PUT", f"/v1/admin/advertised-apps/{APP}", {}), ("POST", f"/v1/admin/advertised-apps/{APP}/keys", None),
-              ("GET", f"/v1/admin/advertised-apps/{APP}/rejections", None), ("GET", "/v1/admin/dead-letters", None),
-              ("POST", "/v1/admin/dead-letters/replay", None), ("POST", "/v1/admin/dead-letters/1-0/replay", None),
-              ("PUT", f"/v1/admin/advertised-apps/{APP}/conversion-value-schema", {}),
-              ("GET", f"/v1/admin/advertised-apps/{APP}/conversion-value-schema", None),
-              ("GET", f"/v1/admin/advertised-apps/{APP}/conversion-value-schema/1", None),
-              ("DELETE", "/v1/admin/devices/valid-0", None)]
-    tokens = [("no token", None), ("wrong token", "Bearer wrong"), ("token plus a byte", f"Bearer {ADMIN_TOKEN}x"),
-              ("token minus a byte", f"Bearer {ADMIN_TOKEN[:-1]}"), ("lower-case scheme", f"bearer {ADMIN_TOKEN}"),
-              ("Basic scheme", "Basic " + base64.b64encode(f"admin:{ADMIN_TOKEN}".encode()).decode()),
-              ("tab instead of a space", f"Bearer\t{ADMIN_TOKEN}"), ("empty bearer", "Bearer "),
-              ("two spaces", f"Bearer  {ADMIN_TOKEN}"), ("app key", f"Bearer {APP_KEY}"),
-              ("token as a query parameter", "query")]
+    routes = [
+        ("PUT", "/v1/admin/ad-networks/auth.net", {"public-key": "x", "postback-url": "https://example.com/p"}),
+        ("GET", f"/v1/admin/ad-networks/{NETWORK}", None),
+        ("GET", f"/v1/admin/ad-networks/{NETWORK}/rejections", None),
+        ("PUT", "/v1/admin/publisher-apps/91002", {"AdNetworkIdentifiers": [NETWORK]}),
+        ("PUT", f"/v1/admin/advertised-apps/{APP}", {}),
+        ("POST", f"/v1/admin/advertised-apps/{APP}/keys", None),
+        ("GET", f"/v1/admin/advertised-apps/{APP}/rejections", None),
+        ("GET", "/v1/admin/dead-letters", None),
+        ("POST", "/v1/admin/dead-letters/replay", None),
+        ("POST", "/v1/admin/dead-letters/1-0/replay", None),
+        ("PUT", f"/v1/admin/advertised-apps/{APP}/conversion-value-schema", {}),
+        ("GET", f"/v1/admin/advertised-apps/{APP}/conversion-value-schema", None),
+        ("GET", f"/v1/admin/advertised-apps/{APP}/conversion-value-schema/1", None),
+        ("DELETE", "/v1/admin/devices/valid-0", None),
+    ]
+    tokens = [
+        ("no token", None),
+        ("wrong token", "Bearer wrong"),
+        ("token plus a byte", f"Bearer {ADMIN_TOKEN}x"),
+        ("token minus a byte", f"Bearer {ADMIN_TOKEN[:-1]}"),
+        ("lower-case scheme", f"bearer {ADMIN_TOKEN}"),
+        ("Basic scheme", "Basic " + base64.b64encode(f"admin:{ADMIN_TOKEN}".encode()).decode()),
+        ("tab instead of a space", f"Bearer\t{ADMIN_TOKEN}"),
+        ("empty bearer", "Bearer "),
+        ("two spaces", f"Bearer  {ADMIN_TOKEN}"),
+        ("app key", f"Bearer {APP_KEY}"),
+        ("token as a query parameter", "query"),
+    ]
     for method, path, body in routes:
         for name, value in tokens:
             headers = {}
@@ -1002,37 +1354,84 @@ def admin_auth():
                 request_path = path + f"?token={ADMIN_TOKEN}&access_token={ADMIN_TOKEN}"
             elif value is not None:
                 headers["Authorization"] = value
-            call(category, f"{method} {path}: {name}", method, request_path, body, headers, expect=(401, "unauthorized"))
+            call(
+                category, f"{method} {path}: {name}", method, request_path, body, headers, expect=(401, "unauthorized")
+            )
     # With the token: path and query values the routes must refuse with 4xx (the dead-letter id check
     # lets through digit-and-dash strings Redis refuses as stream ids: DeadLetterRoutes).
     admin = {"Authorization": "Bearer " + ADMIN_TOKEN}
-    for path in ["/v1/admin/dead-letters/99999999999999999999-0/replay", "/v1/admin/dead-letters/1-2-3/replay",
-                 "/v1/admin/dead-letters/-/replay", "/v1/admin/dead-letters/1--1/replay",
-                 "/v1/admin/dead-letters/%C2%BD/replay", "/v1/admin/dead-letters/%D9%A1-0/replay", "/v1/admin/dead-letters/0-0/replay"]:
+    for path in [
+        "/v1/admin/dead-letters/99999999999999999999-0/replay",
+        "/v1/admin/dead-letters/1-2-3/replay",
+        "/v1/admin/dead-letters/-/replay",
+        "/v1/admin/dead-letters/1--1/replay",
+        "/v1/admin/dead-letters/%C2%BD/replay",
+        "/v1/admin/dead-letters/%D9%A1-0/replay",
+        "/v1/admin/dead-letters/0-0/replay",
+    ]:
         call(category, f"POST {path} (admin)", "POST", path, None, admin, expect={400, 404})
     for query in ["count=-1", "count=0", "count=99999999999999999999", "count=abc", "start=zzz", "count=1&count=2"]:
-        call(category, f"GET /v1/admin/dead-letters?{query} (admin)", "GET", f"/v1/admin/dead-letters?{query}", None, admin,
-             expect={200, 400})
-    for path in [f"/v1/admin/advertised-apps/{APP}/conversion-value-schema/0", f"/v1/admin/advertised-apps/{APP}/conversion-value-schema/-1",
-                 f"/v1/admin/advertised-apps/{APP}/conversion-value-schema/99999999999999999999",
-                 "/v1/admin/devices/" + "d" * 200, "/v1/admin/devices/%2A", "/v1/admin/devices/a%00b"]:
+        call(
+            category,
+            f"GET /v1/admin/dead-letters?{query} (admin)",
+            "GET",
+            f"/v1/admin/dead-letters?{query}",
+            None,
+            admin,
+            expect={200, 400},
+        )
+    for path in [
+        f"/v1/admin/advertised-apps/{APP}/conversion-value-schema/0",
+        f"/v1/admin/advertised-apps/{APP}/conversion-value-schema/-1",
+        f"/v1/admin/advertised-apps/{APP}/conversion-value-schema/99999999999999999999",
+        "/v1/admin/devices/" + "d" * 200,
+        "/v1/admin/devices/%2A",
+        "/v1/admin/devices/a%00b",
+    ]:
         method = "DELETE" if "/devices/" in path else "GET"
         call(category, f"{method} {path[:80]} (admin)", method, path, None, admin, expect={200, 400, 404})
     # The admin token must not work as an app key, nor an app key of another app.
-    conversion = {"device-identifier": "auth-d", "advertised-item-identifier": APP, "conversion-type": "download", "time": now_ms()}
-    for name, value, expect in [("no app key", None, (401, "missing-app-key")),
-                                ("forged app key", "Bearer ak_forged", (401, "invalid-app-key")),
-                                ("admin token as app key", f"Bearer {ADMIN_TOKEN}", (401, "invalid-app-key")),
-                                ("another app's key", f"Bearer {FUZZ_APP_KEY}", (403, "app-key-mismatch")),
-                                ("100 KB app key", "Bearer " + "k" * 100_000, {401, 431, 400})]:
-        for path, body in [("/v1/conversions", conversion),
-                           ("/v1/conversion-value-updates", {"device-identifier": "auth-d", "advertised-item-identifier": APP,
-                                                             "time": now_ms(), "fineConversionValue": 3}),
-                           ("/v1/activity", {"device-identifier": "auth-d", "advertised-item-identifier": APP, "time": now_ms(),
-                                             "sessions": 1})]:
+    conversion = {
+        "device-identifier": "auth-d",
+        "advertised-item-identifier": APP,
+        "conversion-type": "download",
+        "time": now_ms(),
+    }
+    for name, value, expect in [
+        ("no app key", None, (401, "missing-app-key")),
+        ("forged app key", "Bearer ak_forged", (401, "invalid-app-key")),
+        ("admin token as app key", f"Bearer {ADMIN_TOKEN}", (401, "invalid-app-key")),
+        ("another app's key", f"Bearer {FUZZ_APP_KEY}", (403, "app-key-mismatch")),
+        ("100 KB app key", "Bearer " + "k" * 100_000, {401, 431, 400}),
+    ]:
+        for path, body in [
+            ("/v1/conversions", conversion),
+            (
+                "/v1/conversion-value-updates",
+                {
+                    "device-identifier": "auth-d",
+                    "advertised-item-identifier": APP,
+                    "time": now_ms(),
+                    "fineConversionValue": 3,
+                },
+            ),
+            (
+                "/v1/activity",
+                {"device-identifier": "auth-d", "advertised-item-identifier": APP, "time": now_ms(), "sessions": 1},
+            ),
+        ]:
             headers = {"Authorization": value} if value else {}
             # A 100 KB header is refused by the HTTP parser before any route: protocol level.
-            call(category, f"POST {path}: {name}", "POST", path, body, headers, expect=expect, protocol_level="100 KB" in name)
+            call(
+                category,
+                f"POST {path}: {name}",
+                "POST",
+                path,
+                body,
+                headers,
+                expect=expect,
+                protocol_level="100 KB" in name,
+            )
 
 
 def postback_urls():
@@ -1041,54 +1440,122 @@ def postback_urls():
     `dns`: only DNS says the name is private; registration is DNS-free by design (AdminRoutes), the
     dispatcher resolves before every POST, so an acceptance here is reported, not a violation."""
     category = "postback-url"
-    public_key = NETWORK_KEY.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
-    refused = {400}
+    public_key = (
+        NETWORK_KEY.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
     cases = [
-        ("literal", "https://169.254.169.254/latest/meta-data/"), ("literal", "https://169.254.169.254:443/"),
-        ("literal", "https://10.0.0.1/p"), ("literal", "https://10.255.255.255/p"), ("literal", "https://172.16.0.1/p"),
-        ("literal", "https://192.168.1.1/p"), ("literal", "https://127.0.0.1/p"), ("literal", f"https://127.0.0.1:{RECEIVER_PORT + 1}/p"),
-        ("literal", f"http://127.0.0.1:{RECEIVER_PORT + 1}/p"), ("literal", "https://127.8.9.10/p"), ("literal", "https://0.0.0.0/p"),
-        ("literal", "https://100.64.0.1/p"), ("literal", "https://[::1]/p"), ("literal", "https://[::]/p"),
-        ("literal", "https://[0:0:0:0:0:0:0:1]/p"), ("literal", "https://[fe80::1]/p"), ("literal", "https://[fd00::1]/p"),
-        ("literal", "https://[::ffff:169.254.169.254]/p"), ("literal", "https://[::ffff:7f00:1]/p"),
-        ("literal", "https://[64:ff9b::a9fe:a9fe]/p"), ("literal", "https://localhost/p"), ("literal", "https://LOCALHOST/p"),
-        ("literal", "https://api.localhost/p"), ("literal", "https://localhost:8443/p"),
+        ("literal", "https://169.254.169.254/latest/meta-data/"),
+        ("literal", "https://169.254.169.254:443/"),
+        ("literal", "https://10.0.0.1/p"),
+        ("literal", "https://10.255.255.255/p"),
+        ("literal", "https://172.16.0.1/p"),
+        ("literal", "https://192.168.1.1/p"),
+        ("literal", "https://127.0.0.1/p"),
+        ("literal", f"https://127.0.0.1:{RECEIVER_PORT + 1}/p"),
+        ("literal", f"http://127.0.0.1:{RECEIVER_PORT + 1}/p"),
+        ("literal", "https://127.8.9.10/p"),
+        ("literal", "https://0.0.0.0/p"),
+        ("literal", "https://100.64.0.1/p"),
+        ("literal", "https://[::1]/p"),
+        ("literal", "https://[::]/p"),
+        ("literal", "https://[0:0:0:0:0:0:0:1]/p"),
+        ("literal", "https://[fe80::1]/p"),
+        ("literal", "https://[fd00::1]/p"),
+        ("literal", "https://[::ffff:169.254.169.254]/p"),
+        ("literal", "https://[::ffff:7f00:1]/p"),
+        ("literal", "https://[64:ff9b::a9fe:a9fe]/p"),
+        ("literal", "https://localhost/p"),
+        ("literal", "https://LOCALHOST/p"),
+        ("literal", "https://api.localhost/p"),
+        ("literal", "https://localhost:8443/p"),
         # Other spellings of an IPv4 literal that getaddrinfo/inet_aton (and browsers) read as 127.0.0.1 / 169.254.169.254:
-        ("literal", "https://2130706433/p"), ("literal", "https://0x7f000001/p"), ("literal", "https://0177.0.0.1/p"),
-        ("literal", "https://127.1/p"), ("literal", "https://169.254.169.254./p"), ("literal", "https://localhost./p"),
-        ("literal", "https://[fe80::1%25eth0]/p"), ("literal", "https://%31%32%37.0.0.1/p"),
+        ("literal", "https://2130706433/p"),
+        ("literal", "https://0x7f000001/p"),
+        ("literal", "https://0177.0.0.1/p"),
+        ("literal", "https://127.1/p"),
+        ("literal", "https://169.254.169.254./p"),
+        ("literal", "https://localhost./p"),
+        ("literal", "https://[fe80::1%25eth0]/p"),
+        ("literal", "https://%31%32%37.0.0.1/p"),
         # Not https, not a URL, hidden hosts:
-        ("literal", "http://example.com/p"), ("literal", "HTTP://example.com/p"), ("literal", "ftp://example.com/p"),
-        ("literal", "file:///etc/passwd"), ("literal", "gopher://127.0.0.1:6379/_INFO"), ("literal", "https:/example.com/p"),
-        ("literal", "//example.com/p"), ("literal", "https://user@169.254.169.254/p"), ("literal", "https://example.com@127.0.0.1/p"),
-        ("literal", "https://127.0.0.1#@example.com/p"), ("literal", "https://example.com:0/p"), ("literal", "https://example.com:99999/p"),
-        ("literal", "https:// example.com/p"), ("literal", "https://exa\u0000mple.com/p"), ("literal", ""), ("literal", "x" * 10_000),
-        ("dns", f"https://{socket.gethostname()}/p"), ("dns", "https://localhost.localdomain/p"), ("dns", "https://ip6-localhost/p"),
-        ("dns", "https://metadata.google.internal/computeMetadata/v1/"), ("dns", "https://127.0.0.1.nip.io/p"),
+        ("literal", "http://example.com/p"),
+        ("literal", "HTTP://example.com/p"),
+        ("literal", "ftp://example.com/p"),
+        ("literal", "file:///etc/passwd"),
+        ("literal", "gopher://127.0.0.1:6379/_INFO"),
+        ("literal", "https:/example.com/p"),
+        ("literal", "//example.com/p"),
+        ("literal", "https://user@169.254.169.254/p"),
+        ("literal", "https://example.com@127.0.0.1/p"),
+        ("literal", "https://127.0.0.1#@example.com/p"),
+        ("literal", "https://example.com:0/p"),
+        ("literal", "https://example.com:99999/p"),
+        ("literal", "https:// example.com/p"),
+        ("literal", "https://exa\u0000mple.com/p"),
+        ("literal", ""),
+        ("literal", "x" * 10_000),
+        ("dns", f"https://{socket.gethostname()}/p"),
+        ("dns", "https://localhost.localdomain/p"),
+        ("dns", "https://ip6-localhost/p"),
+        ("dns", "https://metadata.google.internal/computeMetadata/v1/"),
+        ("dns", "https://127.0.0.1.nip.io/p"),
         ("dns", "https://\u24db\u24de\u24d2\u24d0\u24db\u24d7\u24de\u24e2\u24e3/p"),
     ]
     for n, (kind, url) in enumerate(cases):
         path = f"/v1/admin/ad-networks/ssrf-{n}.net"
-        status, h, data = http("PUT", path, {"public-key": public_key, "postback-url": url}, {"Authorization": "Bearer " + ADMIN_TOKEN})
+        status, h, data = http(
+            "PUT", path, {"public-key": public_key, "postback-url": url}, {"Authorization": "Bearer " + ADMIN_TOKEN}
+        )
         reason = observe(category, f"postback-url {url[:80]!r}", status, h, data, expect=None)
         if status != 400:
-            entry = {"category": category, "case": f"postback-url {url[:80]!r} ({kind})", "expected": "400 destination-*",
-                     "got": status, "reason": reason, "body": data[:160].decode("utf-8", "replace")}
+            entry = {
+                "category": category,
+                "case": f"postback-url {url[:80]!r} ({kind})",
+                "expected": "400 destination-*",
+                "got": status,
+                "reason": reason,
+                "body": data[:160].decode("utf-8", "replace"),
+            }
             (stats["unexpected"] if kind == "literal" else stats["findings"]).append(
-                entry if kind == "literal" else {"kind": "accepted at registration (DNS-only private name)", **entry})
+                entry if kind == "literal" else {"kind": "accepted at registration (DNS-only private name)", **entry}
+            )
     # The same rules for the advertiser's copy endpoint.
-    for url in ["https://169.254.169.254", "https://10.1.2.3", "https://[::1]", "http://example.com", "https://localhost",
-                "https://2130706433", "file:///etc/passwd"]:
-        status, h, data = http("PUT", "/v1/admin/advertised-apps/91003", {"AttributionCopyEndpoint": url},
-                               {"Authorization": "Bearer " + ADMIN_TOKEN})
+    for url in [
+        "https://169.254.169.254",
+        "https://10.1.2.3",
+        "https://[::1]",
+        "http://example.com",
+        "https://localhost",
+        "https://2130706433",
+        "file:///etc/passwd",
+    ]:
+        status, h, data = http(
+            "PUT",
+            "/v1/admin/advertised-apps/91003",
+            {"AttributionCopyEndpoint": url},
+            {"Authorization": "Bearer " + ADMIN_TOKEN},
+        )
         reason = observe(category, f"AttributionCopyEndpoint {url!r}", status, h, data)
         if status != 400:
-            stats["unexpected"].append({"category": category, "case": f"AttributionCopyEndpoint {url!r}", "expected": "400 destination-*",
-                                        "got": status, "reason": reason, "body": data[:160].decode("utf-8", "replace")})
+            stats["unexpected"].append(
+                {
+                    "category": category,
+                    "case": f"AttributionCopyEndpoint {url!r}",
+                    "expected": "400 destination-*",
+                    "got": status,
+                    "reason": reason,
+                    "body": data[:160].decode("utf-8", "replace"),
+                }
+            )
     # Control: the allow-listed receiver (host:port) is accepted.
-    status, h, data = http("PUT", "/v1/admin/ad-networks/ssrf-control.net",
-                           {"public-key": public_key, "postback-url": f"http://127.0.0.1:{RECEIVER_PORT}/postbacks"},
-                           {"Authorization": "Bearer " + ADMIN_TOKEN})
+    status, h, data = http(
+        "PUT",
+        "/v1/admin/ad-networks/ssrf-control.net",
+        {"public-key": public_key, "postback-url": f"http://127.0.0.1:{RECEIVER_PORT}/postbacks"},
+        {"Authorization": "Bearer " + ADMIN_TOKEN},
+    )
     observe(category, "allow-listed receiver (control)", status, h, data, expect=200)
 
 
@@ -1099,13 +1566,31 @@ def forged_impressions():
     stranger = ec.generate_private_key(ec.SECP256R1())
     header = {"alg": "ES256", "kid": NETWORK}
     cases = [
-        ("signed by another key", sign_jws(stranger, header, impression_payload(NETWORK, APP, PUBLISHER)), "invalid-signature"),
-        ("alg none", b64(b'{"alg":"none","kid":"%s"}' % NETWORK.encode()) + "." + b64(json.dumps(impression_payload(NETWORK, APP, PUBLISHER)).encode()) + ".AA",
-         "unsupported-algorithm"),
-        ("kid of an unknown network", sign_jws(NETWORK_KEY, {"alg": "ES256", "kid": "nobody.net"}, impression_payload("nobody.net", APP, PUBLISHER)),
-         "unknown-ad-network"),
-        ("kid differs from the payload's network", sign_jws(NETWORK_KEY, {"alg": "ES256", "kid": "other.net"}, impression_payload(NETWORK, APP, PUBLISHER)),
-         "key-identifier-mismatch"),
+        (
+            "signed by another key",
+            sign_jws(stranger, header, impression_payload(NETWORK, APP, PUBLISHER)),
+            "invalid-signature",
+        ),
+        (
+            "alg none",
+            b64(b'{"alg":"none","kid":"%s"}' % NETWORK.encode())
+            + "."
+            + b64(json.dumps(impression_payload(NETWORK, APP, PUBLISHER)).encode())
+            + ".AA",
+            "unsupported-algorithm",
+        ),
+        (
+            "kid of an unknown network",
+            sign_jws(
+                NETWORK_KEY, {"alg": "ES256", "kid": "nobody.net"}, impression_payload("nobody.net", APP, PUBLISHER)
+            ),
+            "unknown-ad-network",
+        ),
+        (
+            "kid differs from the payload's network",
+            sign_jws(NETWORK_KEY, {"alg": "ES256", "kid": "other.net"}, impression_payload(NETWORK, APP, PUBLISHER)),
+            "key-identifier-mismatch",
+        ),
         ("payload tampered", None, "invalid-signature"),
         ("31 days old", None, "impression-expired"),
         ("an hour in the future", None, "impression-from-future"),
@@ -1115,13 +1600,21 @@ def forged_impressions():
         if name == "payload tampered":
             good = sign_jws(NETWORK_KEY, header, impression_payload(NETWORK, APP, PUBLISHER, source=1))
             parts = good.split(".")
-            jws = parts[0] + "." + b64(json.dumps(impression_payload(NETWORK, APP, PUBLISHER, source=2)).encode()) + "." + parts[2]
+            jws = (
+                parts[0]
+                + "."
+                + b64(json.dumps(impression_payload(NETWORK, APP, PUBLISHER, source=2)).encode())
+                + "."
+                + parts[2]
+            )
         if name in ("31 days old", "an hour in the future"):
             payload = impression_payload(NETWORK, APP, PUBLISHER)
             payload["timestamp"] = now_ms() + (-31 * 86_400_000 if "old" in name else 3_600_000)
             jws = sign_jws(NETWORK_KEY, header, payload)
         for n in range(3):
-            status, data = call(category, name, "POST", "/v1/impressions", impression_body(jws, f"forged-{n}"), expect=202)
+            status, data = call(
+                category, name, "POST", "/v1/impressions", impression_body(jws, f"forged-{n}"), expect=202
+            )
             if status == 202:
                 event = json.loads(data)["event-identifier"]
                 stats["hostile_event_ids"][event] = f"forged: {name}"
@@ -1138,9 +1631,11 @@ def forged_network_flood(redis, count=2000):
     network's unsigned list (the last 100) and its count; the events themselves leave `events` as they
     are refused."""
     category = "forged-network-flood"
+
     def used_memory():
         info = redis("INFO", "memory").decode()
         return int(re.search(r"used_memory:(\d+)", info).group(1))
+
     def keys():
         found, cursor = set(), "0"
         while True:
@@ -1148,6 +1643,7 @@ def forged_network_flood(redis, count=2000):
             found.update(k.decode() for k in batch)
             if cursor == b"0":
                 return found
+
     before_keys, before = keys(), used_memory()
     unregistered = []
     for n in range(count):
@@ -1158,13 +1654,23 @@ def forged_network_flood(redis, count=2000):
         else:
             network = NETWORK
         jws = sign_jws(key, {"alg": "ES256", "kid": network}, impression_payload(network, APP, PUBLISHER))
-        status, data = call(category, "forged signature" if network == NETWORK else "unregistered network", "POST",
-                            "/v1/impressions", impression_body(jws, f"flood-{uuid.uuid4().hex}"), expect=202)
+        status, data = call(
+            category,
+            "forged signature" if network == NETWORK else "unregistered network",
+            "POST",
+            "/v1/impressions",
+            impression_body(jws, f"flood-{uuid.uuid4().hex}"),
+            expect=202,
+        )
         if status == 202:
             event = json.loads(data)["event-identifier"]
-            stats["hostile_event_ids"][event] = f"flood: {'forged signature' if network == NETWORK else 'unregistered network'}"
-            stats["expected_verdicts"][event] = (stats["hostile_event_ids"][event],
-                                                 "invalid-signature" if network == NETWORK else "unknown-ad-network")
+            stats["hostile_event_ids"][event] = (
+                f"flood: {'forged signature' if network == NETWORK else 'unregistered network'}"
+            )
+            stats["expected_verdicts"][event] = (
+                stats["hostile_event_ids"][event],
+                "invalid-signature" if network == NETWORK else "unknown-ad-network",
+            )
     deadline = time.time() + 60
     while time.time() < deadline and not redis.group_done("events", "verifier"):
         time.sleep(0.2)
@@ -1173,18 +1679,33 @@ def forged_network_flood(redis, count=2000):
     new_keys = sorted(after_keys - before_keys)
     naming_unregistered = [k for k in new_keys if any(network in k for network in unregistered)]
     per_request = (after - before) / count
+
     def usage(stream):
         return sum(redis("MEMORY", "USAGE", name, "SAMPLES", "0") or 0 for name in partitioned(stream))
-    result = {"requests": count, "redis_bytes_before": before, "redis_bytes_after": after,
-              "events_bytes_after": usage("events"), "rejected_bytes_after": usage("rejected"),
-              "bytes_per_request": round(per_request), "new_keys": new_keys[:40], "new_key_count": len(new_keys),
-              "keys_naming_an_unregistered_id": len(naming_unregistered)}
+
+    result = {
+        "requests": count,
+        "redis_bytes_before": before,
+        "redis_bytes_after": after,
+        "events_bytes_after": usage("events"),
+        "rejected_bytes_after": usage("rejected"),
+        "bytes_per_request": round(per_request),
+        "new_keys": new_keys[:40],
+        "new_key_count": len(new_keys),
+        "keys_naming_an_unregistered_id": len(naming_unregistered),
+    }
     if naming_unregistered:
-        violations_early.append(f"forged-network flood: {len(naming_unregistered)} keys name an unregistered id ({naming_unregistered[:3]})")
+        violations_early.append(
+            f"forged-network flood: {len(naming_unregistered)} keys name an unregistered id ({naming_unregistered[:3]})"
+        )
     if per_request > 600:
-        violations_early.append(f"forged-network flood: {per_request:.0f} Redis bytes per forged request (target ≤ 600)")
-    log(f"forged-network flood: {count} requests, {per_request:.0f} Redis bytes each, {len(new_keys)} new keys "
-        f"({len(naming_unregistered)} naming an unregistered id)")
+        violations_early.append(
+            f"forged-network flood: {per_request:.0f} Redis bytes per forged request (target ≤ 600)"
+        )
+    log(
+        f"forged-network flood: {count} requests, {per_request:.0f} Redis bytes each, {len(new_keys)} new keys "
+        f"({len(naming_unregistered)} naming an unregistered id)"
+    )
     return result
 
 
@@ -1205,7 +1726,11 @@ def extreme_values():
     interactions = [
         ("view from 1 to Int64.max", {"type": "view", "begin": 1, "time": high}, None),
         ("click at -1000, loaded at -2000", {"type": "click", "time": -1000, "loaded-at": -2000}, None),
-        ("click in the year 275760", {"type": "click", "time": 8_640_000_000_000_000, "loaded-at": 8_640_000_000_000_000 - 1}, None),
+        (
+            "click in the year 275760",
+            {"type": "click", "time": 8_640_000_000_000_000, "loaded-at": 8_640_000_000_000_000 - 1},
+            None,
+        ),
         ("click at Int64.max, loaded at -1", {"type": "click", "time": high, "loaded-at": -1}, "click-too-late"),
         ("click at Int64.min, loaded at 1", {"type": "click", "time": low, "loaded-at": 1}, "click-too-late"),
         ("click now, loaded at Int64.min", {"type": "click", "time": t, "loaded-at": low}, "click-too-late"),
@@ -1233,10 +1758,18 @@ def extreme_values():
     events = [
         ("conversion at Int64.max", "/v1/conversions", {"conversion-type": "download", "time": high}),
         ("conversion at Int64.min", "/v1/conversions", {"conversion-type": "download", "time": low}),
-        ("conversion at Int64.max - 1 day", "/v1/conversions", {"conversion-type": "download", "time": high - 86_400_000}),
+        (
+            "conversion at Int64.max - 1 day",
+            "/v1/conversions",
+            {"conversion-type": "download", "time": high - 86_400_000},
+        ),
         ("re-engagement at Int64.max", "/v1/conversions", {"conversion-type": "re-engagement", "time": high}),
         ("conversion at -1", "/v1/conversions", {"conversion-type": "download", "time": -1}),
-        ("update at Int64.max", "/v1/conversion-value-updates", {"time": high, "fineConversionValue": 5, "lockPostback": True}),
+        (
+            "update at Int64.max",
+            "/v1/conversion-value-updates",
+            {"time": high, "fineConversionValue": 5, "lockPostback": True},
+        ),
         ("update at Int64.min", "/v1/conversion-value-updates", {"time": low, "fineConversionValue": 5}),
         ("activity: Int64.max sessions", "/v1/activity", {"time": t, "sessions": high}),
         ("activity: Int64.max sessions twice", "/v1/activity", {"time": t + 1, "sessions": high}),
@@ -1247,7 +1780,14 @@ def extreme_values():
     ]
     device = f"extreme-device-{uuid.uuid4().hex[:8]}"
     jws = sign_jws(NETWORK_KEY, {"alg": "ES256", "kid": NETWORK}, impression_payload(NETWORK, FUZZ_APP, PUBLISHER))
-    _, data = call(category, "impression for the fuzzer's app (valid)", "POST", "/v1/impressions", impression_body(jws, device), expect=202)
+    _, data = call(
+        category,
+        "impression for the fuzzer's app (valid)",
+        "POST",
+        "/v1/impressions",
+        impression_body(jws, device),
+        expect=202,
+    )
     stats["allowed_verified"][json.loads(data)["event-identifier"]] = "valid impression for the extreme-values device"
     for name, path, fields in events:
         body = {"device-identifier": device, "advertised-item-identifier": FUZZ_APP, **fields}
@@ -1273,8 +1813,21 @@ def verdicts_so_far():
 
 # ---------------------------------------------------------------------------------------------------
 
+
 def main():
-    global INGEST_PORT, ADMIN_PORT, REDIS_PORT, RECEIVER_PORT, ADMIN_TOKEN, APP_KEY, FUZZ_APP_KEY, NETWORK_KEY, NETWORK, APP, PUBLISHER, FUZZ_APP
+    global \
+        INGEST_PORT, \
+        ADMIN_PORT, \
+        REDIS_PORT, \
+        RECEIVER_PORT, \
+        ADMIN_TOKEN, \
+        APP_KEY, \
+        FUZZ_APP_KEY, \
+        NETWORK_KEY, \
+        NETWORK, \
+        APP, \
+        PUBLISHER, \
+        FUZZ_APP
     started = time.time()
     violations = []
     report = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), "options": vars(args)}
@@ -1287,8 +1840,22 @@ def main():
 
     REDIS_PORT = free_port()
     os.makedirs(os.path.join(OUT, "redis"), exist_ok=True)
-    start("redis", ["redis-server", "--port", str(REDIS_PORT), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes",
-                    "--dir", os.path.join(OUT, "redis")])
+    start(
+        "redis",
+        [
+            "redis-server",
+            "--port",
+            str(REDIS_PORT),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "yes",
+            "--dir",
+            os.path.join(OUT, "redis"),
+        ],
+    )
     deadline = time.time() + 10
     while True:
         try:
@@ -1296,7 +1863,7 @@ def main():
             break
         except OSError:
             if time.time() > deadline:
-                raise SystemExit("redis-server did not start")
+                raise SystemExit("redis-server did not start") from None
             time.sleep(0.1)
     redis = Redis(REDIS_PORT)
 
@@ -1306,15 +1873,22 @@ def main():
     INGEST_PORT, ADMIN_PORT, RECEIVER_PORT = free_port(), free_port(), free_port()
     ports = {"ingest": INGEST_PORT, **{name: free_port() for name in SERVICES[1:]}}
     # Only the receiver's host:port is allow-listed, so every other 127.0.0.1 URL must still be refused.
-    common = {"REDIS_URL": f"redis://127.0.0.1:{REDIS_PORT}/0", "LOG_LEVEL": "warning", "HTTP_HOST": "127.0.0.1",
-              "POSTBACK_URL_ALLOWLIST": f"127.0.0.1:{RECEIVER_PORT}", "CLAIM_IDLE_MS": "5000"}
+    common = {
+        "REDIS_URL": f"redis://127.0.0.1:{REDIS_PORT}/0",
+        "LOG_LEVEL": "warning",
+        "HTTP_HOST": "127.0.0.1",
+        "POSTBACK_URL_ALLOWLIST": f"127.0.0.1:{RECEIVER_PORT}",
+        "CLAIM_IDLE_MS": "5000",
+    }
     for name in SERVICES:
         extra = {"HTTP_PORT": str(ports[name])}
         if name == "ingest":
             extra.update(ADMIN_TOKEN=ADMIN_TOKEN, ADMIN_HTTP_PORT=str(ADMIN_PORT))
         if name == "dispatcher":
-            extra.update(SIGNING_KEY_FILE=os.path.join(keys, "pipeline.private.pem"),
-                         DEVELOPMENT_SIGNING_KEY_FILE=os.path.join(keys, "pipeline-development.private.pem"))
+            extra.update(
+                SIGNING_KEY_FILE=os.path.join(keys, "pipeline.private.pem"),
+                DEVELOPMENT_SIGNING_KEY_FILE=os.path.join(keys, "pipeline-development.private.pem"),
+            )
         start(name, [f"{bin_dir}/{name}"], {**common, **extra})
     for name in SERVICES:
         deadline = time.time() + 60
@@ -1327,18 +1901,40 @@ def main():
             if time.time() > deadline or children[name].poll() is not None:
                 raise SystemExit(f"{name} did not become ready; see {OUT}/logs/{name}.log")
             time.sleep(0.1)
-    start("receiver", [f"{bin_dir}/attribution", "receiver", "--port", str(RECEIVER_PORT), "--jwks-url",
-                       f"http://127.0.0.1:{INGEST_PORT}/.well-known/jwks.json", "--output", os.path.join(OUT, "postbacks.jsonl")])
+    start(
+        "receiver",
+        [
+            f"{bin_dir}/attribution",
+            "receiver",
+            "--port",
+            str(RECEIVER_PORT),
+            "--jwks-url",
+            f"http://127.0.0.1:{INGEST_PORT}/.well-known/jwks.json",
+            "--output",
+            os.path.join(OUT, "postbacks.jsonl"),
+        ],
+    )
     log(f"redis :{REDIS_PORT}, ingest :{INGEST_PORT}, receiver :{RECEIVER_PORT}; logs in {OUT}/logs")
 
     # The campaign valid traffic runs against; ids far from the small numbers fuzzers like.
     admin = {"Authorization": "Bearer " + ADMIN_TOKEN}
     NETWORK, APP, PUBLISHER, FUZZ_APP = "valid.hostile-run", 7_345_001, 7_345_002, 7_345_003
     NETWORK_KEY = ec.generate_private_key(ec.SECP256R1())
-    pem = NETWORK_KEY.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
-    for method, path, body in [("PUT", f"/v1/admin/ad-networks/{NETWORK}", {"public-key": pem, "postback-url": f"http://127.0.0.1:{RECEIVER_PORT}/postbacks"}),
-                               ("PUT", f"/v1/admin/publisher-apps/{PUBLISHER}", {"AdNetworkIdentifiers": [NETWORK]}),
-                               ("PUT", f"/v1/admin/advertised-apps/{APP}", {}), ("PUT", f"/v1/admin/advertised-apps/{FUZZ_APP}", {})]:
+    pem = (
+        NETWORK_KEY.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
+    for method, path, body in [
+        (
+            "PUT",
+            f"/v1/admin/ad-networks/{NETWORK}",
+            {"public-key": pem, "postback-url": f"http://127.0.0.1:{RECEIVER_PORT}/postbacks"},
+        ),
+        ("PUT", f"/v1/admin/publisher-apps/{PUBLISHER}", {"AdNetworkIdentifiers": [NETWORK]}),
+        ("PUT", f"/v1/admin/advertised-apps/{APP}", {}),
+        ("PUT", f"/v1/admin/advertised-apps/{FUZZ_APP}", {}),
+    ]:
         status, _, data = http(method, path, body, admin)
         if status != 200:
             raise SystemExit(f"{method} {path}: {status} {data[:300]!r}")
@@ -1382,7 +1978,10 @@ def main():
             for listener in ("public", "admin"):
                 fuzz_results.append(fuzz(label, auth, listener))
                 result = fuzz_results[-1]
-                log(f"schemathesis {label} ({listener} listener): {result['requests']} requests, {len(result['failures'])} distinct failures")
+                log(
+                    f"schemathesis {label} ({listener} listener): {result['requests']} requests, {len(result['failures'])} distinct failures"
+                )
+
         return run
 
     def slow_and_idle():
@@ -1392,7 +1991,10 @@ def main():
         slow_thread.start()
         idle = idle_connections()
         slow_thread.join()
-        return {"idle": idle, "slow": {k: [None if c is None else round(c, 1) for c in v] for k, v in slow_result.items()}}
+        return {
+            "idle": idle,
+            "slow": {k: [None if c is None else round(c, 1) for c in v] for k, v in slow_result.items()},
+        }
 
     if not args.skip_fuzz:
         phase("fuzz-anonymous", fuzz_phase("anonymous", False))
@@ -1427,7 +2029,9 @@ def main():
     verified_entries = redis.stream("verified")
     rejected_entries = redis.stream("rejected")
     verified = {e["id"]: e for e in verified_entries}
-    rejected = {e["body"].get("event-identifier"): e["body"] for e in rejected_entries if e.get("type") == "event.rejected"}
+    rejected = {
+        e["body"].get("event-identifier"): e["body"] for e in rejected_entries if e.get("type") == "event.rejected"
+    }
 
     # Services alive and healthy.
     health = {}
@@ -1438,16 +2042,25 @@ def main():
             ok = alive and http("GET", "/health", timeout=5, port=ports[name])[0] == 200
         except OSError:
             pass
-        health[name] = {"alive": alive, "health": ok, "exit_code": children[name].poll(),
-                        "crashes": sum(1 for c in crashes if c["service"] == name), "rss_mib": round(rss_mib(children[name].pid), 1)}
+        health[name] = {
+            "alive": alive,
+            "health": ok,
+            "exit_code": children[name].poll(),
+            "crashes": sum(1 for c in crashes if c["service"] == name),
+            "rss_mib": round(rss_mib(children[name].pid), 1),
+        }
         if not ok:
-            violations.append(f"{name} is {'not answering /health' if alive else 'dead (exit ' + str(children[name].poll()) + ')'} at the end")
+            violations.append(
+                f"{name} is {'not answering /health' if alive else 'dead (exit ' + str(children[name].poll()) + ')'} at the end"
+            )
     for c in crashes:
-        violations.append(f"{c['service']} crashed (exit {c['exit_code']}) during {c['phase']}: {c['site']} (log {c['log']})")
+        violations.append(
+            f"{c['service']} crashed (exit {c['exit_code']}) during {c['phase']}: {c['site']} (log {c['log']})"
+        )
     # What the stages dead-lettered: any event id in there explains a missing verdict.
     dead_letters = {}
     for stream in ("verifier:dead", "attribution-winner:dead", "scheduler:dead", "dispatcher:dead"):
-        for entry_id, fields in redis.entries(stream):
+        for _entry_id, fields in redis.entries(stream):
             text = b" ".join(fields).decode("utf-8", "replace")
             for event in re.findall(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", text):
                 dead_letters.setdefault(event, stream)
@@ -1456,14 +2069,23 @@ def main():
     missing = [i for i in traffic.ids if i not in verified]
     refused_valid = {i: rejected[i].get("reason") for i in missing if i in rejected}
     refused_valid.update({i: "dead-lettered in " + dead_letters[i] for i in missing if i in dead_letters})
-    valid = {"sent": dict(traffic.sent), "accepted": dict(traffic.accepted), "verified": len(traffic.ids) - len(missing),
-             "failures": traffic.failures[:20], "refused_by_verifier": dict(collections.Counter(refused_valid.values())),
-             "latency_ms": {"p50": traffic.latency_ms(0.5), "p99": traffic.latency_ms(0.99), "max": traffic.latency_ms(1.0)}}
+    valid = {
+        "sent": dict(traffic.sent),
+        "accepted": dict(traffic.accepted),
+        "verified": len(traffic.ids) - len(missing),
+        "failures": traffic.failures[:20],
+        "refused_by_verifier": dict(collections.Counter(refused_valid.values())),
+        "latency_ms": {"p50": traffic.latency_ms(0.5), "p99": traffic.latency_ms(0.99), "max": traffic.latency_ms(1.0)},
+    }
     if traffic.failures:
-        violations.append(f"{len(traffic.failures)} valid requests were not acknowledged with 202 (first: {traffic.failures[0]})")
+        violations.append(
+            f"{len(traffic.failures)} valid requests were not acknowledged with 202 (first: {traffic.failures[0]})"
+        )
     if missing:
-        violations.append(f"{len(missing)} acknowledged valid events did not reach `verified` ({len(refused_valid)} refused: "
-                          f"{dict(collections.Counter(refused_valid.values()))})")
+        violations.append(
+            f"{len(missing)} acknowledged valid events did not reach `verified` ({len(refused_valid)} refused: "
+            f"{dict(collections.Counter(refused_valid.values()))})"
+        )
 
     # Hostile: what ingest accepted must be refused by the verifier, with the expected reason where known.
     hostile_accounting = collections.Counter()
@@ -1476,16 +2098,22 @@ def main():
             entry = verified[event]
             # App-key-authenticated events of the fuzzer's own app are legitimately verified: the app
             # key is their authentication. Anything else verified is a hostile event that got through.
-            item = (entry.get("body") or {}).get("advertised-item-identifier") or \
-                   ((entry.get("body") or {}).get("conversion") or {}).get("advertised-item-identifier")
-            if entry.get("type") in ("conversion.verified", "update.verified", "activity.verified") and item == FUZZ_APP:
+            item = (entry.get("body") or {}).get("advertised-item-identifier") or (
+                (entry.get("body") or {}).get("conversion") or {}
+            ).get("advertised-item-identifier")
+            if (
+                entry.get("type") in ("conversion.verified", "update.verified", "activity.verified")
+                and item == FUZZ_APP
+            ):
                 hostile_accounting[f"verified: {entry['type']} authenticated by the fuzzer's app key"] += 1
             else:
                 hostile_accounting["verified: VIOLATION"] += 1
                 violations.append(f"hostile event {event} ({case}) reached `verified` as {entry.get('type')}")
         elif event in dead_letters:
             hostile_accounting[f"dead-lettered in {dead_letters[event]}"] += 1
-            violations.append(f"hostile event {event} ({case}) was dead-lettered in {dead_letters[event]}, not refused with a reason")
+            violations.append(
+                f"hostile event {event} ({case}) was dead-lettered in {dead_letters[event]}, not refused with a reason"
+            )
         else:
             hostile_accounting["no verdict"] += 1
             violations.append(f"hostile event {event} ({case}) accepted by ingest but neither verified nor rejected")
@@ -1495,7 +2123,9 @@ def main():
         if got != reason:
             wrong_reasons.append({"case": case, "expected": reason, "got": got})
     if wrong_reasons:
-        violations.append(f"{len(wrong_reasons)} hostile events refused with another reason than expected: {wrong_reasons[:5]}")
+        violations.append(
+            f"{len(wrong_reasons)} hostile events refused with another reason than expected: {wrong_reasons[:5]}"
+        )
     # Nothing in `verified` that nobody can account for (the fuzzer's 202s are all in its HAR).
     known = set(traffic.ids) | set(stats["hostile_event_ids"]) | set(stats["allowed_verified"])
     unaccounted = collections.Counter()
@@ -1503,13 +2133,17 @@ def main():
         if event in known:
             continue
         body = entry.get("body") or {}
-        item = body.get("advertised-item-identifier") or (body.get("conversion") or {}).get("advertised-item-identifier")
+        item = body.get("advertised-item-identifier") or (body.get("conversion") or {}).get(
+            "advertised-item-identifier"
+        )
         if entry.get("type") in ("conversion.verified", "update.verified", "activity.verified") and item == FUZZ_APP:
             unaccounted[f"{entry['type']} of the fuzzer's app (app key)"] += 1
         else:
             unaccounted[f"{entry.get('type')} UNACCOUNTED"] += 1
             violations.append(f"`verified` holds {entry.get('type')} {event} that no valid request produced")
-    dead = {s: redis.length(s) for s in ("verifier:dead", "attribution-winner:dead", "scheduler:dead", "dispatcher:dead")}
+    dead = {
+        s: redis.length(s) for s in ("verifier:dead", "attribution-winner:dead", "scheduler:dead", "dispatcher:dead")
+    }
     for s, n in dead.items():
         if n:
             violations.append(f"{n} messages in {s}: a message broke a stage")
@@ -1518,18 +2152,25 @@ def main():
     if stats["five_xx"]:
         violations.append(f"{len(stats['five_xx'])} answers were 5xx (first: {stats['five_xx'][0]})")
     if stats["not_problem_json"]:
-        violations.append(f"{len(stats['not_problem_json'])} 4xx answers were not problem JSON (first: {stats['not_problem_json'][0]})")
+        violations.append(
+            f"{len(stats['not_problem_json'])} 4xx answers were not problem JSON (first: {stats['not_problem_json'][0]})"
+        )
     log_errors = {}
     for name in SERVICES:
         text = open(os.path.join(OUT, "logs", name + ".log"), errors="replace").read()
-        errors = [line[:400] for line in text.splitlines()
-                  if re.search(r"\s(error|critical)\s", line) or "Fatal error" in line or "request failed" in line]
+        errors = [
+            line[:400]
+            for line in text.splitlines()
+            if re.search(r"\s(error|critical)\s", line) or "Fatal error" in line or "request failed" in line
+        ]
         if errors:
             log_errors[name] = errors[:10]
     for failure in (f for r in fuzz_results for f in r["failures"] if f["hard"]):
         violations.append(f"schemathesis {failure['check']} on {failure['operation']}: {failure['title']}")
     for u in stats["unexpected"]:
-        violations.append(f"{u['category']} / {u['case']}: expected {u['expected']}, got {u['got']} {u.get('reason') or ''}".strip())
+        violations.append(
+            f"{u['category']} / {u['case']}: expected {u['expected']}, got {u['got']} {u.get('reason') or ''}".strip()
+        )
 
     rss_after = rss_mib(ingest_pid)
     monitor.stop.set()
@@ -1539,29 +2180,45 @@ def main():
         violations.append(f"ingest RSS grew from {rss_before:.0f} MiB to {rss_after:.0f} MiB")
 
     fuzz_requests = sum(r["requests"] for r in fuzz_results)
-    report.update({
-        "seconds": round(time.time() - started, 1),
-        "inputs_per_category": dict(stats["inputs"]),
-        "inputs_total": sum(stats["inputs"].values()),
-        "status_per_category": {k: dict(v) for k, v in stats["status"].items()},
-        "four_xx_by_reason": dict(sorted(stats["reasons"].items())),
-        "five_xx": len(stats["five_xx"]), "five_xx_answers": stats["five_xx"][:50],
-        "not_problem_json": stats["not_problem_json"][:50],
-        "crashes": len(crashes), "crash_list": crashes, "services": health,
-        "schemathesis": [{k: v for k, v in r.items()} for r in fuzz_results], "schemathesis_requests": fuzz_requests,
-        "phases": phases,
-        "valid_traffic": valid,
-        "hostile_accepted_by_ingest": len(stats["hostile_event_ids"]), "hostile_verdicts": dict(hostile_accounting),
-        "verified_not_from_valid_traffic": dict(unaccounted),
-        "streams": {"verified": len(verified_entries), "rejected": len(rejected_entries), "rejected_by_reason":
-                    dict(collections.Counter(r.get("reason") for r in rejected.values())), **{s: n for s, n in dead.items()}},
-        "ingest_rss_mib": {"before": round(rss_before, 1), "peak": round(monitor.peak_rss, 1), "after": round(rss_after, 1)},
-        "ingest_peak_fds": monitor.peak_fds,
-        "service_log_errors": log_errors,
-        "unexpected_answers": stats["unexpected"], "findings": stats["findings"],
-        "forged_network_flood": flood,
-        "violations": violations + violations_early,
-    })
+    report.update(
+        {
+            "seconds": round(time.time() - started, 1),
+            "inputs_per_category": dict(stats["inputs"]),
+            "inputs_total": sum(stats["inputs"].values()),
+            "status_per_category": {k: dict(v) for k, v in stats["status"].items()},
+            "four_xx_by_reason": dict(sorted(stats["reasons"].items())),
+            "five_xx": len(stats["five_xx"]),
+            "five_xx_answers": stats["five_xx"][:50],
+            "not_problem_json": stats["not_problem_json"][:50],
+            "crashes": len(crashes),
+            "crash_list": crashes,
+            "services": health,
+            "schemathesis": [{k: v for k, v in r.items()} for r in fuzz_results],
+            "schemathesis_requests": fuzz_requests,
+            "phases": phases,
+            "valid_traffic": valid,
+            "hostile_accepted_by_ingest": len(stats["hostile_event_ids"]),
+            "hostile_verdicts": dict(hostile_accounting),
+            "verified_not_from_valid_traffic": dict(unaccounted),
+            "streams": {
+                "verified": len(verified_entries),
+                "rejected": len(rejected_entries),
+                "rejected_by_reason": dict(collections.Counter(r.get("reason") for r in rejected.values())),
+                **{s: n for s, n in dead.items()},
+            },
+            "ingest_rss_mib": {
+                "before": round(rss_before, 1),
+                "peak": round(monitor.peak_rss, 1),
+                "after": round(rss_after, 1),
+            },
+            "ingest_peak_fds": monitor.peak_fds,
+            "service_log_errors": log_errors,
+            "unexpected_answers": stats["unexpected"],
+            "findings": stats["findings"],
+            "forged_network_flood": flood,
+            "violations": violations + violations_early,
+        }
+    )
     json.dump(report, open(os.path.join(OUT, "report.json"), "w"), indent=2, default=str)
     with open(os.path.join(OUT, "answers.jsonl"), "w") as f:
         for answer in stats["answers"]:
@@ -1578,42 +2235,60 @@ def service_state(name, health):
 
 
 def render(r):
-    lines = [f"# Hostile input run ({r['started']}, {r['seconds']} s)", "",
-             "## Inputs tried", "", "| category | inputs | answers |", "|---|---|---|"]
+    lines = [
+        f"# Hostile input run ({r['started']}, {r['seconds']} s)",
+        "",
+        "## Inputs tried",
+        "",
+        "| category | inputs | answers |",
+        "|---|---|---|",
+    ]
     for category, n in sorted(r["inputs_per_category"].items()):
         answers = ", ".join(f"{s}: {c}" for s, c in sorted(r["status_per_category"].get(category, {}).items()))
         lines.append(f"| {category} | {n} | {answers} |")
     lines += [f"| **total** | **{r['inputs_total']}** | |", ""]
     for f in r["schemathesis"]:
-        lines.append(f"- schemathesis {f['label']}: {f['requests']} requests in {f['seconds']} s (exit {f['exit_code']}), "
-                     f"{len(f['failures'])} distinct check failures ({sum(1 for x in f['failures'] if x['hard'])} server errors)")
-    lines += ["", "## Invariants", "",
-              f"- 5xx answers: **{r['five_xx']}**", f"- crashes: **{r['crashes']}** "
-              f"({', '.join(service_state(n, h) for n, h in r['services'].items())})",
-              f"- 4xx answers that are not problem JSON: **{len(r['not_problem_json'])}**",
-              f"- valid traffic: sent {r['valid_traffic']['sent']}, accepted {r['valid_traffic']['accepted']}, "
-              f"verified {r['valid_traffic']['verified']}; latency p50 {r['valid_traffic']['latency_ms']['p50']} ms, "
-              f"p99 {r['valid_traffic']['latency_ms']['p99']} ms, max {r['valid_traffic']['latency_ms']['max']} ms",
-              f"- hostile events ingest accepted: {r['hostile_accepted_by_ingest']}; verdicts {r['hostile_verdicts']}",
-              f"- `verified` entries not from valid traffic: {r['verified_not_from_valid_traffic'] or 'none'}",
-              f"- streams: {r['streams']}",
-              f"- forged-network flood (before valid traffic): {r['forged_network_flood']['requests']} anonymous impressions, "
-              f"half naming unregistered networks, half the registered one with a stranger's key: "
-              f"**{r['forged_network_flood']['bytes_per_request']} Redis bytes per request** (target ≤ 600), "
-              f"{r['forged_network_flood']['new_key_count']} new keys, "
-              f"**{r['forged_network_flood']['keys_naming_an_unregistered_id']} naming an unregistered id**",
-              f"- ingest RSS: {r['ingest_rss_mib']['before']} MiB before, {r['ingest_rss_mib']['peak']} MiB peak, "
-              f"{r['ingest_rss_mib']['after']} MiB after; peak open descriptors {r['ingest_peak_fds']}", "",
-              "## 4xx by reason", ""]
+        lines.append(
+            f"- schemathesis {f['label']}: {f['requests']} requests in {f['seconds']} s (exit {f['exit_code']}), "
+            f"{len(f['failures'])} distinct check failures ({sum(1 for x in f['failures'] if x['hard'])} server errors)"
+        )
+    lines += [
+        "",
+        "## Invariants",
+        "",
+        f"- 5xx answers: **{r['five_xx']}**",
+        f"- crashes: **{r['crashes']}** ({', '.join(service_state(n, h) for n, h in r['services'].items())})",
+        f"- 4xx answers that are not problem JSON: **{len(r['not_problem_json'])}**",
+        f"- valid traffic: sent {r['valid_traffic']['sent']}, accepted {r['valid_traffic']['accepted']}, "
+        f"verified {r['valid_traffic']['verified']}; latency p50 {r['valid_traffic']['latency_ms']['p50']} ms, "
+        f"p99 {r['valid_traffic']['latency_ms']['p99']} ms, max {r['valid_traffic']['latency_ms']['max']} ms",
+        f"- hostile events ingest accepted: {r['hostile_accepted_by_ingest']}; verdicts {r['hostile_verdicts']}",
+        f"- `verified` entries not from valid traffic: {r['verified_not_from_valid_traffic'] or 'none'}",
+        f"- streams: {r['streams']}",
+        f"- forged-network flood (before valid traffic): {r['forged_network_flood']['requests']} anonymous impressions, "
+        f"half naming unregistered networks, half the registered one with a stranger's key: "
+        f"**{r['forged_network_flood']['bytes_per_request']} Redis bytes per request** (target ≤ 600), "
+        f"{r['forged_network_flood']['new_key_count']} new keys, "
+        f"**{r['forged_network_flood']['keys_naming_an_unregistered_id']} naming an unregistered id**",
+        f"- ingest RSS: {r['ingest_rss_mib']['before']} MiB before, {r['ingest_rss_mib']['peak']} MiB peak, "
+        f"{r['ingest_rss_mib']['after']} MiB after; peak open descriptors {r['ingest_peak_fds']}",
+        "",
+        "## 4xx by reason",
+        "",
+    ]
     lines += [f"- {k}: {v}" for k, v in r["four_xx_by_reason"].items()]
     if r["schemathesis"]:
         lines += ["", "## schemathesis failures (distinct)", ""]
         for f in r["schemathesis"]:
             for x in f["failures"]:
-                lines.append(f"- [{f['label']}] {'**SERVER ERROR** ' if x['hard'] else ''}{x['check']} ({x['code']}) on {x['operation']}"
-                             f" ×{x['occurrences']}: {x['title']}{' — ' + x['message'].splitlines()[0][:200] if x['message'] else ''}")
-                lines.append(f"  - e.g. `{x['request']}` {('body `' + x['request_body'][:200] + '`') if x['request_body'] else ''} → "
-                             f"`{(x['response'] or '')[:200]}`")
+                lines.append(
+                    f"- [{f['label']}] {'**SERVER ERROR** ' if x['hard'] else ''}{x['check']} ({x['code']}) on {x['operation']}"
+                    f" ×{x['occurrences']}: {x['title']}{' — ' + x['message'].splitlines()[0][:200] if x['message'] else ''}"
+                )
+                lines.append(
+                    f"  - e.g. `{x['request']}` {('body `' + x['request_body'][:200] + '`') if x['request_body'] else ''} → "
+                    f"`{(x['response'] or '')[:200]}`"
+                )
     lines += ["", "## Findings (not violations)", ""]
     seen = set()
     for f in r["findings"]:

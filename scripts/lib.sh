@@ -26,7 +26,17 @@ ensure_system_packages() {
     if ! python3 -c 'import cryptography' 2>/dev/null; then
         echo "==> installing Python's cryptography"
         DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-cryptography >/dev/null 2>&1 || true
-        python3 -c 'import cryptography' 2>/dev/null || python3 -m pip install --quiet cryptography
+        python3 -c 'import cryptography' 2>/dev/null || python3 -m pip install --quiet "$(python3 scripts/pins.py cryptography)"
+    fi
+}
+
+# The Python linter and formatter at the version scripts/pyproject.toml pins, installed once.
+ensure_ruff() {
+    local pin
+    pin=$(python3 scripts/pins.py ruff)
+    if [ "$(python3 -m ruff --version 2>/dev/null)" != "ruff ${pin#ruff==}" ]; then
+        echo "==> installing $pin"
+        python3 -m pip install --quiet --disable-pip-version-check "$pin"
     fi
 }
 

@@ -63,7 +63,7 @@ def teardown():
     # The kernel frees a deleted namespace (and the veth ends in it) asynchronously, and a name whose
     # namespace is still busy may outlive `ip netns del`: delete the host ends first (that removes each
     # pair at once), retry the names, and wait until both are gone so that `setup` can reuse them.
-    for index, host in enumerate(HOSTS):
+    for index in range(len(HOSTS)):
         run("ip", "link", "del", f"apv{index}h", check=False)
     run("ip", "link", "del", BRIDGE, check=False)
     deadline = time.time() + 15
@@ -82,7 +82,10 @@ def teardown():
 def _redis_rules(probability=None):
     """iptables rule bodies (after the chain) for a host's traffic with Redis, both directions."""
     drop = ["-m", "statistic", "--mode", "random", "--probability", str(probability)] if probability else []
-    return [("OUTPUT", ["-d", address("redis"), *drop, "-j", "DROP"]), ("INPUT", ["-s", address("redis"), *drop, "-j", "DROP"])]
+    return [
+        ("OUTPUT", ["-d", address("redis"), *drop, "-j", "DROP"]),
+        ("INPUT", ["-s", address("redis"), *drop, "-j", "DROP"]),
+    ]
 
 
 def partition(host):

@@ -59,15 +59,27 @@ def isolate_primary(cluster, seconds, note):
     deadline = time.time() + 30
     while role(primary) != "slave" or "master_link_status:up" not in redis_cli(primary, "INFO", "replication"):
         if time.time() > deadline:
-            raise SystemExit(f"the old primary :{primary} did not rejoin as a replica: {redis_cli(primary, 'INFO', 'replication')}")
+            raise SystemExit(
+                f"the old primary :{primary} did not rejoin as a replica: {redis_cli(primary, 'INFO', 'replication')}"
+            )
         time.sleep(0.1)
     cluster.wait_ok()
     cluster.wait_replicas()
-    discarded = max(0, written - (took_over_at - 1)) if written is not None and took_over_at and took_over_at > 0 else None
-    note(f"old primary :{primary} rejoined as a replica of :{replica}; its writes past the takeover, discarded: "
-         f"{discarded} bytes of replication stream")
-    return {"fault": "primary cut off from the majority", "primary": primary, "replica": replica, "seconds": seconds,
-            "promoted-after-s": round(promoted_after, 1), "discarded-replication-bytes": discarded}
+    discarded = (
+        max(0, written - (took_over_at - 1)) if written is not None and took_over_at and took_over_at > 0 else None
+    )
+    note(
+        f"old primary :{primary} rejoined as a replica of :{replica}; its writes past the takeover, discarded: "
+        f"{discarded} bytes of replication stream"
+    )
+    return {
+        "fault": "primary cut off from the majority",
+        "primary": primary,
+        "replica": replica,
+        "seconds": seconds,
+        "promoted-after-s": round(promoted_after, 1),
+        "discarded-replication-bytes": discarded,
+    }
 
 
 def cut_replica(cluster, seconds, note):
@@ -82,5 +94,10 @@ def cut_replica(cluster, seconds, note):
     note(f"cut healed; roles during it: :{primary} {roles[0]}, :{replica} {roles[1]}")
     if roles != ("master", "slave"):
         raise SystemExit(f"a primary cut off from its replica only was failed over: {roles}")
-    return {"fault": "primary cut off from its replica only", "primary": primary, "replica": replica, "seconds": seconds,
-            "failed-over": False}
+    return {
+        "fault": "primary cut off from its replica only",
+        "primary": primary,
+        "replica": replica,
+        "seconds": seconds,
+        "failed-over": False,
+    }

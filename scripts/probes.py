@@ -41,7 +41,7 @@ class ReadinessProbe:
             # A reading that took over a second (a stalled process answers once resumed) counts as unavailable.
             mine = sorted((at, ready and took <= 1) for at, sample, ready, took in self.samples if sample == name)
         total = 0.0
-        for (at, ready), (following, _) in zip(mine, mine[1:] + [(end, True)]):
+        for (at, ready), (following, _) in zip(mine, mine[1:] + [(end, True)], strict=False):
             if not ready:
                 total += max(0.0, min(following, end) - max(at, begin))
         return total
@@ -59,11 +59,19 @@ class ReadinessProbe:
             # A fault on one service's host hits that service; any other (loss, latency, Redis nodes) all of them.
             hit = [target] if target in self.urls else list(self.urls)
             with self.lock:
-                slowest = max((took for at, name, _, took in self.samples if name in hit and begun <= at <= end), default=0)
-            rows.append({"fault": kind, "target": target, "started-s": round(begun, 1),
-                         "ended-s": round(ended, 1) if ended is not None else None,
-                         "not-ready-s": {name: round(self.not_ready(name, begun, end), 1) for name in hit},
-                         "slowest-ready-answer-s": round(slowest, 2)})
+                slowest = max(
+                    (took for at, name, _, took in self.samples if name in hit and begun <= at <= end), default=0
+                )
+            rows.append(
+                {
+                    "fault": kind,
+                    "target": target,
+                    "started-s": round(begun, 1),
+                    "ended-s": round(ended, 1) if ended is not None else None,
+                    "not-ready-s": {name: round(self.not_ready(name, begun, end), 1) for name in hit},
+                    "slowest-ready-answer-s": round(slowest, 2),
+                }
+            )
         return rows
 
 
@@ -94,8 +102,14 @@ class EventProbe:
     def post(self):
         while not self.stopping.is_set():
             device = f"probe-{uuid.uuid4()}"
-            body = json.dumps({"device-identifier": device, "advertised-item-identifier": int(self.item),
-                               "time": int(time.time() * 1000), "fineConversionValue": 1}).encode()
+            body = json.dumps(
+                {
+                    "device-identifier": device,
+                    "advertised-item-identifier": int(self.item),
+                    "time": int(time.time() * 1000),
+                    "fineConversionValue": 1,
+                }
+            ).encode()
             request = urllib.request.Request(self.ingest + "/v1/conversion-value-updates", method="POST", data=body)
             request.add_header("Content-Type", "application/json")
             request.add_header("Authorization", "Bearer " + self.app_key)
@@ -119,8 +133,16 @@ class EventProbe:
             with self.lock:
                 self.samples.append((begun - self.started, status, reason, took))
                 if status == 202:
-                    self.acknowledgements.write(json.dumps({"device": device, "event-identifier": answer.get("event-identifier"),
-                                                            "kind": "conversion-value-updates"}) + "\n")
+                    self.acknowledgements.write(
+                        json.dumps(
+                            {
+                                "device": device,
+                                "event-identifier": answer.get("event-identifier"),
+                                "kind": "conversion-value-updates",
+                            }
+                        )
+                        + "\n"
+                    )
                     self.acknowledgements.flush()
             self.stopping.wait(max(0, 0.25 - took))
 
@@ -134,6 +156,11 @@ class EventProbe:
         for _, status, reason, _ in mine:
             key = f"{status} {reason}".strip()
             answers[key] = answers.get(key, 0) + 1
-        back = min((at + took - ended for at, status, _, took in mine if status == 202 and at + took >= ended), default=None)
-        return {"answers": answers, "slowest-answer-s": round(max((took for *_, took in mine), default=0), 2),
-                "accepting-again-after-s": None if back is None else round(max(0.0, back), 1)}
+        back = min(
+            (at + took - ended for at, status, _, took in mine if status == 202 and at + took >= ended), default=None
+        )
+        return {
+            "answers": answers,
+            "slowest-answer-s": round(max((took for *_, took in mine), default=0), 2),
+            "accepting-again-after-s": None if back is None else round(max(0.0, back), 1),
+        }

@@ -14,8 +14,18 @@ Writes commands.json and commands.md into OUT and prints the table. With TOGETHE
 five-services figure instead: all five at once, counted until one first-window postback per install
 has arrived (CAMPAIGN_RATE=3000 as there)."""
 
-import collections, json, os, re, shutil, signal, subprocess, sys, tempfile, time
-from harness import Processes, cpu_seconds, free_port, http, partitioned, redis_cli, until, wait_http, keygen
+import collections
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from harness import Processes, cpu_seconds, free_port, http, keygen, partitioned, redis_cli, until, wait_http
 
 BIN, OUT = sys.argv[1], os.path.abspath(sys.argv[2])
 RATE = int(os.environ.get("CAMPAIGN_RATE", "1500"))
@@ -40,7 +50,9 @@ def group_done(stream, group):
     for name in partitioned(stream):
         own["xinfo|groups"] += 1
         own["hello"] += 1  # --json speaks RESP3
-        info = subprocess.run(["redis-cli", "-p", str(PORT), "--json", "XINFO", "GROUPS", name], capture_output=True, text=True).stdout
+        info = subprocess.run(
+            ["redis-cli", "-p", str(PORT), "--json", "XINFO", "GROUPS", name], capture_output=True, text=True
+        ).stdout
         try:
             entry = next(e for e in json.loads(info) if e.get("name") == group)
         except Exception:
@@ -70,24 +82,56 @@ redis_dir = None
 try:
     PORT = free_port()
     redis_dir = tempfile.mkdtemp(prefix="stage-commands-redis-")
-    children.start("redis", ["redis-server", "--port", str(PORT), "--save", "", "--appendonly", "yes", "--appendfsync", "everysec",
-                             "--dir", redis_dir])
+    children.start(
+        "redis",
+        [
+            "redis-server",
+            "--port",
+            str(PORT),
+            "--save",
+            "",
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "everysec",
+            "--dir",
+            redis_dir,
+        ],
+    )
     until(lambda: redis_cli(PORT, "PING") == "PONG", 10)
     url, token = f"redis://127.0.0.1:{PORT}/0", "commands-admin-token-of-at-least-32-characters"
     keys = os.path.join(OUT, "keys")
     keygen(BIN, keys)
     receiver_port, ingest_port, admin_port = free_port(), free_port(), free_port()
-    scaled = {"TIME_SCALE": "86400", "CONVERSION_SETTLE_MS": "250", "WINDOW_CLOSE_GRACE_MS": "400", "CROWD_TIER_THRESHOLDS": "1,1,1"}
-    common = {"REDIS_URL": url, "LOG_LEVEL": "warning", "HTTP_HOST": "127.0.0.1", "POSTBACK_URL_ALLOWLIST": "127.0.0.1",
-              "STREAM_RETENTION_HOURS": "0", **scaled}
+    scaled = {
+        "TIME_SCALE": "86400",
+        "CONVERSION_SETTLE_MS": "250",
+        "WINDOW_CLOSE_GRACE_MS": "400",
+        "CROWD_TIER_THRESHOLDS": "1,1,1",
+    }
+    common = {
+        "REDIS_URL": url,
+        "LOG_LEVEL": "warning",
+        "HTTP_HOST": "127.0.0.1",
+        "POSTBACK_URL_ALLOWLIST": "127.0.0.1",
+        "STREAM_RETENTION_HOURS": "0",
+        **scaled,
+    }
     ingest_env = {**common, "HTTP_PORT": str(ingest_port), "ADMIN_HTTP_PORT": str(admin_port), "ADMIN_TOKEN": token}
     children.start("ingest", [f"{BIN}/ingest"], ingest_env)
     ingest = f"http://127.0.0.1:{ingest_port}"
     admin = f"http://127.0.0.1:{admin_port}"  # ingest's admin listener
     wait_http(ingest + "/health")
     network = "bench.adattributionkit"
-    http("PUT", f"{admin}/v1/admin/ad-networks/{network}",
-         {"public-key": open(os.path.join(keys, "network.public.pem")).read(), "postback-url": f"http://127.0.0.1:{receiver_port}/postbacks"}, token)
+    http(
+        "PUT",
+        f"{admin}/v1/admin/ad-networks/{network}",
+        {
+            "public-key": open(os.path.join(keys, "network.public.pem")).read(),
+            "postback-url": f"http://127.0.0.1:{receiver_port}/postbacks",
+        },
+        token,
+    )
     http("PUT", f"{admin}/v1/admin/publisher-apps/5838492", {"AdNetworkIdentifiers": [network]}, token)
     http("PUT", f"{admin}/v1/admin/advertised-apps/1108187390", {}, token)
     app_key = http("POST", f"{admin}/v1/admin/advertised-apps/1108187390/keys", {}, token)["app-key"]
@@ -102,39 +146,115 @@ try:
     if TOGETHER:
         # bench.py's last phase: all five at once, a saturating offer, counted from the offer until the
         # receiver has one first-window postback per install (everything the whole pipeline sent meanwhile).
-        children.start("receiver", [f"{BIN}/attribution", "receiver", "--port", str(receiver_port), "--jwks-url",
-                                    f"{ingest}/.well-known/jwks.json", "--output", os.path.join(OUT, "postbacks.jsonl"), "--log-level", "warning"])
+        children.start(
+            "receiver",
+            [
+                f"{BIN}/attribution",
+                "receiver",
+                "--port",
+                str(receiver_port),
+                "--jwks-url",
+                f"{ingest}/.well-known/jwks.json",
+                "--output",
+                os.path.join(OUT, "postbacks.jsonl"),
+                "--log-level",
+                "warning",
+            ],
+        )
         for name in ("verifier", "attribution-winner", "scheduler"):
             worker(name)
-        worker("dispatcher", {"SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
-                              "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(keys, "pipeline-development.private.pem")})
+        worker(
+            "dispatcher",
+            {
+                "SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
+                "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(keys, "pipeline-development.private.pem"),
+            },
+        )
         wait_http(f"http://127.0.0.1:{receiver_port}/health")
         time.sleep(2)
 
         def together():
-            output = subprocess.run([f"{BIN}/attribution", "load", "--ingest-url", ingest, "--rate", str(RATE), "--duration", str(SECONDS),
-                                     "--network", network, "--key-file", os.path.join(keys, "network.private.pem"), "--app-key", app_key],
-                                    capture_output=True, text=True, check=True).stdout
+            output = subprocess.run(
+                [
+                    f"{BIN}/attribution",
+                    "load",
+                    "--ingest-url",
+                    ingest,
+                    "--rate",
+                    str(RATE),
+                    "--duration",
+                    str(SECONDS),
+                    "--network",
+                    network,
+                    "--key-file",
+                    os.path.join(keys, "network.private.pem"),
+                    "--app-key",
+                    app_key,
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
             offered.update(json.loads(output.strip().splitlines()[-1]))
-            until(lambda: http("GET", f"http://127.0.0.1:{receiver_port}/stats").get("accepted", 0) >= offered["accepted"] // 3, 120, every=0.5)
+            until(
+                lambda: (
+                    http("GET", f"http://127.0.0.1:{receiver_port}/stats").get("accepted", 0)
+                    >= offered["accepted"] // 3
+                ),
+                120,
+                every=0.5,
+            )
+
         names = ("ingest", "verifier", "attribution-winner", "scheduler", "dispatcher", "redis")
         cpu_before = {name: cpu_seconds(children.running[name].pid) for name in names}
         measure("all five", together)
-        cpu = {name: round((cpu_seconds(children.running[name].pid) - cpu_before[name]) * 1e6 / max(1, offered["accepted"]))
-               for name in names}
+        cpu = {
+            name: round(
+                (cpu_seconds(children.running[name].pid) - cpu_before[name]) * 1e6 / max(1, offered["accepted"])
+            )
+            for name in names
+        }
         children.stop_all()
         events = max(1, offered["accepted"])
         commands = phases["all five"]["commands"]
-        print(json.dumps({"offered": offered, "wall_s": phases["all five"]["wall_s"], "commands_per_event": sum(commands.values()) / events,
-                          "cpu_us_per_event": cpu,
-                          "by_command": {k: round(v / events, 3) for k, v in sorted(commands.items(), key=lambda kv: -kv[1])}}, indent=1))
+        print(
+            json.dumps(
+                {
+                    "offered": offered,
+                    "wall_s": phases["all five"]["wall_s"],
+                    "commands_per_event": sum(commands.values()) / events,
+                    "cpu_us_per_event": cpu,
+                    "by_command": {k: round(v / events, 3) for k, v in sorted(commands.items(), key=lambda kv: -kv[1])},
+                },
+                indent=1,
+            )
+        )
         sys.exit(0)
 
     def ingest_phase():
-        output = subprocess.run([f"{BIN}/attribution", "load", "--ingest-url", ingest, "--rate", str(RATE), "--duration", str(SECONDS),
-                                 "--network", network, "--key-file", os.path.join(keys, "network.private.pem"), "--app-key", app_key],
-                                capture_output=True, text=True, check=True).stdout
+        output = subprocess.run(
+            [
+                f"{BIN}/attribution",
+                "load",
+                "--ingest-url",
+                ingest,
+                "--rate",
+                str(RATE),
+                "--duration",
+                str(SECONDS),
+                "--network",
+                network,
+                "--key-file",
+                os.path.join(keys, "network.private.pem"),
+                "--app-key",
+                app_key,
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         offered.update(json.loads(output.strip().splitlines()[-1]))
+
     measure("ingest", ingest_phase)
     stop("ingest")
 
@@ -146,14 +266,26 @@ try:
             until(done, 900, every=0.5)
             cpu[name] = cpu_seconds(process.pid)
             stop(name)
+
         measure(name, body)
 
     stage_phase("verifier", lambda: group_done("events", "verifier"))
-    stage_phase("attribution-winner", lambda: group_done("verified", "attribution-winner")
-                and queues_empty("winner:settling") and group_done("winner:settled", "attribution-winner"))
-    stage_phase("scheduler", lambda: group_done("attributions", "scheduler") and queues_empty(
-        "scheduler:windows", "scheduler:held:w0", "scheduler:held:w1", "scheduler:held:w2")
-        and group_done("scheduler:timers", "scheduler"))
+    stage_phase(
+        "attribution-winner",
+        lambda: (
+            group_done("verified", "attribution-winner")
+            and queues_empty("winner:settling")
+            and group_done("winner:settled", "attribution-winner")
+        ),
+    )
+    stage_phase(
+        "scheduler",
+        lambda: (
+            group_done("attributions", "scheduler")
+            and queues_empty("scheduler:windows", "scheduler:held:w0", "scheduler:held:w1", "scheduler:held:w2")
+            and group_done("scheduler:timers", "scheduler")
+        ),
+    )
 
     # The dispatcher publishes its keys; ingest serves them to the receiver, which verifies every postback.
     children.restart("ingest")
@@ -161,15 +293,34 @@ try:
     postbacks = sum(int(redis("XLEN", name) or 0) for name in partitioned("postbacks"))
 
     def dispatcher_phase():
-        process = worker("dispatcher", {"SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
-                                        "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(keys, "pipeline-development.private.pem")})
+        process = worker(
+            "dispatcher",
+            {
+                "SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
+                "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(keys, "pipeline-development.private.pem"),
+            },
+        )
         until(lambda: "attribution-pipeline/0" in http("GET", f"{ingest}/.well-known/jwks.json").__str__(), 30)
-        children.start("receiver", [f"{BIN}/attribution", "receiver", "--port", str(receiver_port), "--jwks-url",
-                                    f"{ingest}/.well-known/jwks.json", "--output", os.path.join(OUT, "postbacks.jsonl"), "--log-level", "warning"])
+        children.start(
+            "receiver",
+            [
+                f"{BIN}/attribution",
+                "receiver",
+                "--port",
+                str(receiver_port),
+                "--jwks-url",
+                f"{ingest}/.well-known/jwks.json",
+                "--output",
+                os.path.join(OUT, "postbacks.jsonl"),
+                "--log-level",
+                "warning",
+            ],
+        )
         wait_http(f"http://127.0.0.1:{receiver_port}/health")
         until(lambda: group_done("postbacks", "dispatcher") and queues_empty("dispatcher:retries"), 900, every=0.5)
         cpu["dispatcher"] = cpu_seconds(process.pid)
         stop("dispatcher")
+
     measure("dispatcher", dispatcher_phase)
     received = http("GET", f"http://127.0.0.1:{receiver_port}/stats").get("accepted", 0)
 finally:
@@ -178,20 +329,36 @@ finally:
         shutil.rmtree(redis_dir, ignore_errors=True)
 
 events = max(1, offered.get("accepted", 0))
-names = sorted({c for p in phases.values() for c in p["commands"]}, key=lambda c: -sum(p["commands"].get(c, 0) for p in phases.values()))
+names = sorted(
+    {c for p in phases.values() for c in p["commands"]},
+    key=lambda c: -sum(p["commands"].get(c, 0) for p in phases.values()),
+)
 stages = list(phases)
-lines = [f"Campaign: {offered.get('accepted')} events accepted ({offered.get('offeredPerSecond')}/s offered for {SECONDS:.0f} s), "
-         f"{postbacks} postbacks, {received} received. Redis commands per accepted event:", "",
-         "| command | " + " | ".join(stages) + " | all |", "|---|" + "---|" * (len(stages) + 1)]
+lines = [
+    f"Campaign: {offered.get('accepted')} events accepted ({offered.get('offeredPerSecond')}/s offered for {SECONDS:.0f} s), "
+    f"{postbacks} postbacks, {received} received. Redis commands per accepted event:",
+    "",
+    "| command | " + " | ".join(stages) + " | all |",
+    "|---|" + "---|" * (len(stages) + 1),
+]
 for name in names:
     row = [phases[s]["commands"].get(name, 0) / events for s in stages]
     if sum(row) >= 0.005:
         lines.append(f"| {name} | " + " | ".join(f"{v:.2f}" if v else "" for v in row) + f" | {sum(row):.2f} |")
 totals = [sum(phases[s]["commands"].values()) / events for s in stages]
 lines.append("| **total** | " + " | ".join(f"**{v:.2f}**" for v in totals) + f" | **{sum(totals):.2f}** |")
-lines += ["", "Phase seconds: " + ", ".join(f"{s} {phases[s]['wall_s']:.1f}" for s in stages)
-          + "; stage CPU seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items())]
+lines += [
+    "",
+    "Phase seconds: "
+    + ", ".join(f"{s} {phases[s]['wall_s']:.1f}" for s in stages)
+    + "; stage CPU seconds: "
+    + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items()),
+]
 open(os.path.join(OUT, "commands.md"), "w").write("\n".join(lines) + "\n")
-open(os.path.join(OUT, "commands.json"), "w").write(json.dumps({"offered": offered, "postbacks": postbacks, "received": received,
-                                                                 "phases": phases, "cpu_s": cpu}, indent=2) + "\n")
+open(os.path.join(OUT, "commands.json"), "w").write(
+    json.dumps(
+        {"offered": offered, "postbacks": postbacks, "received": received, "phases": phases, "cpu_s": cpu}, indent=2
+    )
+    + "\n"
+)
 print("\n".join(lines))

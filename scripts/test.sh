@@ -15,6 +15,11 @@ phase() { echo "==> [$((($(date +%s) - STARTED) / 60)) min] $*"; }
 ensure_system_packages
 phase "swift format lint (the committed .swift-format)"
 swift format lint --strict --recursive Package.swift Shared Services Tools Tests
+phase "ruff (scripts/pyproject.toml) and the scripts' unit tests"
+ensure_ruff
+python3 -m ruff check scripts
+python3 -m ruff format --check scripts
+python3 -m unittest discover -s scripts/tests -t scripts
 phase "swift build"
 swift build
 BIN="$(swift build --show-bin-path)"
