@@ -14,16 +14,16 @@ FROM ${BASE_IMAGE} AS runtime
 ARG VERSION=0.0.0-dev
 ARG REVISION=unknown
 LABEL org.opencontainers.image.title="attribution-pipeline" \
-      org.opencontainers.image.description="Self-hosted ad attribution with AdAttributionKit semantics: ingest, verifier, attribution-winner, scheduler, dispatcher and the attribution tool" \
+      org.opencontainers.image.description="Self-hosted ad attribution with AdAttributionKit semantics: ingest, admin, verifier, attribution-winner, scheduler, dispatcher and the attribution tool" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${REVISION}"
 # One system user per service, so that each reads only its own secrets (compose's init service gives
-# each file to the one user that needs it): uids and gids 10001-10007. `pipeline` (10000), the default,
-# reads none.
+# each file to the one user that needs it): uids and gids 10001-10008 (admin last, so that the others
+# keep theirs). `pipeline` (10000), the default, reads none.
 RUN apt-get update && apt-get install -y --no-install-recommends libhiredis0.14 libssl3 libjemalloc2 ca-certificates curl publicsuffix \
     && rm -rf /var/lib/apt/lists/* \
     && uid=10000 \
-    && for user in pipeline ingest verifier attribution-winner scheduler dispatcher receiver pipeline-operator; do \
+    && for user in pipeline ingest verifier attribution-winner scheduler dispatcher receiver pipeline-operator admin; do \
          groupadd --system --gid "$uid" "$user" \
          && useradd --system --uid "$uid" --gid "$uid" --no-create-home --shell /usr/sbin/nologin "$user" \
          || exit 1; \
@@ -50,7 +50,7 @@ COPY Tests Tests
 # which a static link would copy into each of the six executables), symbols stripped.
 RUN swift build -c release \
     && mkdir -p /out/bin /out/lib \
-    && for product in ingest verifier attribution-winner scheduler dispatcher attribution; do \
+    && for product in ingest admin verifier attribution-winner scheduler dispatcher attribution; do \
          cp "$(swift build -c release --show-bin-path)/$product" /out/bin/; \
        done \
     && strip /out/bin/* \

@@ -11,6 +11,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "ingest", targets: ["ingest"]),
+        .executable(name: "admin", targets: ["admin"]),
         .executable(name: "verifier", targets: ["verifier"]),
         .executable(name: "attribution-winner", targets: ["attribution-winner"]),
         .executable(name: "scheduler", targets: ["scheduler"]),
@@ -113,6 +114,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "ingest", dependencies: ["IngestService", "ServiceRuntime"], path: "Services/ingest/Main",
+            swiftSettings: swiftSettings),
+        // The admin API: its own process, port and Redis user; its routes are IngestService's.
+        .executableTarget(
+            name: "admin", dependencies: ["IngestService", "ServiceRuntime"], path: "Services/admin",
             swiftSettings: swiftSettings),
         .target(
             name: "VerifierService",

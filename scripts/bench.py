@@ -48,6 +48,7 @@ from harness import (
     redis_cli,
     redis_info_cpu_seconds,
     rss_mib,
+    start_admin,
     until,
     wait_http,
 )
@@ -288,7 +289,7 @@ try:
     results["redis_benchmark"] = bench
     results["loopback_floor"] = loopback_floor()
 
-    # The pipeline's registry, through ingest's admin API.
+    # The pipeline's registry, through the admin API (the admin service).
     url = f"redis://127.0.0.1:{REDIS_PORT}/0"
     token = "bench-admin-token-of-at-least-32-characters"
     keys = os.path.join(OUT, "keys")
@@ -313,12 +314,11 @@ try:
             **common,
             **lag_ceiling,
             "HTTP_PORT": str(ingest_port),
-            "ADMIN_HTTP_PORT": str(admin_port),
-            "ADMIN_TOKEN": token,
+            "OPERATIONS_HTTP_PORT": str(free_port()),
         },
     )
     ingest = f"http://127.0.0.1:{ingest_port}"
-    admin = f"http://127.0.0.1:{admin_port}"  # ingest's admin listener
+    admin = start_admin(children, BIN, common, admin_port, token)
     wait_http(ingest + "/health")
     network = "bench.adattributionkit"
     public_key = open(os.path.join(keys, "network.public.pem")).read()
@@ -596,8 +596,7 @@ try:
             **lag_ceiling,
             **scaled,
             "HTTP_PORT": str(ingest_port),
-            "ADMIN_HTTP_PORT": str(admin_port),
-            "ADMIN_TOKEN": token,
+            "OPERATIONS_HTTP_PORT": str(free_port()),
         },
     )
     wait_http(ingest + "/health")

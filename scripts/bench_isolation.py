@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 
-from harness import Processes, free_port, http, keygen, until, wait_http, wait_redis
+from harness import Processes, free_port, http, keygen, start_admin, until, wait_http, wait_redis
 
 BIN, OUT = sys.argv[1], os.path.abspath(sys.argv[2])
 POSTBACKS = int(os.environ.get("BENCH_ISOLATION_POSTBACKS", "8000"))
@@ -57,9 +57,9 @@ def run(hanging):
         children.start(
             "ingest",
             [f"{BIN}/ingest"],
-            {**common, "HTTP_PORT": str(ingest_port), "ADMIN_HTTP_PORT": str(admin_port), "ADMIN_TOKEN": TOKEN},
+            {**common, "HTTP_PORT": str(ingest_port), "OPERATIONS_HTTP_PORT": str(free_port())},
         )
-        ingest, admin = f"http://127.0.0.1:{ingest_port}", f"http://127.0.0.1:{admin_port}"
+        ingest, admin = f"http://127.0.0.1:{ingest_port}", start_admin(children, BIN, common, admin_port, TOKEN)
         wait_http(ingest + "/health")
         children.start(
             "dispatcher",

@@ -32,6 +32,7 @@ from harness import (
     http,
     keygen,
     partitioned,
+    start_admin,
     until,
     wait_http,
     wait_redis,
@@ -112,12 +113,11 @@ def measure(label, delay):
             {
                 **common,
                 "HTTP_PORT": str(ingest_port),
-                "ADMIN_HTTP_PORT": str(admin_port),
-                "ADMIN_TOKEN": TOKEN,
+                "OPERATIONS_HTTP_PORT": str(free_port()),
                 "INGEST_MAX_EVENTS_LAG": "0",
             },
         )
-        ingest, admin = f"http://127.0.0.1:{ingest_port}", f"http://127.0.0.1:{admin_port}"
+        ingest, admin = f"http://127.0.0.1:{ingest_port}", start_admin(children, BIN, common, admin_port, TOKEN)
         wait_http(ingest + "/health")
         http(
             "PUT",

@@ -29,6 +29,7 @@ from harness import (
     partitioned,
     redis_cli,
     redis_info_cpu_seconds,
+    start_admin,
     until,
     wait_http,
     wait_redis,
@@ -145,11 +146,11 @@ def run(mode):
             "ingest": children.start(
                 "ingest",
                 [f"{BIN}/ingest"],
-                {**common, "HTTP_PORT": str(ingest_port), "ADMIN_HTTP_PORT": str(admin_port), "ADMIN_TOKEN": token},
+                {**common, "HTTP_PORT": str(ingest_port), "OPERATIONS_HTTP_PORT": str(free_port())},
             )
         }
         ingest = f"http://127.0.0.1:{ingest_port}"
-        admin = f"http://127.0.0.1:{admin_port}"  # ingest's admin listener
+        admin = start_admin(children, BIN, common, admin_port, token)
         wait_http(ingest + "/health")
         for name in SERVICES[1:]:
             extra = (

@@ -165,7 +165,7 @@ for t in targets:
     if t["health"] == "up":
         up[t["labels"]["job"]] = up.get(t["labels"]["job"], 0) + 1
 print("ok" if all(up.get(j, 0) == int(n) for j, n in expected.items()) else "waiting", json.dumps(up, sort_keys=True))
-' ingest=1 verifier=3 attribution-winner=2 scheduler=1 dispatcher=1 2>/dev/null || echo "waiting {}")
+' ingest=1 admin=1 verifier=3 attribution-winner=2 scheduler=1 dispatcher=1 2>/dev/null || echo "waiting {}")
         case "$verdict" in ok*) break ;; esac
         if [ "$(date +%s)" -gt "$deadline" ]; then
             echo "Prometheus does not see every replica up: ${verdict#* }" >&2
@@ -179,7 +179,7 @@ print("ok" if all(up.get(j, 0) == int(n) for j, n in expected.items()) else "wai
 
 run_stack() {  # run_stack single|cluster
     MODE=$1
-    local services=(init redis ingest verifier attribution-winner scheduler dispatcher receiver) profiles=()
+    local services=(init redis ingest admin verifier attribution-winner scheduler dispatcher receiver) profiles=()
     if [ "$MODE" = cluster ]; then
         export REDIS_CLUSTER=true
         services+=(redis-node-2 redis-node-3 redis-node-4 redis-node-5 redis-node-6 redis-cluster-init)

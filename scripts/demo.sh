@@ -105,13 +105,15 @@ service() {  # service NAME: starts a service as its own Redis user
 INGEST_PORT=$(free_port)
 ADMIN_PORT=$(free_port)
 echo "==> services (time scale $TIME_SCALE), each as its own Redis user"
-HTTP_PORT=$INGEST_PORT ADMIN_HTTP_PORT=$ADMIN_PORT ADMIN_TOKEN=$ADMIN_TOKEN service ingest
+HTTP_PORT=$INGEST_PORT OPERATIONS_HTTP_PORT=$(free_port) service ingest
+HTTP_PORT=$ADMIN_PORT ADMIN_TOKEN=$ADMIN_TOKEN service admin
 HTTP_PORT=$(free_port) service verifier
 HTTP_PORT=$(free_port) service attribution-winner
 HTTP_PORT=$(free_port) service scheduler
 HTTP_PORT=$(free_port) SIGNING_KEY_FILE="$RUN/keys/pipeline.private.pem" \
     DEVELOPMENT_SIGNING_KEY_FILE="$RUN/keys/pipeline-development.private.pem" service dispatcher
 wait_for_http "http://127.0.0.1:$INGEST_PORT/health" 60
+wait_for_http "http://127.0.0.1:$ADMIN_PORT/health" 60
 # The JWKS lists the dispatcher's keys once it has started.
 for _ in $(seq 1 100); do
     curl -fs "http://127.0.0.1:$INGEST_PORT/.well-known/jwks.json" | grep -q '"kid"' && break

@@ -112,13 +112,17 @@ LATENCY_FILE = os.path.join(OUT, "latency-ms")
 cluster = None
 
 
+# admin runs on ingest's test host: the two are the HTTP API.
+SHARED_HOSTS = {"admin": "ingest"}
+
+
 def host_of(name):
-    return netns.address(name) if args.network else "127.0.0.1"
+    return netns.address(SHARED_HOSTS.get(name, name)) if args.network else "127.0.0.1"
 
 
 def on_host(name):
     """The argv prefix that runs `name` on its test host (nothing on loopback)."""
-    return netns.exec_prefix(name) if args.network else []
+    return netns.exec_prefix(SHARED_HOSTS.get(name, name)) if args.network else []
 
 
 def start_redis():
@@ -244,13 +248,13 @@ def main():
         "DELIVERY_TIMEOUT_MS": "1000",
         **({"REDIS_CLUSTER": "true"} if args.cluster else {}),
     }
-    ingest_port, admin_port = free_port(), free_port()
+    ingest_port, admin_port, operations_port = free_port(), free_port(), free_port()
     services = {
+        "admin": {"HTTP_PORT": str(admin_port), "ADMIN_TOKEN": token},
         "ingest": {
             "HTTP_PORT": str(ingest_port),
-            "ADMIN_HTTP_PORT": str(admin_port),
-            "ADMIN_HTTP_HOST": host_of("ingest"),
-            "ADMIN_TOKEN": token,
+            "OPERATIONS_HTTP_PORT": str(operations_port),
+            "OPERATIONS_HTTP_HOST": host_of("ingest"),
         },
         "verifier": {},
         "attribution-winner": {},
@@ -274,6 +278,7 @@ def main():
             on_host("scheduler") + [os.path.join(BIN, "scheduler")],
             {"HTTP_PORT": str(ports["scheduler-b"]), "HTTP_HOST": host_of("scheduler"), **common},
         )
+    wait_http(f"http://{host_of('admin')}:{admin_port}/health")
     ingest = f"http://{host_of('ingest')}:{ingest_port}"
     wait_http(ingest + "/health")
     deadline = time.time() + 30
@@ -300,7 +305,7 @@ def main():
     sent_bytes = os.path.join(OUT, "dispatcher-bytes.bin")
     tap = ByteTap(receiver_port, sent_bytes, netns.HOST_ADDRESS if args.network else "127.0.0.1")
     ready = {
-        name: f"http://{host_of(name.removesuffix('-b'))}:{admin_port if name == 'ingest' else port}/ready"
+        name: f"http://{host_of(name.removesuffix('-b'))}:{operations_port if name == 'ingest' else port}/ready"
         for name, port in ports.items()
     }
     probed = args.network or args.node_partitions

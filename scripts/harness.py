@@ -72,6 +72,15 @@ def wait_http(url, seconds=60):
     raise SystemExit(f"timed out waiting for {url}")
 
 
+def start_admin(processes, bin_dir, env, port, token):
+    """The admin service (the admin API the runs register through) on `port` with `token` and `env`;
+    returns its URL once it answers. ingest serves no admin route: every run that registers starts it."""
+    processes.start("admin", [f"{bin_dir}/admin"], {**env, "HTTP_PORT": str(port), "ADMIN_TOKEN": token})
+    url = f"http://127.0.0.1:{port}"
+    wait_http(url + "/health")
+    return url
+
+
 def http(method, url, body=None, token=None, timeout=10):
     request = urllib.request.Request(url, method=method, data=None if body is None else json.dumps(body).encode())
     request.add_header("Content-Type", "application/json")

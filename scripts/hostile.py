@@ -70,7 +70,7 @@ args = parser.parse_args()
 
 OUT = os.path.abspath(args.out)
 os.makedirs(os.path.join(OUT, "logs"), exist_ok=True)
-SERVICES = ["ingest", "verifier", "attribution-winner", "scheduler", "dispatcher"]
+SERVICES = ["ingest", "admin", "verifier", "attribution-winner", "scheduler", "dispatcher"]
 children = {}  # name -> Popen
 lock = threading.Lock()
 
@@ -415,7 +415,7 @@ def observe(category, case, status, headers, body, expect=None, protocol_level=F
 
 
 def port_for(path):
-    """ingest's admin listener (ADMIN_HTTP_PORT) serves the admin API and /metrics; the public port the rest."""
+    """The admin service (its HTTP_PORT) serves the admin API and /metrics; ingest's public port the rest."""
     if isinstance(path, bytes):
         path = path.decode("latin-1")
     return ADMIN_PORT if path.startswith("/v1/admin") or path.startswith("/metrics") else INGEST_PORT
@@ -636,7 +636,7 @@ HARD_CHECKS = {"not_a_server_error"}
 
 def fuzz(label, auth, listener):
     """Runs schemathesis over every operation of one of ingest's listeners ("public": the event API;
-    "admin": the admin API and /metrics on ADMIN_HTTP_PORT); returns its figures and every failure."""
+    "admin": the admin API and /metrics on the admin service's port); returns its figures and every failure."""
     exe = ensure_schemathesis()
     label = f"{label}-{listener}"
     directory = os.path.join(OUT, "schemathesis", label)
@@ -1871,7 +1871,7 @@ def main():
     keygen(bin_dir, keys, ("pipeline", "pipeline-development"))
     ADMIN_TOKEN = uuid.uuid4().hex + uuid.uuid4().hex
     INGEST_PORT, ADMIN_PORT, RECEIVER_PORT = free_port(), free_port(), free_port()
-    ports = {"ingest": INGEST_PORT, **{name: free_port() for name in SERVICES[1:]}}
+    ports = {"ingest": INGEST_PORT, "admin": ADMIN_PORT, **{name: free_port() for name in SERVICES[2:]}}
     # Only the receiver's host:port is allow-listed, so every other 127.0.0.1 URL must still be refused.
     common = {
         "REDIS_URL": f"redis://127.0.0.1:{REDIS_PORT}/0",
@@ -1883,7 +1883,9 @@ def main():
     for name in SERVICES:
         extra = {"HTTP_PORT": str(ports[name])}
         if name == "ingest":
-            extra.update(ADMIN_TOKEN=ADMIN_TOKEN, ADMIN_HTTP_PORT=str(ADMIN_PORT))
+            extra.update(OPERATIONS_HTTP_PORT=str(free_port()))
+        if name == "admin":
+            extra.update(ADMIN_TOKEN=ADMIN_TOKEN)
         if name == "dispatcher":
             extra.update(
                 SIGNING_KEY_FILE=os.path.join(keys, "pipeline.private.pem"),

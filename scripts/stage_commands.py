@@ -25,7 +25,18 @@ import sys
 import tempfile
 import time
 
-from harness import Processes, cpu_seconds, free_port, http, keygen, partitioned, redis_cli, until, wait_http
+from harness import (
+    Processes,
+    cpu_seconds,
+    free_port,
+    http,
+    keygen,
+    partitioned,
+    redis_cli,
+    start_admin,
+    until,
+    wait_http,
+)
 
 BIN, OUT = sys.argv[1], os.path.abspath(sys.argv[2])
 RATE = int(os.environ.get("CAMPAIGN_RATE", "1500"))
@@ -117,10 +128,10 @@ try:
         "STREAM_RETENTION_HOURS": "0",
         **scaled,
     }
-    ingest_env = {**common, "HTTP_PORT": str(ingest_port), "ADMIN_HTTP_PORT": str(admin_port), "ADMIN_TOKEN": token}
+    ingest_env = {**common, "HTTP_PORT": str(ingest_port), "OPERATIONS_HTTP_PORT": str(free_port())}
     children.start("ingest", [f"{BIN}/ingest"], ingest_env)
     ingest = f"http://127.0.0.1:{ingest_port}"
-    admin = f"http://127.0.0.1:{admin_port}"  # ingest's admin listener
+    admin = start_admin(children, BIN, common, admin_port, token)
     wait_http(ingest + "/health")
     network = "bench.adattributionkit"
     http(

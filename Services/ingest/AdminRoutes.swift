@@ -5,7 +5,7 @@ import Hummingbird
 import RedisStreams
 import ServiceRuntime
 
-/// The admin API behind the bearer token, on ingest's admin listener: ad networks (with key rotation)
+/// The admin API behind the bearer token, served by the admin service: ad networks (with key rotation)
 /// and their read-only credentials, publisher apps, advertised apps (JSON or Info.plist) and their app
 /// keys, deleting any of the three, and the recent refusals an ad network or app can inspect. Registrations are JSON in the `registry:*` hashes, which ingest owns.
 struct AdminRoutes {

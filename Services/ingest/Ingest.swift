@@ -7,8 +7,9 @@ import ServiceRuntime
 
 /// ingest: the only service that listens to the outside world. It checks the shape of every input,
 /// puts valid events on the `events` stream (202), refuses the rest with problem JSON, and serves the
-/// pipeline's public keys and the OpenAPI document; the admin API and the operators' routes are on a
-/// second listener (`ADMIN_HTTP_HOST:ADMIN_HTTP_PORT`), so the public port exposes none of them.
+/// pipeline's public keys, the OpenAPI document and the ad networks' own routes. `/metrics` and the
+/// detailed `/ready` are on a second listener (`OPERATIONS_HTTP_HOST:OPERATIONS_HTTP_PORT`); the admin
+/// API is another service (`Admin`), so ingest's Redis user can write only events and its own records.
 ///
 /// `ingest --configuration-table` prints the README's configuration table; `ingest --routes` the routes
 /// it serves; `ingest --openapi` its OpenAPI document.
@@ -16,14 +17,14 @@ public enum Ingest {
     public static let help = ServiceHelp(
         name: "ingest",
         summary:
-            "the HTTP API: impressions, conversions, value updates and activity in (202 once in Redis), the JWKS and the OpenAPI document on HTTP_PORT; the admin API, /metrics and the detailed /ready on ADMIN_HTTP_PORT.",
+            "the public HTTP API: impressions, conversions, value updates and activity in (202 once in Redis), the JWKS, the OpenAPI document and the ad networks' own routes on HTTP_PORT; /metrics and the detailed /ready on OPERATIONS_HTTP_PORT.",
         options: [
             .init("--configuration-table", "print the README's configuration table and exit"),
             .init("--routes", "print the routes ingest serves and exit"),
             .init("--openapi", "print the OpenAPI document and exit"),
         ])
 
-    /// The admission service and both listeners, ready to run.
+    /// The admission service, the public listener and the operations listener, ready to run.
     public static func build(_ settings: IngestSettings, service: PipelineService) async throws -> PipelineService.Assembly {
         let queue = publishQueue(service, settings)
         let appKeys = AppKeyOwners(redis: service.connection())
@@ -36,9 +37,6 @@ public enum Ingest {
                 IngestRoutes.addPublic(
                     to: router, catalog: RouteCatalog(), redis: redis, settings: settings, queue: queue, appKeys: appKeys,
                     admission: admission)
-            },
-            adminRoutes: { router, redis in
-                IngestRoutes.addAdmin(to: router, catalog: RouteCatalog(), redis: redis, settings: settings)
             },
             earlyRefusal: admission.earlyRefusal)
     }
@@ -70,10 +68,8 @@ public enum Ingest {
         guard flag == "--routes" else { return nil }
         // Built exactly as the server builds them; the connections are lazy and never used here.
         let catalog = RouteCatalog()
-        let adminCatalog = RouteCatalog()
         let redis = RedisConnection(configuration: RedisConfiguration(), logger: .init(label: "routes"))
-        let settings = IngestSettings(
-            adminToken: "-", maxBodyBytes: 1, keyRotationGrace: 0, destinations: .init(), signingKeyGrace: 0, clock: { 0 })
+        let settings = IngestSettings(maxBodyBytes: 1, signingKeyGrace: 0, clock: { 0 })
         let queue = PublishQueue(
             script: EventPublisher.script, connections: [redis], replicas: 0, waitMilliseconds: 0, oneNode: true)
         let appKeys = AppKeyOwners(redis: redis)
@@ -82,20 +78,19 @@ public enum Ingest {
             admission: Admission(
                 limits: .init(), queue: queue, appKeys: appKeys, lagConnection: nil,
                 partitioning: settings.partitioning, clock: { 0 }, logger: .init(label: "routes")))
-        IngestRoutes.addAdmin(to: Router(), catalog: adminCatalog, redis: redis, settings: settings)
         let front = (catalog.routes + OperationsRoutes.publicRoutes).sorted()
-        let admin = (adminCatalog.routes + OperationsRoutes.routes).sorted().map { $0 + IngestRoutes.adminSuffix }
-        return (front + admin).joined(separator: "\n")
+        let operations = OperationsRoutes.routes.sorted().map { $0 + IngestRoutes.operationsSuffix }
+        return (front + operations).joined(separator: "\n")
     }
 }
 
-/// Every route ingest serves, in one place: the public listener's, and the admin listener's.
+/// Every route of the HTTP API, in one place: ingest's public listener's, and admin's.
 enum IngestRoutes {
-    /// How `ingest --routes` marks a route of the admin listener.
-    static let adminSuffix = " (admin listener)"
+    /// How `ingest --routes` marks a route of its operations listener.
+    static let operationsSuffix = " (operations listener)"
 
     static func addAdmin(
-        to router: Router<BasicRequestContext>, catalog: RouteCatalog, redis: RedisConnection, settings: IngestSettings
+        to router: Router<BasicRequestContext>, catalog: RouteCatalog, redis: RedisConnection, settings: AdminSettings
     ) {
         AdminRoutes(
             redis: redis, adminToken: settings.adminToken, keyRotationGrace: settings.keyRotationGrace,

@@ -3,16 +3,12 @@ import ServiceRuntime
 
 /// What ingest reads besides `PipelineSettings`.
 public struct IngestSettings: Sendable {
-    let adminToken: String
     let maxBodyBytes: Int
     var maxBatchBodyBytes = 4_194_304
     /// Connections events are published over; 0: one per HTTP event loop.
     var connections = 0
     /// When ingest refuses work at once.
     var limits = Admission.Limits()
-    let keyRotationGrace: Milliseconds
-    /// Where postback URLs and copy endpoints may point.
-    let destinations: DestinationPolicy
     let signingKeyGrace: Milliseconds
     /// The deployment's partitions: where each event, idempotency record and dead letter lives.
     let partitioning: Partitioning
@@ -23,15 +19,11 @@ public struct IngestSettings: Sendable {
     public var clock: @Sendable () -> Milliseconds
 
     init(
-        adminToken: String, maxBodyBytes: Int, keyRotationGrace: Milliseconds, destinations: DestinationPolicy,
-        signingKeyGrace: Milliseconds, partitioning: Partitioning = Partitioning(),
+        maxBodyBytes: Int, signingKeyGrace: Milliseconds, partitioning: Partitioning = Partitioning(),
         clock: @escaping @Sendable () -> Milliseconds
     ) {
         self.partitioning = partitioning
-        self.adminToken = adminToken
         self.maxBodyBytes = maxBodyBytes
-        self.keyRotationGrace = keyRotationGrace
-        self.destinations = destinations
         self.signingKeyGrace = signingKeyGrace
         self.clock = clock
     }
@@ -45,7 +37,6 @@ public struct IngestSettings: Sendable {
         durability = EventPublisher.Durability(
             replicas: try environment.value(.ingestWaitReplicas).replicas(cluster: common.cluster),
             timeoutMilliseconds: try environment.value(.ingestWaitTimeoutMilliseconds))
-        adminToken = try environment.secret(.adminToken, orFile: .adminTokenFile)
         maxBodyBytes = try environment.value(.maxBodyBytes)
         maxBatchBodyBytes = try environment.value(.maxBatchBodyBytes)
         connections = try environment.value(.ingestRedisConnections)
@@ -54,10 +45,39 @@ public struct IngestSettings: Sendable {
             queueTarget: .milliseconds(try environment.value(.ingestQueueTargetMilliseconds)),
             maxLag: try environment.value(.ingestMaxEventsLag), callerRate: try environment.value(.ingestCallerRate),
             callerBurst: try environment.value(.ingestCallerBurst))
+        signingKeyGrace = KeySetPublication.grace(try environment.value(.signingKeyGraceHours), policy: policy)
+    }
+}
+
+/// What admin reads besides `PipelineSettings`.
+public struct AdminSettings: Sendable {
+    let adminToken: String
+    let keyRotationGrace: Milliseconds
+    /// Where postback URLs and copy endpoints may point.
+    let destinations: DestinationPolicy
+    /// The deployment's partitions: where erasure and dead-letter replays look.
+    let partitioning: Partitioning
+    /// Rotations and replays: the wall clock unless a test sets its own.
+    public var clock: @Sendable () -> Milliseconds
+
+    init(
+        adminToken: String, keyRotationGrace: Milliseconds = 0, destinations: DestinationPolicy = .init(),
+        partitioning: Partitioning = Partitioning(), clock: @escaping @Sendable () -> Milliseconds
+    ) {
+        self.adminToken = adminToken
+        self.keyRotationGrace = keyRotationGrace
+        self.destinations = destinations
+        self.partitioning = partitioning
+        self.clock = clock
+    }
+
+    public init(_ environment: ServiceEnvironment, _ common: PipelineSettings) throws {
+        adminToken = try environment.secret(.adminToken, orFile: .adminTokenFile)
         keyRotationGrace = KeySetPublication.rotationGrace(try environment.value(.keyRotationGraceHours))
         var destinations = try environment.value(.postbackURLAllowList)
         destinations.publicSuffixes = try PublicSuffixListFile.load(environment)
         self.destinations = destinations
-        signingKeyGrace = KeySetPublication.grace(try environment.value(.signingKeyGraceHours), policy: policy)
+        partitioning = common.partitioning
+        clock = { WallClock.nowMilliseconds() }
     }
 }

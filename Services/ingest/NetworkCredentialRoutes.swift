@@ -4,7 +4,7 @@ import Hummingbird
 import RedisStreams
 import ServiceRuntime
 
-/// An ad network's credentials. The admin listener issues (`POST …/credentials`, shown once),
+/// An ad network's credentials. The admin service issues (`POST …/credentials`, shown once),
 /// lists and revokes them; on the public listener a credential reads its own network's registration
 /// (`GET /v1/ad-networks/{id}`) and refusals (`…/rejections`), and nothing else: an ad network can see
 /// why its impressions were refused without holding `ADMIN_TOKEN`. Several may be live, for rotation.

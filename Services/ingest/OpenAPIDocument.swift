@@ -2,7 +2,7 @@
 /// served at `/openapi.json` and printed by `ingest --openapi`. Tests hold it to the routes ingest
 /// really registers (`ingest --routes`), to every `ProblemReason` (each channel's `reason` enum, in
 /// order) and to the request types it describes member by member; edit the file, and they say what is
-/// stale. Path items ingest serves on its admin listener only name that listener in `servers`.
+/// stale. Path items only the admin service serves name it in `servers`.
 enum OpenAPIDocument {
     /// The document as the file holds it, without its final newline.
     static let json: String = {

@@ -6,7 +6,7 @@ import ServiceRuntime
 
 /// Test postbacks for an ad network's receiver (Apple's developer-settings postbacks, server side): the
 /// network asks with one of its credentials on the public listener, an operator with `ADMIN_TOKEN` on
-/// the admin listener. The request goes on `events` like any event and through every stage; the
+/// the admin service. The request goes on `events` like any event and through every stage; the
 /// scheduler makes its postbacks due at once and the dispatcher signs them with the development key and
 /// sends them to the network's registered URL (copies, retries and dead letters as for any postback).
 /// At most `perMinute` requests a minute per network, counted in Redis so every ingest replica agrees.

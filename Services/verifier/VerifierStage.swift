@@ -8,7 +8,7 @@ import ServiceRuntime
 /// transaction), the devices' recent views (WATCHed, in the partition), the registration and
 /// signature checks, then the replay claims of the impressions that passed them, the model's
 /// `VerifierStep` per event, and one transaction that records views, writes `verified` / `rejected`
-/// and acknowledges. The refusal logs ingest's admin API shows are written right after the commit.
+/// and acknowledges. The refusal logs the admin API shows are written right after the commit.
 ///
 /// Replay markers are keyed by impression id, not device: an impression replayed with another device
 /// id lands in another partition, so the marker cannot join the device's transaction. Each verified

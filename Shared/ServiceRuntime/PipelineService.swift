@@ -141,10 +141,10 @@ public struct PipelineService: Sendable {
     /// the listeners serve (tests drive them in-process).
     public struct Assembly {
         public let group: ServiceGroup
-        /// The public listener's router (a stage's only one).
+        /// The listener's router: with `routes` and, but for ingest, the operations routes.
         public let router: Router<BasicRequestContext>
-        /// ingest's admin listener's router: the admin API, `/metrics` and the detailed `/ready`.
-        public let adminRouter: Router<BasicRequestContext>?
+        /// ingest's operations listener's router: `/metrics`, the detailed `/ready`, `/health`.
+        public let operationsRouter: Router<BasicRequestContext>?
         let logger: Logger
         /// What runs once the group has stopped, and when it failed to run (the dispatcher's late outcomes).
         public var afterwards: @Sendable () async -> Void = {}
@@ -163,21 +163,21 @@ public struct PipelineService: Sendable {
     }
 
     /// The HTTP server (operations routes plus whatever `routes` adds) and `services`, in one group
-    /// that stops on SIGTERM and SIGINT (unless `stopsOnSignals` is false: a test cancels its task). With `adminRoutes` (ingest), a second listener on
-    /// `ADMIN_HTTP_HOST:ADMIN_HTTP_PORT` serves them with `/metrics` and the detailed `/ready`; the
-    /// public one then serves only `routes`, `/health` and a terse `/ready`, and opens after the admin
-    /// listener, so a client that saw it up can use both. `earlyRefusal` answers requests of the public
-    /// listener that it refuses from their head alone, on the connection's event loop
-    /// (`EarlyRefusalHTTP1Channel`). Checks the partition count recorded in Redis first.
+    /// that stops on SIGTERM and SIGINT (unless `stopsOnSignals` is false: a test cancels its task).
+    /// With an operations listener (ingest: `OPERATIONS_HTTP_HOST:OPERATIONS_HTTP_PORT`), that one serves
+    /// `/metrics` and the detailed `/ready`, and the public one only `routes`, `/health` and a terse
+    /// `/ready`, opening after the operations listener, so a client that saw it up can use both.
+    /// `earlyRefusal` answers requests of the public listener that it refuses from their head alone, on
+    /// the connection's event loop (`EarlyRefusalHTTP1Channel`). Checks the partition count recorded in
+    /// Redis first.
     public func assemble(
         services: [any Service],
         routes: @Sendable (Router<BasicRequestContext>, RedisConnection) throws -> Void = { _, _ in },
-        adminRoutes: (@Sendable (Router<BasicRequestContext>, RedisConnection) throws -> Void)? = nil,
         earlyRefusal: EarlyRefusal? = nil, stopsOnSignals: Bool = true
     ) async throws -> Assembly {
         let (host, port) = (settings.http.host, settings.http.port)
         let idle = settings.httpIdleTimeoutMilliseconds
-        let admin = adminRoutes == nil ? nil : settings.admin
+        let separate = settings.operations
         let httpRedis = connection()
         try await PartitionRecord.check(partitioning, on: httpRedis, logger: logger)
         // Each router's routes, recorded once they are all added (405 for a known path, another method).
@@ -213,17 +213,17 @@ public struct PipelineService: Sendable {
             beforeMetrics: { await gauges.refresh() })
         var listeners: [any Service]
         var front = operations
-        if let adminRoutes, let admin {
-            try adminRoutes(operations, httpRedis)
+        if let separate {
             front = router()
             OperationsRoutes.addPublic(to: front, redis: httpRedis)
             try routes(front, httpRedis)
-            let (adminUp, signal) = AsyncStream<Void>.makeStream()
+            let (operationsUp, signal) = AsyncStream<Void>.makeStream()
             listeners = [
-                application(operations, admin.host, admin.port, onRunning: { signal.yield() }),
-                OpensAfter(signal: adminUp, service: application(front, host, port, refusal: earlyRefusal)),
+                application(operations, separate.host, separate.port, onRunning: { signal.yield() }),
+                OpensAfter(signal: operationsUp, service: application(front, host, port, refusal: earlyRefusal)),
             ]
-            logger.info("admin listener", metadata: ["http.host": "\(admin.host)", "http.port": "\(admin.port)"])
+            logger.info(
+                "operations listener", metadata: ["http.host": "\(separate.host)", "http.port": "\(separate.port)"])
         } else {
             try routes(operations, httpRedis)
             listeners = [application(operations, host, port, refusal: earlyRefusal)]
@@ -239,7 +239,8 @@ public struct PipelineService: Sendable {
             configuration: .init(
                 services: services.map { .init(service: $0) } + [.init(service: gauges)] + listeners.map { .init(service: $0) },
                 gracefulShutdownSignals: stopsOnSignals ? [.sigterm, .sigint] : [], logger: logger))
-        return Assembly(group: group, router: front, adminRouter: admin == nil ? nil : operations, logger: logger)
+        return Assembly(
+            group: group, router: front, operationsRouter: separate == nil ? nil : operations, logger: logger)
     }
 }
 

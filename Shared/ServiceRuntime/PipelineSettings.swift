@@ -17,8 +17,9 @@ public struct PipelineSettings: Sendable {
     /// The deployment's partitions (`PARTITIONS`).
     public var partitioning: Partitioning
     public var http: Listener
-    /// ingest's admin listener; nil for the other services.
-    public var admin: Listener?
+    /// ingest's operations listener (`/metrics`, the detailed `/ready`); nil for the other services,
+    /// which serve those on `http`.
+    public var operations: Listener?
     public var httpIdleTimeoutMilliseconds: Milliseconds
     /// The stages' consumer-group settings; nil for ingest.
     public var worker: Worker?
@@ -76,13 +77,15 @@ public struct PipelineSettings: Sendable {
         partitioning = try environment.value(.partitions)
         http = Listener(host: try environment.value(.httpHost), port: try environment.value(.httpPort).port(for: name))
         httpIdleTimeoutMilliseconds = try environment.value(.httpIdleTimeoutMilliseconds)
-        if ConfigurationKey.Typed<HTTPPort>.adminHTTPPort.key.services.contains(name) {
-            let admin = Listener(
-                host: try environment.value(.adminHTTPHost), port: try environment.value(.adminHTTPPort).port(for: name))
-            if admin.port == http.port, admin.port != 0 {
-                throw ConfigurationError(key: "ADMIN_HTTP_PORT", problem: "must differ from HTTP_PORT (both \(admin.port))")
+        if ConfigurationKey.Typed<HTTPPort>.operationsHTTPPort.key.services.contains(name) {
+            let operations = Listener(
+                host: try environment.value(.operationsHTTPHost),
+                port: try environment.value(.operationsHTTPPort).port(for: name))
+            if operations.port == http.port, operations.port != 0 {
+                throw ConfigurationError(
+                    key: "OPERATIONS_HTTP_PORT", problem: "must differ from HTTP_PORT (both \(operations.port))")
             }
-            self.admin = admin
+            self.operations = operations
         }
         if ConfigurationKey.workers.contains(name) {
             // Retention runs on the wall clock (not scaled); zero keeps entries forever.

@@ -28,7 +28,7 @@ struct ComposeFileTests {
         try #require(try compose(file)["services"] as? [String: [String: Any]])
     }
 
-    static let pipelineServices = ["ingest", "verifier", "attribution-winner", "scheduler", "dispatcher"]
+    static let pipelineServices = ["ingest", "admin", "verifier", "attribution-winner", "scheduler", "dispatcher"]
     /// `redis` is the first node of the cluster profile's cluster.
     static let clusterNodes = (2...6).map { "redis-node-\($0)" }
     /// Services from third-party images, not built here.
@@ -49,8 +49,8 @@ struct ComposeFileTests {
         let services = try Self.services()
         for name in Self.pipelineServices {
             let environment = services[name]?["environment"] as? [String: Any] ?? [:]
-            // Workers inherit HTTP_PORT 9090 from the shared block; ingest's /metrics is on its admin listener.
-            let port = Int("\(environment["ADMIN_HTTP_PORT"] ?? environment["HTTP_PORT"] ?? "9090")") ?? 9090
+            // Workers inherit HTTP_PORT 9090 from the shared block; ingest's /metrics is on its operations listener.
+            let port = Int("\(environment["OPERATIONS_HTTP_PORT"] ?? environment["HTTP_PORT"] ?? "9090")") ?? 9090
             #expect(targets[name] == port, "\(name) is scraped at \(port)")
         }
         let prometheus = try #require(services["prometheus"])
@@ -164,13 +164,15 @@ struct ComposeFileTests {
     @Test func healthChecksAskReady() throws {
         for (name, service) in try Self.services() where Self.pipelineServices.contains(name) {
             let test = (service["healthcheck"] as? [String: Any])?["test"] as? [String] ?? []
-            let port = name == "ingest" ? 8080 : 9090
+            let port = ["ingest": 8080, "admin": 8081][name] ?? 9090
             #expect(test.last == "http://127.0.0.1:\(port)/ready", "\(name): \(test)")
         }
     }
 
     @Test func workersAreScalableAndStopGracefully() throws {
-        for (name, service) in try Self.services() where Self.pipelineServices.contains(name) && name != "ingest" {
+        // ingest and admin publish their ports; the workers scale.
+        for (name, service) in try Self.services()
+        where Self.pipelineServices.contains(name) && !["ingest", "admin"].contains(name) {
             // A fixed container name or host port would make `--scale` fail.
             #expect(service["container_name"] == nil, "\(name) must not fix its container name")
             #expect(service["ports"] == nil, "\(name) must not publish a host port")
@@ -205,7 +207,7 @@ struct ComposeFileTests {
             #expect(environment["REDIS_PASSWORD_FILE"] as? String == "/run/secrets/redis-password", "\(name)")
             #expect(service["user"] as? String == name, "\(name) runs as its own system user")
             #expect(RedisRights.services.contains(name), "\(name) has rights in RedisRights")
-            #expect(initScript.contains("for service in ingest verifier attribution-winner scheduler dispatcher; do"))
+            #expect(initScript.contains("for service in ingest admin verifier attribution-winner scheduler dispatcher; do"))
         }
         // Each container mounts its own secrets only (init, which makes them, mounts them all).
         for file in ["compose.yaml", "compose.test.yaml"] {
@@ -220,7 +222,7 @@ struct ComposeFileTests {
         }
         #expect(
             try Self.read("Dockerfile").contains(
-                "for user in pipeline ingest verifier attribution-winner scheduler dispatcher receiver pipeline-operator"))
+                "for user in pipeline ingest verifier attribution-winner scheduler dispatcher receiver pipeline-operator admin"))
     }
 
     /// Profile `cluster`: `redis` and five more nodes, cluster-enabled with REDIS_CLUSTER, a job that makes

@@ -2,9 +2,9 @@ import AttributionModel
 import Foundation
 import Testing
 
-/// The OpenAPI document ingest serves lists exactly the routes ingest registers, and exactly the
-/// reason codes of `ProblemReason`.
-@Suite("OpenAPI document ↔ ingest's routes")
+/// The OpenAPI document ingest serves lists exactly the routes ingest and admin register, and exactly
+/// the reason codes of `ProblemReason`.
+@Suite("OpenAPI document ↔ ingest's and admin's routes")
 struct OpenAPIDocumentTests {
     static func binary(_ name: String) -> URL {
         if let path = ProcessInfo.processInfo.environment["PIPELINE_BIN_DIR"] {
@@ -13,9 +13,9 @@ struct OpenAPIDocumentTests {
         return ComposeFileTests.root.appendingPathComponent(".build/debug/\(name)")
     }
 
-    static func run(_ arguments: [String]) throws -> String {
+    static func run(_ arguments: [String], _ service: String = "ingest") throws -> String {
         let process = Process()
-        process.executableURL = binary("ingest")
+        process.executableURL = binary(service)
         process.arguments = arguments
         let pipe = Pipe()
         process.standardOutput = pipe
@@ -27,9 +27,13 @@ struct OpenAPIDocumentTests {
 
     @Test func everyRouteIsDocumentedAndEveryDocumentedRouteExists() throws {
         let lines = try Self.run(["--routes"]).split(separator: "\n").map(String.init)
-        let suffix = " (admin listener)"
-        let served = Set(lines.map { $0.hasSuffix(suffix) ? String($0.dropLast(suffix.count)) : $0 })
-        #expect(served.count > 10, "ingest --routes lists its routes (is ingest built?)")
+        let suffix = " (operations listener)"
+        let ingest = Set(lines.filter { !$0.hasSuffix(suffix) })
+        let operations = Set(lines.filter { $0.hasSuffix(suffix) }.map { String($0.dropLast(suffix.count)) })
+        let admin = Set(try Self.run(["--routes"], "admin").split(separator: "\n").map(String.init))
+        let served = ingest.union(operations).union(admin)
+        #expect(ingest.count > 10 && admin.count > 10, "ingest and admin --routes list their routes (are they built?)")
+        #expect(operations == ["GET /metrics", "GET /ready", "GET /health", "HEAD /health"])
         let document = try #require(
             try JSONSerialization.jsonObject(with: Data(try Self.run(["--openapi"]).utf8)) as? [String: Any])
         #expect(document["openapi"] as? String == "3.1.0")
@@ -42,22 +46,25 @@ struct OpenAPIDocumentTests {
         #expect(served.subtracting(documented).isEmpty, "served but not documented: \(served.subtracting(documented).sorted())")
         #expect(documented.subtracting(served).isEmpty, "documented but not served: \(documented.subtracting(served).sorted())")
 
-        // The admin listener's routes are exactly the path items whose `servers` name it (plus /health and
-        // /ready, served by both listeners), and no route is on the admin listener alone by accident.
-        let adminOnly = Set(lines.filter { $0.hasSuffix(suffix) }.map { String($0.dropLast(suffix.count)) })
-            .subtracting(lines.filter { !$0.hasSuffix(suffix) })
-        var onAdminServer = Set<String>()
-        for (path, item) in paths {
-            let servers = item["servers"] as? [[String: Any]] ?? []
-            guard servers.contains(where: { ($0["description"] as? String)?.hasPrefix("the admin listener") == true }) else {
-                continue
+        // The routes ingest's public listener does not serve are exactly the path items whose `servers`
+        // name the admin service (plus /health and /ready, served by every listener), and only the admin
+        // API and /metrics are elsewhere; /metrics also names ingest's operations listener.
+        let adminOnly = admin.subtracting(ingest)
+        func onServer(_ prefix: String) -> Set<String> {
+            var found = Set<String>()
+            for (path, item) in paths {
+                let servers = item["servers"] as? [[String: Any]] ?? []
+                guard servers.contains(where: { ($0["description"] as? String)?.hasPrefix(prefix) == true }) else { continue }
+                for method in item.keys where methods.contains(method) { found.insert("\(method.uppercased()) \(path)") }
             }
-            for method in item.keys where methods.contains(method) { onAdminServer.insert("\(method.uppercased()) \(path)") }
+            return found
         }
+        let onAdminServer = onServer("the admin service")
         #expect(
             adminOnly == onAdminServer,
             "admin-only routes ↔ documented admin servers: \(adminOnly.symmetricDifference(onAdminServer).sorted())")
         #expect(adminOnly.contains("GET /metrics") && adminOnly.allSatisfy { $0.contains("/v1/admin/") || $0 == "GET /metrics" })
+        #expect(onServer("ingest's operations listener") == operations.subtracting(ingest))
     }
 
     @Test func everyReferenceResolves() throws {

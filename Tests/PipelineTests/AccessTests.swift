@@ -7,8 +7,9 @@ import TestSupport
 import Testing
 
 extension PipelineSuites {
-    /// Who can reach what (issue 18, finding 7), against a real ingest: the admin API and `/metrics` only
-    /// on the admin listener; ad networks' read-only credentials; deleting networks and apps.
+    /// Who can reach what, against a real ingest and admin: the admin API only on admin, `/metrics` on
+    /// admin and on ingest's operations listener, never on the public port; ad networks' read-only
+    /// credentials; deleting networks and apps.
     @Suite("Access: listeners, network credentials, deletion")
     struct AccessTests {
         let http = HTTPTestClient()
@@ -52,8 +53,14 @@ extension PipelineSuites {
             #expect(
                 try await http.send("GET", "\(ingest.adminURL)/v1/admin/dead-letters", token: ingest.adminToken).status == 200)
             #expect(try await http.send("GET", "\(ingest.adminURL)/v1/admin/dead-letters").status == 401)
-            let metrics = try await http.send("GET", "\(ingest.adminURL)/metrics")
-            #expect(metrics.status == 200 && String(decoding: metrics.body, as: UTF8.self).contains("# TYPE"))
+            for url in [ingest.adminURL, ingest.operationsURL] {
+                let metrics = try await http.send("GET", "\(url)/metrics")
+                #expect(metrics.status == 200 && String(decoding: metrics.body, as: UTF8.self).contains("# TYPE"))
+            }
+            // ingest's operations listener serves no admin route either.
+            #expect(
+                try await http.send("GET", "\(ingest.operationsURL)/v1/admin/dead-letters", token: ingest.adminToken).status
+                    == 404)
             #expect(try await http.send("GET", "\(ingest.ingestURL)/.well-known/jwks.json").status == 200)
             // Load balancers may check liveness with HEAD, on either listener.
             #expect(try await http.send("HEAD", "\(ingest.ingestURL)/health").status == 200)
@@ -64,8 +71,13 @@ extension PipelineSuites {
             let front = try await http.send("GET", "\(ingest.ingestURL)/ready")
             #expect(front.status == 503 && front.json["reason"] as? String == "redis-unreachable")
             #expect(front.json["detail"] as? String == "Redis does not answer", "no addresses or error text: \(front.json)")
-            let admin = try await http.send("GET", "\(ingest.adminURL)/ready")
-            #expect(admin.status == 503 && (admin.json["detail"] as? String ?? "").contains("127.0.0.1"), "\(admin.json)")
+            // admin's and ingest's operations listener's /ready carry Redis's error text.
+            for url in [ingest.adminURL, ingest.operationsURL] {
+                let detailed = try await http.send("GET", "\(url)/ready")
+                let detail = detailed.json["detail"] as? String ?? ""
+                #expect(
+                    detailed.status == 503 && detail.contains("redis") && detail != "Redis does not answer", "\(detailed.json)")
+            }
         }
 
         /// A network's credential reads its own registration and refusals on the public port, and nothing

@@ -8,14 +8,16 @@ import Testing
 /// keys, and bad configuration prints one clear line and exits 2, never a crash backtrace.
 @Suite("Service command lines")
 struct CommandLineTests {
-    static let services = ["ingest", "verifier", "attribution-winner", "scheduler", "dispatcher"]
+    static let services = ["ingest", "admin", "verifier", "attribution-winner", "scheduler", "dispatcher"]
 
     static func run(_ service: String, _ arguments: [String] = [], environment: [String] = []) throws -> ChildProcess.Result {
         let binary = PipelineProcesses.binaryDirectory().appendingPathComponent(service).path
-        // Nothing may reach a Redis: the port is one nobody listens on.
+        // Nothing may reach a Redis: the port is one nobody listens on. A case that starts the service
+        // instead of stopping it ends after 60 s (status 124), not never.
         return try ChildProcess.run(
-            URL(fileURLWithPath: "/usr/bin/env"),
-            arguments: ["REDIS_URL=redis://127.0.0.1:1/0", "HTTP_PORT=0"] + environment + [binary] + arguments)
+            URL(fileURLWithPath: "/usr/bin/timeout"),
+            arguments: ["60", "/usr/bin/env", "REDIS_URL=redis://127.0.0.1:1/0", "HTTP_PORT=0"] + environment + [binary]
+                + arguments)
     }
 
     @Test(arguments: services)
@@ -53,12 +55,14 @@ struct CommandLineTests {
     }
 
     @Test func eachServiceListsItsOwnKeys() throws {
-        let ingest = String(decoding: try Self.run("ingest", ["--help"]).stdout, as: UTF8.self)
+        let admin = String(decoding: try Self.run("admin", ["--help"]).stdout, as: UTF8.self)
         #expect(
-            ingest.contains(
+            admin.contains(
                 "ADMIN_TOKEN (secret; default none: required unless ADMIN_TOKEN_FILE; allowed at least 32 characters)")
-                && ingest.contains("ADMIN_TOKEN_FILE (path;") && ingest.contains("--openapi"))
-        #expect(!ingest.contains("BATCH_SIZE"))
+                && admin.contains("ADMIN_TOKEN_FILE (path;") && admin.contains("--routes"))
+        let ingest = String(decoding: try Self.run("ingest", ["--help"]).stdout, as: UTF8.self)
+        #expect(ingest.contains("OPERATIONS_HTTP_PORT") && ingest.contains("--openapi"))
+        #expect(!ingest.contains("BATCH_SIZE") && !ingest.contains("ADMIN_TOKEN"), "ingest holds no admin token")
         let scheduler = String(decoding: try Self.run("scheduler", ["--help"]).stdout, as: UTF8.self)
         #expect(scheduler.contains("CROWD_TIER_THRESHOLDS") && scheduler.contains("BATCH_SIZE"))
         #expect(!scheduler.contains("ADMIN_TOKEN"))
@@ -68,13 +72,14 @@ struct CommandLineTests {
     static let shortList = ScenarioFiles.repositoryRoot.appendingPathComponent("Tests/Fixtures/three-suffixes.dat").path
 
     static let badConfigurations: [(service: String, setting: String, line: String)] = [
-        ("ingest", "ADMIN_TOKEN=", "configuration ADMIN_TOKEN: is required (or ADMIN_TOKEN_FILE)"),
-        ("ingest", "ADMIN_TOKEN=guessable", "configuration ADMIN_TOKEN: must be at least 32 characters, got 9"),
-        // The admin API never shares the public port.
+        ("admin", "ADMIN_TOKEN=", "configuration ADMIN_TOKEN: is required (or ADMIN_TOKEN_FILE)"),
+        ("admin", "ADMIN_TOKEN=guessable", "configuration ADMIN_TOKEN: must be at least 32 characters, got 9"),
+        // /metrics and the detailed /ready never share the public port.
         (
-            "ingest", "ADMIN_TOKEN=\(String(repeating: "t", count: 32)) HTTP_PORT=8090 ADMIN_HTTP_PORT=8090",
-            "configuration ADMIN_HTTP_PORT: must differ from HTTP_PORT (both 8090)"
+            "ingest", "HTTP_PORT=8090 OPERATIONS_HTTP_PORT=8090",
+            "configuration OPERATIONS_HTTP_PORT: must differ from HTTP_PORT (both 8090)"
         ),
+        ("ingest", "INGEST_WAIT_TIMEOUT_MS=0", "configuration INGEST_WAIT_TIMEOUT_MS: must be an integer in 1...60000, got 0"),
         ("verifier", "REDIS_PASSWORD_FILE=/nonexistent", "configuration REDIS_PASSWORD_FILE: cannot read /nonexistent"),
         ("verifier", "BATCH_SIZE=abc", "configuration BATCH_SIZE: must be an integer in 1...10000, got abc"),
         (
@@ -120,7 +125,7 @@ struct CommandLineTests {
                 + "https://publicsuffix.org/list/public_suffix_list.dat and set PUBLIC_SUFFIX_LIST to it)"
         ),
         (
-            "ingest", "ADMIN_TOKEN=\(String(repeating: "t", count: 32)) PUBLIC_SUFFIX_LIST=\(shortList)",
+            "admin", "ADMIN_TOKEN=\(String(repeating: "t", count: 32)) PUBLIC_SUFFIX_LIST=\(shortList)",
             "configuration PUBLIC_SUFFIX_LIST: \(shortList) holds 3 rules, not the Public Suffix List (about 10 000)"
         ),
     ]

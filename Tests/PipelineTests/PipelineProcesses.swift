@@ -5,13 +5,15 @@ import ServiceRuntime
 import Synchronization
 import TestSupport
 
-/// The five services and the reference receiver as real child processes on free loopback ports,
+/// The six services and the reference receiver as real child processes on free loopback ports,
 /// each logging to its own file (printed when a test fails to find what it waited for).
 final class PipelineProcesses: Sendable {
     let directory: URL
     let ingestURL: String
-    /// Ingest's admin listener: the admin API and its /metrics.
+    /// The admin service: the admin API, its /metrics and detailed /ready.
     let adminURL: String
+    /// ingest's operations listener: its /metrics and detailed /ready.
+    let operationsURL: String
     let receiverURL: String
     let adminToken = "test-admin-token-of-at-least-32-characters"
     let postbackFile: URL
@@ -42,7 +44,7 @@ final class PipelineProcesses: Sendable {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("pipeline-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         binaries = Self.binaryDirectory()
-        for name in ["ingest", "verifier", "attribution-winner", "scheduler", "dispatcher", "attribution"] {
+        for name in ["ingest", "admin", "verifier", "attribution-winner", "scheduler", "dispatcher", "attribution"] {
             guard FileManager.default.isExecutableFile(atPath: binaries.appendingPathComponent(name).path) else {
                 throw TestSupportError("\(name) is not built in \(binaries.path): run `swift build` first (scripts/test.sh does)")
             }
@@ -50,8 +52,10 @@ final class PipelineProcesses: Sendable {
         let ingestPort = try freeLoopbackPort()
         let receiverPort = try freeLoopbackPort()
         let adminPort = try freeLoopbackPort()
+        let operationsPort = try freeLoopbackPort()
         ingestURL = "http://127.0.0.1:\(ingestPort)"
         adminURL = "http://127.0.0.1:\(adminPort)"
+        operationsURL = "http://127.0.0.1:\(operationsPort)"
         receiverURL = "http://127.0.0.1:\(receiverPort)"
         postbackFile = directory.appendingPathComponent("postbacks.jsonl")
         var environment = [
@@ -75,17 +79,25 @@ final class PipelineProcesses: Sendable {
         } else {
             credentials = [:]
         }
+        // The HTTP API: ingest and the admin service, always together; admin listening before this
+        // returns, so that a test that saw ingest up can register at once.
+        func startHTTPAPI() throws {
+            try start("admin", port: adminPort, ["ADMIN_TOKEN": adminToken])
+            try start("ingest", port: ingestPort, ["OPERATIONS_HTTP_PORT": String(operationsPort)])
+            let deadline = ContinuousClock.now + .seconds(30)
+            while !loopbackPortAccepts(adminPort), ContinuousClock.now < deadline { usleep(20_000) }
+        }
         if let only {
             for name in only.sorted() {
                 if name == "ingest" {
-                    try start("ingest", port: ingestPort, ["ADMIN_TOKEN": adminToken, "ADMIN_HTTP_PORT": String(adminPort)])
+                    try startHTTPAPI()
                 } else {
                     try start(name, port: try freeLoopbackPort())
                 }
             }
             return
         }
-        try start("ingest", port: ingestPort, ["ADMIN_TOKEN": adminToken, "ADMIN_HTTP_PORT": String(adminPort)])
+        try startHTTPAPI()
         for worker in ["verifier", "attribution-winner", "scheduler"] { try start(worker, port: try freeLoopbackPort()) }
         try startDispatcher()
         try start(

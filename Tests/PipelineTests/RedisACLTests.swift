@@ -23,7 +23,17 @@ import Testing
         .init(user: "attribution-winner", command: ["LPUSH", "verifier:rejections:app:1", "x"], allowed: true),
         .init(user: "scheduler", command: ["XLEN", "events:{p00}"], allowed: true),
         .init(user: "dispatcher", command: ["HSET", "registry:{registry}:jwks", "kid", "x"], allowed: true),
-        .init(user: "ingest", command: ["HSET", "registry:{registry}:app-keys", "h", "1"], allowed: true),
+        .init(user: "admin", command: ["HSET", "registry:{registry}:app-keys", "h", "1"], allowed: true),
+        .init(user: "admin", command: ["DEL", "winner:device:{p00}:1:d"], allowed: true),
+        .init(user: "ingest", command: ["XADD", "events:{p00}", "*", "e", "x"], allowed: true),
+        .init(user: "ingest", command: ["SET", "ingest:idempotency:{p00}:d:r:c:k", "x"], allowed: true),
+        .init(user: "ingest", command: ["HGET", "registry:{registry}:app-keys", "h"], allowed: true),
+        .init(user: "ingest", command: ["LRANGE", "verifier:rejections:network:n", "0", "-1"], allowed: true),
+        // The internet-facing service writes no registration, key, device state or other stage's stream.
+        .init(user: "ingest", command: ["HSET", "registry:{registry}:ad-networks", "n", "x"], allowed: false),
+        .init(user: "ingest", command: ["HSET", "registry:{registry}:app-keys", "h", "1"], allowed: false),
+        .init(user: "ingest", command: ["XADD", "postbacks:{p00}", "*", "e", "x"], allowed: false),
+        .init(user: "ingest", command: ["GET", "winner:device:{p00}:1:d"], allowed: false),
         // Outside them: another stage's keys, the registry's writes, device state, administration.
         .init(user: "verifier", command: ["HSET", "registry:{registry}:ad-networks", "n", "x"], allowed: false),
         .init(user: "verifier", command: ["GET", "winner:device:{p00}:1:d"], allowed: false),

@@ -14,8 +14,9 @@ import TestSupport
 import Testing
 import VerifierService
 
-/// The five services built in-process by their `build`, on a real redis-server: requests through
-/// ingest's routers in-process, the stages' groups in tasks, postbacks to a receiver in the test.
+/// The six services built in-process by their `build`, on a real redis-server: requests through
+/// ingest's and admin's routers in-process, the stages' groups in tasks, postbacks to a receiver in the
+/// test.
 @Suite("Services in-process")
 struct InProcessPipelineTests {
     static let network = "in-process.adattributionkit"
@@ -52,23 +53,29 @@ struct InProcessPipelineTests {
             #"{"device-identifier": "\#(device)", "impression": "\#(jws)", "interaction": {"type": "click", "loaded-at": \#(time), "time": \#(time + 1)}}"#
     }
 
-    /// ingest's routers in-process: the admin API only on the admin router, an impression from a
-    /// registered network acknowledged and on `events`, a malformed one refused with its reason and
-    /// nothing written.
+    /// ingest's and admin's routers in-process: the admin API only on admin's, `/metrics` only on
+    /// ingest's operations router, an impression from a registered network acknowledged and on
+    /// `events`, a malformed one refused with its reason and nothing written.
     @Test func ingestRoutesInProcess() async throws {
         let redis = try await RedisServer.start()
         defer { redis.stop() }
         let services = InProcessServices(redis: redis)
         let ingest = try services.service("ingest")
         let assembly = try await Ingest.build(try IngestSettings(services.environment, ingest.settings), service: ingest)
-        let admin = try #require(assembly.adminRouter)
+        let adminService = try services.service("admin")
+        let admin = try await Admin.build(try AdminSettings(services.environment, adminService.settings), service: adminService)
+        let operations = try #require(assembly.operationsRouter)
         let key = P256.Signing.PrivateKey()
         let connection = redis.connect()
-        try await running([assembly]) {
-            _ = try await Self.register(admin: admin, key: key, postbackURL: "https://example.com/postbacks")
-            let onPublic = try await send(
-                assembly.router, .put, "/v1/admin/advertised-apps/9", json: "{}", token: InProcessServices.adminToken)
-            #expect(onPublic.status == .notFound, "the public router serves no admin route")
+        try await running([assembly, admin]) {
+            _ = try await Self.register(admin: admin.router, key: key, postbackURL: "https://example.com/postbacks")
+            for router in [assembly.router, operations] {
+                let elsewhere = try await send(
+                    router, .put, "/v1/admin/advertised-apps/9", json: "{}", token: InProcessServices.adminToken)
+                #expect(elsewhere.status == .notFound, "only admin serves the admin API")
+            }
+            #expect(try await send(assembly.router, .get, "/metrics").status == .notFound)
+            #expect(try await send(operations, .get, "/metrics").status == .ok)
 
             let accepted = try await send(
                 assembly.router, .post, "/v1/impressions", json: try Self.impression(key, device: "d-1", at: Self.now()))
@@ -93,6 +100,9 @@ struct InProcessPipelineTests {
         let ingest = try services.service("ingest")
         let ingestAssembly = try await Ingest.build(
             try IngestSettings(services.environment, ingest.settings), service: ingest)
+        let adminService = try services.service("admin")
+        let adminAssembly = try await Admin.build(
+            try AdminSettings(services.environment, adminService.settings), service: adminService)
         let verifier = try services.service("verifier")
         let winner = try services.service("attribution-winner")
         let scheduler = try services.service("scheduler")
@@ -106,9 +116,9 @@ struct InProcessPipelineTests {
                 try Dispatcher.Settings(services.environment, dispatcher.settings), service: dispatcher),
         ]
         let key = P256.Signing.PrivateKey()
-        let admin = try #require(ingestAssembly.adminRouter)
-        try await running([ingestAssembly] + stages) {
-            let appKey = try await Self.register(admin: admin, key: key, postbackURL: "\(receiver.url)/postbacks")
+        try await running([ingestAssembly, adminAssembly] + stages) {
+            let appKey = try await Self.register(
+                admin: adminAssembly.router, key: key, postbackURL: "\(receiver.url)/postbacks")
             let device = "device-\(UUID().uuidString)"
             let clicked = try await send(
                 ingestAssembly.router, .post, "/v1/impressions",

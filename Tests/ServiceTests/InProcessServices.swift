@@ -20,7 +20,7 @@ struct InProcessServices {
         self.redis = redis
         values = [
             "REDIS_URL": redis.url, "TIME_SCALE": String(timeScale), "LOG_LEVEL": "error", "HTTP_HOST": "127.0.0.1",
-            "HTTP_PORT": "0", "ADMIN_HTTP_PORT": "0", "ADMIN_TOKEN": Self.adminToken, "CONSUMER_NAME": "in-process",
+            "HTTP_PORT": "0", "OPERATIONS_HTTP_PORT": "0", "ADMIN_TOKEN": Self.adminToken, "CONSUMER_NAME": "in-process",
             "CLAIM_IDLE_MS": "1000", "CONVERSION_SETTLE_MS": "250", "WINDOW_CLOSE_GRACE_MS": "400",
             "POSTBACK_URL_ALLOWLIST": "127.0.0.1", "DEVELOPMENT_MODE": "true", "INGEST_QUEUE_TARGET_MS": "500",
         ].merging(extra) { $1 }

@@ -65,3 +65,23 @@ private func bindLoopback(port: Int) throws -> Int {
     guard named == 0 else { throw TestSupportError("getsockname() failed: errno \(errno)") }
     return Int(UInt16(bigEndian: address.sin_port))
 }
+
+/// Whether a server accepts TCP connections on 127.0.0.1:`port` right now (connects, then closes).
+public func loopbackPortAccepts(_ port: Int) -> Bool {
+    #if canImport(Glibc)
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    #else
+        let descriptor = socket(AF_INET, SOCK_STREAM, 0)
+    #endif
+    guard descriptor >= 0 else { return false }
+    defer { close(descriptor) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = UInt16(port).bigEndian
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    return withUnsafePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+        }
+    }
+}

@@ -7,7 +7,7 @@
 #   the signing keys           -> dispatcher          (signing-key.pem, development-signing-key.pem)
 #   each service's Redis user  -> that service        (redis-password)
 #   the ACL file, replication  -> redis (uid 999)     (users.acl, replication.conf, operator.password)
-#   the admin token            -> ingest, pipeline-operator  (admin-token)
+#   the admin token            -> admin, pipeline-operator  (admin-token)
 #   the operator's Redis user  -> pipeline-operator   (redis-password)
 #
 # ADMIN_TOKEN, when set (at least 32 characters), replaces the admin token; otherwise one is made once.
@@ -63,15 +63,15 @@ give "$redis" "$master/redis/replication.conf" /secrets/redis/replication.conf
 give "$redis" "$master/redis/operator.password" /secrets/redis/operator.password
 own "$redis" /secrets/redis
 
-for service in ingest verifier attribution-winner scheduler dispatcher; do
+for service in ingest admin verifier attribution-winner scheduler dispatcher; do
     give "$service" "$master/redis/$service.password" "/secrets/$service/redis-password"
 done
 give pipeline-operator "$master/redis/operator.password" /secrets/operator/redis-password
-give ingest "$master/admin-token" /secrets/ingest/admin-token
+give admin "$master/admin-token" /secrets/admin/admin-token
 give pipeline-operator "$master/admin-token" /secrets/operator/admin-token
 give dispatcher "$master/keys/pipeline.private.pem" /secrets/dispatcher/signing-key.pem
 give dispatcher "$master/keys/pipeline-development.private.pem" /secrets/dispatcher/development-signing-key.pem
-for service in ingest verifier attribution-winner scheduler dispatcher; do
+for service in ingest admin verifier attribution-winner scheduler dispatcher; do
     own "$service" "/secrets/$service"
 done
 own pipeline-operator /secrets/operator

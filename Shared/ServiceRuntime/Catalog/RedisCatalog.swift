@@ -102,7 +102,7 @@ public enum DelayedQueues {
     public static let all = [settlingConversions, windowTimers] + heldPostbacks + [deliveryRetries]
 }
 
-/// Registry keys: written by ingest's admin API (their owner), read by the verifier and dispatcher
+/// Registry keys: written by the admin service (their owner), read by the verifier and dispatcher
 /// outside their stage transactions. All under one hash tag, so the admin API's transactions over
 /// several of them stay in one slot.
 public enum RegistryKeys {

@@ -14,11 +14,13 @@ public enum RedisRights {
         "dispatcher:dead:*", "dispatcher:circuits",
     ]
 
-    /// The keys each service writes (and reads). ingest writes everywhere: the admin API owns the
+    /// The keys each service writes (and reads). admin writes everywhere: the admin API owns the
     /// registry, device erasure deletes a device's keys and stream entries in every stage, and the
-    /// dead-letter routes replay deliveries into `postbacks`.
+    /// dead-letter routes replay deliveries into `postbacks`. ingest, the service that faces the
+    /// internet, writes only events and its own records (idempotency, the test-postback rate).
     static let writes: [String: [String]] = [
-        "ingest": ["*"],
+        "ingest": ["events:*", "ingest:*"],
+        "admin": ["*"],
         "verifier": ["events:*", "verified:*", "rejected:*", "verifier:*"],
         // The app's refusal list is the verifier's key, appended to for conversions it does not attribute.
         "attribution-winner": [
@@ -29,6 +31,9 @@ public enum RedisRights {
             "postbacks:*", "dispatcher:*", "deliveries:dead:*", "registry:{registry}:jwks", "registry:{registry}:jwks:seen",
         ],
     ]
+
+    /// Keys a service reads besides `readByAll`: ingest serves an ad network its own refusals.
+    static let alsoReads: [String: [String]] = ["ingest": ["verifier:rejections:*"]]
 
     /// Data commands only: no administration (`CONFIG`, `ACL`, `DEBUG`, `SHUTDOWN`), no `KEYS`,
     /// `FLUSHALL` or other `@dangerous` commands, no pub/sub; cluster routing reads the slot map, and
@@ -42,7 +47,7 @@ public enum RedisRights {
     public static func rules(for service: String) -> [String] {
         let written = writes[service] ?? []
         let keys = written.map { "~\($0)" } + (written.contains("*") ? [] : ["~registry:{registry}:partitions"])
-        let reads = written.contains("*") ? [] : readByAll.map { "%R~\($0)" }
+        let reads = written.contains("*") ? [] : (readByAll + (alsoReads[service] ?? [])).map { "%R~\($0)" }
         return ["resetchannels"] + keys + reads + commands
     }
 

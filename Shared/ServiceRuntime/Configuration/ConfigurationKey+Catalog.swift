@@ -8,7 +8,7 @@ extension ConfigurationKey {
     /// The catalog, in the order the README lists it.
     public static let all: [ConfigurationKey] = [
         row(.redisURL), row(.redisPasswordFile), row(.redisCluster), row(.partitions), row(.timeScale), row(.logLevel),
-        row(.httpHost), row(.httpPort), row(.adminHTTPHost), row(.adminHTTPPort),
+        row(.httpHost), row(.httpPort), row(.operationsHTTPHost), row(.operationsHTTPPort),
         row(.httpIdleTimeoutMilliseconds),
         row(.consumerName), row(.consumers), row(.batchSize), row(.claimIdleMilliseconds), row(.maxAttempts),
         row(.streamRetentionHours),

@@ -6,7 +6,7 @@ import RedisStreams
 // The keys every service reads, and the ones every worker reads.
 
 extension ConfigurationKey {
-    static let allServices = ["ingest", "verifier", "attribution-winner", "scheduler", "dispatcher"]
+    static let allServices = ["ingest", "admin", "verifier", "attribution-winner", "scheduler", "dispatcher"]
     static let workers = ["verifier", "attribution-winner", "scheduler", "dispatcher"]
 }
 
@@ -65,13 +65,14 @@ extension ConfigurationKey.Typed where Value == String {
     public static var httpHost: Self {
         .text(
             "HTTP_HOST", type: "address", default: "127.0.0.1", services: ConfigurationKey.allServices,
-            "Address the HTTP server binds (ingest's public API; the workers' /health, /ready and /metrics).")
+            "Address the HTTP server binds (ingest's public API; the admin API; the workers' /health, /ready and /metrics). Keep admin's off the network the public API faces."
+        )
     }
 
-    public static var adminHTTPHost: Self {
+    public static var operationsHTTPHost: Self {
         .text(
-            "ADMIN_HTTP_HOST", type: "address", default: "127.0.0.1", services: ["ingest"],
-            "Address ingest's admin listener binds: the admin API, `/metrics` and `/ready` with its details. Keep it off the network the public API faces."
+            "OPERATIONS_HTTP_HOST", type: "address", default: "127.0.0.1", services: ["ingest"],
+            "Address ingest's operations listener binds: `/metrics` and `/ready` with its details. Keep it off the network the public API faces."
         )
     }
 
@@ -89,7 +90,8 @@ extension ConfigurationKey.Typed where Value == HTTPPort {
         let ports = 0...65_535
         let unset = HTTPPort(configured: nil)
         return Self(
-            "HTTP_PORT", type: "port", default: ("\(HTTPPort.ingest) (ingest), \(HTTPPort.worker) (workers)", { unset }),
+            "HTTP_PORT", type: "port",
+            default: ("\(HTTPPort.ingest) (ingest), \(HTTPPort.admin) (admin), \(HTTPPort.worker) (workers)", { unset }),
             allowed: ConfigurationKey.describe(ports), services: ConfigurationKey.allServices, "HTTP port."
         ) { text throws(ConfigurationKey.Unreadable) in
             guard let port = Int(text), ports.contains(port) else { throw .outside(ports, text) }
@@ -97,12 +99,13 @@ extension ConfigurationKey.Typed where Value == HTTPPort {
         }
     }
 
-    public static var adminHTTPPort: Self {
+    public static var operationsHTTPPort: Self {
         let ports = 0...65_535
         return Self(
-            "ADMIN_HTTP_PORT", type: "port", default: ("\(HTTPPort.admin)", { HTTPPort(configured: HTTPPort.admin) }),
+            "OPERATIONS_HTTP_PORT", type: "port",
+            default: ("\(HTTPPort.operations)", { HTTPPort(configured: HTTPPort.operations) }),
             allowed: ConfigurationKey.describe(ports) + ", not `HTTP_PORT`", services: ["ingest"],
-            "Port of ingest's admin listener (`/v1/admin/*`, `/metrics`, `/ready` with details, `/health`); the public port serves none of them."
+            "Port of ingest's operations listener (`/metrics`, `/ready` with details, `/health`); the public port serves neither `/metrics` nor the details."
         ) { text throws(ConfigurationKey.Unreadable) in
             guard let port = Int(text), ports.contains(port) else { throw .outside(ports, text) }
             return HTTPPort(configured: port)
@@ -163,17 +166,18 @@ extension ConfigurationKey.Typed where Value == Duration {
     }
 }
 
-/// `HTTP_PORT`: the number set, or unset, the service's own default (ingest and the workers differ, so
-/// a worker's /metrics never takes the API's port).
+/// `HTTP_PORT`: the number set, or unset, the service's own default (ingest, admin and the workers
+/// differ, so that one host can run one of each on its defaults).
 public struct HTTPPort: Sendable, Hashable {
     static let ingest = 8080
-    static let worker = 9090
     static let admin = 8081
+    static let operations = 8082
+    static let worker = 9090
 
     let configured: Int?
 
     public func port(for service: String) -> Int {
-        configured ?? (service == "ingest" ? Self.ingest : Self.worker)
+        configured ?? [("ingest", Self.ingest), ("admin", Self.admin)].first { $0.0 == service }?.1 ?? Self.worker
     }
 }
 

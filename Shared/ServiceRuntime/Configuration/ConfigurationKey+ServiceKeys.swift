@@ -1,17 +1,17 @@
 import AttributionModel
 
-// The keys only some services read: ingest's, the scheduler's, attribution-winner's and the dispatcher's.
+// The keys only some services read: ingest's, admin's, the scheduler's, attribution-winner's and the dispatcher's.
 
 extension ConfigurationKey.Typed where Value == String? {
     public static var adminToken: Self {
         .secret(
-            "ADMIN_TOKEN", minimumLength: 32, file: "ADMIN_TOKEN_FILE", services: ["ingest"],
+            "ADMIN_TOKEN", minimumLength: 32, file: "ADMIN_TOKEN_FILE", services: ["admin"],
             "Bearer token the admin API requires (for example `openssl rand -hex 24`).")
     }
 
     public static var adminTokenFile: Self {
         .path(
-            "ADMIN_TOKEN_FILE", unsetMeans: "none: ADMIN_TOKEN is set instead", services: ["ingest"],
+            "ADMIN_TOKEN_FILE", unsetMeans: "none: ADMIN_TOKEN is set instead", services: ["admin"],
             "A file holding `ADMIN_TOKEN` (a trailing newline is ignored), as Docker secrets are given; set this or `ADMIN_TOKEN`, not both."
         )
     }
@@ -85,10 +85,10 @@ extension ConfigurationKey.Typed where Value == Int {
 }
 
 extension ConfigurationKey.Typed where Value == Duration {
-    /// Not scaled by `TIME_SCALE`: ingest applies it in real time.
+    /// Not scaled by `TIME_SCALE`: admin applies it in real time.
     public static var keyRotationGraceHours: Self {
         .hours(
-            "KEY_ROTATION_GRACE_HOURS", default: 72, range: 0...8_760, services: ["ingest"],
+            "KEY_ROTATION_GRACE_HOURS", default: 72, range: 0...8_760, services: ["admin"],
             "After an ad network registers a new key, its previous key stays valid this long (per request: previous-key-grace-seconds)."
         )
     }
@@ -148,7 +148,7 @@ extension ConfigurationKey.Typed where Value == DestinationPolicy {
     public static var postbackURLAllowList: Self {
         Self(
             "POSTBACK_URL_ALLOWLIST", type: "hosts", default: ("none", { DestinationPolicy() }),
-            allowed: "host or host:port, comma-separated", services: ["ingest", "dispatcher"],
+            allowed: "host or host:port, comma-separated", services: ["admin", "dispatcher"],
             "Comma-separated hosts (or host:port) that postback URLs and copy endpoints may use with http or a private address (tests, demos, an in-cluster receiver). Everything else must be https to public addresses."
         ) { text in DestinationPolicy(allowList: text) }
     }
@@ -214,7 +214,7 @@ extension ConfigurationKey.Typed where Value == Milliseconds {
 extension ConfigurationKey.Typed where Value == String {
     public static var publicSuffixList: Self {
         .text(
-            "PUBLIC_SUFFIX_LIST", type: "path", default: PublicSuffixListFile.debianPath, services: ["ingest", "dispatcher"],
+            "PUBLIC_SUFFIX_LIST", type: "path", default: PublicSuffixListFile.debianPath, services: ["admin", "dispatcher"],
             "The Public Suffix List (publicsuffix.org's `public_suffix_list.dat` format) that decides a copy endpoint's registrable domain: Debian's `publicsuffix` package by default. To update it, upgrade that package or download https://publicsuffix.org/list/public_suffix_list.dat and point this at it; restart ingest and the dispatcher."
         )
     }

@@ -29,11 +29,11 @@ struct SimulateCommand: AsyncParsableCommand {
 
     @Option(
         help:
-            "Base URL of ingest's admin listener (ADMIN_HTTP_PORT), e.g. http://127.0.0.1:8081 (default: the ingest URL's host, port 8081)."
+            "Base URL of the admin service, e.g. http://127.0.0.1:8081 (default: the ingest URL's host, port 8081)."
     )
     var adminURL: String?
 
-    @Option(help: "Bearer token of ingest's admin API (or --admin-token-file).")
+    @Option(help: "Bearer token of the admin API (or --admin-token-file).")
     var adminToken: String?
 
     @Option(help: "A file holding the admin token (a trailing newline is ignored), keeping it off the command line.")
