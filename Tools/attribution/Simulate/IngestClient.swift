@@ -25,7 +25,7 @@ struct IngestClient: Sendable {
     let http: HTTPClient
     /// Without a trailing slash.
     let baseURL: String
-    /// The admin listener's base URL (the admin API's paths go there), without a trailing slash.
+    /// The admin service's base URL (the admin API's paths go there), without a trailing slash.
     let adminURL: String
     let adminToken: String
     /// How long failures that are not the request's fault (no connection, 5xx, 429) are retried, under

@@ -110,7 +110,7 @@ struct SimulateCommand: AsyncParsableCommand {
         }
     }
 
-    /// The admin listener's default: the ingest URL's scheme and host, port 8081 (`ADMIN_HTTP_PORT`'s default).
+    /// The admin service's default: the ingest URL's scheme and host, port 8081 (admin's default `HTTP_PORT`).
     static func adminURL(besides ingestURL: String) -> String {
         guard var parts = URLComponents(string: ingestURL) else { return ingestURL }
         parts.port = 8081
