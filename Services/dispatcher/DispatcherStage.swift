@@ -196,7 +196,7 @@ struct DispatcherStage: StreamStage {
     /// A dead letter's fields: the postback, its destination, the last error and the record to replay.
     static func deadLetterFields(_ retry: DeliveryRetry, reason: String) -> [String] {
         var fields = [
-            "postback-identifier", retry.postbackIdentifier, "destination", (retry.destination ?? .adNetwork).rawValue, "error",
+            "postback-identifier", retry.postbackIdentifier, "destination", retry.destination.rawValue, "error",
             reason,
         ]
         var record = retry

@@ -105,7 +105,7 @@ struct AdminRoutes {
             }
         }
         let existing = try await redis.send(RedisCommand("HGET", RegistryKeys.adNetworks, network.rawValue))
-            .decoded(as: AdNetworkRegistration.self)
+            .decodedJSON(as: AdNetworkRegistration.self)
         let registration = body.registration(
             network, jwk: key.jsonString, existing: existing, now: clock(), defaultGrace: keyRotationGrace)
         return try await store(registration, in: RegistryKeys.adNetworks, field: network.rawValue)

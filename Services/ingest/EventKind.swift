@@ -22,8 +22,8 @@ enum EventKind: String, CaseIterable, Sendable {
         self = kind
     }
 
-    /// The name in idempotency records (as before batches existed).
-    var route: String { self == .updates ? "updates" : rawValue }
+    /// The name in idempotency records and keyed event ids: the route's last path component.
+    var route: String { rawValue }
     /// Conversions, updates and activity carry the advertised app's key.
     var needsAppKey: Bool { self != .impressions }
 

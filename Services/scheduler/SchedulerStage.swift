@@ -216,7 +216,7 @@ struct SchedulerStage: StreamStage {
     }
 
     /// A plan as stored: compact binary, not JSON, since it is read and written on every message of its
-    /// conversion (issue 17); plans stored as JSON before are still read (`RedisReply.decoded`).
+    /// conversion.
     static func stored(_ plan: PostbackPlan) -> [UInt8] { (try? CompactCoding.encode(plan)) ?? [] }
 
     /// A plan's MGET: its key (a plan or the marker), then the kept plan's marker.

@@ -61,12 +61,18 @@ struct CompactCodingTests {
         let value = Small(a: -2, b: nil, c: [true], time: 42)
         #expect(try CompactCoding.encode(value) == version2)
         #expect(try CompactCoding.decode(Small.self, from: version2) == value)
-        // Version 1, keys as text, as written before the key table: still read.
-        let version1: [UInt8] = [
-            0xF5, 1, 0x08, 19, 0, 0, 0, 1, 0x61, 0x03, 3, 1, 0x63, 0x07, 1, 0, 0, 0, 0x02, 4, 0x74, 0x69, 0x6D, 0x65, 0x03, 0x54,
+        // A numbered key may also be written as its text (PlainJSON's transient form): read the same.
+        let textKeys: [UInt8] = [
+            0xF5, 2, 0x08, 19, 0, 0, 0, 2, 0x61, 0x03, 3, 2, 0x63, 0x07, 1, 0, 0, 0, 0x02, 8, 0x74, 0x69, 0x6D, 0x65, 0x03, 0x54,
         ]
-        #expect(try CompactCoding.encodeByCodable(value, version: 1) == version1)
-        #expect(try CompactCoding.decode(Small.self, from: version1) == value)
+        #expect(try CompactCoding.decode(Small.self, from: textKeys) == value)
+        // One format: another version byte, or JSON where the compact form is stored, is refused.
+        var version1 = textKeys
+        version1[1] = 1
+        #expect(throws: DecodingError.self) { try CompactCoding.decode(Small.self, from: version1) }
+        #expect(throws: DecodingError.self) {
+            try CompactCoding.decode(Small.self, from: Array(#"{"a":-2,"c":[true],"time":42}"#.utf8))
+        }
     }
 
     /// The key table is append-only: these numbers are in blobs in Redis. A new key goes at the end of
@@ -132,16 +138,16 @@ struct CompactCodingTests {
         }
     }
 
-    /// Blobs stored as JSON (before this form, or by an older binary during a rolling upgrade) still read.
-    @Test func jsonIsStillRead() throws {
+    /// One format per stored thing: a state or a plan stored as JSON is not read (nothing released
+    /// ever wrote one); the readers refuse it rather than guess.
+    @Test func jsonIsNotReadWhereTheCompactFormIsStored() throws {
         let json = #"{"impressions":[],"conversions":[],"pendingUpdates":[],"installedAt":5}"#
-        let state = try CompactCoding.decode(DeviceAttributionState.self, from: Array(json.utf8))
-        #expect(state.installedAt == 5)
+        #expect(throws: DecodingError.self) { try CompactCoding.decode(DeviceAttributionState.self, from: Array(json.utf8)) }
         var plan = PostbackPlan(
             attribution: F.attribution(), crowd: .init(tier: .two, sourceIdentifierDigits: 3, countryIsTierThree: false))
         _ = plan.closeWindow(0, policy: .realTime, identifiers: Fixture.identifiers)
         let stored = try Array(JSONCoding.encoder.encode(plan))
-        #expect(try CompactCoding.decode(PostbackPlan.self, from: stored) == plan)
+        #expect(throws: DecodingError.self) { try CompactCoding.decode(PostbackPlan.self, from: stored) }
     }
 
     /// A key this binary does not know is skipped (a newer writer); a missing one reads as JSON would.

@@ -76,13 +76,10 @@ struct CompactHandCodingTests {
         #expect(try CompactCoding.encode(plan) == byHand)
     }
 
-    /// Both versions: version 1 (keys as text) is what plans stored before the key table look like.
     @Test(arguments: plans) func sameValueAsCodable(plan: PostbackPlan) throws {
-        for version in CompactCoding.readableVersions {
-            let bytes = try CompactCoding.encodeByCodable(plan, version: version)
-            #expect(CompactCoding.decodeByHand(PostbackPlan.self, from: bytes) == plan, "version \(version)")
-            #expect(try CompactCoding.decodeByCodable(PostbackPlan.self, from: bytes) == plan, "version \(version)")
-        }
+        let bytes = try CompactCoding.encodeByCodable(plan)
+        #expect(CompactCoding.decodeByHand(PostbackPlan.self, from: bytes) == plan)
+        #expect(try CompactCoding.decodeByCodable(PostbackPlan.self, from: bytes) == plan)
     }
 
     /// The plans the scenario of a real run produces are covered: every field the table sets is set
@@ -174,10 +171,6 @@ struct CompactHandCodingTests {
         if case .impressionReported(let report) = envelope.body, report.impression == nil { expected = false }
         #expect((byHand != nil) == expected, "\(envelope.type)")
         if let byHand { #expect(byHand == envelope) }
-        // Written before the key table (version 1): read the same way.
-        let version1 = try CompactCoding.encodeByCodable(envelope, version: CompactCoding.inlineKeysVersion)
-        #expect(try CompactCoding.decode(Envelope.self, from: version1) == envelope)
-        #expect((CompactCoding.decodeByHand(Envelope.self, from: version1) != nil) == expected, "\(envelope.type)")
     }
 
     /// Device states: empty; impressions of both interactions, an install, a settling conversion and a
@@ -219,8 +212,5 @@ struct CompactHandCodingTests {
         #expect(try CompactCoding.encodeByHand(state) == bytes)
         #expect(CompactCoding.decodeByHand(DeviceAttributionState.self, from: bytes) == state)
         #expect(try CompactCoding.decode(DeviceAttributionState.self, from: bytes) == state)
-        let version1 = try CompactCoding.encodeByCodable(state, version: CompactCoding.inlineKeysVersion)
-        #expect(version1.count > bytes.count)
-        #expect(CompactCoding.decodeByHand(DeviceAttributionState.self, from: version1) == state)
     }
 }

@@ -42,7 +42,8 @@ struct EnvelopeAndStateTests {
             .postbackDue(order),
             .deliveryRetry(
                 DeliveryRetry(
-                    postbackIdentifier: "p", url: "https://x", body: "{}", attempts: 2, firstAttemptAt: 1, lastError: "HTTP 500")),
+                    postbackIdentifier: "p", url: "https://x", body: "{}", attempts: 2, firstAttemptAt: 1, lastError: "HTTP 500",
+                    order: order)),
         ]
         return bodies
     }

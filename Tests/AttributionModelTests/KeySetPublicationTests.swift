@@ -19,8 +19,9 @@ import Testing
 
     @Test func aReplayStartsAFreshSeries() {
         var dead = DeliveryRetry(
-            postbackIdentifier: "p", url: "https://x.example/", body: "{}", attempts: 10, firstAttemptAt: 5, lastError: "HTTP 500"
-        )
+            postbackIdentifier: "p", url: "https://x.example/", body: "{}", attempts: 10, firstAttemptAt: 5,
+            lastError: "HTTP 500",
+            order: PostbackPlanTestsOrder.make())
         dead.replayed = nil
         let replay = dead.replay()
         #expect(replay.attempts == 0 && replay.lastError.isEmpty && replay.replayed == true)

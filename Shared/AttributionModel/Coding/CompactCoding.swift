@@ -24,21 +24,19 @@ import Foundation
 /// | `0x08` | keyed container: 4-byte little-endian byte count, then (key, value) pairs |
 /// | `0x09` | Decimal (revenue): its exact text, as a String |
 ///
-/// A key in version 2 (written since issue 17's key table): the varint `2n + 1` for key number `n` of
-/// `CompactKeys`, else the varint `2 × byte count`, then the UTF-8. In version 1 (still read, and the
-/// transient form `PlainJSON` writes): the varint byte count, then the UTF-8. Binaries from before
-/// version 2 refuse it (unknown version), so upgrading to it is not rolling: the older services stop
-/// first (README, "Partitions and Redis Cluster").
+/// A key: the varint `2n + 1` for key number `n` of `CompactKeys`, else the varint `2 × byte count`,
+/// then the UTF-8 (how `PlainJSON` writes every key: its form is read at once, never stored).
 ///
-/// Readers accept JSON too (`CompactCoding.decode` looks at the first byte), so blobs written before
-/// this form, or by an older binary during a rolling upgrade, are still read.
+/// One format per stored thing: version 2 is the only one read. The version byte is there so that a
+/// later release can add a reader for a new layout deliberately; bytes of any other version, and JSON
+/// where a compact form is stored, are refused as corrupt (0.x data from before release 0.1.0 is not
+/// read; README, on upgrading).
 public enum CompactCoding {
     public static let magic: UInt8 = 0xF5
-    /// The version written.
+    /// The version written, and the only one read.
     public static let version: UInt8 = 2
-    /// Keys as text (see the layout); read, and written by `PlainJSON` and by tests.
-    static let inlineKeysVersion: UInt8 = 1
-    static let readableVersions: ClosedRange<UInt8> = 1...2
+    /// The key table (`CompactKeys`): key number `n` is `keyNames[n]` (`attribution catalog --json`).
+    public static var keyNames: [String] { CompactKeys.names.map { $0.description } }
 
     enum Tag {
         static let null: UInt8 = 0x00
@@ -73,7 +71,13 @@ public enum CompactCoding {
         bytes.append(contentsOf: utf8)
     }
 
-    /// A key in version 2's form: its number in `CompactKeys`, else its text (see the layout).
+    /// A key as text, without consulting `CompactKeys` (see the layout).
+    static func appendTextKey(_ utf8: some Collection<UInt8>, to bytes: inout [UInt8]) {
+        CompactHeldPostback.appendVarint(UInt64(utf8.count) << 1, to: &bytes)
+        bytes.append(contentsOf: utf8)
+    }
+
+    /// A key: its number in `CompactKeys`, else its text (see the layout).
     static func appendKey(_ utf8: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
         if let number = CompactKeys.number(of: utf8) {
             CompactHeldPostback.appendVarint(UInt64(number) << 1 | 1, to: &bytes)
@@ -109,8 +113,8 @@ public enum CompactCoding {
     }
 
     /// The compact form of `value` through its `Codable` conformance (a hand-coded type's reference).
-    static func encodeByCodable<T: Encodable>(_ value: T, version: UInt8 = version) throws -> [UInt8] {
-        let encoder = CompactEncoder(inlineKeys: version == inlineKeysVersion)
+    static func encodeByCodable<T: Encodable>(_ value: T) throws -> [UInt8] {
+        let encoder = CompactEncoder()
         encoder.bytes.reserveCapacity(512)
         encoder.bytes.append(magic)
         encoder.bytes.append(version)
@@ -118,12 +122,14 @@ public enum CompactCoding {
         return encoder.bytes
     }
 
-    /// Whether `bytes` are in the compact form (anything else is read as JSON).
+    /// Whether `bytes` start as the compact form does.
     public static func isCompact(_ bytes: some Collection<UInt8>) -> Bool { bytes.first == magic }
 
-    /// Reads either form: the compact one by its magic byte, JSON otherwise.
+    /// The value of compact `bytes`; anything else (JSON included) is refused as corrupt.
     public static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
-        guard isCompact(bytes) else { return try JSONCoding.decoder.decode(T.self, from: Data(bytes)) }
+        guard isCompact(bytes) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "not in the compact form"))
+        }
         // A hand-coded type's own reader first; bytes it does not expect go the `Codable` way (see `CompactHandCoded`).
         if let handCoded = T.self as? any CompactHandCoded.Type, let value = decodeByHand(handCoded, from: bytes) as? T {
             return value
@@ -134,10 +140,10 @@ public enum CompactCoding {
     /// Compact `bytes` read through `T`'s `Codable` conformance (any key order, defaults, damage reported).
     static func decodeByCodable<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
         return try bytes.withUnsafeBufferPointer { buffer in
-            guard buffer.count >= 2, readableVersions.contains(buffer[1]) else {
+            guard buffer.count >= 2, buffer[1] == version else {
                 throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "unknown compact coding version"))
             }
-            let decoder = CompactDecoder(buffer: buffer, position: 2, version: buffer[1])
+            let decoder = CompactDecoder(buffer: buffer, position: 2)
             let value = try decoder.decodeValue(T.self)
             guard try decoder.end(ofValueAt: 2) == buffer.count else {
                 throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "trailing bytes"))

@@ -9,16 +9,13 @@ final class CompactDecoder: Decoder {
     let buffer: UnsafeBufferPointer<UInt8>
     /// Offset of the tag of the value being decoded.
     var position: Int
-    /// The layout's version: how keys are written (see `CompactCoding`).
-    let version: UInt8
 
     var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
-    init(buffer: UnsafeBufferPointer<UInt8>, position: Int, version: UInt8) {
+    init(buffer: UnsafeBufferPointer<UInt8>, position: Int) {
         self.buffer = buffer
         self.position = position
-        self.version = version
     }
 
     func decodeValue<T: Decodable>(_ type: T.Type) throws -> T { try decodeValue(T.self, at: position) }
@@ -79,11 +76,8 @@ final class CompactDecoder: Decoder {
     /// not have (a newer writer's key, which no reader here asks for).
     func key(at offset: inout Int, end: Int) throws -> UnsafeBufferPointer<UInt8>? {
         let value = try varint(at: &offset)
-        var count = Int(clamping: value)
-        if version != CompactCoding.inlineKeysVersion {
-            if value & 1 == 1 { return CompactKeys.text(value >> 1) }
-            count = Int(clamping: value >> 1)
-        }
+        if value & 1 == 1 { return CompactKeys.text(value >> 1) }
+        let count = Int(clamping: value >> 1)
         guard count <= end - offset else { throw Self.corrupted("truncated key") }
         defer { offset += count }
         return UnsafeBufferPointer(rebasing: buffer[offset..<offset + count])
@@ -278,7 +272,7 @@ final class CompactDecoder: Decoder {
             throw CompactDecoder.corrupted("super decoders are not written")
         }
         func superDecoder(forKey key: Key) throws -> any Decoder {
-            CompactDecoder(buffer: decoder.buffer, position: try value(key), version: decoder.version)
+            CompactDecoder(buffer: decoder.buffer, position: try value(key))
         }
     }
 
@@ -350,7 +344,7 @@ final class CompactDecoder: Decoder {
             return UnkeyedContainer(decoder: decoder, start: start, end: end, position: start)
         }
         mutating func superDecoder() throws -> any Decoder {
-            CompactDecoder(buffer: decoder.buffer, position: try next(), version: decoder.version)
+            CompactDecoder(buffer: decoder.buffer, position: try next())
         }
     }
 

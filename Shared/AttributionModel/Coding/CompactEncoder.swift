@@ -11,8 +11,6 @@ final class CompactEncoder: Encoder {
     typealias Tag = CompactCoding.Tag
 
     var bytes: [UInt8] = []
-    /// Keys as text (version 1) rather than `CompactKeys` numbers where they have one (version 2).
-    let inlineKeys: Bool
     /// Offsets of the byte-count placeholders of the containers still open, innermost last.
     private var open: [Int] = []
     /// Where the value being written starts: a second container request for it reuses the first.
@@ -21,7 +19,7 @@ final class CompactEncoder: Encoder {
     var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
-    init(inlineKeys: Bool = false) { self.inlineKeys = inlineKeys }
+    init() {}
 
     func encodeValue<T: Encodable>(_ value: T) throws {
         // Decimal's own Codable form is a struct of its internals (JSONEncoder special-cases it too).
@@ -61,7 +59,6 @@ final class CompactEncoder: Encoder {
     // MARK: - Values
 
     func writeKey(_ key: some CodingKey) {
-        guard !inlineKeys else { return appendText(key.stringValue) }
         var name = key.stringValue
         name.withUTF8 { CompactCoding.appendKey($0, to: &bytes) }
     }
@@ -89,7 +86,7 @@ final class CompactEncoder: Encoder {
         }
     }
 
-    /// A version 1 key, a string's or a decimal's text.
+    /// A string's or a decimal's text.
     private func appendText(_ text: String) {
         var text = text
         text.withUTF8 { CompactCoding.appendText($0, to: &bytes) }

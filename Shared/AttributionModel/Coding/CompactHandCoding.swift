@@ -112,8 +112,8 @@ struct CompactReader {
     /// Where the keyed container being read ends: an optional key is looked for before it.
     private var containerEnd: Int
 
-    init(buffer: UnsafeBufferPointer<UInt8>, position: Int, version: UInt8) {
-        self.decoder = CompactDecoder(buffer: buffer, position: position, version: version)
+    init(buffer: UnsafeBufferPointer<UInt8>, position: Int) {
+        self.decoder = CompactDecoder(buffer: buffer, position: position)
         self.position = position
         self.containerEnd = buffer.count
     }
@@ -244,8 +244,8 @@ extension CompactCoding {
     /// The hand-read value of compact `bytes`, nil when they are not in the layout the reader expects.
     static func decodeByHand<T: CompactHandCoded>(_ type: T.Type, from bytes: [UInt8]) -> T? {
         bytes.withUnsafeBufferPointer { buffer in
-            guard buffer.count >= 2, buffer[0] == magic, readableVersions.contains(buffer[1]) else { return nil }
-            var reader = CompactReader(buffer: buffer, position: 2, version: buffer[1])
+            guard buffer.count >= 2, buffer[0] == magic, buffer[1] == version else { return nil }
+            var reader = CompactReader(buffer: buffer, position: 2)
             guard let value = try? T(reading: &reader), reader.position == buffer.count else { return nil }
             return value
         }

@@ -29,7 +29,7 @@ public enum PlainJSON {
     static func compactForm(of json: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         var reader = Reader(json: json)
         // Keys as text: the form is read at once and never stored, so the key table gains nothing here.
-        var out: [UInt8] = [CompactCoding.magic, CompactCoding.inlineKeysVersion]
+        var out: [UInt8] = [CompactCoding.magic, CompactCoding.version]
         out.reserveCapacity(json.count + 16)
         reader.skipSpace()
         guard reader.value(into: &out, depth: 0) else { return nil }
@@ -111,7 +111,7 @@ public enum PlainJSON {
                 reader.skipSpace()
                 guard reader.take(UInt8(ascii: ":")) else { return false }
                 reader.skipSpace()
-                CompactCoding.appendText(reader.json[key], to: &out)
+                CompactCoding.appendTextKey(reader.json[key], to: &out)
                 return reader.value(into: &out, depth: depth)
             }
         }

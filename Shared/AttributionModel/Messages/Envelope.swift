@@ -145,18 +145,15 @@ extension Envelope: Codable {
 }
 
 extension Envelope {
-    /// The bytes that go into a stream entry: `CompactCoding`'s binary form, except refusals on
-    /// `rejected`, which operators read with any Redis client and which stay JSON. Every hop between
-    /// stages decoded JSON before (about a tenth of the verifier's CPU per impression, issue 17);
-    /// readers take both forms, so entries written before, or by an older binary during a rolling
-    /// upgrade, are still read.
+    /// The bytes that go into a stream entry: `CompactCoding`'s binary form (JSON cost about a tenth
+    /// of the verifier's CPU per impression), except refusals on `rejected`, which operators read with
+    /// any Redis client and which stay JSON.
     public func encoded() -> [UInt8] {
         if case .rejected = body { return jsonEncoded() }
         return (try? CompactCoding.encode(self)) ?? jsonEncoded()
     }
 
-    /// The envelope as JSON (sorted keys): what `encoded()` wrote before the compact form, and still
-    /// writes for refusals.
+    /// The envelope as JSON (sorted keys): what `encoded()` writes for refusals.
     public func jsonEncoded() -> [UInt8] {
         // The verifier's and ingest's impressions without JSONEncoder (same bytes; see Envelope+VerifiedImpressionJSON).
         if case .impressionVerified(let impression) = body, let json = Self.verifiedImpressionJSON(self, impression) {
@@ -169,15 +166,16 @@ extension Envelope {
         return (try? Array(JSONCoding.encoder.encode(self))) ?? []
     }
 
-    /// A stream entry in any form a pipeline binary writes: the compact form (`CompactCoding`), JSON,
-    /// or a held postback in its own compact form (released from the scheduler's held queue into
-    /// `postbacks`), which becomes a `postback.due` envelope with the postback id as id.
+    /// A stream entry in any form a pipeline binary writes: the compact form (`CompactCoding`), JSON
+    /// (refusals), or a held postback in its own compact form (released from the scheduler's held queue
+    /// into `postbacks`), which becomes a `postback.due` envelope with the postback id as id.
     public static func decode(_ bytes: [UInt8]) throws -> Envelope {
         if bytes.first == CompactHeldPostback.magic {
             let (order, dueAt) = try CompactHeldPostback.decode(bytes)
             return Envelope(id: order.payload.postbackIdentifier, time: dueAt, body: .postbackDue(order))
         }
-        return try CompactCoding.decode(Envelope.self, from: bytes)
+        if CompactCoding.isCompact(bytes) { return try CompactCoding.decode(Envelope.self, from: bytes) }
+        return try JSONCoding.decoder.decode(Envelope.self, from: Data(bytes))
     }
 }
 

@@ -7,6 +7,7 @@
 /// advertised app and the publisher (if any), the postback id as 16 bytes (or a length-prefixed string
 /// if it is not a lowercase UUID), and length-prefixed network id, source id, country code (if any),
 /// marketplace (if any; empty means the App Store) and impression type (if not `app-impression`).
+/// The magic byte is also the layout's version: a later layout takes another magic and a reader of its own.
 public enum CompactHeldPostback {
     public static let magic: UInt8 = 0xC1
 

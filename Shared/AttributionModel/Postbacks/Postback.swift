@@ -124,16 +124,16 @@ public enum PostbackDestination: String, Sendable, Codable, Hashable {
 /// in the dead-letter stream: the exact bytes are resent.
 public struct DeliveryRetry: Sendable, Codable, Hashable {
     public var postbackIdentifier: String
-    /// Nil in records written before copies existed: the ad network.
-    public var destination: PostbackDestination?
+    public var destination: PostbackDestination
     public var url: String
     public var body: String
     /// Attempts made so far (1 after the first failure).
     public var attempts: Int
     public var firstAttemptAt: Milliseconds
     public var lastError: String
-    /// The unsigned order, so a replayed dead letter can be signed again with the current key.
-    public var order: PostbackOrder?
+    /// The unsigned order, so a replayed dead letter can be signed again with the current key, and a
+    /// retry goes to its destination's URL as registered now.
+    public var order: PostbackOrder
     /// Set when an operator replays a dead letter: a fresh series of attempts.
     public var replayed: Bool?
     /// Set on the record the dispatcher keeps while an attempt is under way past its batch (a slow
@@ -143,7 +143,7 @@ public struct DeliveryRetry: Sendable, Codable, Hashable {
 
     public init(
         postbackIdentifier: String, destination: PostbackDestination = .adNetwork, url: String, body: String, attempts: Int,
-        firstAttemptAt: Milliseconds, lastError: String, order: PostbackOrder? = nil
+        firstAttemptAt: Milliseconds, lastError: String, order: PostbackOrder
     ) {
         self.postbackIdentifier = postbackIdentifier
         self.destination = destination
@@ -156,7 +156,7 @@ public struct DeliveryRetry: Sendable, Codable, Hashable {
     }
 
     /// Unique per postback and destination: the retry queue's item id.
-    public var deliveryIdentifier: String { "\(postbackIdentifier):\((destination ?? .adNetwork).rawValue)" }
+    public var deliveryIdentifier: String { "\(postbackIdentifier):\(destination.rawValue)" }
 
     enum CodingKeys: String, CodingKey {
         case postbackIdentifier = "postback-identifier"

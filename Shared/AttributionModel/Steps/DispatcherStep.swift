@@ -27,14 +27,14 @@ public struct DispatcherStep: Sendable {
 
     /// The registrations a message's deliveries depend on: a due postback's ad network, and its
     /// advertised app when a copy may go (winners only, `CopyEndpoint.applies`); a retry's destination
-    /// (still registered?). Nil for a retry written before retries carried their order.
+    /// (still registered?).
     public static func registrationsNeeded(by envelope: Envelope) -> (network: String, app: String?)? {
         switch envelope.body {
         case .postbackDue(let order):
             let payload = order.payload
             return (payload.adNetworkIdentifier.rawValue, payload.didWin ? String(payload.advertisedItemIdentifier) : nil)
         case .deliveryRetry(let retry):
-            guard let payload = retry.order?.payload else { return nil }
+            let payload = retry.order.payload
             let copy = retry.destination == .advertiserCopy
             return (payload.adNetworkIdentifier.rawValue, copy ? String(payload.advertisedItemIdentifier) : nil)
         default:
@@ -80,23 +80,22 @@ public struct DispatcherStep: Sendable {
             }
             // A network or app deleted since the first attempt gets no more attempts (dead-lettered, so a
             // replay after registering it again sends it). A replay goes to the destination's URL now.
-            if let payload = retry.order?.payload {
-                let current: String?
-                let missing: String
-                if retry.destination == .advertiserCopy {
-                    current = apps[String(payload.advertisedItemIdentifier)].flatMap { app in
-                        app.attributionCopyEndpoint.flatMap { CopyEndpoint.reportURL(for: $0, suffixes: publicSuffixes) }
-                    }
-                    missing = "advertised app \(payload.advertisedItemIdentifier) is not registered or has no copy endpoint"
-                } else {
-                    current = networks[payload.adNetworkIdentifier.rawValue]?.postbackURL
-                    missing = "ad network \(payload.adNetworkIdentifier) is not registered"
+            let payload = retry.order.payload
+            let current: String?
+            let missing: String
+            if retry.destination == .advertiserCopy {
+                current = apps[String(payload.advertisedItemIdentifier)].flatMap { app in
+                    app.attributionCopyEndpoint.flatMap { CopyEndpoint.reportURL(for: $0, suffixes: publicSuffixes) }
                 }
-                guard let current else { return .done(Work(deliveries: [], undeliverable: [(retry, missing)])) }
-                if retry.replayed == true { retry.url = current }
+                missing = "advertised app \(payload.advertisedItemIdentifier) is not registered or has no copy endpoint"
+            } else {
+                current = networks[payload.adNetworkIdentifier.rawValue]?.postbackURL
+                missing = "ad network \(payload.adNetworkIdentifier) is not registered"
             }
-            if retry.replayed == true, let order = retry.order {
-                do { retry.body = try sign(order) } catch { return .retry("signing failed: \(error)") }
+            guard let current else { return .done(Work(deliveries: [], undeliverable: [(retry, missing)])) }
+            if retry.replayed == true {
+                retry.url = current
+                do { retry.body = try sign(retry.order) } catch { return .retry("signing failed: \(error)") }
                 retry.firstAttemptAt = now
                 retry.replayed = nil
             }

@@ -6,7 +6,8 @@ import Testing
     let step = DispatcherStep(policy: .realTime)
 
     static let delivery = DeliveryRetry(
-        postbackIdentifier: "p", url: "https://one.example/postbacks", body: "{}", attempts: 0, firstAttemptAt: 0, lastError: "")
+        postbackIdentifier: "p", url: "https://one.example/postbacks", body: "{}", attempts: 0, firstAttemptAt: 0, lastError: "",
+        order: PostbackPlanTestsOrder.make())
 
     @Test(arguments: [
         (DispatcherStep.Response.delivered, 0, "delivered", "delivered"),
@@ -40,9 +41,7 @@ import Testing
     @Test func aReplayedDeadLetterIsSignedAgain() {
         var replay = Self.delivery
         replay.replayed = true
-        replay.order = nil
-        let order = PostbackPlanTestsOrder.make()
-        replay.order = order
+        let order = replay.order
         let outcome = step.work(
             for: Envelope(time: 0, body: .deliveryRetry(replay)), networks: Self.registered(order), apps: [:], now: 77,
             sign: { _ in "fresh" })
@@ -61,28 +60,26 @@ import Testing
     }
 
     /// A retry after its network or app was deleted gets no more attempts (dead-lettered); a replay goes
-    /// to the destination's URL as registered now; a retry without its order (written by an older
-    /// dispatcher) is sent as stored.
+    /// to the destination's URL as registered now.
     @Test(arguments: [
-        // destination, network registered, app with a copy endpoint, replayed, with order → URL sent to, or the reason
-        (PostbackDestination.adNetwork, true, false, false, true, "https://stored.example/p"),
-        (.adNetwork, false, false, false, true, "ad network"),
-        (.adNetwork, true, false, true, true, "https://now.example/postbacks"),
-        (.adNetwork, false, false, true, true, "ad network"),
-        (.adNetwork, false, false, false, false, "https://stored.example/p"),
-        (.advertiserCopy, true, true, false, true, "https://stored.example/p"),
-        (.advertiserCopy, true, false, false, true, "advertised app"),
-        (.advertiserCopy, true, true, true, true, "the copy endpoint now"),
+        // destination, network registered, app with a copy endpoint, replayed → URL sent to, or the reason
+        (PostbackDestination.adNetwork, true, false, false, "https://stored.example/p"),
+        (.adNetwork, false, false, false, "ad network"),
+        (.adNetwork, true, false, true, "https://now.example/postbacks"),
+        (.adNetwork, false, false, true, "ad network"),
+        (.advertiserCopy, true, true, false, "https://stored.example/p"),
+        (.advertiserCopy, true, false, false, "advertised app"),
+        (.advertiserCopy, true, true, true, "the copy endpoint now"),
     ])
     func retriesFollowTheRegistry(
-        destination: PostbackDestination, network: Bool, app: Bool, replayed: Bool, withOrder: Bool, expected: String
+        destination: PostbackDestination, network: Bool, app: Bool, replayed: Bool, expected: String
     ) {
         let order = PostbackPlanTestsOrder.make()
         var retry = Self.delivery
         retry.url = "https://stored.example/p"
         retry.destination = destination
         retry.attempts = 2
-        retry.order = withOrder ? order : nil
+        retry.order = order
         retry.replayed = replayed ? true : nil
         var configuration = AdvertisedAppConfiguration(itemIdentifier: order.payload.advertisedItemIdentifier)
         configuration.attributionCopyEndpoint = "https://copies.example"

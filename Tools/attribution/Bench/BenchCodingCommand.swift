@@ -50,7 +50,7 @@ struct BenchCodingCommand: ParsableCommand {
     private func format(_ value: Double) -> String { String(format: "%.1f", value) }
 
     private func measure<T: Codable & Equatable>(_ name: String, _ type: T.Type, json: String) throws -> Figure {
-        let value = try CompactCoding.decode(T.self, from: Array(json.utf8))
+        let value = try JSONCoding.decoder.decode(T.self, from: Data(json.utf8))
         // The JSON as the stages wrote it (no whitespace), not the sample's readable layout.
         let jsonBytes = Array(try JSONCoding.encoder.encode(value))
         let compact = try CompactCoding.encode(value)
@@ -58,7 +58,7 @@ struct BenchCodingCommand: ParsableCommand {
             throw ValidationError("\(name): the compact round trip changed the value")
         }
         let jsonTime = try time {
-            let decoded = try CompactCoding.decode(T.self, from: jsonBytes)
+            let decoded = try JSONCoding.decoder.decode(T.self, from: Data(jsonBytes))
             return try JSONCoding.encoder.encode(decoded).count
         }
         let compactTime = try time {
