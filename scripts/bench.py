@@ -40,8 +40,10 @@ from bench_ramp import Bench, ramp_chart
 from harness import (
     Processes,
     b64url_decode,
+    caught_up,
     cpu_seconds,
     free_port,
+    group_entry,
     http,
     keygen,
     partitioned,
@@ -50,11 +52,13 @@ from harness import (
     rss_mib,
     start_admin,
     until,
+    use_binaries,
     wait_http,
 )
 from pins import requirements
 
 BIN = sys.argv[1]
+use_binaries(BIN)
 OUT = os.path.abspath(sys.argv[2])
 N = int(os.environ.get("BENCH_IMPRESSIONS", "20000"))
 POSTBACKS = int(os.environ.get("BENCH_POSTBACKS", "10000"))
@@ -180,12 +184,9 @@ def partition_done(stream, group):
         ["redis-cli", "-p", str(REDIS_PORT), "--json", "XINFO", "GROUPS", stream], capture_output=True, text=True
     ).stdout
     try:
-        for entry in json.loads(info):
-            if entry.get("name") == group:
-                return entry.get("lag") == 0 and entry.get("pending") == 0
-    except Exception:
-        pass
-    return False
+        return caught_up(group_entry(json.loads(info), group))
+    except ValueError:
+        return False
 
 
 def verify_recorded(path, jwks_url):

@@ -34,11 +34,13 @@ from harness import (
     partitioned,
     start_admin,
     until,
+    use_binaries,
     wait_http,
     wait_redis,
 )
 
 BIN, OUT = sys.argv[1], os.path.abspath(sys.argv[2])
+use_binaries(BIN)
 IMPRESSIONS = int(os.environ.get("BENCH_RTT_IMPRESSIONS", "8000"))
 POSTBACKS = int(os.environ.get("BENCH_RTT_POSTBACKS", "4000"))
 OFFER = int(os.environ.get("BENCH_RTT_OFFER", "80000"))

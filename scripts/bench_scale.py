@@ -24,6 +24,7 @@ from harness import (
     RedisCluster,
     cpu_seconds,
     free_port,
+    group_entry,
     http,
     keygen,
     partitioned,
@@ -31,11 +32,13 @@ from harness import (
     redis_info_cpu_seconds,
     start_admin,
     until,
+    use_binaries,
     wait_http,
     wait_redis,
 )
 
 BIN, OUT = sys.argv[1], os.path.abspath(sys.argv[2])
+use_binaries(BIN)
 os.makedirs(OUT, exist_ok=True)
 
 
@@ -113,11 +116,10 @@ def run(mode):
             """Every partition of `stream` read and acknowledged by `group`."""
             for name in partitioned(stream):
                 try:
-                    info = json.loads(redis("--json", "XINFO", "GROUPS", name))
-                    entry = next(e for e in info if e.get("name") == group)
-                except (ValueError, StopIteration):
+                    entry = group_entry(json.loads(redis("--json", "XINFO", "GROUPS", name)), group)
+                except ValueError:
                     return False
-                if entry.get("pending") != 0:
+                if entry is None or entry.get("pending") != 0:
                     return False
                 # Lag counters drift when a stream moves between nodes: the last id handed out decides.
                 if (entry.get("lag") or 0) != 0:

@@ -52,6 +52,7 @@ from harness import (
     partitioned,
     redis_cli,
     slot_ranges,
+    use_binaries,
     wait_http,
     wait_redis,
 )
@@ -81,6 +82,7 @@ if args.node_partitions and not args.cluster:
     parser.error("--node-partitions partitions a cluster's nodes: give --cluster too")
 
 BIN, OUT, SCALE = args.bin, os.path.abspath(args.out), args.time_scale
+use_binaries(BIN)
 DAY = 86400 / SCALE  # seconds of a scaled day
 os.makedirs(os.path.join(OUT, "redis"), exist_ok=True)
 processes = Processes(OUT)

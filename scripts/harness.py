@@ -125,27 +125,30 @@ def rss_mib(pid):
 PARTITIONS = int(os.environ.get("PARTITIONS", "16"))  # the services' PARTITIONS (default 16)
 
 
-def crc16(data):
-    """CRC16-XMODEM, Redis Cluster's key hash."""
-    crc = 0
-    for byte in data:
-        crc ^= byte << 8
-        for _ in range(8):
-            crc = ((crc << 1) ^ 0x1021) & 0xFFFF if crc & 0x8000 else (crc << 1) & 0xFFFF
-    return crc
+_bin_dir = [os.environ.get("ATTRIBUTION_BIN")]
+_catalogs = {}
+
+
+def use_binaries(bin_dir):
+    """Where the project's executables are: `catalog` runs its `attribution` (every run script calls
+    this with its BIN argument before it names a partitioned stream)."""
+    _bin_dir[0] = bin_dir
+
+
+def catalog(count=PARTITIONS):
+    """`attribution catalog --json` for `count` partitions (cached): the Redis names, partition hash
+    tags and compact-coding key table, as the services build them, so no rule is written again here."""
+    if count not in _catalogs:
+        if _bin_dir[0] is None:
+            raise RuntimeError("harness.use_binaries(bin_dir) must name the project's executables first")
+        command = [os.path.join(_bin_dir[0], "attribution"), "catalog", "--json", "--partitions", str(count)]
+        _catalogs[count] = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
+    return _catalogs[count]
 
 
 def partition_tag(index, count=PARTITIONS):
-    """Partition `index`'s hash tag, as `Partitioning.tag(index:count:)` makes it: `{pNN}`, or `{pNN.k}`
-    with the smallest k whose slot falls in the partition's equal share of the 16384 slots."""
-    name = f"p{index:0{len(str(count - 1))}d}"
-    low, high = 16384 * index // count, 16384 * (index + 1) // count
-    if count > 16384 or low <= crc16(name.encode()) % 16384 < high:
-        return "{" + name + "}"
-    salt = 1
-    while not low <= crc16(f"{name}.{salt}".encode()) % 16384 < high:
-        salt += 1
-    return "{" + f"{name}.{salt}" + "}"
+    """Partition `index`'s hash tag (`{p07}` or `{p07.12}`), as the services make it."""
+    return catalog(count)["partitions"]["tags"][index]
 
 
 def partitioned(base, count=PARTITIONS):
@@ -225,17 +228,34 @@ def group_backlog(connection, pairs, count=PARTITIONS):
     return backlog
 
 
+def group_entry(reply, group):
+    """`group`'s entry in one XINFO GROUPS reply, as a dict of str keys: the reply as a RESP client gives
+    it (a list of flat field lists, names as str or bytes) or as `redis-cli --json` prints it (a list of
+    objects); None when the stream or the group does not exist."""
+    if not isinstance(reply, list):
+        return None
+    for fields in reply:
+        entry = fields if isinstance(fields, dict) else dict(zip(fields[::2], fields[1::2], strict=False))
+        entry = {_text(key): _text(value) for key, value in entry.items()}
+        if entry.get("name") == group:
+            return entry
+    return None
+
+
+def _text(value):
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def caught_up(entry):
+    """Whether a group's XINFO GROUPS entry (`group_entry`) shows all of its stream read and acknowledged."""
+    return entry is not None and entry.get("lag") == 0 and entry.get("pending") == 0
+
+
 def group_done(connection, stream, group, count=PARTITIONS):
     """Whether `group` exists on every partition of `stream` and has read and acknowledged all of it
     (one pipelined round trip; `group_backlog` counts a partition without the group as done)."""
     replies = connection.pipeline([("XINFO", "GROUPS", name) for name in partitioned(stream, count)])
-    for reply in replies:
-        groups = (
-            [dict(zip(fields[::2], fields[1::2], strict=False)) for fields in reply] if isinstance(reply, list) else []
-        )
-        if not any(g.get("name") == group and g.get("lag") == 0 and g.get("pending") == 0 for g in groups):
-            return False
-    return True
+    return all(caught_up(group_entry(reply, group)) for reply in replies)
 
 
 def stream_entries_added(connection, names):

@@ -42,7 +42,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
-from harness import free_port, keygen, partitioned, rss_mib
+from harness import catalog, caught_up, free_port, group_entry, keygen, partitioned, rss_mib, use_binaries
 from pins import pinned
 
 SCHEMATHESIS = pinned("schemathesis")  # its checks and report format are what we parse
@@ -69,6 +69,7 @@ parser.add_argument("--seed", type=int, default=10, help="schemathesis seed (def
 args = parser.parse_args()
 
 OUT = os.path.abspath(args.out)
+use_binaries(args.bin)
 os.makedirs(os.path.join(OUT, "logs"), exist_ok=True)
 SERVICES = ["ingest", "admin", "verifier", "attribution-winner", "scheduler", "dispatcher"]
 children = {}  # name -> Popen
@@ -160,22 +161,13 @@ def open_fds(pid):
 
 # ---------------------------------------------------------------------------------------------------
 # Envelopes between stages are in CompactCoding's binary form (Shared/AttributionModel/Coding): magic
-# 0xF5, the version (1: keys as text; 2: a key is the varint 2n + 1 for number n of CompactKeys, else
-# 2 × its byte count and its text), then one tagged value. Decoded into the same dicts json.loads gives
-# for the JSON form.
-COMPACT_MAGIC = b"\xf5"
+# 0xF5, version 2 (a key is the varint 2n + 1 for number n of the key table, else 2 × its byte count and
+# its text), then one tagged value. Decoded into the same dicts json.loads gives for the JSON form; the
+# magic and the key table come from `attribution catalog --json`.
 
 
-def compact_key_names():
-    """CompactKeys.names, read from the Swift source so the two cannot drift apart."""
-    path = os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "..", "Shared", "AttributionModel", "Coding", "CompactKeys.swift"
-    )
-    table = open(path).read().split("static let names: [StaticString] = [", 1)[1].split("]", 1)[0]
-    return re.findall(r'"([^"]*)"', "\n".join(line.split("//", 1)[0] for line in table.splitlines()))
-
-
-COMPACT_KEYS = compact_key_names()
+def compact_coding():
+    return catalog()["compact-coding"]
 
 
 def compact_decode(raw):
@@ -196,7 +188,7 @@ def compact_decode(raw):
     def numbered_key(at):
         code, at = varint(at)
         if code & 1:
-            return COMPACT_KEYS[code >> 1], at
+            return compact_coding()["keys"][code >> 1], at
         return raw[at : at + (code >> 1)].decode("utf-8"), at + (code >> 1)
 
     def value(at):
@@ -224,13 +216,12 @@ def compact_decode(raw):
                     item, at = value(at)
                     items.append(item)
                 else:
-                    key, at = text(at) if version == 1 else numbered_key(at)
+                    key, at = numbered_key(at)
                     items[key], at = value(at)
             return items, end
         raise ValueError(f"unknown compact tag {tag:#x}")
 
-    version = raw[1]
-    if version not in (1, 2):
+    if raw[1] != compact_coding()["version"]:
         return {"type": "binary", "raw": raw[:16].hex()}
     return value(2)[0]
 
@@ -286,7 +277,7 @@ class Redis:
             for _entry_id, fields in batch:
                 pairs = dict(zip(fields[::2], fields[1::2], strict=False))
                 raw = pairs.get(b"e", b"")
-                if raw[:1] == COMPACT_MAGIC:
+                if raw[:1] == bytes([compact_coding()["magic"]]):
                     entries.append(compact_decode(raw))
                     continue
                 try:
@@ -305,11 +296,7 @@ class Redis:
             groups = self("XINFO", "GROUPS", stream)
         except RuntimeError:
             return False
-        for flat in groups:
-            info = {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
-            if info["name"] == group.encode():
-                return info.get("lag") == 0 and info.get("pending") == 0
-        return False
+        return caught_up(group_entry(groups, group))
 
 
 # ---------------------------------------------------------------------------------------------------

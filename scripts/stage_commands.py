@@ -27,18 +27,22 @@ import time
 
 from harness import (
     Processes,
+    caught_up,
     cpu_seconds,
     free_port,
+    group_entry,
     http,
     keygen,
     partitioned,
     redis_cli,
     start_admin,
     until,
+    use_binaries,
     wait_http,
 )
 
 BIN, OUT = sys.argv[1], os.path.abspath(sys.argv[2])
+use_binaries(BIN)
 RATE = int(os.environ.get("CAMPAIGN_RATE", "1500"))
 SECONDS = float(os.environ.get("CAMPAIGN_SECONDS", "10"))
 os.makedirs(OUT, exist_ok=True)
@@ -65,10 +69,9 @@ def group_done(stream, group):
             ["redis-cli", "-p", str(PORT), "--json", "XINFO", "GROUPS", name], capture_output=True, text=True
         ).stdout
         try:
-            entry = next(e for e in json.loads(info) if e.get("name") == group)
-        except Exception:
-            return False
-        if entry.get("lag") != 0 or entry.get("pending") != 0:
+            if not caught_up(group_entry(json.loads(info), group)):
+                return False
+        except ValueError:
             return False
     return True
 

@@ -1,3 +1,4 @@
+import AttributionModel
 import Foundation
 import RedisStreams
 import ServiceRuntime
@@ -52,6 +53,24 @@ struct CommandLineTests {
     @Test func theToolAnswersVersion() throws {
         let result = try Self.run("attribution", ["--version"])
         #expect(result.status == 0 && String(decoding: result.stdout, as: UTF8.self) == "\(PipelineVersion.current)\n")
+    }
+
+    /// `attribution catalog --json` is what the scripts read the Redis names and the compact key table
+    /// from: it must say what the services build.
+    @Test func theCatalogIsWhatTheServicesBuild() throws {
+        let result = try Self.run("attribution", ["catalog", "--json", "--partitions", "3"])
+        #expect(result.status == 0, "\(String(decoding: result.stderr, as: UTF8.self))")
+        let catalog = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout)) as? [String: Any])
+        let partitions = try #require(catalog["partitions"] as? [String: Any])
+        #expect(partitions["tags"] as? [String] == Partitioning(count: 3).partitions.map(\.tag))
+        let streams = try #require(catalog["streams"] as? [String: String])
+        #expect(streams["events"] == StreamNames.events.base && streams["postbacks"] == StreamNames.postbacks.base)
+        let groups = try #require(catalog["groups"] as? [[String: Any]])
+        #expect(groups.compactMap { $0["name"] as? String } == ConsumerGroups.all.map(\.name))
+        let coding = try #require(catalog["compact-coding"] as? [String: Any])
+        #expect(coding["keys"] as? [String] == CompactCoding.keyNames && coding["version"] as? Int == 2)
+        #expect(coding["magic"] as? Int == 0xF5 && catalog["held-postback-magic"] as? Int == 0xC1)
+        #expect(try Self.run("attribution", ["catalog"]).status != 0)
     }
 
     @Test func eachServiceListsItsOwnKeys() throws {

@@ -13,7 +13,7 @@ struct AttributionCommand: AsyncParsableCommand {
             KeygenCommand.self, RedisACLCommand.self, SignImpressionCommand.self, ReceiverCommand.self, SummaryCommand.self,
             SimulateCommand.self, VerifyPostbackCommand.self, BenchHoldingCommand.self, BenchCodingCommand.self,
             CollectorCommand.self, StatusCommand.self,
-            BenchLoadCommand.self, LoadCommand.self, LedgerCommand.self, RelayCommand.self,
+            BenchLoadCommand.self, LoadCommand.self, LedgerCommand.self, RelayCommand.self, CatalogCommand.self,
         ]
     )
 }

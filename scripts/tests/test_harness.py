@@ -1,30 +1,46 @@
-"""The shared helpers' own logic: Redis Cluster's key hash, the partitions' hash tags (which must match
-the Swift `Partitioning`), slot ranges of CLUSTER NODES, base64url."""
+"""The shared helpers' own logic: partition names from the project's catalog, consumer-group progress
+from XINFO GROUPS in both reply forms, slot ranges of CLUSTER NODES, base64url."""
 
 import unittest
 
-from harness import b64url_decode, crc16, partition_tag, partitioned, slot_ranges
+import harness
+from harness import b64url_decode, caught_up, group_entry, partitioned, slot_ranges
 
 
-class KeyHashTests(unittest.TestCase):
-    def test_crc16_is_redis_clusters(self):
-        # The check value of CRC16-XMODEM, and the slot Redis's documentation gives for "123456789".
-        self.assertEqual(crc16(b"123456789"), 0x31C3)
-        self.assertEqual(crc16(b"123456789") % 16384, 12739)
+class CatalogTests(unittest.TestCase):
+    def test_partition_names_come_from_the_catalog(self):
+        # `attribution catalog --json` is the source (CommandLineTests holds it to the services); a
+        # catalog already read is not read again.
+        harness._catalogs[2] = {"partitions": {"count": 2, "tags": ["{p0.7}", "{p1}"]}}
+        try:
+            self.assertEqual(partitioned("events", 2), ["events:{p0.7}", "events:{p1}"])
+        finally:
+            del harness._catalogs[2]
+
+    def test_without_binaries_it_says_so(self):
+        saved = harness._bin_dir[0]
+        harness._bin_dir[0] = None
+        try:
+            with self.assertRaisesRegex(RuntimeError, "use_binaries"):
+                partitioned("events", 5)
+        finally:
+            harness._bin_dir[0] = saved
 
 
-class PartitionTagTests(unittest.TestCase):
-    def test_each_tag_hashes_into_its_partitions_share_of_the_slots(self):
-        for count in (1, 3, 16, 64):
-            for index in range(count):
-                tag = partition_tag(index, count)
-                low, high = 16384 * index // count, 16384 * (index + 1) // count
-                self.assertTrue(low <= crc16(tag.strip("{}").encode()) % 16384 < high, (count, index, tag))
+class GroupProgressTests(unittest.TestCase):
+    def test_resp_and_json_replies(self):
+        resp = [[b"name", b"verifier", b"lag", 0, b"pending", 0], [b"name", b"other", b"lag", 3, b"pending", 0]]
+        self.assertEqual(group_entry(resp, "verifier")["name"], "verifier")
+        self.assertTrue(caught_up(group_entry(resp, "verifier")))
+        self.assertFalse(caught_up(group_entry(resp, "other")))
+        printed = [{"name": "dispatcher", "lag": 0, "pending": 2}]
+        self.assertFalse(caught_up(group_entry(printed, "dispatcher")))
 
-    def test_tags_are_the_services(self):
-        # As the services name partition 0 of 16 (their logs: `winner:settling:{p00.62}`).
-        self.assertEqual(partition_tag(0, 16), "{p00.62}")
-        self.assertEqual(partitioned("events", 2), ["events:" + partition_tag(0, 2), "events:" + partition_tag(1, 2)])
+    def test_a_missing_stream_or_group_is_not_done(self):
+        self.assertIsNone(group_entry("ERR no such key", "verifier"))
+        self.assertFalse(caught_up(group_entry([], "verifier")))
+        # A lag Redis cannot tell (nil) is not 0.
+        self.assertFalse(caught_up(group_entry([["name", "verifier", "lag", None, "pending", 0]], "verifier")))
 
 
 class SlotRangeTests(unittest.TestCase):
