@@ -206,6 +206,8 @@ let package = Package(
             name: "PipelineTests",
             dependencies: [
                 "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime", "TestSupport", "Delivery",
+                "IngestService", "VerifierService", "AttributionWinnerService", "SchedulerService", "DispatcherService",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),

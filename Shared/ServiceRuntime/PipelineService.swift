@@ -15,6 +15,9 @@ public struct PipelineService: Sendable {
     public let settings: PipelineSettings
     public let logger: Logger
     public let registry: PrometheusCollectorRegistry
+    /// Whether the service group stops on SIGTERM and SIGINT: a service built in a test's process does
+    /// not take the process's signals (the test shuts its group down).
+    public let stopsOnSignals: Bool
 
     public var name: String { settings.name }
     public var policy: TimePolicy { settings.policy }
@@ -24,10 +27,15 @@ public struct PipelineService: Sendable {
     /// Whether Redis is a cluster (`REDIS_CLUSTER`): then a transaction stays in one partition.
     public var cluster: Bool { settings.cluster }
 
-    public init(settings: PipelineSettings, registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
+    /// `logger`: the process's (`bootstrap`) unless a test gives its own (an in-process service's log file).
+    public init(
+        settings: PipelineSettings, registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
+        logger: Logger? = nil, stopsOnSignals: Bool = true
+    ) {
         self.settings = settings
-        self.logger = Logger(label: settings.name)
+        self.logger = logger ?? Logger(label: settings.name)
         self.registry = registry
+        self.stopsOnSignals = stopsOnSignals
     }
 
     /// A service's `main`: answers `--help` and `--version` from `help` (and refuses an unknown
@@ -163,7 +171,7 @@ public struct PipelineService: Sendable {
     }
 
     /// The HTTP server (operations routes plus whatever `routes` adds) and `services`, in one group
-    /// that stops on SIGTERM and SIGINT (unless `stopsOnSignals` is false: a test cancels its task).
+    /// that stops on SIGTERM and SIGINT (unless `stopsOnSignals` is false: a test shuts it down).
     /// With an operations listener (ingest: `OPERATIONS_HTTP_HOST:OPERATIONS_HTTP_PORT`), that one serves
     /// `/metrics` and the detailed `/ready`, and the public one only `routes`, `/health` and a terse
     /// `/ready`, opening after the operations listener, so a client that saw it up can use both.
@@ -173,7 +181,7 @@ public struct PipelineService: Sendable {
     public func assemble(
         services: [any Service],
         routes: @Sendable (Router<BasicRequestContext>, RedisConnection) throws -> Void = { _, _ in },
-        earlyRefusal: EarlyRefusal? = nil, stopsOnSignals: Bool = true
+        earlyRefusal: EarlyRefusal? = nil
     ) async throws -> Assembly {
         let (host, port) = (settings.http.host, settings.http.port)
         let idle = settings.httpIdleTimeoutMilliseconds

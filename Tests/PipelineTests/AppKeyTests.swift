@@ -13,7 +13,7 @@ extension PipelineSuites {
         @Test func keysAreListedRotatedAndRevoked() async throws {
             let redis = try await RedisServer.start()
             defer { redis.stop() }
-            let ingest = try PipelineProcesses(redis: redis, timeScale: 1, only: ["ingest"])
+            let ingest = try PipelineProcesses(redis: redis, timeScale: 1, only: ["ingest"], inProcess: true)
             defer { ingest.stop() }
             try #require(try await http.waitUntilUp("\(ingest.ingestURL)/health"), "ingest started\n\(ingest.logs())")
             let admin = "\(ingest.adminURL)/v1/admin/advertised-apps/\(Self.app)"

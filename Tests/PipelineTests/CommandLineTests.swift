@@ -13,6 +13,7 @@ struct CommandLineTests {
 
     static func run(_ service: String, _ arguments: [String] = [], environment: [String] = []) throws -> ChildProcess.Result {
         let binary = PipelineProcesses.binaryDirectory().appendingPathComponent(service).path
+        if PipelineProcesses.services.contains(service) { SpawnLog.record(service) }
         // Nothing may reach a Redis: the port is one nobody listens on. A case that starts the service
         // instead of stopping it ends after 60 s (status 124), not never.
         return try ChildProcess.run(

@@ -40,7 +40,8 @@ extension PipelineSuites {
             defer { primary.stop() }
             let pipeline = try PipelineProcesses(
                 redis: primary, timeScale: 1,
-                extraEnvironment: ["INGEST_WAIT_REPLICAS": "1", "INGEST_WAIT_TIMEOUT_MS": "200"], only: ["ingest"])
+                extraEnvironment: ["INGEST_WAIT_REPLICAS": "1", "INGEST_WAIT_TIMEOUT_MS": "200"], only: ["ingest"],
+                inProcess: true)
             defer { pipeline.stop() }
             try #require(try await http.waitUntilUp("\(pipeline.ingestURL)/health"), "ingest started\n\(pipeline.logs())")
             let url = "\(pipeline.ingestURL)/v1/impressions"
@@ -109,7 +110,7 @@ extension PipelineSuites {
                 try PipelineProcesses(
                     redis: primary, timeScale: 1,
                     extraEnvironment: ["INGEST_WAIT_REPLICAS": String(waitReplicas), "INGEST_WAIT_TIMEOUT_MS": "200"],
-                    only: ["ingest"])
+                    only: ["ingest"], inProcess: true)
             }
             // Each pipeline sets up ingest's Redis user with a password of its own: one at a time.
             let unsafe = try ingest(waitReplicas: 0)

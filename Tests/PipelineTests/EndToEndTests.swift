@@ -50,7 +50,7 @@ extension PipelineSuites {
             // A day lasts half a second; tier thresholds of 1 let one conversion reach tier 3 (all fields).
             let scale = 172_800.0
             let pipeline = try PipelineProcesses(
-                redis: redis, timeScale: scale, extraEnvironment: ["CROWD_TIER_THRESHOLDS": "1,1,1"])
+                redis: redis, timeScale: scale, extraEnvironment: ["CROWD_TIER_THRESHOLDS": "1,1,1"], inProcess: true)
             defer { pipeline.stop() }
             #expect(try await http.waitUntilUp("\(pipeline.ingestURL)/health"), "ingest starts\n\(pipeline.logs())")
             #expect(try await http.waitUntilUp("\(pipeline.receiverURL)/health"), "receiver starts\n\(pipeline.logs())")
@@ -253,7 +253,8 @@ extension PipelineSuites {
             let redis = try await RedisServer.start()
             defer { redis.stop() }
             let pipeline = try PipelineProcesses(
-                redis: redis, timeScale: 172_800, extraEnvironment: ["CROWD_TIER_THRESHOLDS": "3,1000000,1000000"])
+                redis: redis, timeScale: 172_800, extraEnvironment: ["CROWD_TIER_THRESHOLDS": "3,1000000,1000000"],
+                inProcess: true)
             defer { pipeline.stop() }
             #expect(try await http.waitUntilUp("\(pipeline.ingestURL)/health"), "ingest starts\n\(pipeline.logs())")
             #expect(try await http.waitUntilUp("\(pipeline.receiverURL)/health"), "receiver starts\n\(pipeline.logs())")
@@ -305,7 +306,7 @@ extension PipelineSuites {
         @Test func invalidInputIsRefusedWithProblemJSONAndNeverReachesThePipeline() async throws {
             let redis = try await RedisServer.start()
             defer { redis.stop() }
-            let pipeline = try PipelineProcesses(redis: redis, timeScale: 86_400)
+            let pipeline = try PipelineProcesses(redis: redis, timeScale: 86_400, inProcess: true)
             defer { pipeline.stop() }
             #expect(try await http.waitUntilUp("\(pipeline.ingestURL)/health"), "ingest starts\n\(pipeline.logs())")
             let connection = redis.connect()

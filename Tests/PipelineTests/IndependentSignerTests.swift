@@ -60,7 +60,7 @@ extension PipelineSuites {
             let signed = try Self.sign(network: network, advertised: advertised, publisher: publisher, count: 20)
             let redis = try await RedisServer.start()
             defer { redis.stop() }
-            let pipeline = try PipelineProcesses(redis: redis, timeScale: 1)
+            let pipeline = try PipelineProcesses(redis: redis, timeScale: 1, inProcess: true)
             defer { pipeline.stop() }
             #expect(try await http.waitUntilUp("\(pipeline.ingestURL)/health"), "ingest starts\n\(pipeline.logs())")
             try await pipeline.registerCampaign(

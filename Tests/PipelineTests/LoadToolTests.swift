@@ -21,7 +21,7 @@ extension PipelineSuites {
         @Test func everyOfferedEventIsAnsweredAndCountedOnce() async throws {
             let redis = try await RedisServer.start()
             defer { redis.stop() }
-            let pipeline = try PipelineProcesses(redis: redis, timeScale: 1, only: ["ingest"])
+            let pipeline = try PipelineProcesses(redis: redis, timeScale: 1, only: ["ingest"], inProcess: true)
             defer { pipeline.stop() }
             try #require(try await http.waitUntilUp("\(pipeline.ingestURL)/health"), "ingest started\n\(pipeline.logs())")
             let keys = FileManager.default.temporaryDirectory.appendingPathComponent("load-\(UUID().uuidString)")
@@ -48,7 +48,7 @@ extension PipelineSuites {
             // A lag ceiling of 10 events and no verifier: past it, ingest refuses the rest at once
             // (503 `pipeline-lagging`), which the tool reads off the problem body and counts as shed.
             let lagging = try PipelineProcesses(
-                redis: redis, timeScale: 1, extraEnvironment: ["INGEST_MAX_EVENTS_LAG": "10"], only: ["ingest"])
+                redis: redis, timeScale: 1, extraEnvironment: ["INGEST_MAX_EVENTS_LAG": "10"], only: ["ingest"], inProcess: true)
             defer { lagging.stop() }
             try #require(try await http.waitUntilUp("\(lagging.ingestURL)/health"), "ingest started\n\(lagging.logs())")
             let shed = try Self.load(arguments(url: lagging.ingestURL, rate: 300))

@@ -4,9 +4,13 @@ import Foundation
 import ServiceRuntime
 import Synchronization
 import TestSupport
+import Testing
 
 /// The six services and the reference receiver as real child processes on free loopback ports,
-/// each logging to its own file (printed when a test fails to find what it waited for).
+/// each logging to its own file (printed when a test fails to find what it waited for). With
+/// `inProcess`, the services are built in this process instead (`InProcessService`: same settings,
+/// same listeners on the same ports), for tests where the process boundary is not the point; the
+/// receiver stays a child process.
 final class PipelineProcesses: Sendable {
     let directory: URL
     let ingestURL: String
@@ -19,6 +23,8 @@ final class PipelineProcesses: Sendable {
     let postbackFile: URL
     let signingKeyID = "test-pipeline/0"
     private let children: Mutex<[String: Process]> = Mutex([:])
+    private let inProcess: Bool
+    private let builtHere: Mutex<[String: InProcessService]> = Mutex([:])
     private let httpPorts: Mutex<[String: Int]> = Mutex([:])
 
     /// The /health and /metrics address of a running service.
@@ -40,11 +46,16 @@ final class PipelineProcesses: Sendable {
 
     /// Every service and the receiver, or only the services named in `only` (a stage tested alone on
     /// entries a test writes itself, or ingest alone).
-    init(redis: any TestRedis, timeScale: Double, extraEnvironment: [String: String] = [:], only: Set<String>? = nil) throws {
+    init(
+        redis: any TestRedis, timeScale: Double, extraEnvironment: [String: String] = [:], only: Set<String>? = nil,
+        inProcess: Bool = false
+    ) throws {
+        // PIPELINE_TESTS_IN_PROCESS=false runs every service as a process (to compare, or to debug).
+        self.inProcess = inProcess && ProcessInfo.processInfo.environment["PIPELINE_TESTS_IN_PROCESS"] != "false"
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("pipeline-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         binaries = Self.binaryDirectory()
-        for name in ["ingest", "admin", "verifier", "attribution-winner", "scheduler", "dispatcher", "attribution"] {
+        for name in Self.services + ["attribution"] {
             guard FileManager.default.isExecutableFile(atPath: binaries.appendingPathComponent(name).path) else {
                 throw TestSupportError("\(name) is not built in \(binaries.path): run `swift build` first (scripts/test.sh does)")
             }
@@ -120,20 +131,26 @@ final class PipelineProcesses: Sendable {
     func start(_ name: String, executable: String? = nil, arguments: [String] = [], port: Int?, _ extra: [String: String] = [:])
         throws
     {
+        var environment = self.environment.merging(credentials[name] ?? [:]) { $1 }.merging(extra) { $1 }
+        if let port {
+            environment["HTTP_PORT"] = String(port)
+            httpPorts.withLock { $0[name] = port }
+        }
+        let log = directory.appendingPathComponent("\(name).log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        if inProcess, executable == nil, Self.services.contains(name) {
+            let service = InProcessService(name, environment: environment, log: log)
+            builtHere.withLock { $0[name] = service }
+            return
+        }
+        if Self.services.contains(name) { SpawnLog.record(name) }
         let process = Process()
         // An absolute path runs a tool of the system (python3 through /usr/bin/env); others are ours.
         process.executableURL =
             executable.map { $0.hasPrefix("/") ? URL(fileURLWithPath: $0) : binaries.appendingPathComponent($0) }
             ?? binaries.appendingPathComponent(name)
         process.arguments = arguments
-        var environment = self.environment.merging(credentials[name] ?? [:]) { $1 }.merging(extra) { $1 }
-        if let port {
-            environment["HTTP_PORT"] = String(port)
-            httpPorts.withLock { $0[name] = port }
-        }
         process.environment = environment
-        let log = directory.appendingPathComponent("\(name).log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let handle = try FileHandle(forWritingTo: log)
         handle.seekToEndOfFile()
         process.standardOutput = handle
@@ -201,7 +218,23 @@ final class PipelineProcesses: Sendable {
         }
     }
 
+    static let services = ["ingest", "admin", "verifier", "attribution-winner", "scheduler", "dispatcher"]
+
+    /// Stops the services built in this process and waits until they have (a test that checks what
+    /// was written once they stopped).
+    func stopInProcess() async {
+        for service in takeBuiltHere() { await service.stopAndWait() }
+    }
+
+    private func takeBuiltHere() -> [InProcessService] {
+        builtHere.withLock { built in
+            defer { built.removeAll() }
+            return Array(built.values)
+        }
+    }
+
     func stop() {
+        for service in takeBuiltHere() { service.stop() }
         let all = children.withLock { children -> [Process] in
             defer { children.removeAll() }
             return Array(children.values)
@@ -237,5 +270,15 @@ extension PipelineProcesses {
         let issued = try await http.send("POST", "\(adminURL)/v1/admin/advertised-apps/\(app)/keys", token: adminToken)
         guard let key = issued.json["app-key"] as? String else { throw TestSupportError("no app key issued") }
         return key
+    }
+}
+
+/// With PIPELINE_TESTS_SPAWN_LOG=<file>, each service process a test starts appends "<test id>\t<service>"
+/// to that file: how many tests spawn service processes (`sort -u -k1,1 file | wc -l`).
+enum SpawnLog {
+    static func record(_ service: String) {
+        guard let path = ProcessInfo.processInfo.environment["PIPELINE_TESTS_SPAWN_LOG"] else { return }
+        let test = Test.current.map { "\($0.id)" } ?? "?"
+        FileLogHandler.append("\(test)\t\(service)", to: URL(fileURLWithPath: path))
     }
 }

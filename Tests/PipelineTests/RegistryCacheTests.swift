@@ -103,7 +103,7 @@ extension PipelineSuites {
         @Test func aReRegisteredNetworkIsSeenByTheNextBatch() async throws {
             let redis = try await RedisServer.start()
             defer { redis.stop() }
-            let pipeline = try PipelineProcesses(redis: redis, timeScale: 1, only: ["ingest", "verifier"])
+            let pipeline = try PipelineProcesses(redis: redis, timeScale: 1, only: ["ingest", "verifier"], inProcess: true)
             defer { pipeline.stop() }
             let http = HTTPTestClient()
             try #require(try await http.waitUntilUp("\(pipeline.ingestURL)/health"), "ingest started\n\(pipeline.logs())")

@@ -56,7 +56,7 @@ extension PipelineSuites {
                     StreamCommands.add(StreamNames.attributions(partition), message: envelope.encoded()))
             }
 
-            let pipeline = try PipelineProcesses(redis: redis, timeScale: 1, only: ["scheduler"])
+            let pipeline = try PipelineProcesses(redis: redis, timeScale: 1, only: ["scheduler"], inProcess: true)
             defer { pipeline.stop() }
             let planned = try await eventually(timeout: .seconds(20)) {
                 try await connection.send(RedisCommand("EXISTS", StageKeys.plan(conversion: "fresh-conversion", in: partition)))

@@ -66,7 +66,8 @@ extension PipelineSuites {
         @Test func eachTiersFieldSetReachesTheReceiverSignedWithTheDevelopmentKey() async throws {
             let redis = try await RedisServer.start()
             defer { redis.stop() }
-            let processes = try PipelineProcesses(redis: redis, timeScale: 172_800, extraEnvironment: ["TIMER_POLL_MS": "10"])
+            let processes = try PipelineProcesses(
+                redis: redis, timeScale: 172_800, extraEnvironment: ["TIMER_POLL_MS": "10"], inProcess: true)
             defer { processes.stop() }
             try #require(try await http.waitUntilUp("\(processes.ingestURL)/health"), "ingest starts\n\(processes.logs())")
             try #require(try await http.waitUntilUp("\(processes.receiverURL)/health"), "receiver starts")
@@ -145,7 +146,7 @@ extension PipelineSuites {
         @Test func refusalsAndTheRateLimit() async throws {
             let redis = try await RedisServer.start()
             defer { redis.stop() }
-            let processes = try PipelineProcesses(redis: redis, timeScale: 172_800)
+            let processes = try PipelineProcesses(redis: redis, timeScale: 172_800, inProcess: true)
             defer { processes.stop() }
             try #require(try await http.waitUntilUp("\(processes.ingestURL)/health"), "ingest starts\n\(processes.logs())")
             let app: ItemIdentifier = 1_300_000_002

@@ -31,7 +31,7 @@ extension PipelineSuites {
             let redis = try await RedisServer.start()
             defer { redis.stop() }
             let pipeline = try PipelineProcesses(
-                redis: redis, timeScale: 172_800, extraEnvironment: ["CROWD_TIER_THRESHOLDS": "1,1,1"])
+                redis: redis, timeScale: 172_800, extraEnvironment: ["CROWD_TIER_THRESHOLDS": "1,1,1"], inProcess: true)
             defer { pipeline.stop() }
             try #require(try await http.waitUntilUp("\(pipeline.ingestURL)/health"), "ingest starts\n\(pipeline.logs())")
             let admin = pipeline.adminToken

@@ -17,7 +17,7 @@ extension PipelineSuites {
         /// A Redis and ingest with the test network registered under `key`: where each test here starts.
         func registeredIngest(networkKey key: P256.Signing.PrivateKey) async throws -> (RedisServer, PipelineProcesses) {
             let redis = try await RedisServer.start()
-            let ingest = try PipelineProcesses(redis: redis, timeScale: 1, only: ["ingest"])
+            let ingest = try PipelineProcesses(redis: redis, timeScale: 1, only: ["ingest"], inProcess: true)
             do {
                 try await register(on: ingest, networkKey: key)
             } catch {
@@ -64,7 +64,7 @@ extension PipelineSuites {
             }
 
             // Both wait on the device's partition; the verifier starts now and reads them as one batch.
-            let verifier = try PipelineProcesses(redis: redis, timeScale: 1, only: ["verifier"])
+            let verifier = try PipelineProcesses(redis: redis, timeScale: 1, only: ["verifier"], inProcess: true)
             defer { verifier.stop() }
             let connection = redis.connect()
             let decided = try await eventually(timeout: .seconds(20)) {
@@ -87,7 +87,7 @@ extension PipelineSuites {
             let redis = try await RedisServer.start()
             defer { redis.stop() }
             // One set of processes: each set gives the services' ACL users new passwords.
-            let ingest = try PipelineProcesses(redis: redis, timeScale: 1, only: ["ingest", "verifier"])
+            let ingest = try PipelineProcesses(redis: redis, timeScale: 1, only: ["ingest", "verifier"], inProcess: true)
             defer { ingest.stop() }
             try await register(on: ingest, networkKey: key)
             let verifier = ingest
@@ -164,7 +164,8 @@ extension PipelineSuites {
                 #expect(reply.status == 200, "\(reply.json)")
             }
             let verifier = try PipelineProcesses(
-                redis: redis, timeScale: 1, extraEnvironment: ["CONSUMERS": "2", "BATCH_SIZE": "20"], only: ["verifier"])
+                redis: redis, timeScale: 1, extraEnvironment: ["CONSUMERS": "2", "BATCH_SIZE": "20"], only: ["verifier"],
+                inProcess: true)
             defer { verifier.stop() }
             let connection = redis.connect()
             let decided = try await eventually(timeout: .seconds(30)) {
@@ -205,7 +206,7 @@ extension PipelineSuites {
                 if index.isMultiple(of: 2) { genuine.insert(id) } else { forged.insert(id) }
             }
             let verifier = try PipelineProcesses(
-                redis: redis, timeScale: 1, extraEnvironment: ["VERIFIER_THREADS": "4"], only: ["verifier"])
+                redis: redis, timeScale: 1, extraEnvironment: ["VERIFIER_THREADS": "4"], only: ["verifier"], inProcess: true)
             defer { verifier.stop() }
             let connection = redis.connect()
             let decided = try await eventually(timeout: .seconds(20)) {
@@ -230,7 +231,7 @@ extension PipelineSuites {
             defer { redis.stop() }
             let pipeline = try PipelineProcesses(
                 redis: redis, timeScale: 86_400, extraEnvironment: ["CONVERSION_SETTLE_MS": "100"],
-                only: ["ingest", "verifier", "attribution-winner"])
+                only: ["ingest", "verifier", "attribution-winner"], inProcess: true)
             defer { pipeline.stop() }
             try #require(try await http.waitUntilUp("\(pipeline.ingestURL)/health"), "ingest started\n\(pipeline.logs())")
             let app = HostileInputTests.app

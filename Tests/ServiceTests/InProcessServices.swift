@@ -30,7 +30,7 @@ struct InProcessServices {
 
     /// The service `name` as `PipelineService.main` makes it, less the process-wide bootstrap.
     func service(_ name: String) throws -> PipelineService {
-        PipelineService(settings: try PipelineSettings(name: name, environment: environment))
+        PipelineService(settings: try PipelineSettings(name: name, environment: environment), stopsOnSignals: false)
     }
 }
 

@@ -16,7 +16,9 @@ public enum AdvertisedAppBody {
     /// Info.plist layout) and `AdAttributionKitConfigurations`; keys may also sit at the top.
     public static let containers = ["AdAttributionKit", IngestRequests.AdvertisedApp.nestedContainer]
 
-    /// Apple's names for keys this body reads under another name.
+    /// Other spellings of keys this body reads under another name: `OptInForReengagementPostbackCopies`
+    /// follows the label Xcode shows for the key ("Opt in for Reengagement Postback Copies"); Apple's
+    /// Bundle Resources spell the key `EligibleForAdAttributionKitReengagementPostbackCopies`.
     public static let aliases = [
         "OptInForReengagementPostbackCopies": "EligibleForAdAttributionKitReengagementPostbackCopies"
     ]
