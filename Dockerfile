@@ -11,9 +11,13 @@ ARG BASE_IMAGE=debian:bookworm-slim
 # The runtime stage comes first: `docker build --target runtime` then builds nothing else, even with the
 # classic builder (which builds every stage up to its target).
 FROM ${BASE_IMAGE} AS runtime
-ARG VERSION=0.0.0-dev
+# VERSION is PipelineVersion.current (ComposeFileTests holds them equal); REVISION the commit built.
+ARG VERSION=0.1.0-dev
 ARG REVISION=unknown
+# Every service's build_info metric carries the revision.
+ENV PIPELINE_REVISION=${REVISION}
 LABEL org.opencontainers.image.title="attribution-pipeline" \
+      org.opencontainers.image.licenses="Apache-2.0" \
       org.opencontainers.image.description="Self-hosted ad attribution with AdAttributionKit semantics: ingest, admin, verifier, attribution-winner, scheduler, dispatcher and the attribution tool" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${REVISION}"

@@ -75,6 +75,9 @@ public struct PipelineService: Sendable {
         }
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        // Which build answers: 1, with the version and the revision the image was built from.
+        Gauge(label: "build_info", dimensions: [("version", PipelineVersion.current), ("revision", PipelineVersion.revision)])
+            .record(1)
         return PipelineService(settings: settings, registry: registry)
     }
 

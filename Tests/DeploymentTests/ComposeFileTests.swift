@@ -287,6 +287,15 @@ struct ComposeFileTests {
         #expect(try Self.read("scripts/test.sh").contains("compose-test.sh --binaries"))
     }
 
+    /// The image's OCI labels carry the executables' version and the licence.
+    @Test func theImageCarriesTheVersion() throws {
+        let dockerfile = try Self.read("Dockerfile")
+        #expect(dockerfile.contains("\nARG VERSION=\(PipelineVersion.current)\n"))
+        #expect(dockerfile.contains(#"org.opencontainers.image.version="${VERSION}""#))
+        #expect(dockerfile.contains(#"org.opencontainers.image.licenses="Apache-2.0""#))
+        #expect(dockerfile.contains("ENV PIPELINE_REVISION=${REVISION}"))
+    }
+
     /// The Dockerfile's stages by their `FROM` line (image and name), each with its body.
     static func dockerStages(_ dockerfile: String) -> [String: String] {
         var stages: [String: String] = [:]
