@@ -38,6 +38,8 @@ from bench_ramp import FACTOR as RAMP_FACTOR
 from bench_ramp import START as RAMP_START
 from bench_ramp import Bench, ramp_chart
 from harness import (
+    SCALED_DAY,
+    Pipeline,
     Processes,
     b64url_decode,
     caught_up,
@@ -45,15 +47,13 @@ from harness import (
     free_port,
     group_entry,
     http,
-    keygen,
     partitioned,
     redis_cli,
     redis_info_cpu_seconds,
     rss_mib,
-    start_admin,
+    start_redis,
     until,
     use_binaries,
-    wait_http,
 )
 from pins import requirements
 
@@ -247,23 +247,7 @@ try:
     REDIS_PORT = free_port()
     # Its AOF holds a million held postbacks by the end (gigabytes): removed once Redis has stopped.
     redis_dir = tempfile.mkdtemp(prefix="bench-redis-")
-    children.start(
-        "redis",
-        [
-            "redis-server",
-            "--port",
-            str(REDIS_PORT),
-            "--save",
-            "",
-            "--appendonly",
-            "yes",
-            "--appendfsync",
-            "everysec",
-            "--dir",
-            redis_dir,
-        ],
-    )
-    until(lambda: redis("PING") == "PONG", 10)
+    start_redis(children, REDIS_PORT, redis_dir)
     bench = {}
     for pipeline in (1, 64):
         output = subprocess.run(
@@ -294,54 +278,24 @@ try:
     url = f"redis://127.0.0.1:{REDIS_PORT}/0"
     token = "bench-admin-token-of-at-least-32-characters"
     keys = os.path.join(OUT, "keys")
-    keygen(BIN, keys)
-    receiver_port, ingest_port, admin_port = free_port(), free_port(), free_port()
-    common = {
-        "REDIS_URL": url,
-        "LOG_LEVEL": "warning",
-        "HTTP_HOST": "127.0.0.1",
-        "CONVERSION_SETTLE_MS": "0",
-        "POSTBACK_URL_ALLOWLIST": "127.0.0.1",
-        "STREAM_RETENTION_HOURS": "0",
-    }
+    pipeline = Pipeline(children, BIN, url, keys, token, CONVERSION_SETTLE_MS="0")
+    receiver_port, ingest_port = free_port(), free_port()
     # A lag ceiling of 2 s of the batch capacity rather than the default 20 s: a 4 s offer at 5× then
     # reaches ingest's steady state under overload (shedding what the pipeline cannot drain) instead of
     # measuring how fast the buffer fills.
     lag_ceiling = {"INGEST_MAX_EVENTS_LAG": os.environ.get("BENCH_MAX_EVENTS_LAG", "20000")}
-    children.start(
-        "ingest",
-        [f"{BIN}/ingest"],
-        {
-            **common,
-            **lag_ceiling,
-            "HTTP_PORT": str(ingest_port),
-            "OPERATIONS_HTTP_PORT": str(free_port()),
-        },
-    )
-    ingest = f"http://127.0.0.1:{ingest_port}"
-    admin = start_admin(children, BIN, common, admin_port, token)
-    wait_http(ingest + "/health")
-    network = "bench.adattributionkit"
-    public_key = open(os.path.join(keys, "network.public.pem")).read()
+    ingest, admin = pipeline.start_http(ingest_port, ingest_env=lag_ceiling)
+    network = Pipeline.NETWORK
 
     def register():
-        http(
-            "PUT",
-            f"{admin}/v1/admin/ad-networks/{network}",
-            {"public-key": public_key, "postback-url": f"http://127.0.0.1:{receiver_port}/postbacks"},
-            token,
-        )
-        http("PUT", f"{admin}/v1/admin/publisher-apps/5838492", {"AdNetworkIdentifiers": [network]}, token)
-        http("PUT", f"{admin}/v1/admin/advertised-apps/1108187390", {}, token)
+        pipeline.register(receiver_port)
 
     register()
 
     def worker(name, env=None):
         # The services' own CONSUMERS unless BENCH_CONSUMERS says otherwise.
         own = {"CONSUMERS": os.environ["BENCH_CONSUMERS"]} if "BENCH_CONSUMERS" in os.environ else {}
-        return children.start(
-            name, STAGE_SCHEDULING + [f"{BIN}/{name}"], {**common, "HTTP_PORT": str(free_port()), **own, **(env or {})}
-        )
+        return pipeline.start(name, {**own, **(env or {})}, prefix=STAGE_SCHEDULING)
 
     def load(kind, count, extra=()):
         subprocess.run(
@@ -411,33 +365,12 @@ try:
     # dispatcher: due postbacks to a local receiver (keep-alive HTTP; the receiver verifies each one).
     # The dispatcher starts first so its key is in the JWKS before the receiver fetches it; the
     # postbacks are loaded once both are up, and the clock starts then.
-    dispatcher = worker(
-        "dispatcher",
-        {
-            "SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
-            "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(keys, "pipeline-development.private.pem"),
-        },
-    )
+    dispatcher = worker("dispatcher")
     until(
         lambda: "attribution-pipeline/0" in urllib.request.urlopen(f"{ingest}/.well-known/jwks.json").read().decode(),
         30,
     )
-    children.start(
-        "receiver",
-        [
-            f"{BIN}/attribution",
-            "receiver",
-            "--port",
-            str(receiver_port),
-            "--jwks-url",
-            f"{ingest}/.well-known/jwks.json",
-            "--output",
-            os.path.join(OUT, "postbacks.jsonl"),
-            "--log-level",
-            "warning",
-        ],
-    )
-    wait_http(f"http://127.0.0.1:{receiver_port}/health")
+    pipeline.start_receiver(receiver_port, os.path.join(OUT, "postbacks.jsonl"))
     time.sleep(1)
     cpu_before = cpu_seconds(dispatcher.pid)
     started = time.time()
@@ -583,60 +516,21 @@ try:
     # is all there is, and its rewrites come at the rate its writes cause them.
     redis("FLUSHALL")
     rewrite_aof()
-    scaled = {
-        "TIME_SCALE": "86400",
-        "CONVERSION_SETTLE_MS": "250",
-        "WINDOW_CLOSE_GRACE_MS": "400",
-        "CROWD_TIER_THRESHOLDS": "1,1,1",
-    }
-    five["ingest"] = children.start(
-        "ingest",
-        [f"{BIN}/ingest"],
-        {
-            **common,
-            **lag_ceiling,
-            **scaled,
-            "HTTP_PORT": str(ingest_port),
-            "OPERATIONS_HTTP_PORT": str(free_port()),
-        },
-    )
-    wait_http(ingest + "/health")
+    scaled = SCALED_DAY
+    pipeline.start_http(ingest_port, ingest_env={**lag_ceiling, **scaled})
+    five["ingest"] = children.running["ingest"]
     register()
     five["verifier"] = worker("verifier", scaled)
     five["attribution-winner"] = worker("attribution-winner", scaled)
     five["scheduler"] = worker("scheduler", scaled)
-    five["dispatcher"] = worker(
-        "dispatcher",
-        {
-            **scaled,
-            "SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
-            "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(keys, "pipeline-development.private.pem"),
-        },
-    )
+    five["dispatcher"] = worker("dispatcher", scaled)
     # The receiver plays the ad network, whose servers are not the pipeline's: on these shared cores it
     # records each postback now (`--signatures later`), and every recorded signature is verified after
     # the ramp (`verify_recorded`), so its ECDSA work is not counted against the five services.
     children.kill("receiver", signal.SIGTERM)
     campaign_postbacks = os.path.join(OUT, "campaign-postbacks.jsonl")
-    children.start(
-        "receiver",
-        [
-            f"{BIN}/attribution",
-            "receiver",
-            "--port",
-            str(receiver_port),
-            "--jwks-url",
-            f"{ingest}/.well-known/jwks.json",
-            "--output",
-            campaign_postbacks,
-            "--signatures",
-            "later",
-            "--log-level",
-            "warning",
-        ],
-    )
-    wait_http(f"http://127.0.0.1:{receiver_port}/health")
-    app_key = http("POST", f"{admin}/v1/admin/advertised-apps/1108187390/keys", {}, token)["app-key"]
+    pipeline.start_receiver(receiver_port, campaign_postbacks, "--signatures", "later")
+    app_key = pipeline.app_key()
     time.sleep(2)
     received_before = http("GET", f"http://127.0.0.1:{receiver_port}/stats")["accepted"]
     started = time.time()

@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 
-from harness import Processes, free_port, http, keygen, start_admin, until, wait_http, wait_redis
+from harness import Pipeline, Processes, free_port, http, start_redis, until
 
 BIN, OUT = sys.argv[1], os.path.abspath(sys.argv[2])
 POSTBACKS = int(os.environ.get("BENCH_ISOLATION_POSTBACKS", "8000"))
@@ -37,68 +37,18 @@ def run(hanging):
     data = tempfile.mkdtemp(prefix="bench-isolation-")
     try:
         port = free_port()
-        children.start(
-            "redis", ["redis-server", "--port", str(port), "--save", "", "--appendonly", "no", "--dir", data]
-        )
-        wait_redis(port)
+        start_redis(children, port, data, aof=False)
         url = f"redis://127.0.0.1:{port}/0"
-        keys = os.path.join(data, "keys")
-        keygen(BIN, keys)
-        with open(os.path.join(keys, "network.public.pem")) as f:
-            public_key = f.read()
-        common = {
-            "REDIS_URL": url,
-            "LOG_LEVEL": "warning",
-            "HTTP_HOST": "127.0.0.1",
-            "POSTBACK_URL_ALLOWLIST": "127.0.0.1",
-            "STREAM_RETENTION_HOURS": "0",
-        }
-        ingest_port, admin_port = free_port(), free_port()
-        children.start(
-            "ingest",
-            [f"{BIN}/ingest"],
-            {**common, "HTTP_PORT": str(ingest_port), "OPERATIONS_HTTP_PORT": str(free_port())},
-        )
-        ingest, admin = f"http://127.0.0.1:{ingest_port}", start_admin(children, BIN, common, admin_port, TOKEN)
-        wait_http(ingest + "/health")
-        children.start(
-            "dispatcher",
-            [f"{BIN}/dispatcher"],
-            {
-                **common,
-                "HTTP_PORT": str(free_port()),
-                "SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
-                "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(keys, "pipeline-development.private.pem"),
-            },
-        )
+        pipeline = Pipeline(children, BIN, url, os.path.join(data, "keys"), TOKEN)
+        pipeline.start_http()
+        pipeline.start("dispatcher")
         receivers = []
         for index, network in enumerate(NETWORKS):
             receiver_port = free_port()
-            children.start(
-                f"receiver{index}",
-                [
-                    f"{BIN}/attribution",
-                    "receiver",
-                    "--port",
-                    str(receiver_port),
-                    "--jwks-url",
-                    ingest + "/.well-known/jwks.json",
-                    "--output",
-                    os.path.join(children.out, f"postbacks{index}.jsonl"),
-                    "--signatures",
-                    "later",
-                    "--log-level",
-                    "warning",
-                ],
-            )
+            output = os.path.join(children.out, f"postbacks{index}.jsonl")
+            pipeline.start_receiver(receiver_port, output, "--signatures", "later", name=f"receiver{index}")
             receiver = f"http://127.0.0.1:{receiver_port}"
-            wait_http(receiver + "/health")
-            http(
-                "PUT",
-                f"{admin}/v1/admin/ad-networks/{network}",
-                {"public-key": public_key, "postback-url": receiver + "/postbacks"},
-                TOKEN,
-            )
+            pipeline.register_network(network, receiver)
             receivers.append(receiver)
         if hanging:
             http("POST", receivers[-1] + "/control", {"delay-ms": 600_000})

@@ -25,17 +25,16 @@ import tempfile
 import time
 
 from harness import (
+    Pipeline,
     Processes,
     RedisConnection,
     free_port,
     group_done,
     http,
-    keygen,
     partitioned,
-    start_admin,
+    start_redis,
     until,
     use_binaries,
-    wait_http,
     wait_redis,
 )
 
@@ -69,10 +68,7 @@ def measure(label, delay):
     data = tempfile.mkdtemp(prefix="bench-rtt-")
     try:
         port = free_port()
-        children.start(
-            "redis", ["redis-server", "--port", str(port), "--save", "", "--appendonly", "no", "--dir", data]
-        )
-        wait_redis(port)
+        start_redis(children, port, data, aof=False)
         direct = f"redis://127.0.0.1:{port}/0"
         observer = RedisConnection(port)
         url = direct
@@ -96,42 +92,10 @@ def measure(label, delay):
             wait_redis(relay_port)
             url = f"redis://127.0.0.1:{relay_port}/0"
         keys = os.path.join(data, "keys")
-        keygen(BIN, keys)
-        with open(os.path.join(keys, "network.public.pem")) as f:
-            public_key = f.read()
-        common = {
-            "REDIS_URL": url,
-            "LOG_LEVEL": "warning",
-            "HTTP_HOST": "127.0.0.1",
-            "POSTBACK_URL_ALLOWLIST": "127.0.0.1",
-            "STREAM_RETENTION_HOURS": "0",
-            "CONVERSION_SETTLE_MS": "0",
-            **EXTRA,
-        }
-        ingest_port, admin_port, receiver_port = free_port(), free_port(), free_port()
-        children.start(
-            "ingest",
-            [f"{BIN}/ingest"],
-            {
-                **common,
-                "HTTP_PORT": str(ingest_port),
-                "OPERATIONS_HTTP_PORT": str(free_port()),
-                "INGEST_MAX_EVENTS_LAG": "0",
-            },
-        )
-        ingest, admin = f"http://127.0.0.1:{ingest_port}", start_admin(children, BIN, common, admin_port, TOKEN)
-        wait_http(ingest + "/health")
-        http(
-            "PUT",
-            f"{admin}/v1/admin/ad-networks/{NETWORK}",
-            {"public-key": public_key, "postback-url": f"http://127.0.0.1:{receiver_port}/postbacks"},
-            TOKEN,
-        )
-        http("PUT", f"{admin}/v1/admin/publisher-apps/5838492", {"AdNetworkIdentifiers": [NETWORK]}, TOKEN)
-        http("PUT", f"{admin}/v1/admin/advertised-apps/1108187390", {}, TOKEN)
-
-        def worker(name, env=None):
-            return children.start(name, [f"{BIN}/{name}"], {**common, "HTTP_PORT": str(free_port()), **(env or {})})
+        pipeline = Pipeline(children, BIN, url, keys, TOKEN, **{"CONVERSION_SETTLE_MS": "0", **EXTRA})
+        receiver_port = free_port()
+        ingest, _ = pipeline.start_http(ingest_env={"INGEST_MAX_EVENTS_LAG": "0"})
+        pipeline.register(receiver_port, NETWORK)
 
         def load(kind, count, extra=()):
             subprocess.run(
@@ -155,11 +119,7 @@ def measure(label, delay):
         def drained(name, stream, group, count, env=None):
             started = time.time()
             for replica in range(REPLICAS):
-                children.start(
-                    f"{name}-{replica}" if replica else name,
-                    [f"{BIN}/{name}"],
-                    {**common, "HTTP_PORT": str(free_port()), **(env or {})},
-                )
+                pipeline.start(name, env, process=f"{name}-{replica}" if replica else name)
             if not until(lambda: group_done(observer, stream, group), 600, 0.05):
                 raise SystemExit(f"rtt ({label}): {name} did not drain {stream} in 600 s")
             return count / (time.time() - started)
@@ -173,32 +133,9 @@ def measure(label, delay):
             "scheduler", "attributions", "scheduler", events - IMPRESSIONS, {"CROWD_TIER_THRESHOLDS": "1,1,1"}
         )
 
-        worker(
-            "dispatcher",
-            {
-                "SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
-                "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(keys, "pipeline-development.private.pem"),
-            },
-        )
-        children.start(
-            "receiver",
-            [
-                f"{BIN}/attribution",
-                "receiver",
-                "--port",
-                str(receiver_port),
-                "--jwks-url",
-                ingest + "/.well-known/jwks.json",
-                "--output",
-                os.path.join(children.out, "postbacks.jsonl"),
-                "--signatures",
-                "later",
-                "--log-level",
-                "warning",
-            ],
-        )
+        pipeline.start("dispatcher")
+        pipeline.start_receiver(receiver_port, os.path.join(children.out, "postbacks.jsonl"), "--signatures", "later")
         receiver = f"http://127.0.0.1:{receiver_port}"
-        wait_http(receiver + "/health")
         time.sleep(2)  # the dispatcher's groups made, the registry cached
         before = http("GET", receiver + "/stats").get("accepted", 0)
         started = time.time()

@@ -20,21 +20,20 @@ import time
 
 from harness import (
     PARTITIONS,
+    SCALED_DAY,
+    Pipeline,
     Processes,
     RedisCluster,
     cpu_seconds,
     free_port,
     group_entry,
     http,
-    keygen,
     partitioned,
     redis_cli,
     redis_info_cpu_seconds,
-    start_admin,
+    start_redis,
     until,
     use_binaries,
-    wait_http,
-    wait_redis,
 )
 
 BIN, OUT = sys.argv[1], os.path.abspath(sys.argv[2])
@@ -81,23 +80,7 @@ def run(mode):
         else:
             port = free_port()
             redis_dir = tempfile.mkdtemp(prefix="bench-redis-")
-            children.start(
-                "redis",
-                [
-                    "redis-server",
-                    "--port",
-                    str(port),
-                    "--save",
-                    "",
-                    "--appendonly",
-                    "yes",
-                    "--appendfsync",
-                    "everysec",
-                    "--dir",
-                    redis_dir,
-                ],
-            )
-            wait_redis(port)
+            start_redis(children, port, redis_dir)
             ports, primaries, url = [port], [port], f"redis://127.0.0.1:{port}/0"
             redis_env = {"REDIS_URL": url}
             cli = ["redis-cli", "-p", str(port)]
@@ -128,74 +111,19 @@ def run(mode):
                         return False
             return True
 
-        keys = os.path.join(children.out, "keys")
-        keygen(BIN, keys)
-        receiver_port, ingest_port, admin_port = free_port(), free_port(), free_port()
-        common = {
-            **redis_env,
-            "PARTITIONS": str(PARTITIONS),
-            "LOG_LEVEL": "warning",
-            "HTTP_HOST": "127.0.0.1",
-            "POSTBACK_URL_ALLOWLIST": "127.0.0.1",
-            "STREAM_RETENTION_HOURS": "0",
-            "TIME_SCALE": "86400",
-            "CONVERSION_SETTLE_MS": "250",
-            "WINDOW_CLOSE_GRACE_MS": "400",
-            "CROWD_TIER_THRESHOLDS": "1,1,1",
-        }
         token = "bench-admin-token-of-at-least-32-characters"
-        processes = {
-            "ingest": children.start(
-                "ingest",
-                [f"{BIN}/ingest"],
-                {**common, "HTTP_PORT": str(ingest_port), "OPERATIONS_HTTP_PORT": str(free_port())},
-            )
-        }
-        ingest = f"http://127.0.0.1:{ingest_port}"
-        admin = start_admin(children, BIN, common, admin_port, token)
-        wait_http(ingest + "/health")
+        keys = os.path.join(children.out, "keys")
+        env = {**redis_env, "PARTITIONS": str(PARTITIONS), **SCALED_DAY}
+        pipeline = Pipeline(children, BIN, env["REDIS_URL"], keys, token, **env)
+        receiver_port = free_port()
+        ingest, _ = pipeline.start_http()
+        processes = {"ingest": children.running["ingest"]}
         for name in SERVICES[1:]:
-            extra = (
-                {
-                    "SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
-                    "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(keys, "pipeline-development.private.pem"),
-                }
-                if name == "dispatcher"
-                else {}
-            )
-            processes[name] = children.start(
-                name, [f"{BIN}/{name}"], {**common, "HTTP_PORT": str(free_port()), **extra}
-            )
+            processes[name] = pipeline.start(name)
         until(lambda: '"kid"' in json.dumps(http("GET", ingest + "/.well-known/jwks.json")), 30)
-        children.start(
-            "receiver",
-            [
-                f"{BIN}/attribution",
-                "receiver",
-                "--port",
-                str(receiver_port),
-                "--jwks-url",
-                ingest + "/.well-known/jwks.json",
-                "--output",
-                os.path.join(children.out, "postbacks.jsonl"),
-                "--log-level",
-                "warning",
-            ],
-        )
-        wait_http(f"http://127.0.0.1:{receiver_port}/health")
-        network = "bench.adattributionkit"
-        http(
-            "PUT",
-            f"{admin}/v1/admin/ad-networks/{network}",
-            {
-                "public-key": open(os.path.join(keys, "network.public.pem")).read(),
-                "postback-url": f"http://127.0.0.1:{receiver_port}/postbacks",
-            },
-            token,
-        )
-        http("PUT", f"{admin}/v1/admin/publisher-apps/5838492", {"AdNetworkIdentifiers": [network]}, token)
-        http("PUT", f"{admin}/v1/admin/advertised-apps/1108187390", {}, token)
-        app_key = http("POST", f"{admin}/v1/admin/advertised-apps/1108187390/keys", {}, token)["app-key"]
+        pipeline.start_receiver(receiver_port, os.path.join(children.out, "postbacks.jsonl"))
+        pipeline.register(receiver_port)
+        app_key = pipeline.app_key()
         time.sleep(2)
 
         for p in primaries:
@@ -211,30 +139,7 @@ def run(mode):
         cpu_before = {name: cpu_seconds(p.pid) for name, p in processes.items()}
         redis_before = counters(ports)
         started = time.time()
-        output = subprocess.run(
-            [
-                f"{BIN}/attribution",
-                "load",
-                "--ingest-url",
-                ingest,
-                "--rate",
-                RATE,
-                "--batch",
-                BATCH,
-                "--duration",
-                "10",
-                "--network",
-                network,
-                "--key-file",
-                os.path.join(keys, "network.private.pem"),
-                "--app-key",
-                app_key,
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        offered = json.loads(output.strip().splitlines()[-1])
+        offered = pipeline.offer(RATE, 10, app_key, "--batch", BATCH)
         until(
             lambda: all(
                 group_done(stream, group)

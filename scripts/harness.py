@@ -81,6 +81,112 @@ def start_admin(processes, bin_dir, env, port, token):
     return url
 
 
+# A day lasting a second: the three windows, their delays and every crowd past its thresholds in a
+# benchmark's minutes (the settle time and window grace scaled down with it).
+SCALED_DAY = {
+    "TIME_SCALE": "86400",
+    "CONVERSION_SETTLE_MS": "250",
+    "WINDOW_CLOSE_GRACE_MS": "400",
+    "CROWD_TIER_THRESHOLDS": "1,1,1",
+}
+
+
+class Pipeline:
+    """The pipeline of one run, started the one way every benchmark run starts it: the services on
+    `redis_url` with the run's keys (`attribution keygen` into `keys`), ingest with the admin service,
+    stage workers, the dispatcher with the run's signing keys, the reference receiver, and the usual
+    campaign (one ad network, a publisher app listing it, an advertised app). `env`: added to every
+    service's environment (`common`)."""
+
+    NETWORK = "bench.adattributionkit"
+    PUBLISHER = 5838492
+    APP = 1108187390
+
+    def __init__(self, processes, bin_dir, redis_url, keys, token, **env):
+        self.processes, self.bin_dir, self.keys, self.token = processes, bin_dir, keys, token
+        keygen(bin_dir, keys)
+        self.common = {
+            "REDIS_URL": redis_url,
+            "LOG_LEVEL": "warning",
+            "HTTP_HOST": "127.0.0.1",
+            "POSTBACK_URL_ALLOWLIST": "127.0.0.1",
+            "STREAM_RETENTION_HOURS": "0",
+            **env,
+        }
+        self.ingest = self.admin = None
+
+    @property
+    def public_key(self):
+        """The ad network's public key (PEM) its impressions are signed for."""
+        with open(os.path.join(self.keys, "network.public.pem")) as f:
+            return f.read()
+
+    @property
+    def signing(self):
+        """The dispatcher's signing keys."""
+        return {
+            "SIGNING_KEY_FILE": os.path.join(self.keys, "pipeline.private.pem"),
+            "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(self.keys, "pipeline-development.private.pem"),
+        }
+
+    def start_http(self, ingest_port=None, admin_port=None, ingest_env=None):
+        """ingest (on `ingest_port`, its operations listener on a free port) and the admin service, once
+        both answer; sets and returns (ingest URL, admin URL). Again after ingest was stopped: ingest only."""
+        ingest_port = ingest_port or free_port()
+        env = {**self.common, **(ingest_env or {}), "HTTP_PORT": str(ingest_port)}
+        self.processes.start("ingest", [f"{self.bin_dir}/ingest"], {**env, "OPERATIONS_HTTP_PORT": str(free_port())})
+        self.ingest = f"http://127.0.0.1:{ingest_port}"
+        if self.admin is None:
+            self.admin = start_admin(self.processes, self.bin_dir, self.common, admin_port or free_port(), self.token)
+        wait_http(self.ingest + "/health")
+        return self.ingest, self.admin
+
+    def start(self, name, env=None, prefix=(), process=None):
+        """Service `name` (a stage, or the dispatcher with its signing keys) with `env` on top of `common`,
+        its command line after `prefix` (a scheduling wrapper), as process `process` (default: `name`)."""
+        own = {**(self.signing if name == "dispatcher" else {}), **(env or {})}
+        argv = [*prefix, f"{self.bin_dir}/{name}"]
+        return self.processes.start(process or name, argv, {**self.common, "HTTP_PORT": str(free_port()), **own})
+
+    def start_receiver(self, port, output, *options, name="receiver"):
+        """The reference receiver on `port`, recording to `output`, verifying against ingest's JWKS."""
+        jwks = f"{self.ingest}/.well-known/jwks.json"
+        argv = [f"{self.bin_dir}/attribution", "receiver", "--port", str(port), "--jwks-url", jwks]
+        process = self.processes.start(name, [*argv, "--output", output, *options, "--log-level", "warning"])
+        wait_http(f"http://127.0.0.1:{port}/health")
+        return process
+
+    def register(self, receiver_port, network=NETWORK):
+        """The campaign through the admin API: `network` posting to the receiver on `receiver_port`, the
+        publisher app listing it, the advertised app."""
+        self.register_network(network, f"http://127.0.0.1:{receiver_port}")
+        http(
+            "PUT",
+            f"{self.admin}/v1/admin/publisher-apps/{self.PUBLISHER}",
+            {"AdNetworkIdentifiers": [network]},
+            self.token,
+        )
+        http("PUT", f"{self.admin}/v1/admin/advertised-apps/{self.APP}", {}, self.token)
+
+    def register_network(self, network, receiver):
+        """Ad network `network` with the run's network key, posting to the receiver at URL `receiver`."""
+        body = {"public-key": self.public_key, "postback-url": f"{receiver}/postbacks"}
+        http("PUT", f"{self.admin}/v1/admin/ad-networks/{network}", body, self.token)
+
+    def app_key(self):
+        """A new key of the advertised app, for conversions and updates."""
+        return http("POST", f"{self.admin}/v1/admin/advertised-apps/{self.APP}/keys", {}, self.token)["app-key"]
+
+    def offer(self, rate, seconds, app_key, *options, network=NETWORK):
+        """`attribution load`: a campaign (impression, install, value update per device) offered to ingest
+        at `rate` events/s for `seconds`; its summary (offered, accepted, shed, ...)."""
+        argv = [f"{self.bin_dir}/attribution", "load", "--ingest-url", self.ingest, "--rate", str(rate)]
+        argv += ["--duration", str(seconds), "--network", network, *options, "--app-key", app_key]
+        argv += ["--key-file", os.path.join(self.keys, "network.private.pem")]
+        output = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+        return json.loads(output.strip().splitlines()[-1])
+
+
 def http(method, url, body=None, token=None, timeout=10):
     request = urllib.request.Request(url, method=method, data=None if body is None else json.dumps(body).encode())
     request.add_header("Content-Type", "application/json")
@@ -279,6 +385,16 @@ def slot_ranges(parts):
         if not part.startswith("["):
             low, _, high = part.partition("-")
             yield int(low), int(high or low)
+
+
+def start_redis(processes, port, directory, aof=True):
+    """A private redis-server on `port` with its files in `directory`: no snapshots; with `aof`, an
+    append-only file synced every second (what compose runs), else nothing on disk."""
+    persistence = ["--appendonly", "yes", "--appendfsync", "everysec"] if aof else ["--appendonly", "no"]
+    argv = ["redis-server", "--port", str(port), "--save", "", *persistence, "--dir", directory]
+    process = processes.start("redis", argv)
+    wait_redis(port)
+    return process
 
 
 def redis_cli(port, *args, host="127.0.0.1"):

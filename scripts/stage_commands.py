@@ -26,16 +26,17 @@ import tempfile
 import time
 
 from harness import (
+    SCALED_DAY,
+    Pipeline,
     Processes,
     caught_up,
     cpu_seconds,
     free_port,
     group_entry,
     http,
-    keygen,
     partitioned,
     redis_cli,
-    start_admin,
+    start_redis,
     until,
     use_binaries,
     wait_http,
@@ -96,62 +97,16 @@ redis_dir = None
 try:
     PORT = free_port()
     redis_dir = tempfile.mkdtemp(prefix="stage-commands-redis-")
-    children.start(
-        "redis",
-        [
-            "redis-server",
-            "--port",
-            str(PORT),
-            "--save",
-            "",
-            "--appendonly",
-            "yes",
-            "--appendfsync",
-            "everysec",
-            "--dir",
-            redis_dir,
-        ],
-    )
-    until(lambda: redis_cli(PORT, "PING") == "PONG", 10)
+    start_redis(children, PORT, redis_dir)
     url, token = f"redis://127.0.0.1:{PORT}/0", "commands-admin-token-of-at-least-32-characters"
     keys = os.path.join(OUT, "keys")
-    keygen(BIN, keys)
-    receiver_port, ingest_port, admin_port = free_port(), free_port(), free_port()
-    scaled = {
-        "TIME_SCALE": "86400",
-        "CONVERSION_SETTLE_MS": "250",
-        "WINDOW_CLOSE_GRACE_MS": "400",
-        "CROWD_TIER_THRESHOLDS": "1,1,1",
-    }
-    common = {
-        "REDIS_URL": url,
-        "LOG_LEVEL": "warning",
-        "HTTP_HOST": "127.0.0.1",
-        "POSTBACK_URL_ALLOWLIST": "127.0.0.1",
-        "STREAM_RETENTION_HOURS": "0",
-        **scaled,
-    }
-    ingest_env = {**common, "HTTP_PORT": str(ingest_port), "OPERATIONS_HTTP_PORT": str(free_port())}
-    children.start("ingest", [f"{BIN}/ingest"], ingest_env)
-    ingest = f"http://127.0.0.1:{ingest_port}"
-    admin = start_admin(children, BIN, common, admin_port, token)
-    wait_http(ingest + "/health")
-    network = "bench.adattributionkit"
-    http(
-        "PUT",
-        f"{admin}/v1/admin/ad-networks/{network}",
-        {
-            "public-key": open(os.path.join(keys, "network.public.pem")).read(),
-            "postback-url": f"http://127.0.0.1:{receiver_port}/postbacks",
-        },
-        token,
-    )
-    http("PUT", f"{admin}/v1/admin/publisher-apps/5838492", {"AdNetworkIdentifiers": [network]}, token)
-    http("PUT", f"{admin}/v1/admin/advertised-apps/1108187390", {}, token)
-    app_key = http("POST", f"{admin}/v1/admin/advertised-apps/1108187390/keys", {}, token)["app-key"]
-
-    def worker(name, env=None):
-        return children.start(name, [f"{BIN}/{name}"], {**common, "HTTP_PORT": str(free_port()), **(env or {})})
+    pipeline = Pipeline(children, BIN, url, keys, token, **SCALED_DAY)
+    receiver_port = free_port()
+    ingest, admin = pipeline.start_http()
+    network = Pipeline.NETWORK
+    pipeline.register(receiver_port)
+    app_key = pipeline.app_key()
+    worker = pipeline.start
 
     def stop(name):
         children.kill(name, signal.SIGTERM)
@@ -160,56 +115,13 @@ try:
     if TOGETHER:
         # bench.py's last phase: all five at once, a saturating offer, counted from the offer until the
         # receiver has one first-window postback per install (everything the whole pipeline sent meanwhile).
-        children.start(
-            "receiver",
-            [
-                f"{BIN}/attribution",
-                "receiver",
-                "--port",
-                str(receiver_port),
-                "--jwks-url",
-                f"{ingest}/.well-known/jwks.json",
-                "--output",
-                os.path.join(OUT, "postbacks.jsonl"),
-                "--log-level",
-                "warning",
-            ],
-        )
-        for name in ("verifier", "attribution-winner", "scheduler"):
+        pipeline.start_receiver(receiver_port, os.path.join(OUT, "postbacks.jsonl"))
+        for name in ("verifier", "attribution-winner", "scheduler", "dispatcher"):
             worker(name)
-        worker(
-            "dispatcher",
-            {
-                "SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
-                "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(keys, "pipeline-development.private.pem"),
-            },
-        )
-        wait_http(f"http://127.0.0.1:{receiver_port}/health")
         time.sleep(2)
 
         def together():
-            output = subprocess.run(
-                [
-                    f"{BIN}/attribution",
-                    "load",
-                    "--ingest-url",
-                    ingest,
-                    "--rate",
-                    str(RATE),
-                    "--duration",
-                    str(SECONDS),
-                    "--network",
-                    network,
-                    "--key-file",
-                    os.path.join(keys, "network.private.pem"),
-                    "--app-key",
-                    app_key,
-                ],
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout
-            offered.update(json.loads(output.strip().splitlines()[-1]))
+            offered.update(pipeline.offer(RATE, SECONDS, app_key))
             until(
                 lambda: (
                     http("GET", f"http://127.0.0.1:{receiver_port}/stats").get("accepted", 0)
@@ -246,28 +158,7 @@ try:
         sys.exit(0)
 
     def ingest_phase():
-        output = subprocess.run(
-            [
-                f"{BIN}/attribution",
-                "load",
-                "--ingest-url",
-                ingest,
-                "--rate",
-                str(RATE),
-                "--duration",
-                str(SECONDS),
-                "--network",
-                network,
-                "--key-file",
-                os.path.join(keys, "network.private.pem"),
-                "--app-key",
-                app_key,
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        offered.update(json.loads(output.strip().splitlines()[-1]))
+        offered.update(pipeline.offer(RATE, SECONDS, app_key))
 
     measure("ingest", ingest_phase)
     stop("ingest")
@@ -307,30 +198,9 @@ try:
     postbacks = sum(int(redis("XLEN", name) or 0) for name in partitioned("postbacks"))
 
     def dispatcher_phase():
-        process = worker(
-            "dispatcher",
-            {
-                "SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem"),
-                "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(keys, "pipeline-development.private.pem"),
-            },
-        )
+        process = worker("dispatcher")
         until(lambda: "attribution-pipeline/0" in http("GET", f"{ingest}/.well-known/jwks.json").__str__(), 30)
-        children.start(
-            "receiver",
-            [
-                f"{BIN}/attribution",
-                "receiver",
-                "--port",
-                str(receiver_port),
-                "--jwks-url",
-                f"{ingest}/.well-known/jwks.json",
-                "--output",
-                os.path.join(OUT, "postbacks.jsonl"),
-                "--log-level",
-                "warning",
-            ],
-        )
-        wait_http(f"http://127.0.0.1:{receiver_port}/health")
+        pipeline.start_receiver(receiver_port, os.path.join(OUT, "postbacks.jsonl"))
         until(lambda: group_done("postbacks", "dispatcher") and queues_empty("dispatcher:retries"), 900, every=0.5)
         cpu["dispatcher"] = cpu_seconds(process.pid)
         stop("dispatcher")
