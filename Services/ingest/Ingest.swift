@@ -34,6 +34,7 @@ public enum Ingest {
         return try await service.assemble(
             services: [admission],
             routes: { router, redis in
+                router.add(middleware: RequestDurations())
                 IngestRoutes.addPublic(
                     to: router, catalog: RouteCatalog(), redis: redis, settings: settings, queue: queue, appKeys: appKeys,
                     admission: admission)

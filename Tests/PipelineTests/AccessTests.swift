@@ -64,6 +64,13 @@ extension PipelineSuites {
                 try await http.send("GET", "\(ingest.operationsURL)/v1/admin/dead-letters", token: ingest.adminToken).status
                     == 404)
             #expect(try await http.send("GET", "\(ingest.ingestURL)/.well-known/jwks.json").status == 200)
+            // …and is timed per route on ingest's /metrics (a histogram from 0.5 ms).
+            let timed = String(decoding: try await http.send("GET", "\(ingest.operationsURL)/metrics").body, as: UTF8.self)
+            #expect(
+                timed.split(separator: "\n").contains {
+                    $0.hasPrefix("ingest_request_duration_seconds_bucket{") && $0.contains(#"route="/.well-known/jwks.json""#)
+                        && $0.contains(#"status="2xx""#) && $0.contains(#"le="0.0005""#)
+                }, "\(timed)")
             // Load balancers may check liveness with HEAD, on either listener.
             #expect(try await http.send("HEAD", "\(ingest.ingestURL)/health").status == 200)
             #expect(try await http.send("HEAD", "\(ingest.adminURL)/health").status == 200)
