@@ -68,10 +68,18 @@ public struct PipelineService: Sendable {
     /// Bootstraps logging and metrics for `settings`' service. Call once per process.
     public static func bootstrap(_ settings: PipelineSettings) -> PipelineService {
         let level = settings.logLevel
+        let format = settings.logFormat
         LoggingSystem.bootstrap { label in
-            var handler = DeferredMetadataLogHandler(StreamLogHandler.standardError(label: label))
-            handler.logLevel = level
-            return handler
+            switch format {
+            case .text:
+                var handler = DeferredMetadataLogHandler(StreamLogHandler.standardError(label: label))
+                handler.logLevel = level
+                return handler
+            case .json:
+                var handler = JSONLogHandler(label: label)
+                handler.logLevel = level
+                return handler
+            }
         }
         let registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)

@@ -11,6 +11,7 @@ public struct PipelineSettings: Sendable {
     /// The service's name (`ServiceHelp.name`), which decides which keys apply.
     public var name: String
     public var logLevel: Logger.Level
+    public var logFormat: LogFormat
     /// Where Redis is (`REDIS_URL`, `REDIS_PASSWORD_FILE`, `REDIS_CLUSTER`).
     public var redis: RedisConfiguration
     public var policy: TimePolicy
@@ -60,6 +61,7 @@ public struct PipelineSettings: Sendable {
             key.key.services.contains(name) ? try environment.value(key) : try ServiceEnvironment([:]).value(key)
         }
         logLevel = try environment.value(.logLevel)
+        logFormat = try environment.value(.logFormat)
         var redis = try environment.value(.redisURL)
         if let file = try environment.value(.redisPasswordFile) {
             guard let password = RedisConfiguration.password(fromFile: file) else {

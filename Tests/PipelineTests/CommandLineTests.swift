@@ -74,6 +74,28 @@ struct CommandLineTests {
         #expect(try Self.run("attribution", ["catalog"]).status != 0)
     }
 
+    /// `LOG_FORMAT=json`: every line the service writes is one JSON object with the documented members
+    /// (a dispatcher generating its development keys warns, then waits for the Redis nobody serves; it
+    /// is stopped after 3 s).
+    @Test func jsonLogLinesAreObjects() throws {
+        let binary = PipelineProcesses.binaryDirectory().appendingPathComponent("dispatcher").path
+        SpawnLog.record("dispatcher")
+        let result = try ChildProcess.run(
+            URL(fileURLWithPath: "/usr/bin/timeout"),
+            arguments: [
+                "3", "/usr/bin/env", "REDIS_URL=redis://127.0.0.1:1/0", "HTTP_PORT=0", "LOG_FORMAT=json",
+                "DEVELOPMENT_MODE=true", "TIME_SCALE=86400", "LOG_LEVEL=debug", binary,
+            ])
+        let lines = String(decoding: result.stderr, as: UTF8.self).split(separator: "\n").prefix(20)
+        #expect(!lines.isEmpty)
+        for line in lines {
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            #expect(object?["label"] as? String == "dispatcher", "\(line)")
+            #expect((object?["time"] as? String)?.hasSuffix("Z") == true, "UTC: \(line)")
+            #expect(object?["level"] is String && object?["message"] is String && object?["source"] is String, "\(line)")
+        }
+    }
+
     @Test func eachServiceListsItsOwnKeys() throws {
         let admin = String(decoding: try Self.run("admin", ["--help"]).stdout, as: UTF8.self)
         #expect(
@@ -102,6 +124,7 @@ struct CommandLineTests {
         ("ingest", "INGEST_WAIT_TIMEOUT_MS=0", "configuration INGEST_WAIT_TIMEOUT_MS: must be an integer in 1...60000, got 0"),
         ("verifier", "REDIS_PASSWORD_FILE=/nonexistent", "configuration REDIS_PASSWORD_FILE: cannot read /nonexistent"),
         ("verifier", "BATCH_SIZE=abc", "configuration BATCH_SIZE: must be an integer in 1...10000, got abc"),
+        ("scheduler", "LOG_FORMAT=xml", "configuration LOG_FORMAT: must be one of text, json, got xml"),
         (
             "attribution-winner", "CONVERSION_SETTLE_MS=-1",
             "configuration CONVERSION_SETTLE_MS: must be an integer in 0...3600000, got -1"

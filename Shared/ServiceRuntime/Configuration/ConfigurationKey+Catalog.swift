@@ -8,6 +8,7 @@ extension ConfigurationKey {
     /// The catalog, in the order the README lists it.
     public static let all: [ConfigurationKey] = [
         row(.redisURL), row(.redisPasswordFile), row(.redisCluster), row(.partitions), row(.timeScale), row(.logLevel),
+        row(.logFormat),
         row(.httpHost), row(.httpPort), row(.operationsHTTPHost), row(.operationsHTTPPort),
         row(.httpIdleTimeoutMilliseconds),
         row(.consumerName), row(.consumers), row(.batchSize), row(.claimIdleMilliseconds), row(.maxAttempts),

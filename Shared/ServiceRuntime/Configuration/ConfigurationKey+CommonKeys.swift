@@ -61,6 +61,22 @@ extension ConfigurationKey.Typed where Value == Logger.Level {
     }
 }
 
+extension ConfigurationKey.Typed where Value == LogFormat {
+    public static var logFormat: Self {
+        Self(
+            "LOG_FORMAT", type: "choice", default: (LogFormat.text.rawValue, { .text }),
+            allowed: LogFormat.allCases.map(\.rawValue).joined(separator: ", "), services: ConfigurationKey.allServices,
+            "How log lines are written to standard error: `text` (swift-log's lines), or `json`: one object per line with `time` (ISO 8601, UTC), `level`, `label` (the service), `source`, `message` and each metadata key as a member of its own."
+        ) { text throws(ConfigurationKey.Unreadable) in
+            guard let format = LogFormat(rawValue: text) else {
+                throw ConfigurationKey.Unreadable(
+                    "must be one of \(LogFormat.allCases.map(\.rawValue).joined(separator: ", ")), got \(text)")
+            }
+            return format
+        }
+    }
+}
+
 extension ConfigurationKey.Typed where Value == String {
     public static var httpHost: Self {
         .text(
