@@ -51,6 +51,16 @@ struct CommandLineTests {
         }
     }
 
+    /// The tool's help groups its commands by who uses them; the benchmark's commands run but are not listed.
+    @Test func theToolsHelpIsGroupedByAudience() throws {
+        let help = String(decoding: try Self.run("attribution", ["--help"]).stdout, as: UTF8.self)
+        for group in ["AD NETWORK SUBCOMMANDS:", "APP BACKEND SUBCOMMANDS:", "OPERATOR SUBCOMMANDS:", "TEST RUN SUBCOMMANDS:"] {
+            #expect(help.contains(group), "\(help)")
+        }
+        #expect(!help.contains("  bench-load ") && !help.contains("  bench-coding ") && help.contains("  status "))
+        #expect(try Self.run("attribution", ["bench-coding", "--help"]).status == 0)
+    }
+
     @Test func theToolAnswersVersion() throws {
         let result = try Self.run("attribution", ["--version"])
         #expect(result.status == 0 && String(decoding: result.stdout, as: UTF8.self) == "\(PipelineVersion.current)\n")

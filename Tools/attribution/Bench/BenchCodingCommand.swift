@@ -11,7 +11,8 @@ import Foundation
 struct BenchCodingCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench-coding",
-        abstract: "CPU µs to decode and encode a device state and a postback plan, JSON against compact binary.")
+        abstract: "CPU µs to decode and encode a device state and a postback plan, JSON against compact binary.",
+        shouldDisplay: false)
 
     @Option(help: "Decode-and-encode rounds per sample and layout.")
     var rounds = 20_000

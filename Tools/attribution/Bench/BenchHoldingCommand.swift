@@ -11,7 +11,7 @@ import RedisStreams
 struct BenchHoldingCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench-holding",
-        abstract: "Redis bytes per held postback (compact layout, N held) and release throughput.")
+        abstract: "Redis bytes per held postback (compact layout, N held) and release throughput.", shouldDisplay: false)
 
     @Option(name: .customLong("redis-url"), help: "Redis to measure (a private one: scripts/bench-holding.sh starts it).")
     var redisURL = "redis://127.0.0.1:6379/0"

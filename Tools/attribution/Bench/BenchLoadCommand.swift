@@ -11,7 +11,8 @@ import ServiceRuntime
 /// (`events`: verifier, then attribution-winner), or due postbacks (`postbacks`: dispatcher).
 struct BenchLoadCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "bench-load", abstract: "Preload a stage's input stream for a benchmark (scripts/bench.py).")
+        commandName: "bench-load", abstract: "Preload a stage's input stream for a benchmark (scripts/bench.py).",
+        shouldDisplay: false)
 
     /// `held`: postbacks in the scheduler's first-window held queue, all due 2 s from now.
     enum Kind: String, ExpressibleByArgument, CaseIterable { case impressions, postbacks, held }
