@@ -12,6 +12,10 @@ ensure_system_packages() {
     # jemalloc, the executables' allocator (Shared/ServiceRuntime/Operations/Allocator.swift).
     [ -f /usr/include/jemalloc/jemalloc.h ] || missing+=(libjemalloc-dev)
     command -v curl >/dev/null 2>&1 || missing+=(curl)
+    # The fault runs cut links with iptables (node partitions, the network run's namespaces) and build
+    # those namespaces with iproute2's ip.
+    command -v iptables >/dev/null 2>&1 || [ -x /usr/sbin/iptables ] || missing+=(iptables)
+    command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || missing+=(iproute2)
     # The Public Suffix List ingest and the dispatcher read (PUBLIC_SUFFIX_LIST's default).
     [ -f /usr/share/publicsuffix/public_suffix_list.dat ] || missing+=(publicsuffix)
     command -v python3 >/dev/null 2>&1 || missing+=(python3 python3-cryptography)
