@@ -48,29 +48,44 @@ from pins import pinned
 SCHEMATHESIS = pinned("schemathesis")  # its checks and report format are what we parse
 VENV = os.path.expanduser("~/.cache/attribution-pipeline/hostile-venv")
 
-parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-parser.add_argument(
-    "bin", help="directory holding ingest, verifier, attribution-winner, scheduler, dispatcher, attribution"
-)
-parser.add_argument("out", help="run directory (logs, Redis, reports)")
-parser.add_argument(
-    "--examples", type=int, default=40, help="schemathesis examples per operation and phase (default 40)"
-)
-parser.add_argument("--fuzz-seconds", type=int, default=75, help="time budget of each schemathesis run (default 75)")
-parser.add_argument("--idle", type=int, default=800, help="concurrent idle connections to hold (default 800)")
-parser.add_argument(
-    "--hold", type=float, default=12.0, help="seconds to hold slow and unfinished requests (default 12)"
-)
-parser.add_argument(
-    "--rate", type=float, default=8.0, help="valid impressions (plus as many conversions) per second (default 8)"
-)
-parser.add_argument("--skip-fuzz", action="store_true", help="skip schemathesis (raw abuse only)")
-parser.add_argument("--seed", type=int, default=10, help="schemathesis seed (default 10)")
-args = parser.parse_args()
+args = None  # the command line, once `configure` has read it
+OUT = None  # the run directory
 
-OUT = os.path.abspath(args.out)
-use_binaries(args.bin)
-os.makedirs(os.path.join(OUT, "logs"), exist_ok=True)
+
+def parse_arguments(argv=None):
+    """The command line (`argv`, else the process's)."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument(
+        "bin", help="directory holding ingest, verifier, attribution-winner, scheduler, dispatcher, attribution"
+    )
+    parser.add_argument("out", help="run directory (logs, Redis, reports)")
+    parser.add_argument(
+        "--examples", type=int, default=40, help="schemathesis examples per operation and phase (default 40)"
+    )
+    parser.add_argument(
+        "--fuzz-seconds", type=int, default=75, help="time budget of each schemathesis run (default 75)"
+    )
+    parser.add_argument("--idle", type=int, default=800, help="concurrent idle connections to hold (default 800)")
+    parser.add_argument(
+        "--hold", type=float, default=12.0, help="seconds to hold slow and unfinished requests (default 12)"
+    )
+    parser.add_argument(
+        "--rate", type=float, default=8.0, help="valid impressions (plus as many conversions) per second (default 8)"
+    )
+    parser.add_argument("--skip-fuzz", action="store_true", help="skip schemathesis (raw abuse only)")
+    parser.add_argument("--seed", type=int, default=10, help="schemathesis seed (default 10)")
+    return parser.parse_args(argv)
+
+
+def configure(argv=None):
+    """Reads the command line and prepares the run directory: called by `__main__`, not at import."""
+    global args, OUT
+    args = parse_arguments(argv)
+    OUT = os.path.abspath(args.out)
+    use_binaries(args.bin)
+    os.makedirs(os.path.join(OUT, "logs"), exist_ok=True)
+
+
 SERVICES = ["ingest", "admin", "verifier", "attribution-winner", "scheduler", "dispatcher"]
 children = {}  # name -> Popen
 lock = threading.Lock()
@@ -2293,6 +2308,7 @@ def render(r):
 
 
 if __name__ == "__main__":
+    configure()
     try:
         code = main()
     finally:
