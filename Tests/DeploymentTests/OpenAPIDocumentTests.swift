@@ -67,6 +67,28 @@ struct OpenAPIDocumentTests {
         #expect(onServer("ingest's operations listener") == operations.subtracting(ingest))
     }
 
+    /// A client generator names each operation by its `operationId` and groups them by tag: every
+    /// operation has a unique id and one tag the document declares.
+    @Test func everyOperationHasAUniqueIdAndADeclaredTag() throws {
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(try Self.run(["--openapi"]).utf8)) as? [String: Any])
+        let declared = Set(((document["tags"] as? [[String: Any]]) ?? []).compactMap { $0["name"] as? String })
+        #expect(declared == ["Events", "Ad networks", "Discovery", "Admin", "Operations"])
+        var ids: [String] = []
+        let paths = try #require(document["paths"] as? [String: [String: Any]])
+        for (path, item) in paths {
+            for (method, operation) in item where ["get", "put", "post", "delete", "head", "patch"].contains(method) {
+                let operation = try #require(operation as? [String: Any])
+                let id = operation["operationId"] as? String
+                #expect(id?.isEmpty == false, "\(method) \(path) has an operationId")
+                ids += id.map { [$0] } ?? []
+                let tags = operation["tags"] as? [String] ?? []
+                #expect(tags.count == 1 && declared.contains(tags[0]), "\(method) \(path): \(tags)")
+            }
+        }
+        #expect(Set(ids).count == ids.count && ids.count >= 44, "unique: \(ids.sorted())")
+    }
+
     @Test func everyReferenceResolves() throws {
         let text = try Self.run(["--openapi"])
         let document = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
