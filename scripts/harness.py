@@ -231,7 +231,7 @@ def rss_mib(pid):
 PARTITIONS = int(os.environ.get("PARTITIONS", "16"))  # the services' PARTITIONS (default 16)
 
 
-_bin_dir = [os.environ.get("ATTRIBUTION_BIN")]
+_bin_dir = [None]
 _catalogs = {}
 
 
