@@ -44,6 +44,7 @@ import time
 import netns
 import node_partitions
 from harness import (
+    Pipeline,
     Processes,
     RedisCluster,
     b64url_decode,
@@ -52,6 +53,7 @@ from harness import (
     partitioned,
     redis_cli,
     slot_ranges,
+    start_redis,
     use_binaries,
     wait_http,
     wait_redis,
@@ -127,47 +129,28 @@ def on_host(name):
     return netns.exec_prefix(SHARED_HOSTS.get(name, name)) if args.network else []
 
 
-def start_redis():
-    # AOF with the default fsync every second: a killed redis-server (not a crashed machine) loses
-    # nothing it acknowledged, since the AOF is written before replies go out.
-    # On its test host Redis answers the other hosts of the private bridge (protected mode would refuse
-    # any address but loopback without a password).
-    reachable = ["--protected-mode", "no"] if args.network else []
+def placement(name):
+    """Where service `name` runs (harness.Pipeline): on its test host and its address, else on loopback."""
+    return on_host(name), {"HTTP_HOST": host_of(name)}
+
+
+def start_relay():
+    """On test hosts, the relay on Redis's host that the services reach Redis through."""
     processes.start(
-        "redis",
+        "latency-relay",
         on_host("redis")
         + [
-            "redis-server",
-            "--port",
-            str(REDIS_PORT),
-            "--bind",
-            REDIS_HOST,
-            "--save",
-            "",
-            "--appendonly",
-            "yes",
-            "--dir",
-            os.path.join(OUT, "redis"),
-            *reachable,
+            os.path.join(BIN, "attribution"),
+            "relay",
+            "--listen",
+            f"{REDIS_HOST}:{RELAY_PORT}",
+            "--upstream",
+            f"{REDIS_HOST}:{REDIS_PORT}",
+            "--delay-file",
+            LATENCY_FILE,
         ],
     )
-    wait_redis(REDIS_PORT, host=REDIS_HOST)
-    if args.network:
-        processes.start(
-            "latency-relay",
-            on_host("redis")
-            + [
-                os.path.join(BIN, "attribution"),
-                "relay",
-                "--listen",
-                f"{REDIS_HOST}:{RELAY_PORT}",
-                "--upstream",
-                f"{REDIS_HOST}:{REDIS_PORT}",
-                "--delay-file",
-                LATENCY_FILE,
-            ],
-        )
-        wait_redis(RELAY_PORT, host=REDIS_HOST)
+    wait_redis(RELAY_PORT, host=REDIS_HOST)
 
 
 class ByteTap:
@@ -234,94 +217,62 @@ def main():
         REDIS_URL = cluster.url
         note(f"cluster of {len(cluster.primaries())} primaries and their replicas on ports {cluster.ports}")
     else:
-        start_redis()
-    keys = os.path.join(OUT, "keys")
-    tool("keygen", "--name", "pipeline", "--out", keys, check=True)
+        # AOF with the default fsync every second: a killed redis-server (not a crashed machine) loses
+        # nothing it acknowledged, since the AOF is written before replies go out.
+        # On its test host Redis answers the other hosts of the private bridge (protected mode would
+        # refuse any address but loopback without a password).
+        reachable = ["--protected-mode", "no"] if args.network else []
+        redis_dir = os.path.join(OUT, "redis")
+        start_redis(processes, REDIS_PORT, redis_dir, host=REDIS_HOST, prefix=on_host("redis"), options=reachable)
+        if args.network:
+            start_relay()
     token = os.urandom(24).hex()
-    common = {
-        "REDIS_URL": f"redis://{REDIS_HOST}:{RELAY_PORT}/0" if args.network else REDIS_URL,
-        "TIME_SCALE": str(SCALE),
-        "LOG_LEVEL": "info",
-        "CLAIM_IDLE_MS": "2000",
-        "CONVERSION_SETTLE_MS": "250",
-        "WINDOW_CLOSE_GRACE_MS": "400",
-        "POSTBACK_URL_ALLOWLIST": f"127.0.0.1,{netns.HOST_ADDRESS}" if args.network else "127.0.0.1",
-        "CROWD_TIER_THRESHOLDS": "1,5,20",
-        "DELIVERY_TIMEOUT_MS": "1000",
+    pipeline = Pipeline(
+        processes,
+        BIN,
+        f"redis://{REDIS_HOST}:{RELAY_PORT}/0" if args.network else REDIS_URL,
+        os.path.join(OUT, "keys"),
+        token,
+        placement,
+        TIME_SCALE=str(SCALE),
+        LOG_LEVEL="info",
+        CLAIM_IDLE_MS="2000",
+        CONVERSION_SETTLE_MS="250",
+        WINDOW_CLOSE_GRACE_MS="400",
+        POSTBACK_URL_ALLOWLIST=f"127.0.0.1,{netns.HOST_ADDRESS}" if args.network else "127.0.0.1",
+        CROWD_TIER_THRESHOLDS="1,5,20",
+        DELIVERY_TIMEOUT_MS="1000",
+        # The services' own retention: their trimming runs through the faults too.
+        STREAM_RETENTION_HOURS=None,
         **({"REDIS_CLUSTER": "true"} if args.cluster else {}),
-    }
-    ingest_port, admin_port, operations_port = free_port(), free_port(), free_port()
-    services = {
-        "admin": {"HTTP_PORT": str(admin_port), "ADMIN_TOKEN": token},
-        "ingest": {
-            "HTTP_PORT": str(ingest_port),
-            "OPERATIONS_HTTP_PORT": str(operations_port),
-            "OPERATIONS_HTTP_HOST": host_of("ingest"),
-        },
-        "verifier": {},
-        "attribution-winner": {},
-        "scheduler": {},
-        "dispatcher": {"SIGNING_KEY_FILE": os.path.join(keys, "pipeline.private.pem")},
-    }
-    ports = {}
-    for name, env in services.items():
-        ports[name] = int(env.get("HTTP_PORT") or free_port())
-        processes.start(
-            name,
-            on_host(name) + [os.path.join(BIN, name)],
-            {"HTTP_PORT": str(ports[name]), "HTTP_HOST": host_of(name), **common, **env},
-        )
+    )
+    # Every service's HTTP port, for the readiness probe (ingest's /ready is on its operations listener).
+    ports = {"admin": free_port(), "ingest": free_port()}
+    ingest, admin = pipeline.start_http(ports["ingest"], ports["admin"])
+    for name in ("verifier", "attribution-winner", "scheduler", "dispatcher"):
+        ports[name] = free_port()
+        pipeline.start(name, {"HTTP_PORT": str(ports[name])})
     if args.network:
         # A second scheduler replica on the scheduler's host: the one the stall stops has its pending
         # entries claimed by this one.
         ports["scheduler-b"] = free_port()
-        processes.start(
-            "scheduler-b",
-            on_host("scheduler") + [os.path.join(BIN, "scheduler")],
-            {"HTTP_PORT": str(ports["scheduler-b"]), "HTTP_HOST": host_of("scheduler"), **common},
-        )
-    wait_http(f"http://{host_of('admin')}:{admin_port}/health")
-    ingest = f"http://{host_of('ingest')}:{ingest_port}"
-    wait_http(ingest + "/health")
-    deadline = time.time() + 30
-    while '"kid"' not in json.dumps(http("GET", ingest + "/.well-known/jwks.json")) and time.time() < deadline:
-        time.sleep(0.1)
+        pipeline.start("scheduler", {"HTTP_PORT": str(ports["scheduler-b"])}, process="scheduler-b")
+    pipeline.wait_signing_keys()
 
     receiver_port = free_port()
     receiver = f"http://127.0.0.1:{receiver_port}"
     received = os.path.join(OUT, "postbacks.jsonl")
-    processes.start(
-        "receiver",
-        [
-            os.path.join(BIN, "attribution"),
-            "receiver",
-            "--port",
-            str(receiver_port),
-            "--jwks-url",
-            ingest + "/.well-known/jwks.json",
-            "--output",
-            received,
-        ],
-    )
-    wait_http(receiver + "/health")
+    pipeline.start_receiver(receiver_port, received)
     sent_bytes = os.path.join(OUT, "dispatcher-bytes.bin")
     tap = ByteTap(receiver_port, sent_bytes, netns.HOST_ADDRESS if args.network else "127.0.0.1")
-    ready = {
-        name: f"http://{host_of(name.removesuffix('-b'))}:{operations_port if name == 'ingest' else port}/ready"
-        for name, port in ports.items()
-    }
+    ready = {name: f"http://{pipeline.host(name.removesuffix('-b'))}:{port}/ready" for name, port in ports.items()}
+    ready["ingest"] = f"{pipeline.operations}/ready"
     probed = args.network or args.node_partitions
     probe = ReadinessProbe(ready, started) if probed else None
 
     acks = os.path.join(OUT, "acknowledged.jsonl")
     probe_acks = os.path.join(OUT, "probe-acknowledged.jsonl")
-    events = (
-        EventProbe(
-            ingest, probe_app_key(f"http://{host_of('ingest')}:{admin_port}", token), PROBE_APP, probe_acks, started
-        )
-        if probed
-        else None
-    )
+    events = EventProbe(ingest, probe_app_key(admin, token), PROBE_APP, probe_acks, started) if probed else None
     timeline = (
         NODE_PARTITION_TIMELINE
         if args.node_partitions
@@ -342,7 +293,7 @@ def main():
             "--ingest-url",
             ingest,
             "--admin-url",
-            f"http://{host_of('ingest')}:{admin_port}",
+            admin,
             "--admin-token",
             token,
             "--receiver-url",

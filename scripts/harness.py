@@ -1,6 +1,6 @@
-"""What the Python run scripts share (scripts/bench.py, scripts/faults.py, scripts/hostile.py): free ports, waiting for
-HTTP, JSON requests, redis-cli, and the processes a run starts (each can be killed and restarted with
-the same command line, environment and log)."""
+"""What the Python run scripts share (scripts/bench.py, scripts/faults.py, scripts/demo.py,
+scripts/hostile/): free ports, waiting for HTTP, JSON requests, redis-cli, and the processes a run
+starts (each can be killed and restarted with the same command line, environment and log)."""
 
 import base64
 import json
@@ -72,15 +72,6 @@ def wait_http(url, seconds=60):
     raise SystemExit(f"timed out waiting for {url}")
 
 
-def start_admin(processes, bin_dir, env, port, token):
-    """The admin service (the admin API the runs register through) on `port` with `token` and `env`;
-    returns its URL once it answers. ingest serves no admin route: every run that registers starts it."""
-    processes.start("admin", [f"{bin_dir}/admin"], {**env, "HTTP_PORT": str(port), "ADMIN_TOKEN": token})
-    url = f"http://127.0.0.1:{port}"
-    wait_http(url + "/health")
-    return url
-
-
 # A day lasting a second: the three windows, their delays and every crowd past its thresholds in a
 # benchmark's minutes (the settle time and window grace scaled down with it).
 SCALED_DAY = {
@@ -92,18 +83,22 @@ SCALED_DAY = {
 
 
 class Pipeline:
-    """The pipeline of one run, started the one way every benchmark run starts it: the services on
-    `redis_url` with the run's keys (`attribution keygen` into `keys`), ingest with the admin service,
-    stage workers, the dispatcher with the run's signing keys, the reference receiver, and the usual
-    campaign (one ad network, a publisher app listing it, an advertised app). `env`: added to every
-    service's environment (`common`)."""
+    """The pipeline of one run, started the one way every run starts it (the benchmarks, the fault runs,
+    the demo): the services on `redis_url` with the run's keys (`attribution keygen` into `keys`),
+    ingest with the admin service, stage workers, the dispatcher with the run's signing keys, the
+    reference receiver, and the usual campaign (one ad network, a publisher app listing it, an
+    advertised app). `env`: added to every service's environment (`common`; a value None leaves the
+    setting to the service's default). `placement`: a function of a service's name giving what runs
+    it where it runs, (argv prefix, env): a test host's `ip netns exec` and address (HTTP_HOST, which
+    its URLs use too), its own Redis user; by default none."""
 
     NETWORK = "bench.adattributionkit"
     PUBLISHER = 5838492
     APP = 1108187390
 
-    def __init__(self, processes, bin_dir, redis_url, keys, token, **env):
+    def __init__(self, processes, bin_dir, redis_url, keys, token, placement=None, **env):
         self.processes, self.bin_dir, self.keys, self.token = processes, bin_dir, keys, token
+        self.placement = placement or (lambda name: ((), {}))
         keygen(bin_dir, keys)
         self.common = {
             "REDIS_URL": redis_url,
@@ -113,7 +108,7 @@ class Pipeline:
             "STREAM_RETENTION_HOURS": "0",
             **env,
         }
-        self.ingest = self.admin = None
+        self.ingest = self.admin = self.operations = None
 
     @property
     def public_key(self):
@@ -130,23 +125,40 @@ class Pipeline:
         }
 
     def start_http(self, ingest_port=None, admin_port=None, ingest_env=None):
-        """ingest (on `ingest_port`, its operations listener on a free port) and the admin service, once
-        both answer; sets and returns (ingest URL, admin URL). Again after ingest was stopped: ingest only."""
-        ingest_port = ingest_port or free_port()
-        env = {**self.common, **(ingest_env or {}), "HTTP_PORT": str(ingest_port)}
-        self.processes.start("ingest", [f"{self.bin_dir}/ingest"], {**env, "OPERATIONS_HTTP_PORT": str(free_port())})
-        self.ingest = f"http://127.0.0.1:{ingest_port}"
+        """ingest (on `ingest_port`, its operations listener on a free port of its host: `operations`) and
+        the admin service, once both answer; sets and returns (ingest URL, admin URL). Again after ingest
+        was stopped: ingest only. ingest serves no admin route: every run that registers starts admin."""
+        ingest_port, operations_port = ingest_port or free_port(), free_port()
+        own = {"HTTP_PORT": str(ingest_port), "OPERATIONS_HTTP_PORT": str(operations_port)}
+        self.start("ingest", {"OPERATIONS_HTTP_HOST": self.host("ingest"), **(ingest_env or {}), **own})
+        self.ingest = f"http://{self.host('ingest')}:{ingest_port}"
+        self.operations = f"http://{self.host('ingest')}:{operations_port}"
         if self.admin is None:
-            self.admin = start_admin(self.processes, self.bin_dir, self.common, admin_port or free_port(), self.token)
+            admin_port = admin_port or free_port()
+            self.start("admin", {"HTTP_PORT": str(admin_port), "ADMIN_TOKEN": self.token})
+            self.admin = f"http://{self.host('admin')}:{admin_port}"
+            wait_http(self.admin + "/health")
         wait_http(self.ingest + "/health")
         return self.ingest, self.admin
 
     def start(self, name, env=None, prefix=(), process=None):
-        """Service `name` (a stage, or the dispatcher with its signing keys) with `env` on top of `common`,
-        its command line after `prefix` (a scheduling wrapper), as process `process` (default: `name`)."""
-        own = {**(self.signing if name == "dispatcher" else {}), **(env or {})}
-        argv = [*prefix, f"{self.bin_dir}/{name}"]
-        return self.processes.start(process or name, argv, {**self.common, "HTTP_PORT": str(free_port()), **own})
+        """Service `name` (a stage, or the dispatcher with its signing keys) with `env` on top of `common`
+        and its placement, its command line after its placement's prefix and `prefix` (a scheduling
+        wrapper), as process `process` (default: `name`)."""
+        placed_prefix, placed_env = self.placement(name)
+        own = {**(self.signing if name == "dispatcher" else {}), **placed_env, **(env or {})}
+        argv = [*placed_prefix, *prefix, f"{self.bin_dir}/{name}"]
+        merged = {**self.common, "HTTP_PORT": str(free_port()), **own}
+        return self.processes.start(process or name, argv, {k: v for k, v in merged.items() if v is not None})
+
+    def host(self, name):
+        """The address service `name` listens on (its placement's HTTP_HOST, else the common one)."""
+        return self.placement(name)[1].get("HTTP_HOST") or self.common["HTTP_HOST"]
+
+    def wait_signing_keys(self, seconds=30):
+        """Until ingest's JWKS lists the dispatcher's keys (published once the dispatcher has started), so
+        that a receiver started next finds the keys postbacks are signed with."""
+        until(lambda: '"kid"' in json.dumps(http("GET", self.ingest + "/.well-known/jwks.json")), seconds, 0.1)
 
     def start_receiver(self, port, output, *options, name="receiver"):
         """The reference receiver on `port`, recording to `output`, verifying against ingest's JWKS."""
@@ -258,17 +270,19 @@ def partition_tag(index, count=PARTITIONS):
 
 
 def partitioned(base, count=PARTITIONS):
-    """Every partition's name of a stream or key: `<base>:<tag>` (docs/architecture.md, Redis keys)."""
+    """Every partition's name of a stream or key: `<base>:<tag>` (docs/reference/redis-keys.md)."""
     return [f"{base}:{partition_tag(i, count)}" for i in range(count)]
 
 
 class RedisConnection:
     """A plain RESP2 connection to one Redis, for polling many figures at once without a redis-cli
-    process per command (the benchmark samples stream lag several times a second)."""
+    process per command (the benchmark samples stream lag several times a second). With `binary`, bulk
+    replies are bytes, not text: stream entries in the compact coding are not UTF-8."""
 
-    def __init__(self, port):
+    def __init__(self, port, binary=False):
         self.socket = socket.create_connection(("127.0.0.1", port))
         self.reader = self.socket.makefile("rb")
+        self.binary = binary
 
     def pipeline(self, commands):
         """Sends every command, then reads every reply; an error reply is returned as a RedisError."""
@@ -292,7 +306,10 @@ class RedisConnection:
             return int(rest)
         if kind == b"$":
             size = int(rest)
-            return None if size < 0 else self.reader.read(size + 2)[:-2].decode(errors="replace")
+            if size < 0:
+                return None
+            data = self.reader.read(size + 2)[:-2]
+            return data if self.binary else data.decode(errors="replace")
         if kind == b"*":
             size = int(rest)
             return None if size < 0 else [self._reply() for _ in range(size)]
@@ -387,20 +404,40 @@ def slot_ranges(parts):
             yield int(low), int(high or low)
 
 
-def start_redis(processes, port, directory, aof=True):
+def start_redis(processes, port, directory, aof=True, host=None, prefix=(), options=()):
     """A private redis-server on `port` with its files in `directory`: no snapshots; with `aof`, an
-    append-only file synced every second (what compose runs), else nothing on disk."""
+    append-only file synced every second (what compose runs), else nothing on disk. `host`: the one
+    address it listens on; `prefix`: what runs it (a test host's `ip netns exec`); `options`: more of its
+    command line (an ACL file)."""
     persistence = ["--appendonly", "yes", "--appendfsync", "everysec"] if aof else ["--appendonly", "no"]
-    argv = ["redis-server", "--port", str(port), "--save", "", *persistence, "--dir", directory]
-    process = processes.start("redis", argv)
-    wait_redis(port)
+    binding = ["--bind", host] if host else []
+    argv = [*prefix, "redis-server", "--port", str(port), *binding, "--save", "", *persistence, "--dir", directory]
+    process = processes.start("redis", [*argv, *options])
+    wait_redis(port, host=host or "127.0.0.1")
     return process
 
 
-def redis_cli(port, *args, host="127.0.0.1"):
+_login = {}
+
+
+def redis_login(user, password):
+    """Every redis-cli from now on (`redis_cli`, RedisCluster's) connects as `user`: Redis with ACLs on
+    has its default user off. The password goes in redis-cli's environment, not on its command line."""
+    _login.update(user=user, password=password)
+
+
+def run_redis_cli(args, **options):
+    """`redis-cli ARGS` (as the login, if any), run to its end with subprocess.run's `options`."""
+    if not _login:
+        return subprocess.run(["redis-cli", *map(str, args)], **options)
+    env = {**os.environ, "REDISCLI_AUTH": _login["password"]}
     return subprocess.run(
-        ["redis-cli", "-h", host, "-p", str(port), *map(str, args)], capture_output=True, text=True
-    ).stdout.strip()
+        ["redis-cli", "--user", _login["user"], "--no-auth-warning", *map(str, args)], env=env, **options
+    )
+
+
+def redis_cli(port, *args, host="127.0.0.1"):
+    return run_redis_cli(["-h", host, "-p", port, *args], capture_output=True, text=True).stdout.strip()
 
 
 def wait_redis(port, seconds=10, host="127.0.0.1"):
@@ -459,11 +496,12 @@ class RedisCluster:
     With `apart`, each node has a loopback address of its own (127.0.0.21, .22, …: the cluster and its
     clients know it by that one, its connections to other nodes leave from it) and answers on 127.0.0.1
     too, so `cut`/`heal` can drop what passes between chosen nodes (iptables, chain AP-CLUSTER) while the
-    services and the run's own observers still reach every node."""
+    services and the run's own observers still reach every node. `options`: more of every node's command
+    line (ACLs: an ACL file, the replication user's login; with `redis_login` for redis-cli)."""
 
     CHAIN = "AP-CLUSTER"
 
-    def __init__(self, processes, out, nodes=6, apart=False):
+    def __init__(self, processes, out, nodes=6, apart=False, options=()):
         self.processes, self.ports, self.out, self.addresses = processes, [], out, {}
         while len(self.ports) < nodes:
             port = free_port()
@@ -505,13 +543,13 @@ class RedisCluster:
                     "yes",
                     "--dir",
                     directory,
+                    *options,
                 ],
             )
         for port in self.ports:
             wait_redis(port)
-        created = subprocess.run(
+        created = run_redis_cli(
             [
-                "redis-cli",
                 "--cluster",
                 "create",
                 *[f"{self.addresses[p]}:{p}" for p in self.ports],
@@ -718,9 +756,8 @@ class RedisCluster:
         """Moves `slots` slots from primary `source` to primary `target` with `redis-cli --cluster reshard`
         (MIGRATING/IMPORTING and MIGRATE of every key), while traffic flows."""
         ids = {port: node_id for port, _, node_id, _ in self.nodes()}
-        moved = subprocess.run(
+        moved = run_redis_cli(
             [
-                "redis-cli",
                 "--cluster",
                 "reshard",
                 f"127.0.0.1:{source}",
@@ -743,9 +780,7 @@ class RedisCluster:
         # before its replica has heard of the moved slots would leave them unserved (cluster_state:fail).
         deadline = time.time() + 30
         while time.time() < deadline:
-            check = subprocess.run(
-                ["redis-cli", "--cluster", "check", f"127.0.0.1:{target}"], capture_output=True, text=True
-            )
+            check = run_redis_cli(["--cluster", "check", f"127.0.0.1:{target}"], capture_output=True, text=True)
             if (
                 "All nodes agree about slots configuration" in check.stdout
                 and "All 16384 slots covered" in check.stdout

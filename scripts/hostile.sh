@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hostile input (issue 10): a private Redis, the five services and the reference receiver, then
+# Hostile input: a private Redis, the services and the reference receiver, then
 # schemathesis over ingest's OpenAPI document (anonymous and authenticated), raw-socket abuse
 # (oversized, slow and unfinished bodies, header floods, malformed HTTP, idle connections, replays,
 # bad tokens, private postback URLs, extreme values) while valid signed traffic keeps flowing; first, before
@@ -7,11 +7,12 @@
 # Fails if a service crashed, anything answered 5xx, a 4xx was not problem JSON, a valid event was
 # not verified or a hostile one was. Report: run/hostile-*/report.md and report.json.
 #
-#   scripts/hostile.sh [--bin DIR] [--examples N] [--fuzz-seconds S] [--idle N] [--hold S] [--rate R] [--skip-fuzz]
+#   scripts/hostile.sh [--bin DIR] [--examples N] [--fuzz-seconds S] [--idle N] [--hold S] [--rate R] [--seed N] [--skip-fuzz]
 #
 # OUTDIR=DIR chooses the run directory. --bin DIR (or BIN=DIR) runs existing binaries instead of building; they are copied first, so a
 # rebuild meanwhile does not change what runs. schemathesis (pinned) is installed into
-# ~/.cache/attribution-pipeline/hostile-venv on first use.
+# ~/.cache/attribution-pipeline/hostile-venv on first use. The run itself is the Python package
+# scripts/hostile (`python3 -m hostile --help` in scripts/ describes it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -42,4 +43,9 @@ fi
 
 OUT=${OUTDIR:-"$(pwd)/run/hostile-$(date +%Y%m%d-%H%M%S)"}
 echo "==> hostile input against $BIN (run directory $OUT)"
-exec python3 scripts/hostile.py "$BIN" "$OUT" "${PASS[@]}"
+# The run is the package scripts/hostile, run from scripts/ (where it imports the harness from), so
+# both directories are made absolute first.
+BIN=$(realpath "$BIN")
+OUT=$(realpath -m "$OUT")
+cd scripts
+exec python3 -m hostile "$BIN" "$OUT" "${PASS[@]}"

@@ -1,10 +1,25 @@
 """The shared helpers' own logic: partition names from the project's catalog, consumer-group progress
-from XINFO GROUPS in both reply forms, slot ranges of CLUSTER NODES, base64url."""
+from XINFO GROUPS in both reply forms, slot ranges of CLUSTER NODES, base64url, redis-cli's login to a
+Redis with ACLs on."""
 
+import os
+import shutil
+import tempfile
 import unittest
 
 import harness
-from harness import b64url_decode, caught_up, group_entry, partitioned, slot_ranges
+from harness import (
+    Processes,
+    b64url_decode,
+    caught_up,
+    free_port,
+    group_entry,
+    partitioned,
+    redis_cli,
+    redis_login,
+    slot_ranges,
+    start_redis,
+)
 
 
 class CatalogTests(unittest.TestCase):
@@ -52,6 +67,26 @@ class Base64URLTests(unittest.TestCase):
     def test_unpadded_text_and_bytes(self):
         self.assertEqual(b64url_decode("eyJhIjoxfQ"), b'{"a":1}')
         self.assertEqual(b64url_decode(b"_-8"), b"\xff\xef")
+
+
+@unittest.skipUnless(shutil.which("redis-server"), "needs redis-server")
+class RedisLoginTests(unittest.TestCase):
+    def test_redis_cli_connects_as_the_login(self):
+        # As the demo runs Redis: ACLs on, the default user off.
+        with tempfile.TemporaryDirectory() as directory:
+            acl = os.path.join(directory, "users.acl")
+            with open(acl, "w") as f:
+                f.write("user default off\nuser operator on >secret ~* &* +@all\n")
+            processes, port = Processes(directory), free_port()
+            redis_login("operator", "secret")
+            try:
+                start_redis(processes, port, directory, aof=False, host="127.0.0.1", options=["--aclfile", acl])
+                self.assertEqual(redis_cli(port, "ACL", "WHOAMI"), "operator")
+                harness._login.clear()
+                self.assertIn("NOAUTH", redis_cli(port, "PING"))
+            finally:
+                harness._login.clear()
+                processes.stop_all()
 
 
 if __name__ == "__main__":
