@@ -200,7 +200,7 @@ results = {mode: run(mode) for mode in modes}
 
 
 def model(r):
-    """docs/capacity.md's model from one mode's measured per-event costs: Redis primaries kept at half a
+    """docs/operating/capacity.md's model from one mode's measured per-event costs: Redis primaries kept at half a
     core each (headroom for failover, resharding and bursts), replicas one per primary, worker cores at
     70 % busy, for a sustained event rate; 1 billion impressions a day as its average rate times a
     peak factor of 3."""
@@ -245,7 +245,7 @@ lines = [
     f"All five services, the same campaign offered to each ({RATE} events/s in batches of {BATCH}: the capacity the run "
     "found for one Redis; events/s until every accepted conversion is planned). On this "
     "machine the cluster's six redis-servers share its cores with the services and the load generator, so its "
-    "events/s measures overhead, not capacity; the per-event costs are what docs/capacity.md scales.",
+    "events/s measures overhead, not capacity; the per-event costs are what docs/operating/capacity.md scales.",
     "",
     "| | events/s | Redis µs/event (all nodes) | Redis µs/event (primaries) | busiest primary | commands/event | "
     "service µs/event | idle, share of a core |",
@@ -265,7 +265,7 @@ for mode in ("single", "cluster"):
         + " |"
     )
 if "model" in results:
-    lines += ["", "Model (docs/capacity.md): primaries at half a core, worker cores at 70 %:", ""]
+    lines += ["", "Model (docs/operating/capacity.md): primaries at half a core, worker cores at 70 %:", ""]
     lines += [
         f"- {name}: {need['primaries']:.1f} primaries, {need['replica_cores']:.1f} replica cores, "
         f"{need['worker_cores']:.1f} worker cores"

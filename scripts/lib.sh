@@ -1,7 +1,7 @@
-# Shared by scripts/demo.sh and scripts/test.sh: install what is missing, find free ports.
+# Shared by the shell scripts: install what is missing, find free ports.
 
-# Installs redis-server (and redis-cli), hiredis, OpenSSL headers, jemalloc, curl, the Public Suffix List and
-# python3 with `cryptography` when missing.
+# Installs redis-server (and redis-cli), hiredis, OpenSSL headers, jemalloc, curl, the Public Suffix List,
+# python3 with `cryptography` and Node.js when missing.
 ensure_system_packages() {
     local missing=()
     command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
@@ -19,6 +19,8 @@ ensure_system_packages() {
     # The Public Suffix List ingest and the dispatcher read (PUBLIC_SUFFIX_LIST's default).
     [ -f /usr/share/publicsuffix/public_suffix_list.dat ] || missing+=(publicsuffix)
     command -v python3 >/dev/null 2>&1 || missing+=(python3 python3-cryptography)
+    # The docs check runs the Node.js postback verification example (docs/integrating/ad-networks.md).
+    command -v node >/dev/null 2>&1 || missing+=(nodejs)
     local sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     if [ ${#missing[@]} -gt 0 ]; then
@@ -55,16 +57,5 @@ free_port() {
         fi
     done
     echo "no free port found" >&2
-    return 1
-}
-
-# Waits until `curl -fs URL` succeeds or the deadline passes.
-wait_for_http() {
-    local url=$1 seconds=${2:-60}
-    for _ in $(seq 1 $((seconds * 10))); do
-        curl -fs -o /dev/null "$url" && return 0
-        sleep 0.1
-    done
-    echo "timed out waiting for $url" >&2
     return 1
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Mutation check: every attribution rule's scenarios must fail when the rule is removed.
 
-For each entry of MUTATIONS below (a rule id from docs/attribution-rules.md, one or more text edits
+For each entry of MUTATIONS below (a rule id from docs/concepts/attribution-rules.md, one or more text edits
 that remove or break the rule, and the scenario files that must then fail), on a private clone of
 this repository at its HEAD:
 
@@ -17,7 +17,7 @@ and report per entry:
     BUILD-FAIL  the mutated code does not compile (fix the edit)
     CRASH       the test process died or timed out (no per-scenario result)
     SKIP        the rule is not a pure rule; the note says what checks it instead
-    MISSING     a rule id in docs/attribution-rules.md has no entry here
+    MISSING     a rule id in docs/concepts/attribution-rules.md has no entry here
 
 The caller's tree is never touched: the clone lives in --workdir (default
 $TMPDIR/attribution-mutation) and is reset to the caller's HEAD on every run, keeping its .build so
@@ -924,7 +924,7 @@ def main():
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per build or test run")
     args = parser.parse_args()
 
-    doc_rules = DOC_RULE.findall((args.source / "docs/attribution-rules.md").read_text())
+    doc_rules = DOC_RULE.findall((args.source / "docs/concepts/attribution-rules.md").read_text())
     entries = MUTATIONS
     if args.only:
         unknown = set(args.only) - {e["rule"] for e in MUTATIONS}
@@ -959,14 +959,14 @@ def main():
     print(f"baseline: every scenario passes ({time.monotonic() - t:.0f}s)", flush=True)
 
     rows = []
-    doc_text = (repo / "docs/attribution-rules.md").read_text()
+    doc_text = (repo / "docs/concepts/attribution-rules.md").read_text()
     clone_rules = set(DOC_RULE.findall(doc_text))
     for index, e in enumerate(entries, 1):
         t = time.monotonic()
         prefix = f"[{index:2d}/{len(entries)}] {e['rule']}: {e.get('what', 'skipped')}"
         print(prefix + " ...", flush=True)
         if e["rule"] not in clone_rules:
-            status, detail = "STALE", "rule id not in docs/attribution-rules.md"
+            status, detail = "STALE", "rule id not in docs/concepts/attribution-rules.md"
         elif "skip" in e:
             status, detail = "SKIP", e["skip"]
         else:

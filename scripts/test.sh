@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, builds every executable (the end-to-end tests run
-# them as real processes), runs `swift test`, then the short fault-injection runs (one Redis, a Redis
-# Cluster, the cluster's nodes partitioned from each other, then one Redis across test hosts with
-# network faults) and the compose test (the Docker images and the compose stack, on one Redis and on the
-# cluster profile). Tests start their own redis-server processes (and local clusters) on free ports.
+# them as real processes), runs the docs' walk-through and examples on them, runs `swift test`, then
+# the short fault-injection runs (one Redis, a Redis Cluster, the cluster's nodes partitioned from each
+# other, then one Redis across test hosts with network faults) and the compose test (the Docker images
+# and the compose stack, on one Redis and on the cluster profile). Tests start their own redis-server
+# processes (and local clusters) on free ports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -23,6 +24,12 @@ python3 -m unittest discover -s scripts/tests -t scripts
 phase "swift build"
 swift build
 BIN="$(swift build --show-bin-path)"
+# The docs' own commands, before the long Swift suite so that a doc that drifted fails in seconds: the
+# getting-started walk-through's sh blocks in one bash, with the Python and Node.js postback
+# verification examples of docs/integrating/ad-networks.md run on its postback. The check moves the
+# walk-through's fixed ports to free ones, and nothing else of this script runs meanwhile.
+phase "docs: the getting-started walk-through and the postback verification examples"
+python3 scripts/docs_check.py --bin "$BIN"
 phase "swift test"
 PIPELINE_BIN_DIR="$BIN" swift test "$@"
 # The short fault-injection run: a campaign under SIGKILLs, a Redis restart, a receiver

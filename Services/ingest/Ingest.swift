@@ -11,7 +11,7 @@ import ServiceRuntime
 /// detailed `/ready` are on a second listener (`OPERATIONS_HTTP_HOST:OPERATIONS_HTTP_PORT`); the admin
 /// API is another service (`Admin`), so ingest's Redis user can write only events and its own records.
 ///
-/// `ingest --configuration-table` prints the README's configuration table; `ingest --routes` the routes
+/// `ingest --configuration-table` prints the configuration table of docs/reference/configuration.md; `ingest --routes` the routes
 /// it serves; `ingest --openapi` its OpenAPI document.
 public enum Ingest {
     public static let help = ServiceHelp(
@@ -19,7 +19,7 @@ public enum Ingest {
         summary:
             "the public HTTP API: impressions, conversions, value updates and activity in (202 once in Redis), the JWKS, the OpenAPI document and the ad networks' own routes on HTTP_PORT; /metrics and the detailed /ready on OPERATIONS_HTTP_PORT.",
         options: [
-            .init("--configuration-table", "print the README's configuration table and exit"),
+            .init("--configuration-table", "print the configuration table (docs/reference/configuration.md) and exit"),
             .init("--routes", "print the routes ingest serves and exit"),
             .init("--openapi", "print the OpenAPI document and exit"),
         ])

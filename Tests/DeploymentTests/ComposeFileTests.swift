@@ -4,7 +4,7 @@ import Testing
 import Yams
 
 /// The repository's own deployment checks: no Docker engine runs here, so these read the files.
-@Suite("compose.yaml, Dockerfile and README agree with the code")
+@Suite("compose.yaml, Dockerfile and the configuration reference agree with the code")
 struct ComposeFileTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
@@ -332,10 +332,10 @@ struct ComposeFileTests {
         }
     #endif
 
-    @Test func readmeConfigurationTableMatchesTheCatalog() throws {
-        let readme = try Self.read("README.md")
+    @Test func configurationReferenceTableMatchesTheCatalog() throws {
+        let reference = try Self.read("docs/reference/configuration.md")
         #expect(
-            readme.contains(ConfigurationKey.markdownTable()),
-            "README's configuration table is stale: regenerate it with `swift run ingest --configuration-table`")
+            reference.contains(ConfigurationKey.markdownTable()),
+            "docs/reference/configuration.md's table is stale: regenerate it with `swift run ingest --configuration-table`")
     }
 }

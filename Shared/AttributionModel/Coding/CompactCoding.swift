@@ -30,7 +30,7 @@ import Foundation
 /// One format per stored thing: version 2 is the only one read. The version byte is there so that a
 /// later release can add a reader for a new layout deliberately; bytes of any other version, and JSON
 /// where a compact form is stored, are refused as corrupt (0.x data from before release 0.1.0 is not
-/// read; README, on upgrading).
+/// read; docs/operating/upgrading.md).
 public enum CompactCoding {
     public static let magic: UInt8 = 0xF5
     /// The version written, and the only one read.

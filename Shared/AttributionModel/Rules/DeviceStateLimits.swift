@@ -1,5 +1,5 @@
-/// What one device and advertised app can make attribution-winner keep, and for how long (README,
-/// "Attribution rules"; docs/attribution-rules.md, `device-state-bounded`). Every write prunes the
+/// What one device and advertised app can make attribution-winner keep, and for how long
+/// (docs/concepts/attribution-rules.md, `device-state-bounded`). Every write prunes the
 /// state by age as of the processing time, so an active device's state no longer grows with its
 /// history; the counts bound what an app's reports can add.
 public enum DeviceStateLimits {

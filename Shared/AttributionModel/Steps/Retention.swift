@@ -28,6 +28,6 @@ public enum Retention {
     }
     /// A refusal log (the last 100 refusals of a network or app): 30 days, wall clock.
     public static let rejectionLog: Milliseconds = 30 * 86_400_000
-    /// ingest's first answer to an `Idempotency-Key`: 24 hours, wall clock (the README's promise).
+    /// ingest's first answer to an `Idempotency-Key`: 24 hours, wall clock (the promise of docs/reference/http-api.md).
     public static let idempotency: Milliseconds = 24 * 3_600_000
 }

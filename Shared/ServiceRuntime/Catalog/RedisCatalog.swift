@@ -4,7 +4,7 @@ import RedisStreams
 // Every Redis name the pipeline uses, built here and only here: streams, consumer groups (with their
 // attempt counts and dead letters), delayed queues, and every key shape. Services, device erasure,
 // the status view, the ledger and the snapshot gauges all build names through these, so a key's shape
-// changes in one place (docs/architecture.md lists them with their owners).
+// changes in one place (docs/reference/redis-keys.md lists them with their owners).
 
 /// A name that exists once per partition: `<base>:{pNN}`, the partition's hash tag last.
 public struct PartitionedName: Sendable, Hashable, CustomStringConvertible {
@@ -17,7 +17,7 @@ public struct PartitionedName: Sendable, Hashable, CustomStringConvertible {
     public var description: String { base }
 }
 
-/// The streams of the one linear path (docs/architecture.md draws them), each once per partition.
+/// The streams of the one linear path (docs/concepts/architecture.md draws them), each once per partition.
 public enum StreamNames {
     /// ingest → verifier
     public static let events = PartitionedName("events")

@@ -2,10 +2,10 @@ import AttributionModel
 import Logging
 import RedisStreams
 
-/// Every configuration key the services read, in one catalog: the README's configuration table and the
+/// Every configuration key the services read, in one catalog: the configuration reference's table and the
 /// compose check are tested against it, so a key cannot be read without being documented.
 extension ConfigurationKey {
-    /// The catalog, in the order the README lists it.
+    /// The catalog, in the order docs/reference/configuration.md lists it.
     public static let all: [ConfigurationKey] = [
         row(.redisURL), row(.redisPasswordFile), row(.redisCluster), row(.partitions), row(.timeScale), row(.logLevel),
         row(.logFormat),
@@ -28,7 +28,7 @@ extension ConfigurationKey {
 
     static func row<Value>(_ key: Typed<Value>) -> ConfigurationKey { key.key }
 
-    /// The README's configuration table, generated from the catalog (`ingest --configuration-table`).
+    /// The configuration reference's table, generated from the catalog (`ingest --configuration-table`).
     public static func markdownTable() -> String {
         var lines = ["| variable | type | default | allowed | read by | meaning |", "|---|---|---|---|---|---|"]
         for key in all {

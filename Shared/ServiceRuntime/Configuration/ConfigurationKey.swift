@@ -1,4 +1,4 @@
-/// One row of the configuration catalog: what the README's table and the compose check read. Every
+/// One row of the configuration catalog: what the configuration reference's table and the compose check read. Every
 /// row is made by a `ConfigurationKey.Typed` (ConfigurationKey+Catalog.swift), so its type, default and
 /// allowed columns are rendered from the very values the services parse with.
 public struct ConfigurationKey: Sendable, Hashable {

@@ -1,7 +1,7 @@
 import Foundation
 
 /// What `<service> --help` prints: what the service does, its options, and every configuration key it
-/// reads with its type, default and allowed values (from the same catalog the README table comes from).
+/// reads with its type, default and allowed values (from the same catalog the configuration reference's table comes from).
 public struct ServiceHelp: Sendable {
     public let name: String
     public let summary: String
@@ -33,7 +33,7 @@ public struct ServiceHelp: Sendable {
             [Option("--help, -h", "print this help and exit"), Option("--version", "print the version and exit")] + options
         let width = flags.map(\.flag.count).max() ?? 0
         lines += flags.map { "  " + $0.flag.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.meaning }
-        lines += ["", "Configuration, from the environment (the README's Configuration section has the same table):"]
+        lines += ["", "Configuration, from the environment (docs/reference/configuration.md has the same table):"]
         for key in ConfigurationKey.all where key.services.contains(name) {
             let facts = [key.type, key.defaultValue.map { "default \($0)" } ?? "required", key.allowed.map { "allowed \($0)" }]
             lines.append("  \(key.name) (\(facts.compactMap { $0 }.joined(separator: "; ")))")

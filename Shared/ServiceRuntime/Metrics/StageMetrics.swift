@@ -25,7 +25,7 @@ public struct StageMetrics: StageObserver {
 }
 
 extension StageCount {
-    /// The metric a step's count increments (names and labels as the dashboard and README know them).
+    /// The metric a step's count increments (names and labels as the dashboard and docs/reference/metrics.md know them).
     public init(_ count: StepCount) {
         switch count {
         case .lateImpression:

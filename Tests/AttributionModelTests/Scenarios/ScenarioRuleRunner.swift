@@ -8,7 +8,7 @@ import TestSupport
 /// histories, plan states, timers, held postbacks), hands every message to the step the pipeline would,
 /// and routes each step's outputs on. It writes no rule and no orchestration of its own.
 ///
-/// Choices (documented in `docs/attribution-rules.md`):
+/// Choices (documented in `docs/concepts/attribution-rules.md`):
 /// - Events are delivered in `at` order (ties: file order), or in `arrival` order when given; the rules
 ///   use the events' own times either way. With `arrival` all events arrive within one conversion settle
 ///   time: conversions settle (the step holds them) and are attributed once every event has arrived, in

@@ -10,11 +10,11 @@ import Testing
     @Test func scenariosLoad() throws {
         let all = try Scenario.all()
         #expect(all.count >= 40, "expected at least 40 scenarios, found \(all.count)")
-        let rules = try String(
-            contentsOf: ScenarioFiles.repositoryRoot.appendingPathComponent("docs/attribution-rules.md"), encoding: .utf8)
+        let document = "docs/concepts/attribution-rules.md"
+        let rules = try String(contentsOf: ScenarioFiles.repositoryRoot.appendingPathComponent(document), encoding: .utf8)
         for (name, scenario) in all {
-            #expect(rules.contains("`\(scenario.rule)`"), "\(name): rule \(scenario.rule) is not in docs/attribution-rules.md")
-            #expect(rules.contains(name), "\(name) is not listed in docs/attribution-rules.md")
+            #expect(rules.contains("`\(scenario.rule)`"), "\(name): rule \(scenario.rule) is not in \(document)")
+            #expect(rules.contains(name), "\(name) is not listed in \(document)")
             if let arrival = scenario.arrival {
                 #expect(arrival.sorted() == Array(scenario.events.indices), "\(name): arrival must be a permutation of events")
             }

@@ -8,7 +8,7 @@ import Foundation
 public struct Scenario: Codable, Sendable {
     /// One line: what the scenario proves.
     public var description: String
-    /// The rule it proves (as listed in docs/attribution-rules.md).
+    /// The rule it proves (as listed in docs/concepts/attribution-rules.md).
     public var rule: String
     /// The advertised app's configuration: the same JSON the admin API takes (`IngestRequests.AdvertisedApp`).
     public var app: IngestRequests.AdvertisedApp?

@@ -30,7 +30,7 @@ struct LoadCommand: AsyncParsableCommand {
     // 128, not more: one request in flight per connection, so connections beyond rate × answer time only
     // move the queue from this tool into ingest's sockets, where its admission cannot see it until it
     // reads them. Probes at 2× the single-event capacity: accepted p99 12–23 ms with 128, 30–68 with
-    // 256, 59–92 with 512 (README, "Latest benchmark").
+    // 256, 59–92 with 512 (docs/operating/capacity.md).
     @Option(
         help: """
             HTTP connections at most (requests beyond them wait for one, and that wait counts in their latency). \
