@@ -4,7 +4,8 @@
 # chart.svg under run/bench-<time>/; then scripts/bench_scale.py adds the single-node vs cluster
 # comparison (scale.json, a section of report.md), scripts/bench_isolation.py the delivery isolation
 # (isolation.json) and scripts/bench_rtt.py each service's throughput with 0, 1 and 10 ms added to its
-# round trips to Redis (rtt.json), each a section of report.md. The end-to-end figures come from a capacity search
+# round trips to Redis (rtt.json), each a section of report.md; scripts/bench_record.py then records the run in
+# docs/benchmarks.md and docs/benchmarks/ (runs.csv, ratios.svg). The end-to-end figures come from a capacity search
 # (scripts/bench_ramp.py): the offered rate is stepped up, then bisected, to the highest rate with
 # ≥ 99 % accepted, accepted p99 ≤ 50 ms and no growing stream backlog. About 10 minutes on 2 cores.
 # Sizes: BENCH_IMPRESSIONS (20000), BENCH_POSTBACKS (10000), BENCH_HELD (1000000); the search:
@@ -27,3 +28,6 @@ python3 scripts/bench_scale.py "$BIN" "$OUT"
 python3 scripts/bench_isolation.py "$BIN" "$OUT"
 # Each service's throughput with 0, 1 and 10 ms added between it and Redis, as ratios to loopback.
 python3 scripts/bench_rtt.py "$BIN" "$OUT"
+# The run's headline figures appended to docs/benchmarks/runs.csv, the chart redrawn, and its report
+# made the latest run of docs/benchmarks.md.
+python3 scripts/bench_record.py "$OUT"

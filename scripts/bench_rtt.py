@@ -11,7 +11,7 @@ Redis for each setting. Writes OUT/rtt.json and appends a section to OUT/report.
 
   bench_rtt.py BIN OUT
 
-Environment: BENCH_RTT_IMPRESSIONS (8000), BENCH_RTT_POSTBACKS (4000), BENCH_RTT_OFFER (80000 events/s
+Environment: BENCH_RTT_IMPRESSIONS (30000), BENCH_RTT_POSTBACKS (10000), BENCH_RTT_OFFER (160000 events/s
 for 3 s); to explore: BENCH_RTT_SETTINGS (labels to measure, comma-separated, e.g. "loopback,+1 ms"),
 BENCH_RTT_ENV (settings for the services, e.g. "BATCH_SIZE=500"), BENCH_RTT_REPLICAS (replicas of each
 draining stage, 1)."""
@@ -30,6 +30,7 @@ from harness import (
     RedisConnection,
     free_port,
     group_done,
+    group_entry,
     http,
     partitioned,
     start_redis,
@@ -40,9 +41,9 @@ from harness import (
 
 BIN, OUT = sys.argv[1], os.path.abspath(sys.argv[2])
 use_binaries(BIN)
-IMPRESSIONS = int(os.environ.get("BENCH_RTT_IMPRESSIONS", "8000"))
-POSTBACKS = int(os.environ.get("BENCH_RTT_POSTBACKS", "4000"))
-OFFER = int(os.environ.get("BENCH_RTT_OFFER", "80000"))
+IMPRESSIONS = int(os.environ.get("BENCH_RTT_IMPRESSIONS", "30000"))
+POSTBACKS = int(os.environ.get("BENCH_RTT_POSTBACKS", "10000"))
+OFFER = int(os.environ.get("BENCH_RTT_OFFER", "160000"))
 TOKEN = "bench-admin-token-of-at-least-32-characters"
 NETWORK = "rtt.adattributionkit"
 RELAY_ZERO = "relay, +0 ms"
@@ -116,13 +117,32 @@ def measure(label, delay):
                 capture_output=True,
             )
 
+        def backlog(stream, group):
+            """The group's unacknowledged entries over every partition; None until it exists on all."""
+            replies = observer.pipeline([("XINFO", "GROUPS", name) for name in partitioned(stream)])
+            entries = [group_entry(reply, group) for reply in replies]
+            if any(entry is None for entry in entries):
+                return None
+            return sum(int(entry.get("lag") or 0) + int(entry.get("pending") or 0) for entry in entries)
+
         def drained(name, stream, group, count, env=None):
-            started = time.time()
+            """Messages/s from the first acknowledgement until the stream is drained: a process's start
+            (and its first connections) is no part of its throughput."""
             for replica in range(REPLICAS):
                 pipeline.start(name, env, process=f"{name}-{replica}" if replica else name)
-            if not until(lambda: group_done(observer, stream, group), 600, 0.05):
+            first = {}
+
+            def started():
+                left = backlog(stream, group)
+                if left is not None and left < count:
+                    first.update(time=time.time(), left=left)
+                return bool(first)
+
+            if not until(started, 60, 0.002):
+                raise SystemExit(f"rtt ({label}): {name} acknowledged nothing of {stream} in 60 s")
+            if not until(lambda: group_done(observer, stream, group), 600, 0.01):
                 raise SystemExit(f"rtt ({label}): {name} did not drain {stream} in 600 s")
-            return count / (time.time() - started)
+            return first["left"] / (time.time() - first["time"])
 
         figures = {}
         load("impressions", IMPRESSIONS, ["--key-file", os.path.join(keys, "network.private.pem")])

@@ -50,8 +50,8 @@ struct ConfigurationCatalogTests {
     static let cases: [Case] = [
         // integer
         reading(.batchSize, "250", "250"),
-        reading(.batchSize, nil, "100"),
-        reading(.batchSize, "", "100"),
+        reading(.batchSize, nil, "200"),
+        reading(.batchSize, "", "200"),
         reading(.batchSize, "0", "configuration BATCH_SIZE: must be an integer in 1...10000, got 0"),
         reading(.batchSize, "10001", "configuration BATCH_SIZE: must be an integer in 1...10000, got 10001"),
         reading(.batchSize, "ten", "configuration BATCH_SIZE: must be an integer in 1...10000, got ten"),
@@ -183,7 +183,7 @@ struct ConfigurationCatalogTests {
         Bounds(.deliveryTimeoutMilliseconds), Bounds(.deliveryConcurrencyPerHost), Bounds(.signingKeyGraceHours),
     ]
 
-    /// The README's allowed column and the parser's check cannot disagree: both bounds read, one past
+    /// The configuration reference's allowed column and the parser's check cannot disagree: both bounds read, one past
     /// either does not, and the documented default is inside.
     @Test(arguments: ranged)
     func documentedRangeIsTheCheckedRange(_ bounds: Bounds) throws {

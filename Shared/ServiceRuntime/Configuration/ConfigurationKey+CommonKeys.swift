@@ -16,7 +16,7 @@ extension ConfigurationKey.Typed where Value == RedisConfiguration {
         return Self(
             "REDIS_URL", type: "URL", default: (local.url, { local }), allowed: "redis://[user[:password]@]host[:port][/db]",
             services: ConfigurationKey.allServices,
-            "Redis to use: `redis://host:port/db`. With a user (an ACL user, see Redis ACLs in the README) every connection sends `AUTH`; its password goes here or, better, in `REDIS_PASSWORD_FILE`."
+            "Redis to use: `redis://host:port/db`. With a user (an ACL user, see docs/operating/redis.md) every connection sends `AUTH`; its password goes here or, better, in `REDIS_PASSWORD_FILE`."
         ) { text throws(ConfigurationKey.Unreadable) in
             do { return try RedisConfiguration(url: text) } catch { throw ConfigurationKey.Unreadable("\(error)") }
         }
@@ -153,7 +153,9 @@ extension ConfigurationKey.Typed where Value == Milliseconds {
 extension ConfigurationKey.Typed where Value == Int {
     public static var batchSize: Self {
         .integer(
-            "BATCH_SIZE", default: 100, range: 1...10_000, services: ConfigurationKey.workers, "Messages read per XREADGROUP.")
+            "BATCH_SIZE", default: 200, range: 1...10_000, services: ConfigurationKey.workers,
+            "Messages one consumer loop reads per XREADGROUP and decides in one batch (its lookups in one pipeline, its writes in one transaction). Larger batches take fewer round trips per message, which is what a Redis a millisecond away costs (docs/benchmarks.md, the round-trip table)."
+        )
     }
 
     public static var maxAttempts: Self {

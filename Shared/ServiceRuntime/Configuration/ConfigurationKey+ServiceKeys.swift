@@ -64,15 +64,15 @@ extension ConfigurationKey.Typed where Value == Int {
 
     public static var consumers: Self {
         .integer(
-            "CONSUMERS", default: 2, range: 1...64, services: ["verifier", "attribution-winner", "scheduler", "dispatcher"],
-            "Consumer loops one replica of a stage runs on each stream it reads, each with its own Redis connection and its own consumer name in the group (`CONSUMER_NAME`, then `CONSUMER_NAME/1`, …): while one loop waits for Redis, another decides its batch, so a Redis a round trip away costs less of the replica's capacity. The loops split the partitions between them (loop i reads every i-th), so one replica still handles each device's messages in order (separate replicas may not, by up to a batch's turn, which `CONVERSION_SETTLE_MS` absorbs). At most one loop per partition. For a Redis a millisecond or more away, 8 (docs/capacity.md)."
+            "CONSUMERS", default: 8, range: 1...64, services: ["verifier", "attribution-winner", "scheduler", "dispatcher"],
+            "Consumer loops one replica of a stage runs on each stream it reads, each with its own Redis connection and its own consumer name in the group (`CONSUMER_NAME`, then `CONSUMER_NAME/1`, …): while one loop waits for Redis, another decides its batch, so the round trips to Redis cost less of the replica's capacity (docs/benchmarks.md, the round-trip table). The loops split the partitions between them (loop i reads every i-th), so one replica still handles each device's messages in order (separate replicas may not, by up to a batch's turn, which `CONVERSION_SETTLE_MS` absorbs). At most one loop per partition."
         )
     }
 
     public static var maxBodyBytes: Self {
         .integer(
             "MAX_BODY_BYTES", unit: "bytes", default: 65_536, range: 1_024...16_777_216, services: ["ingest"],
-            "Largest body of a single-event request and of `/v1/conversion-values/evaluate`, and of each batch item; beyond it 413 `body-too-large`. Admin bodies have limits of their own (README, HTTP API)."
+            "Largest body of a single-event request and of `/v1/conversion-values/evaluate`, and of each batch item; beyond it 413 `body-too-large`. Admin bodies have limits of their own (docs/reference/http-api.md)."
         )
     }
 
