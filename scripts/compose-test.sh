@@ -244,6 +244,15 @@ run_stack() {  # run_stack single|cluster
     grep -v '^Creating\|^Starting\|^Container\|is up-to-date' "$RUN/$MODE-ledger.log" | sed 's/^/    /'
     SUMMARY+=("$MODE: $(grep -m1 '^LEDGER' "$RUN/$MODE-ledger.log")")
     [ "$MODE" = single ] && check_prometheus
+    if [ "$MODE" = single ]; then
+        # The operator's admin client in its container, with the token compose hands it.
+        say "attribution admin (the operator's container): the campaign's ad networks are registered"
+        "${COMPOSE[@]}" --profile tools run --rm operator attribution admin --admin-url http://admin:8081 \
+            ad-network get sim-network-1.adattributionkit >"$RUN/admin-client.log" 2>&1 \
+            && grep -q '"postback-url"' "$RUN/admin-client.log" \
+            || { cat "$RUN/admin-client.log" >&2; echo "FAILED: attribution admin in the operator container" >&2; return 1; }
+        SUMMARY+=("single: attribution admin in the operator container: OK")
+    fi
 
     save_logs
     if [ "$KEEP" = true ] && [ "$MODE" = "${MODES[-1]}" ]; then return 0; fi

@@ -24,7 +24,9 @@ struct AttributionCommand: AsyncParsableCommand {
             CommandGroup(name: "App backend", subcommands: [CollectorCommand.self]),
             CommandGroup(
                 name: "Operator",
-                subcommands: [StatusCommand.self, LedgerCommand.self, RedisACLCommand.self, CatalogCommand.self]),
+                subcommands: [
+                    AdminCommand.self, StatusCommand.self, LedgerCommand.self, RedisACLCommand.self, CatalogCommand.self,
+                ]),
             CommandGroup(name: "Test run", subcommands: [SimulateCommand.self, LoadCommand.self, RelayCommand.self]),
         ]
     )
