@@ -41,11 +41,10 @@ from harness import (
     SCALED_DAY,
     Pipeline,
     Processes,
+    RedisConnection,
     b64url_decode,
-    caught_up,
     cpu_seconds,
     free_port,
-    group_entry,
     http,
     partitioned,
     redis_cli,
@@ -54,6 +53,9 @@ from harness import (
     start_redis,
     until,
     use_binaries,
+)
+from harness import (
+    group_done as harness_group_done,
 )
 from pins import requirements
 
@@ -175,18 +177,15 @@ def xlen(stream):
 
 
 def group_done(stream, group):
-    """Every partition of `stream` read and acknowledged by `group`."""
-    return all(partition_done(name, group) for name in partitioned(stream))
+    """Every partition of `stream` read and acknowledged by `group` (harness.group_done, on a connection
+    of the benchmark's own, opened at first use)."""
+    global OBSERVER
+    if OBSERVER is None:
+        OBSERVER = RedisConnection(REDIS_PORT)
+    return harness_group_done(OBSERVER, stream, group)
 
 
-def partition_done(stream, group):
-    info = subprocess.run(
-        ["redis-cli", "-p", str(REDIS_PORT), "--json", "XINFO", "GROUPS", stream], capture_output=True, text=True
-    ).stdout
-    try:
-        return caught_up(group_entry(json.loads(info), group))
-    except ValueError:
-        return False
+OBSERVER = None
 
 
 def verify_recorded(path, jwks_url):

@@ -11,13 +11,14 @@ worker), two worker processes each, POSTing bodies pre-signed with the same key.
 
 Called by scripts/bench.py with the running pipeline (Redis URL, receiver URL, binaries, keys)."""
 
-import base64
 import json
 import os
 import subprocess
 import time
 import urllib.request
 import uuid
+
+from harness import sign_jws
 
 WORKER_SOURCE = r"""
 import json, os, httpx
@@ -48,17 +49,11 @@ class WorkerSettings:
 """
 
 
-def b64(data):
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
 def signed_bodies(count, key_pem, kid, network, app):
     """AdAttributionKit postback bodies signed ES256 with the pipeline's key (the receiver verifies them)."""
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec, utils
+    from cryptography.hazmat.primitives import serialization
 
     key = serialization.load_pem_private_key(key_pem.encode(), password=None)
-    header = b64(json.dumps({"alg": "ES256", "kid": kid}).encode())
     bodies = []
     for _ in range(count):
         payload = {
@@ -72,9 +67,7 @@ def signed_bodies(count, key_pem, kid, network, app):
             "postback-sequence-index": 0,
             "did-win": True,
         }
-        signing_input = header + "." + b64(json.dumps(payload, separators=(",", ":")).encode())
-        r, s = utils.decode_dss_signature(key.sign(signing_input.encode(), ec.ECDSA(hashes.SHA256())))
-        jws = signing_input + "." + b64(r.to_bytes(32, "big") + s.to_bytes(32, "big"))
+        jws = sign_jws(key, {"alg": "ES256", "kid": kid}, payload)
         bodies.append(
             json.dumps({"jws-string": jws, "ad-interaction-type": "click", "coarse-conversion-value": "high"}).encode()
         )

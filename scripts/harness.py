@@ -23,6 +23,26 @@ def b64url_decode(text):
     return base64.urlsafe_b64decode(text + (padding.encode() if isinstance(text, bytes) else padding))
 
 
+def b64url(data):
+    """Unpadded base64url of bytes (a JWS segment), as str."""
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def sign_jws(key, header, payload):
+    """A compact JWS of `payload` under `header`, signed ES256 with `key` (a `cryptography` EC private
+    key): what a client of the pipeline signs with its own code (an ad network's impressions; the
+    benchmark's peers' ready-signed postbacks). The signature is r and s, 32 bytes each (RFC 7518)."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+
+    signing_input = (
+        b64url(json.dumps(header, separators=(",", ":")).encode()) + "." + b64url(json.dumps(payload).encode())
+    )
+    r, s = decode_dss_signature(key.sign(signing_input.encode(), ec.ECDSA(hashes.SHA256())))
+    return signing_input + "." + b64url(r.to_bytes(32, "big") + s.to_bytes(32, "big"))
+
+
 def free_port():
     """A port free a moment ago, below the kernel's ephemeral range (32768–60999), where outgoing
     connections take their local ports and could take it before the server binds it; in turn from a

@@ -7,8 +7,9 @@ import uuid
 
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from harness import b64url, sign_jws
 from hostile.streams import verdicts_so_far
-from hostile.traffic import b64, campaign_jws, impression_body, impression_payload, now_ms, sign_jws
+from hostile.traffic import campaign_jws, impression_body, impression_payload, now_ms
 
 
 def replays(run):
@@ -91,9 +92,9 @@ def forged_impressions(run):
         ),
         (
             "alg none",
-            b64(b'{"alg":"none","kid":"%s"}' % target.network.encode())
+            b64url(b'{"alg":"none","kid":"%s"}' % target.network.encode())
             + "."
-            + b64(json.dumps(impression_payload(*campaign)).encode())
+            + b64url(json.dumps(impression_payload(*campaign)).encode())
             + ".AA",
             "unsupported-algorithm",
         ),
@@ -120,7 +121,7 @@ def forged_impressions(run):
         if name == "payload tampered":
             good = sign_jws(target.network_key, header, impression_payload(*campaign, source=1))
             parts = good.split(".")
-            jws = parts[0] + "." + b64(json.dumps(impression_payload(*campaign, source=2)).encode()) + "." + parts[2]
+            jws = parts[0] + "." + b64url(json.dumps(impression_payload(*campaign, source=2)).encode()) + "." + parts[2]
         if name in ("31 days old", "an hour in the future"):
             payload = impression_payload(*campaign)
             payload["timestamp"] = now_ms() + (-31 * 86_400_000 if "old" in name else 3_600_000)

@@ -8,10 +8,10 @@ import uuid
 
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from harness import group_done, partitioned
+from harness import group_done, partitioned, sign_jws
 from hostile.progress import log
 from hostile.streams import command
-from hostile.traffic import impression_body, impression_payload, sign_jws
+from hostile.traffic import impression_body, impression_payload
 
 
 def forged_network_flood(run, connection, count=2000):

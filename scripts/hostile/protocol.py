@@ -45,6 +45,17 @@ def malformed_http(run):
     requests and a broken one in one write."""
     target = run.target
     category = "malformed"
+
+    def admin_get(path):
+        """A GET of `path` (raw bytes, as sent) with the admin token: what the route makes of it."""
+        return (
+            b"GET "
+            + path
+            + b" HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+            + target.admin_token.encode()
+            + b"\r\n\r\n"
+        )
+
     cases = [
         ("garbage", b"\x00\x01\x02garbage\r\n\r\n"),
         (
@@ -84,36 +95,11 @@ def malformed_http(run):
         ("absolute-form URI", b"GET http://evil.example/health HTTP/1.1\r\nHost: x\r\n\r\n"),
         ("path traversal", b"GET /../../../../etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n"),
         ("encoded traversal", b"GET /v1/admin/ad-networks/..%2f..%2fopenapi.json HTTP/1.1\r\nHost: x\r\n\r\n"),
-        (
-            "percent-encoded NUL",
-            b"GET /v1/admin/ad-networks/a%00b HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
-            + target.admin_token.encode()
-            + b"\r\n\r\n",
-        ),
-        (
-            "invalid percent-encoding",
-            b"GET /v1/admin/ad-networks/%zz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
-            + target.admin_token.encode()
-            + b"\r\n\r\n",
-        ),
-        (
-            "UTF-8 overlong in path",
-            b"GET /v1/admin/advertised-apps/%c0%ae%c0%ae HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
-            + target.admin_token.encode()
-            + b"\r\n\r\n",
-        ),
-        (
-            "raw bytes >0x7F in path",
-            b"GET /v1/admin/ad-networks/\xff\xfe HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
-            + target.admin_token.encode()
-            + b"\r\n\r\n",
-        ),
-        (
-            "item id beyond UInt64",
-            b"GET /v1/admin/advertised-apps/99999999999999999999999/rejections HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
-            + target.admin_token.encode()
-            + b"\r\n\r\n",
-        ),
+        ("percent-encoded NUL", admin_get(b"/v1/admin/ad-networks/a%00b")),
+        ("invalid percent-encoding", admin_get(b"/v1/admin/ad-networks/%zz")),
+        ("UTF-8 overlong in path", admin_get(b"/v1/admin/advertised-apps/%c0%ae%c0%ae")),
+        ("raw bytes >0x7F in path", admin_get(b"/v1/admin/ad-networks/\xff\xfe")),
+        ("item id beyond UInt64", admin_get(b"/v1/admin/advertised-apps/99999999999999999999999/rejections")),
         ("CONNECT", b"CONNECT 169.254.169.254:80 HTTP/1.1\r\nHost: 169.254.169.254:80\r\n\r\n"),
         ("TRACE", b"TRACE / HTTP/1.1\r\nHost: x\r\n\r\n"),
         ("OPTIONS *", b"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n"),

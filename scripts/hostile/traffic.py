@@ -2,28 +2,14 @@
 does), and the valid traffic that flows through the whole run: one signed impression and one
 conversion for its device per tick."""
 
-import base64
 import collections
 import json
 import threading
 import time
 import uuid
 
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
-
+from harness import sign_jws
 from hostile import http_client
-
-
-def b64(data):
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def sign_jws(key, header, payload):
-    signing_input = b64(json.dumps(header, separators=(",", ":")).encode()) + "." + b64(json.dumps(payload).encode())
-    r, s = decode_dss_signature(key.sign(signing_input.encode(), ec.ECDSA(hashes.SHA256())))
-    return signing_input + "." + b64(r.to_bytes(32, "big") + s.to_bytes(32, "big"))
 
 
 def now_ms():

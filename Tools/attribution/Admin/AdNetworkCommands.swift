@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import NIOHTTP1
 
 /// `ad-network put ID --public-key FILE --postback-url URL`: registers the network or replaces its
 /// registration (a new key keeps the old one valid for the grace it names).
@@ -40,35 +41,30 @@ struct AdNetworkPut: AsyncParsableCommand {
     }
 }
 
-struct AdNetworkGet: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "get", abstract: "Show an ad network's registration.")
-    @OptionGroup var admin: AdminOptions
-    @Argument(help: "The ad network's identifier.") var id: String
-
-    func run() async throws {
-        try await AdminClient(options: admin).send(.GET, "/v1/admin/ad-networks/\(id.pathSegment)")
+/// The ad network routes without a body.
+enum AdNetworkRequests {
+    enum Get: AdminRequest {
+        static let name = "get", abstract = "Show an ad network's registration.", path = "/v1/admin/ad-networks/{id}"
     }
-}
-
-struct AdNetworkDelete: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "delete", abstract: "Delete an ad network's registration, credentials and refusal lists.")
-    @OptionGroup var admin: AdminOptions
-    @Argument(help: "The ad network's identifier.") var id: String
-
-    func run() async throws {
-        try await AdminClient(options: admin).send(.DELETE, "/v1/admin/ad-networks/\(id.pathSegment)")
+    enum Delete: AdminRequest {
+        static let name = "delete", abstract = "Delete an ad network's registration, credentials and refusal lists."
+        static let path = "/v1/admin/ad-networks/{id}", method = HTTPMethod.DELETE
     }
-}
-
-struct AdNetworkRejections: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "rejections", abstract: "Its last refused impressions, with their reasons.")
-    @OptionGroup var admin: AdminOptions
-    @Argument(help: "The ad network's identifier.") var id: String
-
-    func run() async throws {
-        try await AdminClient(options: admin).send(.GET, "/v1/admin/ad-networks/\(id.pathSegment)/rejections")
+    enum Rejections: AdminRequest {
+        static let name = "rejections", abstract = "Its last refused impressions, with their reasons."
+        static let path = "/v1/admin/ad-networks/{id}/rejections"
+    }
+    enum Issue: AdminRequest {
+        static let name = "issue", abstract = "Issue a credential (shown once)."
+        static let path = "/v1/admin/ad-networks/{id}/credentials", method = HTTPMethod.POST
+    }
+    enum List: AdminRequest {
+        static let name = "list", abstract = "List its live credentials' identifiers."
+        static let path = "/v1/admin/ad-networks/{id}/credentials"
+    }
+    enum Revoke: AdminRequest {
+        static let name = "revoke", abstract = "Revoke one credential."
+        static let path = "/v1/admin/ad-networks/{id}/credentials/{second}", method = HTTPMethod.DELETE
     }
 }
 
@@ -76,39 +72,10 @@ struct AdNetworkRejections: AsyncParsableCommand {
 struct AdNetworkCredentials: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "credentials", abstract: "Issue, list and revoke the credentials of the network's own routes.",
-        subcommands: [Issue.self, List.self, Revoke.self])
-
-    struct Issue: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Issue a credential (shown once).")
-        @OptionGroup var admin: AdminOptions
-        @Argument(help: "The ad network's identifier.") var id: String
-
-        func run() async throws {
-            try await AdminClient(options: admin).send(.POST, "/v1/admin/ad-networks/\(id.pathSegment)/credentials")
-        }
-    }
-
-    struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List its live credentials' identifiers.")
-        @OptionGroup var admin: AdminOptions
-        @Argument(help: "The ad network's identifier.") var id: String
-
-        func run() async throws {
-            try await AdminClient(options: admin).send(.GET, "/v1/admin/ad-networks/\(id.pathSegment)/credentials")
-        }
-    }
-
-    struct Revoke: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Revoke one credential.")
-        @OptionGroup var admin: AdminOptions
-        @Argument(help: "The ad network's identifier.") var id: String
-        @Argument(help: "The credential's identifier (from list).") var credential: String
-
-        func run() async throws {
-            try await AdminClient(options: admin).send(
-                .DELETE, "/v1/admin/ad-networks/\(id.pathSegment)/credentials/\(credential.pathSegment)")
-        }
-    }
+        subcommands: [
+            RequestCommand<AdNetworkRequests.Issue>.self, RequestCommand<AdNetworkRequests.List>.self,
+            SecondRequestCommand<AdNetworkRequests.Revoke>.self,
+        ])
 }
 
 struct AdNetworkTestPostbacks: AsyncParsableCommand {

@@ -25,7 +25,8 @@ struct AdNetworkCommand: AsyncParsableCommand {
         commandName: "ad-network",
         abstract: "Register, show and delete ad networks; their credentials, refusals and test postbacks.",
         subcommands: [
-            AdNetworkPut.self, AdNetworkGet.self, AdNetworkDelete.self, AdNetworkRejections.self,
+            AdNetworkPut.self, RequestCommand<AdNetworkRequests.Get>.self,
+            RequestCommand<AdNetworkRequests.Delete>.self, RequestCommand<AdNetworkRequests.Rejections>.self,
             AdNetworkCredentials.self, AdNetworkTestPostbacks.self,
         ])
 }
@@ -35,7 +36,10 @@ struct PublisherAppCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "publisher-app",
         abstract: "Register, show and delete publisher apps (the ad networks each lists).",
-        subcommands: [PublisherAppPut.self, PublisherAppGet.self, PublisherAppDelete.self])
+        subcommands: [
+            PublisherAppPut.self, RequestCommand<AppRequests.PublisherGet>.self,
+            RequestCommand<AppRequests.PublisherDelete>.self,
+        ])
 }
 
 /// `attribution admin advertised-app …`
@@ -44,7 +48,7 @@ struct AdvertisedAppCommand: AsyncParsableCommand {
         commandName: "advertised-app",
         abstract: "Register, show and delete advertised apps; their app keys, refusals and value schemas.",
         subcommands: [
-            AdvertisedAppPut.self, AdvertisedAppGet.self, AdvertisedAppDelete.self, AdvertisedAppRejections.self,
-            AppKeys.self, ValueSchema.self,
+            AdvertisedAppPut.self, RequestCommand<AppRequests.Get>.self, RequestCommand<AppRequests.Delete>.self,
+            RequestCommand<AppRequests.Rejections>.self, AppKeys.self, ValueSchema.self,
         ])
 }

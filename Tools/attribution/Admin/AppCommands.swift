@@ -1,4 +1,5 @@
 import ArgumentParser
+import NIOHTTP1
 
 struct PublisherAppPut: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -17,22 +18,6 @@ struct PublisherAppPut: AsyncParsableCommand {
     }
 }
 
-struct PublisherAppGet: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "get", abstract: "Show a publisher app's registration.")
-    @OptionGroup var admin: AdminOptions
-    @Argument(help: "The publisher app's item identifier.") var item: Int
-
-    func run() async throws { try await AdminClient(options: admin).send(.GET, "/v1/admin/publisher-apps/\(item)") }
-}
-
-struct PublisherAppDelete: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete a publisher app's registration.")
-    @OptionGroup var admin: AdminOptions
-    @Argument(help: "The publisher app's item identifier.") var item: Int
-
-    func run() async throws { try await AdminClient(options: admin).send(.DELETE, "/v1/admin/publisher-apps/\(item)") }
-}
-
 struct AdvertisedAppPut: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "put",
@@ -46,32 +31,37 @@ struct AdvertisedAppPut: AsyncParsableCommand {
     }
 }
 
-struct AdvertisedAppGet: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "get", abstract: "Show an advertised app's configuration (as a put body).")
-    @OptionGroup var admin: AdminOptions
-    @Argument(help: "The advertised app's item identifier.") var item: Int
-
-    func run() async throws { try await AdminClient(options: admin).send(.GET, "/v1/admin/advertised-apps/\(item)") }
-}
-
-struct AdvertisedAppDelete: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "delete", abstract: "Delete an advertised app: its configuration, app keys and schemas.")
-    @OptionGroup var admin: AdminOptions
-    @Argument(help: "The advertised app's item identifier.") var item: Int
-
-    func run() async throws { try await AdminClient(options: admin).send(.DELETE, "/v1/admin/advertised-apps/\(item)") }
-}
-
-struct AdvertisedAppRejections: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "rejections", abstract: "Its last refused conversions, updates and activity reports.")
-    @OptionGroup var admin: AdminOptions
-    @Argument(help: "The advertised app's item identifier.") var item: Int
-
-    func run() async throws {
-        try await AdminClient(options: admin).send(.GET, "/v1/admin/advertised-apps/\(item)/rejections")
+/// The app routes without a body.
+enum AppRequests {
+    enum PublisherGet: AdminRequest {
+        static let name = "get", abstract = "Show a publisher app's registration.", path = "/v1/admin/publisher-apps/{id}"
+    }
+    enum PublisherDelete: AdminRequest {
+        static let name = "delete", abstract = "Delete a publisher app's registration."
+        static let path = "/v1/admin/publisher-apps/{id}", method = HTTPMethod.DELETE
+    }
+    enum Get: AdminRequest {
+        static let name = "get", abstract = "Show an advertised app's configuration (as a put body)."
+        static let path = "/v1/admin/advertised-apps/{id}"
+    }
+    enum Delete: AdminRequest {
+        static let name = "delete", abstract = "Delete an advertised app: its configuration, app keys and schemas."
+        static let path = "/v1/admin/advertised-apps/{id}", method = HTTPMethod.DELETE
+    }
+    enum Rejections: AdminRequest {
+        static let name = "rejections", abstract = "Its last refused conversions, updates and activity reports."
+        static let path = "/v1/admin/advertised-apps/{id}/rejections"
+    }
+    enum IssueKey: AdminRequest {
+        static let name = "issue", abstract = "Issue an app key (shown once)."
+        static let path = "/v1/admin/advertised-apps/{id}/keys", method = HTTPMethod.POST
+    }
+    enum ListKeys: AdminRequest {
+        static let name = "list", abstract = "List its live keys' identifiers.", path = "/v1/admin/advertised-apps/{id}/keys"
+    }
+    enum RevokeKey: AdminRequest {
+        static let name = "revoke", abstract = "Revoke one app key."
+        static let path = "/v1/admin/advertised-apps/{id}/keys/{second}", method = HTTPMethod.DELETE
     }
 }
 
@@ -79,34 +69,10 @@ struct AdvertisedAppRejections: AsyncParsableCommand {
 struct AppKeys: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keys", abstract: "Issue, list and revoke the app's keys.",
-        subcommands: [Issue.self, List.self, Revoke.self])
-
-    struct Issue: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Issue an app key (shown once).")
-        @OptionGroup var admin: AdminOptions
-        @Argument(help: "The advertised app's item identifier.") var item: Int
-
-        func run() async throws { try await AdminClient(options: admin).send(.POST, "/v1/admin/advertised-apps/\(item)/keys") }
-    }
-
-    struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List its live keys' identifiers.")
-        @OptionGroup var admin: AdminOptions
-        @Argument(help: "The advertised app's item identifier.") var item: Int
-
-        func run() async throws { try await AdminClient(options: admin).send(.GET, "/v1/admin/advertised-apps/\(item)/keys") }
-    }
-
-    struct Revoke: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Revoke one app key.")
-        @OptionGroup var admin: AdminOptions
-        @Argument(help: "The advertised app's item identifier.") var item: Int
-        @Argument(help: "The key's identifier (from list).") var key: String
-
-        func run() async throws {
-            try await AdminClient(options: admin).send(.DELETE, "/v1/admin/advertised-apps/\(item)/keys/\(key.pathSegment)")
-        }
-    }
+        subcommands: [
+            RequestCommand<AppRequests.IssueKey>.self, RequestCommand<AppRequests.ListKeys>.self,
+            SecondRequestCommand<AppRequests.RevokeKey>.self,
+        ])
 }
 
 /// `advertised-app schema put|get`: its conversion-value schema, versioned.
