@@ -120,36 +120,38 @@ public struct PipelineService: Sendable {
         return configuration
     }
 
-    /// A stage's worker over every partition of `stream`; it also trims `unreadOutputs` (streams it
+    /// A stage's consumer loop over every partition of `stream`; it also trims `unreadOutputs` (streams it
     /// writes that no group reads). With `loops` > 1 it is loop `loop` of this replica's consumer loops:
     /// its own consumer in the group (`CONSUMER_NAME/<loop>` past the first) reading every `loops`-th
     /// partition, so the loops never handle one device's events (one partition) out of order.
     public func worker<Stage: StreamStage>(
         _ stage: Stage, stream: PartitionedName, group: ConsumerGroup, unreadOutputs: [PartitionedName] = [],
         loop: Int = 0, loops: Int = 1
-    ) throws -> StageService<Stage> {
+    ) throws -> StageWorker<Stage> {
         var configuration = try workerConfiguration(stream: stream, group: group)
         configuration.unreadOutputs = unreadOutputs.flatMap { $0.all(partitioning) }
         if loops > 1 {
             configuration.readPartitions = configuration.partitions.indices.filter { $0 % loops == loop }
             if loop > 0 { configuration.consumer += "/\(loop)" }
         }
-        return StageService(
-            worker: StageWorker(
-                configuration: configuration, stage: stage,
-                connection: connection(), logger: logger, observer: StageMetrics()))
+        return StageWorker(
+            configuration: configuration, stage: stage, connection: connection(), logger: logger, observer: StageMetrics())
     }
 
     /// A stage's consumer loops over every partition of `stream`: `CONSUMERS` of them (at most one per
-    /// partition), each with the stage `stage()` returns (loops may share one: stages are `Sendable`).
+    /// partition), each with the stage `stage()` returns (loops may share one: stages are `Sendable`), run
+    /// as one service (in an array, for the callers' lists of services).
     public func workers<Stage: StreamStage>(
         stream: PartitionedName, group: ConsumerGroup, unreadOutputs: [PartitionedName] = [],
         _ stage: () throws -> Stage
     ) throws -> [StageService<Stage>] {
         let loops = min(settings.worker?.consumers ?? 1, partitioning.count)
-        return try (0..<loops).map { loop in
-            try worker(stage(), stream: stream, group: group, unreadOutputs: unreadOutputs, loop: loop, loops: loops)
-        }
+        return [
+            StageService(
+                workers: try (0..<loops).map { loop in
+                    try worker(stage(), stream: stream, group: group, unreadOutputs: unreadOutputs, loop: loop, loops: loops)
+                })
+        ]
     }
 
     /// One timer loop for every partition of each of `queues`: one pipeline per poll (a round trip per
