@@ -35,6 +35,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        // Tests only: the OpenAPI document checked by OpenAPIKit, and a client generated from it.
+        .package(url: "https://github.com/mattpolzin/OpenAPIKit.git", from: "6.4.0"),
+        .package(url: "https://github.com/apple/swift-openapi-generator.git", from: "1.14.3"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
+        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", from: "1.5.0"),
     ],
     targets: [
         // Pure model: identifiers, events, envelopes and the rules as pure functions. No I/O.
@@ -230,6 +235,23 @@ let package = Package(
             ],
             path: "Tests/ServiceTests",
             swiftSettings: swiftSettings
+        ),
+        // The OpenAPI document as a client meets it: valid OpenAPI 3.1 by OpenAPIKit's reading, and a
+        // client generated from it (swift-openapi-generator's plugin, from `openapi.json` here, a link to
+        // the service's document) driving running services.
+        .testTarget(
+            name: "OpenAPIClientTests",
+            dependencies: [
+                "AttributionModel", "AttributionCrypto", "TestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "OpenAPIKit", package: "OpenAPIKit"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
+            ],
+            path: "Tests/OpenAPIClientTests",
+            swiftSettings: swiftSettings,
+            plugins: [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")]
         ),
         // The repository's own checks: compose services ↔ executables, environment ↔ documented keys.
         .testTarget(

@@ -212,13 +212,7 @@ struct VerifyPostbackCommandTests {
 
     /// Where `swift build` put the executables: PIPELINE_BIN_DIR (set by scripts/test.sh), else .build/debug.
     static func binary() throws -> URL {
-        let directory: URL
-        if let path = ProcessInfo.processInfo.environment["PIPELINE_BIN_DIR"] {
-            directory = URL(fileURLWithPath: path)
-        } else {
-            directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-                .deletingLastPathComponent().appendingPathComponent(".build/debug")
-        }
+        let directory = builtExecutables()
         let binary = directory.appendingPathComponent("attribution")
         try #require(
             FileManager.default.isExecutableFile(atPath: binary.path),

@@ -36,13 +36,8 @@ final class PipelineProcesses: Sendable {
     /// Each service's own Redis user (`REDIS_URL`, `REDIS_PASSWORD_FILE`), on a single Redis.
     private let credentials: [String: [String: String]]
 
-    /// Where `swift build` put the executables: PIPELINE_BIN_DIR (set by scripts/test.sh), else .build/debug.
-    static func binaryDirectory() -> URL {
-        if let path = ProcessInfo.processInfo.environment["PIPELINE_BIN_DIR"] { return URL(fileURLWithPath: path) }
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        return root.appendingPathComponent(".build/debug")
-    }
+    /// Where `swift build` put the executables (TestSupport's `builtExecutables`).
+    static func binaryDirectory() -> URL { builtExecutables() }
 
     /// Every service and the receiver, or only the services named in `only` (a stage tested alone on
     /// entries a test writes itself, or ingest alone).

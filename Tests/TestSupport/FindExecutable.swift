@@ -11,3 +11,11 @@ public func findExecutable(_ name: String) -> URL? {
     }
     return nil
 }
+
+/// Where `swift build` put the project's executables: PIPELINE_BIN_DIR (scripts/test.sh sets it), else
+/// the repository's .build/debug.
+public func builtExecutables() -> URL {
+    if let path = ProcessInfo.processInfo.environment["PIPELINE_BIN_DIR"] { return URL(fileURLWithPath: path) }
+    return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent(".build/debug")
+}

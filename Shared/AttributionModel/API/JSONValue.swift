@@ -1,6 +1,7 @@
-/// Any JSON value, so the receiver can store a signed payload and a body exactly as their fields
-/// came, including keys this version of the model does not know.
-enum JSONValue: Sendable, Hashable, Codable {
+/// Any JSON value, with integers apart from other numbers: the receiver stores a signed payload and a
+/// body exactly as their fields came, including keys this version of the model does not know, and
+/// tests hold documents to a schema's `integer` (a `true` is never a 1).
+public enum JSONValue: Sendable, Hashable, Codable {
     case null
     case bool(Bool)
     case integer(Int64)
@@ -9,7 +10,7 @@ enum JSONValue: Sendable, Hashable, Codable {
     case array([JSONValue])
     case object([String: JSONValue])
 
-    init(from decoder: any Decoder) throws {
+    public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         // Bool before numbers and integers before doubles, so `true` and `5` keep their JSON form.
         if container.decodeNil() {
@@ -29,7 +30,7 @@ enum JSONValue: Sendable, Hashable, Codable {
         }
     }
 
-    func encode(to encoder: any Encoder) throws {
+    public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
         case .null: try container.encodeNil()
