@@ -35,8 +35,10 @@ struct ReferenceDocsTests {
         let exported = Set(sources.matches(of: pattern).map { String($0.output.1) })
         #expect(exported.count > 20, "the metric names were found in the sources")
         let documented = Self.firstColumnNames(try Self.page("metrics.md"))
-        #expect(exported.subtracting(documented).isEmpty, "exported, not documented: \(exported.subtracting(documented).sorted())")
-        #expect(documented.subtracting(exported).isEmpty, "documented, not exported: \(documented.subtracting(exported).sorted())")
+        #expect(
+            exported.subtracting(documented).isEmpty, "exported, not documented: \(exported.subtracting(documented).sorted())")
+        #expect(
+            documented.subtracting(exported).isEmpty, "documented, not exported: \(documented.subtracting(exported).sorted())")
     }
 
     /// Every command of `attribution --help` and of `attribution admin --help` is on the tool's page.
