@@ -247,8 +247,8 @@ run_stack() {  # run_stack single|cluster
     if [ "$MODE" = single ]; then
         # The operator's admin client in its container, with the token compose hands it.
         say "attribution admin (the operator's container): the campaign's ad networks are registered"
-        "${COMPOSE[@]}" --profile tools run --rm operator attribution admin --admin-url http://admin:8081 \
-            ad-network get sim-network-1.adattributionkit >"$RUN/admin-client.log" 2>&1 \
+        "${COMPOSE[@]}" --profile tools run --rm operator attribution admin ad-network get \
+            sim-network-1.adattributionkit --admin-url http://admin:8081 >"$RUN/admin-client.log" 2>&1 \
             && grep -q '"postback-url"' "$RUN/admin-client.log" \
             || { cat "$RUN/admin-client.log" >&2; echo "FAILED: attribution admin in the operator container" >&2; return 1; }
         SUMMARY+=("single: attribution admin in the operator container: OK")

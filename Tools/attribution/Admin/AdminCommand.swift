@@ -10,7 +10,8 @@ struct AdminCommand: AsyncParsableCommand {
         discussion: """
             The token comes from --admin-token-file, else the file $ADMIN_TOKEN_FILE names, else \
             $ADMIN_TOKEN (never a flag: command lines are visible to every user of the machine). \
-            Under compose: docker compose run --rm operator attribution admin --admin-url http://admin:8081 …
+            Every subcommand takes the options after its own name. Under compose: docker compose run --rm \
+            operator attribution admin dead-letters list --admin-url http://admin:8081
             """,
         subcommands: [
             AdNetworkCommand.self, PublisherAppCommand.self, AdvertisedAppCommand.self, DeadLettersCommand.self,
