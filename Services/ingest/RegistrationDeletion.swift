@@ -7,7 +7,7 @@ import ServiceRuntime
 /// Deleting an ad network, a publisher app or an advertised app: its registration and everything kept
 /// for it alone (credentials, app keys, refusal lists, schemas) in one pipeline, then the registry
 /// version bumped so every stage's cache drops it from its next batch. What happens to in-flight work
-/// is the stages' ordinary rule for an unregistered id (docs/concepts/architecture.md, "Deleting a
+/// is the stages' ordinary rule for an unregistered id (docs/architecture.md, "Deleting a
 /// registration"): events not yet verified are refused; verified impressions and conversions stay;
 /// postbacks and copies still due for a deleted network or app are dead-lettered, replayable if it is
 /// registered again.

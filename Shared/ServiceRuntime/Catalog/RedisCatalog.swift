@@ -17,7 +17,7 @@ public struct PartitionedName: Sendable, Hashable, CustomStringConvertible {
     public var description: String { base }
 }
 
-/// The streams of the one linear path (docs/concepts/architecture.md draws them), each once per partition.
+/// The streams of the one linear path (docs/architecture.md draws them), each once per partition.
 public enum StreamNames {
     /// ingest → verifier
     public static let events = PartitionedName("events")

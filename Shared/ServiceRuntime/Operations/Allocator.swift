@@ -8,7 +8,7 @@
 /// Why: Swift allocates and frees a small object for nearly every array, string and closure it builds,
 /// and with glibc's allocator that churn (`malloc`, `_int_free`, `malloc_consolidate`) was about a
 /// fifth of the scheduler's and the attribution-winner's CPU in the all-five campaign; with jemalloc
-/// it is about 5 % (measurements in docs/concepts/architecture.md, "The consumer loop"). Debian builds jemalloc
+/// it is about 5 % (measurements in docs/architecture.md, "The consumer loop"). Debian builds jemalloc
 /// without a symbol prefix, so linking it replaces `malloc` and `free` for the whole process, the
 /// Swift runtime's and the C libraries' included.
 public enum Allocator {
