@@ -23,8 +23,8 @@ and the dispatcher each cut off from Redis for longer than the 5 s command timeo
 (ingest while requests arrive), 1, 10 and 50 ms added to every service's round trip to Redis with 1 %
 of the packets dropped (a relay in front of Redis, `attribution relay`), and a worker stalled
 (SIGSTOP) longer than CLAIM_IDLE_MS, so that another replica claims its pending entries. Probes
-(scripts/probes.py) read every service's /ready and post a value update to ingest four times a
-second; the report lists, per fault, how long the service it hit was not ready, how slowly /ready
+(scripts/probes.py) read every service's /ready four times a second and post a value update to
+ingest eight times a second, each request in a thread of its own; the report lists, per fault, how long the service it hit was not ready, how slowly /ready
 answered, and what the event route answered. Needs root.
 
   faults.py BIN OUT [--devices N] [--time-scale S] [--cluster [--node-partitions] | --network]
@@ -570,6 +570,9 @@ LOSS = 0.01  # the share of packets dropped while latency is added
 # command timeout (5 s; the README's Errors section), with a margin for the probe's own scheduling, and
 # accept again soon after the link heals.
 EVENT_ANSWER_BOUND_S = 6.5
+# ...and once ingest has noticed the cut (see EventProbe.NOTICED_AFTER_S), refuse at once: no Redis
+# round trip is made for a refused request.
+PROMPT_REFUSAL_BOUND_S = 1.0
 ACCEPTING_AGAIN_BOUND_S = 5.0
 PROBE_APP = "1999000111"  # an App Store item identifier no campaign uses
 
@@ -608,6 +611,11 @@ def event_route_failures(rows):
             continue
         if route["slowest-answer-s"] > EVENT_ANSWER_BOUND_S:
             failures.append(f"an event request took {route['slowest-answer-s']} s (bound {EVENT_ANSWER_BOUND_S} s)")
+        if route["slowest-once-noticed-s"] > PROMPT_REFUSAL_BOUND_S:
+            failures.append(
+                f"a request sent once ingest had noticed the cut took {route['slowest-once-noticed-s']} s "
+                f"(bound {PROMPT_REFUSAL_BOUND_S} s)"
+            )
         if route["accepting-again-after-s"] is None or route["accepting-again-after-s"] > ACCEPTING_AGAIN_BOUND_S:
             failures.append(
                 f"no 202 within {ACCEPTING_AGAIN_BOUND_S} s of the link healing: {route['accepting-again-after-s']}"
@@ -813,11 +821,12 @@ def write_report(report, text):
             "",
             "Not ready: seconds the service(s) a fault hit answered /ready otherwise than 200 within 1 s, from the "
             "fault's start to 5 s after its end or the next fault's start; slowest: the longest /ready answer meanwhile. "
-            "Event route: what ingest answered the probe's value updates (one every 250 ms) over the same span, the "
-            "slowest answer, and how long after the fault's end the first 202 came.",
+            "Event route: what ingest answered the probe's value updates (one every 125 ms, each in its own thread) "
+            "over the same span, the slowest answer, the slowest to a request sent from 0.5 s into the fault to its "
+            "end, and how long after the fault's end the first 202 came.",
             "",
-            "| fault | hit | from (s) | to (s) | not ready | slowest /ready (s) | event route answers | slowest (s) | 202 again after (s) |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "| fault | hit | from (s) | to (s) | not ready | slowest /ready (s) | event route answers | slowest (s) | slowest once noticed (s) | 202 again after (s) |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for row in report["network-faults"]:
             not_ready = ", ".join(f"{name} {seconds:g} s" for name, seconds in row["not-ready-s"].items()) or "none"
@@ -826,7 +835,8 @@ def write_report(report, text):
             target = f"{row['target']} ms" if row["fault"] == "latency" else row["target"]
             lines.append(
                 f"| {row['fault']} | {target} | {row['started-s']} | {row['ended-s']} | {not_ready} | "
-                f"{row['slowest-ready-answer-s']} | {answers} | {route['slowest-answer-s']} | {route['accepting-again-after-s']} |"
+                f"{row['slowest-ready-answer-s']} | {answers} | {route['slowest-answer-s']} | "
+                f"{route['slowest-once-noticed-s']} | {route['accepting-again-after-s']} |"
             )
         lines.append("")
     with open(os.path.join(OUT, "report.md"), "w") as f:
