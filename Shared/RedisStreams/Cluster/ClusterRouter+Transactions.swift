@@ -12,12 +12,25 @@ extension ClusterRouter {
     /// - `ASK` throws `redirected` too: mid-migration the slot's keys are split between two nodes and
     ///   `ASKING` covers a single command, so neither node can run the unit whole until the migration
     ///   has moved on. The backoff before throwing keeps the caller's redo from spinning.
-    func executeUnit(_ commands: [RedisCommand], slots: PipelineSlots) throws -> [RedisReply] {
+    ///
+    /// A `pinned` unit runs on that node or not at all: when its slot is served elsewhere now (before it
+    /// is sent, or after a redirect) it throws `redirected` without sending. A stage commits a batch
+    /// with the acknowledgement of its entries, and after a failover the new primary may not have those
+    /// entries (the old one took them after its last replication): the batch's writes there would
+    /// stand with nothing to show they were made, and the entries' redelivery would make them again.
+    func executeUnit(_ commands: [RedisCommand], slots: PipelineSlots, pinned: String? = nil) throws -> [RedisReply] {
         let earlierWatch = slots.containsMulti && !slots.containsWatch ? self.watch : nil
         var backoff = self.backoff()
         var redirects = 0
         while true {
             let node = self.target(ofUnit: slots)
+            if let pinned, node.address != pinned {
+                throw RedisError(
+                    .redirected,
+                    "slot \(slots.unitSlot.map(String.init) ?? "-") is served by \(node.address), not \(pinned), "
+                        + "where the transaction's inputs were read; it was not sent there"
+                )
+            }
             if let earlierWatch {
                 try self.confirm(earlierWatch, isHeldOn: node)
             }

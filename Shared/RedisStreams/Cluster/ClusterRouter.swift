@@ -50,7 +50,8 @@ final class ClusterRouter: @unchecked Sendable {
     }
 
     /// Runs a pipeline and returns one reply per command, in order, like `HiredisContext.execute`.
-    func execute(_ commands: [RedisCommand]) throws -> [RedisReply] {
+    /// `pinned`: the transaction unit runs on that node (`host:port`) or not at all (see `executeUnit`).
+    func execute(_ commands: [RedisCommand], pinned: String? = nil) throws -> [RedisReply] {
         if self.isClosed { throw RedisError(.closed, "connection closed") }
         try self.configuration.validate()
         if let empty = commands.first(where: { $0.arguments.isEmpty }) {
@@ -64,13 +65,13 @@ final class ClusterRouter: @unchecked Sendable {
             try self.refreshTopology()
         }
         if slots.isTransactionUnit {
-            guard slots.leadingPlain > 0 else { return try self.executeUnit(commands, slots: slots) }
+            guard slots.leadingPlain > 0 else { return try self.executeUnit(commands, slots: slots, pinned: pinned) }
             // Plain commands ahead of the unit go wherever their slots are, then the unit to its node: on one
             // server the whole pipeline is one round trip, here it is the two it would be anyway.
             let plain = Array(commands[..<slots.leadingPlain])
             let unit = Array(commands[slots.leadingPlain...])
             let plainReplies = try self.executeSplit(plain, slots: PipelineSlots(plain))
-            return plainReplies + (try self.executeUnit(unit, slots: PipelineSlots(unit)))
+            return plainReplies + (try self.executeUnit(unit, slots: PipelineSlots(unit), pinned: pinned))
         }
         return try self.executeSplit(commands, slots: slots)
     }
@@ -109,6 +110,12 @@ final class ClusterRouter: @unchecked Sendable {
     var everyPrimary: [Node] {
         guard let primaries = self.topology?.primaries, !primaries.isEmpty else { return [self.seed] }
         return primaries
+    }
+
+    /// The node (`host:port`) serving each key's slot per the map as it is, not reloaded: right after a
+    /// read, the node that answered it (a redirect on the way updated the map before the resend).
+    func servingNodes(of keys: [String]) -> [String?] {
+        keys.map { key in self.topology.map { _ in self.node(forSlot: ClusterSlot.slot(of: key)).address } }
     }
 
     /// A node for commands that may go anywhere.

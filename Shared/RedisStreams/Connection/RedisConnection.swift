@@ -32,7 +32,7 @@ public final class RedisConnection: Sendable {
         /// A cluster: routed by slot over one context per primary.
         case cluster(ClusterRouter)
 
-        func execute(_ commands: [RedisCommand]) throws -> [RedisReply] {
+        func execute(_ commands: [RedisCommand], pinned: String? = nil) throws -> [RedisReply] {
             switch self {
             case .node(let context, nil):
                 return try context.execute(commands)
@@ -48,7 +48,7 @@ public final class RedisConnection: Sendable {
                     throw error
                 }
             case .cluster(let router):
-                return try router.execute(commands)
+                return try router.execute(commands, pinned: pinned)
             }
         }
 
@@ -106,6 +106,29 @@ public final class RedisConnection: Sendable {
         if commands.isEmpty { return [] }
         return try await self.onConnectionThread { transport in
             try transport.execute(commands)
+        }
+    }
+
+    /// Cluster mode: the node (`host:port`) serving each key's slot per this connection's map, as it
+    /// stands after its last call (not reloaded): after a read, the node that answered it. Nil on one
+    /// server, or before the first call.
+    public func servingNodes(of keys: [String]) async throws -> [String?] {
+        guard self.configuration.cluster, !keys.isEmpty else { return keys.map { _ in nil } }
+        return try await self.onConnectionThread { transport in
+            guard case .cluster(let router) = transport else { return keys.map { _ in nil } }
+            return router.servingNodes(of: keys)
+        }
+    }
+
+    /// `pipeline` for a transaction (MULTI … EXEC) that must run on `node` (from `servingNodes`) or not
+    /// at all: in cluster mode, when its slot is served by another node now, nothing is sent and it
+    /// throws `redirected` (nor is it resent elsewhere after a redirect). With `node` nil, or on one
+    /// server, exactly `pipeline`.
+    public func pipeline(_ commands: [RedisCommand], onlyOn node: String?) async throws -> [RedisReply] {
+        guard let node, self.configuration.cluster else { return try await self.pipeline(commands) }
+        if commands.isEmpty { return [] }
+        return try await self.onConnectionThread { transport in
+            try transport.execute(commands, pinned: node)
         }
     }
 

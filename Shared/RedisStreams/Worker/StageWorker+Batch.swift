@@ -7,7 +7,14 @@ extension StageWorker {
     }
 
     /// Processes one batch (never empty); `claimed` marks entries that may carry attempt counts.
-    func process(_ batch: [StreamEntry], claimed: Bool) async throws {
+    ///
+    /// On Redis Cluster, `readFrom` is the node the batch was read from, and the batch is committed
+    /// there or not at all. After a failover the new primary may lack these entries (the old one took
+    /// them after its last replication); the batch's writes committed there would stand, and the
+    /// entries, delivered again by their client's retry, would be decided and written a second time
+    /// (a conversion attributed twice). Once their partition has moved, the batch is left: its
+    /// entries stay pending wherever they survived, claimed after `claimIdleMilliseconds`.
+    func process(_ batch: [StreamEntry], claimed: Bool, readFrom node: String? = nil) async throws {
         let started = ContinuousClock.now
         let tries = max(1, self.configuration.maxConflictRetries)
         var writtenCount = 0
@@ -60,11 +67,19 @@ extension StageWorker {
             let replies: [RedisReply]
             do {
                 replies = try await self.connection.pipeline(
-                    self.transaction(writes: writes, written: written, failures: failures, claimed: claimed))
+                    self.transaction(writes: writes, written: written, failures: failures, claimed: claimed), onlyOn: node)
             } catch let error as RedisError where error.code == .redirected {
-                // Redis Cluster: the partition's slot moved (resharding, failover) after the WATCH; nothing
-                // was written. Read again from the node that serves it now, and decide again.
-                self.logger.info("partition moved, redoing batch", metadata: ["error": "\(error)"])
+                // Redis Cluster: nothing was written. The WATCH was lost (its connection dropped), or the
+                // partition's slot moved (resharding, failover). Still on the node the batch came from:
+                // read again and decide again. Moved: leave the batch (see above).
+                if let node, try await self.servingNodes([batch[0].partition])[batch[0].partition] != node {
+                    self.logger.info(
+                        "partition moved since its batch was read; the batch is left to be claimed where it survived",
+                        metadata: ["error": "\(error)", "count": "\(batch.count)"])
+                    self.survived(batch)
+                    return
+                }
+                self.logger.info("transaction redirected, redoing batch", metadata: ["error": "\(error)"])
                 continue
             } catch let error as RedisError where error.code == .crossSlot {
                 // A stage wrote outside the batch's slot: a bug, refused before anything was sent. Count it
@@ -121,7 +136,7 @@ extension StageWorker {
             attempts = try await self.countFailures(failures, unwatch: unwatch)
         }
         let dead = zip(failures, attempts).filter { $0.1 >= Int64(self.configuration.maxAttempts) }.map(\.0)
-        try await self.deadLetter(dead)
+        try await self.deadLetter(dead, on: node)
 
         let seconds = Self.seconds(ContinuousClock.now - started)
         self.logger.debug(
@@ -247,8 +262,9 @@ extension StageWorker {
         }
     }
 
-    /// Moves entries out of attempts into their partition's dead-letter stream, all in one MULTI/EXEC.
-    func deadLetter(_ dead: [Failure]) async throws {
+    /// Moves entries out of attempts into their partition's dead-letter stream, all in one MULTI/EXEC,
+    /// on `node` only (the node they were read from, on Redis Cluster: see `process`).
+    func deadLetter(_ dead: [Failure], on node: String? = nil) async throws {
         guard !dead.isEmpty else { return }
         var commands = [RedisCommand("MULTI")]
         for failure in dead {
@@ -266,7 +282,7 @@ extension StageWorker {
             commands.append(RedisCommand(["HDEL", stream.attemptsKey] + ids))
         }
         commands.append(RedisCommand("EXEC"))
-        let replies = try await self.connection.pipeline(commands)
+        let replies = try await self.connection.pipeline(commands, onlyOn: node)
         if let message = replies[replies.count - 1].errorMessage {
             throw RedisError(.server, "dead-lettering failed: \(message)")
         }

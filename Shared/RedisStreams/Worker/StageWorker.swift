@@ -94,8 +94,9 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
         if Task.isCancelled { return handled }
         let entries = try await self.groupChecked { try await self.readNew() }
         do {
+            let nodes = try await self.servingNodes(Set(entries.map(\.partition)))
             for batch in self.batches(entries) {
-                try await self.process(batch, claimed: false)
+                try await self.process(batch, claimed: false, readFrom: nodes[batch[0].partition])
             }
         } catch let error as RedisError where error.isUnavailability {
             self.survived(entries)
@@ -199,15 +200,17 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
                 guard var claimed = try await consumer.claim(id, on: self.connection) else { continue }
                 claimed.partition = partition
                 entry = claimed
+                let node = try await self.servingNodes([partition])[partition]
                 let count = deliveries[entry.id] ?? 0
                 if count >= Int64(self.configuration.maxAttempts) {
-                    try await self.deadLetter([
-                        Failure(
-                            entry: entry,
-                            error: "delivered \(count) times and never acknowledged: each consumer holding it stopped")
-                    ])
+                    try await self.deadLetter(
+                        [
+                            Failure(
+                                entry: entry,
+                                error: "delivered \(count) times and never acknowledged: each consumer holding it stopped")
+                        ], on: node)
                 } else {
-                    try await self.process([entry], claimed: true)
+                    try await self.process([entry], claimed: true, readFrom: node)
                 }
             } catch let error as RedisError where error.isUnavailability {
                 self.survived([entry])
@@ -215,6 +218,17 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
             }
         }
         return claim.ids.count
+    }
+
+    /// Redis Cluster: the node serving each of `partitions` now, by partition (empty on one server).
+    /// Asked right after a read, it is the node that answered the read: a batch is committed there or
+    /// not at all (`process`).
+    func servingNodes(_ partitions: Set<Int>) async throws -> [Int: String] {
+        guard self.connection.configuration.cluster, !partitions.isEmpty else { return [:] }
+        let ordered = partitions.sorted()
+        let nodes = try await self.connection.servingNodes(of: ordered.map { self.configuration.partitions[$0].stream })
+        return Dictionary(
+            uniqueKeysWithValues: zip(ordered, nodes).compactMap { partition, node in node.map { (partition, $0) } })
     }
 
     /// Redis's delivery count of each entry (this consumer owns them now).

@@ -1,0 +1,110 @@
+import RedisStreams
+import Synchronization
+import TestSupport
+import Testing
+
+/// A batch is committed on the node it was read from, or not at all. After a failover the new primary
+/// may lack entries the old one took after its last replication; a commit resent there would stand
+/// while their redelivery (the client's retry) made the same decisions again: a network fault run
+/// found a conversion attributed twice that way. A slot moved between a read and its commit stands in
+/// for the failover here: both change the node serving the partition under the worker.
+@Suite("Commits pinned to the node a batch was read from, on a real Redis Cluster", .serialized)
+struct ClusterPinnedCommitTests {
+    @Test("a transaction pinned to a node is not sent to the slot's new owner; pinned to the owner, it runs")
+    func pinnedTransaction() async throws {
+        let cluster = try await RedisCluster.start()
+        defer { cluster.stop() }
+        let redis = cluster.connect()
+        let key = "{pinned}:total"
+        let slot = ClusterSlot.slot(of: key)
+        _ = try await redis.send(RedisCommand("SET", key, "1"))
+        let read = try #require(try await redis.servingNodes(of: [key]).first ?? nil)
+        let source = try await cluster.owner(ofSlot: slot)
+        #expect(read.hasSuffix(":\(source)"), "the node that answered the last call: \(read)")
+
+        let target = try #require(await cluster.primaries.first { $0 != source })
+        try await cluster.moveSlot(slot, to: target)
+        let write = [RedisCommand("MULTI"), RedisCommand("SET", key, "2"), RedisCommand("EXEC")]
+        await #expect {
+            _ = try await redis.pipeline(write, onlyOn: read)
+        } throws: { error in
+            (error as? RedisError)?.code == .redirected
+        }
+        #expect(try await redis.send(RedisCommand("GET", key)).string == "1", "nothing of it ran, on either node")
+
+        let owner = try #require(try await redis.servingNodes(of: [key]).first ?? nil)
+        #expect(owner.hasSuffix(":\(target)"))
+        #expect(try await redis.pipeline(write, onlyOn: owner).last == .array([.status("OK")]))
+        #expect(try await redis.send(RedisCommand("GET", key)).string == "2")
+        // Unpinned, as before: resent to whichever node serves the slot.
+        try await cluster.moveSlot(slot, to: source)
+        #expect(try await redis.pipeline(write).last == .array([.status("OK")]))
+        await redis.close()
+    }
+
+    /// Copies each entry to `out`; the first time it decides, moves the partition's slot to another
+    /// primary first (what a failover does to the worker between its read and its commit).
+    final class MovingStage: StreamStage {
+        let cluster: RedisCluster
+        let slot: Int
+        let decisions = Mutex(0)
+
+        init(cluster: RedisCluster, slot: Int) {
+            self.cluster = cluster
+            self.slot = slot
+        }
+
+        func reads(for batch: [StreamEntry]) -> StageReads { StageReads() }
+
+        func decide(_ batch: [StreamEntry], state: [RedisReply]) async throws -> [StageOutcome] {
+            if self.decisions.withLock({ count in
+                count += 1
+                return count == 1
+            }) {
+                let source = try await self.cluster.owner(ofSlot: self.slot)
+                let target = try #require(await self.cluster.primaries.first { $0 != source })
+                try await self.cluster.moveSlot(self.slot, to: target)
+            }
+            return batch.map { .write([StreamCommands.add("out:{moving}", message: $0.message)]) }
+        }
+    }
+
+    @Test(
+        "a batch whose partition moved after its read is left, not committed on the new owner, and done once after the claim time"
+    )
+    func batchLeftWhenItsPartitionMoved() async throws {
+        let cluster = try await RedisCluster.start()
+        defer { cluster.stop() }
+        let redis = cluster.connect()
+        let stream = "in:{moving}"
+        var configuration = StageWorkerConfiguration(
+            group: "copier", consumer: "c1",
+            partitions: [
+                StreamPartition(stream: stream, attemptsKey: "copier:attempts:{moving}", deadLetterStream: "copier:dead:{moving}")
+            ])
+        configuration.partitionsShareTransactions = false
+        configuration.idlePollMilliseconds = 5
+        configuration.claimIdleMilliseconds = 300
+        configuration.claimIntervalMilliseconds = 0
+        let stage = MovingStage(cluster: cluster, slot: ClusterSlot.slot(of: stream))
+        let worker = StageWorker(
+            configuration: configuration, stage: stage, connection: cluster.connect(), logger: .test("test.pinned"))
+        _ = try await worker.processOnce()  // creates the group
+        _ = try await append(["a", "b", "c"], to: stream, on: redis)
+
+        #expect(try await worker.processOnce() == 3)
+        #expect(try await streamLength("out:{moving}", on: redis) == 0, "nothing committed on the slot's new owner")
+        let consumer = StreamConsumer(stream: stream, group: "copier", consumer: "c1")
+        #expect(try await consumer.pendingCount(on: redis) == 3, "the entries still pending, where they moved with the slot")
+
+        let done = try await eventually {
+            _ = try await worker.processOnce()
+            return try await streamLength("out:{moving}", on: redis) == 3
+        }
+        #expect(done, "claimed after the claim time and committed where they are now")
+        #expect(try await streamRecords("out:{moving}", on: redis).compactMap(\.message).sorted() == ["a", "b", "c"])
+        #expect(try await consumer.pendingCount(on: redis) == 0)
+        #expect(stage.decisions.withLock { $0 } == 4, "the batch once, then each claimed entry once")
+        await redis.close()
+    }
+}
