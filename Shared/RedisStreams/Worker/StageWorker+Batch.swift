@@ -13,7 +13,8 @@ extension StageWorker {
     /// them after its last replication); the batch's writes committed there would stand, and the
     /// entries, delivered again by their client's retry, would be decided and written a second time
     /// (a conversion attributed twice). Once their partition has moved, the batch is left: its
-    /// entries stay pending wherever they survived, claimed after `claimIdleMilliseconds`.
+    /// entries stay pending wherever they survived, and the next read takes this consumer's pending
+    /// entries of that partition from the node serving it now (`readOwnPending`).
     func process(_ batch: [StreamEntry], claimed: Bool, readFrom node: String? = nil) async throws {
         let started = ContinuousClock.now
         let tries = max(1, self.configuration.maxConflictRetries)
@@ -74,9 +75,10 @@ extension StageWorker {
                 // read again and decide again. Moved: leave the batch (see above).
                 if let node, try await self.servingNodes([batch[0].partition])[batch[0].partition] != node {
                     self.logger.info(
-                        "partition moved since its batch was read; the batch is left to be claimed where it survived",
+                        "partition moved since its batch was read; its pending entries are read again where they survived",
                         metadata: ["error": "\(error)", "count": "\(batch.count)"])
                     self.survived(batch)
+                    self.state.withLock { _ = $0.unfinished.insert(batch[0].partition) }
                     return
                 }
                 self.logger.info("transaction redirected, redoing batch", metadata: ["error": "\(error)"])

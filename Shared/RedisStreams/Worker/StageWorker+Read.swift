@@ -28,6 +28,21 @@ extension StageWorker {
         return entries
     }
 
+    /// This consumer's own pending entries of `partitions` (`XREADGROUP … 0`: delivered to it, not
+    /// acknowledged), each from the node serving its partition now: a batch left because its partition
+    /// moved (`process`) is taken up again at once, before anything newer of its partition, where its
+    /// entries survived, rather than after `claimIdleMilliseconds`.
+    func readOwnPending(_ partitions: [Int]) async throws -> [StreamEntry] {
+        let streams = partitions.map { self.configuration.partitions[$0].stream }
+        let replies = try await self.connection.pipeline(streams.map { self.readCommand([$0], block: false, after: "0") })
+        var entries: [StreamEntry] = []
+        for reply in replies {
+            if let message = reply.errorMessage { throw RedisError(.server, message) }
+            entries += try self.entries(in: reply)
+        }
+        return entries
+    }
+
     /// The batches to process: up to `batchSize` entries each, and one partition each unless
     /// partitions share transactions.
     func batches(_ entries: [StreamEntry]) -> [[StreamEntry]] {
@@ -45,7 +60,8 @@ extension StageWorker {
         }
     }
 
-    private func readCommand(_ streams: [String], block: Bool) -> RedisCommand {
+    /// `after`: `>` for entries never delivered, `0` for this consumer's own pending ones.
+    private func readCommand(_ streams: [String], block: Bool, after: String = ">") -> RedisCommand {
         var arguments = [
             "XREADGROUP", "GROUP", self.configuration.group, self.configuration.consumer, "COUNT",
             String(self.configuration.batchSize),
@@ -53,7 +69,7 @@ extension StageWorker {
         if block, self.configuration.blockMilliseconds > 0 {
             arguments += ["BLOCK", String(self.configuration.blockMilliseconds)]
         }
-        arguments += ["STREAMS"] + streams + streams.map { _ in ">" }
+        arguments += ["STREAMS"] + streams + streams.map { _ in after }
         return RedisCommand(arguments)
     }
 

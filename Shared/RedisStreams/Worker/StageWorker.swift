@@ -92,11 +92,24 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
         try await self.trimIfDue()
         // A stop requested during the claim should not start a new (blocking) read.
         if Task.isCancelled { return handled }
-        let entries = try await self.groupChecked { try await self.readNew() }
+        // Partitions whose batch was left (it moved since its read): their own pending entries first.
+        let unfinished = self.state.withLock { state in
+            defer { state.unfinished = [] }
+            return state.unfinished
+        }
+        let entries: [StreamEntry]
+        do {
+            entries = try await self.groupChecked {
+                unfinished.isEmpty ? try await self.readNew() : try await self.readOwnPending(unfinished.sorted())
+            }
+        } catch {
+            self.state.withLock { $0.unfinished.formUnion(unfinished) }
+            throw error
+        }
         do {
             let nodes = try await self.servingNodes(Set(entries.map(\.partition)))
             for batch in self.batches(entries) {
-                try await self.process(batch, claimed: false, readFrom: nodes[batch[0].partition])
+                try await self.process(batch, claimed: !unfinished.isEmpty, readFrom: nodes[batch[0].partition])
             }
         } catch let error as RedisError where error.isUnavailability {
             self.survived(entries)
@@ -263,4 +276,7 @@ struct StageWorkerState: Sendable {
     /// (see `giveBackSurvivedDeliveries`), and how many.
     var survived: [Int: Set<String>] = [:]
     var survivedCount = 0
+    /// Partitions whose batch was left because the partition moved since its read (see `process`):
+    /// the next read takes this consumer's pending entries there (`readOwnPending`).
+    var unfinished: Set<Int> = []
 }
