@@ -18,7 +18,7 @@ struct ClusterPinnedCommitTests {
         let key = "{pinned}:total"
         let slot = ClusterSlot.slot(of: key)
         _ = try await redis.send(RedisCommand("SET", key, "1"))
-        let read = try #require(try await redis.servingNodes(of: [key]).first ?? nil)
+        let read = try #require(try await redis.answeringNodes(of: [key]).first ?? nil)
         let source = try await cluster.owner(ofSlot: slot)
         #expect(read.hasSuffix(":\(source)"), "the node that answered the last call: \(read)")
 
@@ -30,12 +30,15 @@ struct ClusterPinnedCommitTests {
         } throws: { error in
             (error as? RedisError)?.code == .redirected
         }
+        #expect(try await redis.answeringNodes(of: [key]) == [read], "a redirect is no answer")
         #expect(try await redis.send(RedisCommand("GET", key)).string == "1", "nothing of it ran, on either node")
 
+        // The map learned the new owner from the redirect.
         let owner = try #require(try await redis.servingNodes(of: [key]).first ?? nil)
         #expect(owner.hasSuffix(":\(target)"))
         #expect(try await redis.pipeline(write, onlyOn: owner).last == .array([.status("OK")]))
         #expect(try await redis.send(RedisCommand("GET", key)).string == "2")
+        #expect(try await redis.answeringNodes(of: [key]) == [owner])
         // Unpinned, as before: resent to whichever node serves the slot.
         try await cluster.moveSlot(slot, to: source)
         #expect(try await redis.pipeline(write).last == .array([.status("OK")]))

@@ -62,6 +62,7 @@ extension ClusterRouter {
                     guard let redirect = ClusterRedirect(reply, from: part.node), redirects[index] < Self.maxRedirects
                     else {
                         replies[index] = reply
+                        if let slot = slots.slots[index] { self.answeredBy[slot] = part.node.address }
                         continue
                     }
                     redirects[index] += 1

@@ -37,6 +37,7 @@ extension ClusterRouter {
             let replies = try self.using(node) { try $0.execute(commands) }
             self.recordWatch(after: commands, slots: slots.slots, replies: replies, on: node)
             guard let redirect = replies.lazy.compactMap({ ClusterRedirect($0, from: node) }).first else {
+                if let slot = slots.unitSlot { self.answeredBy[slot] = node.address }
                 return replies
             }
             redirects += 1

@@ -38,6 +38,9 @@ final class ClusterRouter: @unchecked Sendable {
     var refreshDue = true
     /// The WATCH this connection holds, and on which node.
     var watch: OutstandingWatch?
+    /// The node (`host:port`) that answered this connection's last command on each slot, not with a
+    /// redirect: after a read, the node it was read from, whatever the map learned meanwhile.
+    var answeredBy: [Int: String] = [:]
     /// One context per node, by `host:port`, created on first use.
     private var contexts: [String: HiredisContext] = [:]
     private var isClosed = false
@@ -112,10 +115,15 @@ final class ClusterRouter: @unchecked Sendable {
         return primaries
     }
 
-    /// The node (`host:port`) serving each key's slot per the map as it is, not reloaded: right after a
-    /// read, the node that answered it (a redirect on the way updated the map before the resend).
+    /// The node (`host:port`) serving each key's slot per the map as it is (not reloaded); nil before
+    /// there is a map.
     func servingNodes(of keys: [String]) -> [String?] {
         keys.map { key in self.topology.map { _ in self.node(forSlot: ClusterSlot.slot(of: key)).address } }
+    }
+
+    /// The node (`host:port`) that last answered a command on each key's slot (`answeredBy`).
+    func answeringNodes(of keys: [String]) -> [String?] {
+        keys.map { self.answeredBy[ClusterSlot.slot(of: $0)] }
     }
 
     /// A node for commands that may go anywhere.

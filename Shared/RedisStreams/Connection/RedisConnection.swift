@@ -109,18 +109,30 @@ public final class RedisConnection: Sendable {
         }
     }
 
-    /// Cluster mode: the node (`host:port`) serving each key's slot per this connection's map, as it
-    /// stands after its last call (not reloaded): after a read, the node that answered it. Nil on one
-    /// server, or before the first call.
+    /// Cluster mode: the node (`host:port`) serving each key's slot per this connection's map as it
+    /// stands (not reloaded). Nil on one server, or before the first call.
     public func servingNodes(of keys: [String]) async throws -> [String?] {
+        try await self.onRouter(keys) { $0.servingNodes(of: $1) }
+    }
+
+    /// Cluster mode: the node (`host:port`) that last answered one of this connection's commands on each
+    /// key's slot (a redirect is no answer): after a read, the node it was read from, even when the
+    /// same call then reloaded the map for another slot's sake. Nil on one server, or before any.
+    public func answeringNodes(of keys: [String]) async throws -> [String?] {
+        try await self.onRouter(keys) { $0.answeringNodes(of: $1) }
+    }
+
+    private func onRouter(
+        _ keys: [String], _ body: @escaping @Sendable (ClusterRouter, [String]) -> [String?]
+    ) async throws -> [String?] {
         guard self.configuration.cluster, !keys.isEmpty else { return keys.map { _ in nil } }
         return try await self.onConnectionThread { transport in
             guard case .cluster(let router) = transport else { return keys.map { _ in nil } }
-            return router.servingNodes(of: keys)
+            return body(router, keys)
         }
     }
 
-    /// `pipeline` for a transaction (MULTI … EXEC) that must run on `node` (from `servingNodes`) or not
+    /// `pipeline` for a transaction (MULTI … EXEC) that must run on `node` (from `answeringNodes`) or not
     /// at all: in cluster mode, when its slot is served by another node now, nothing is sent and it
     /// throws `redirected` (nor is it resent elsewhere after a redirect). With `node` nil, or on one
     /// server, exactly `pipeline`.

@@ -22,6 +22,13 @@ public enum StreamTrim {
         }
 
         public static func < (a: EntryID, b: EntryID) -> Bool { (a.milliseconds, a.sequence) < (b.milliseconds, b.sequence) }
+
+        /// The id just before this one (`0-0` stays): reading a stream "after" it starts with this one.
+        public var predecessor: EntryID {
+            if sequence > 0 { return EntryID(milliseconds: milliseconds, sequence: sequence - 1) }
+            if milliseconds > 0 { return EntryID(milliseconds: milliseconds - 1, sequence: .max) }
+            return self
+        }
         public var description: String { "\(milliseconds)-\(sequence)" }
     }
 

@@ -14,7 +14,7 @@ extension StageWorker {
     /// entries, delivered again by their client's retry, would be decided and written a second time
     /// (a conversion attributed twice). Once their partition has moved, the batch is left: its
     /// entries stay pending wherever they survived, and the next read takes this consumer's pending
-    /// entries of that partition from the node serving it now (`readOwnPending`).
+    /// entries of that partition from the node serving it now (`survived`, `readOwnPending`).
     func process(_ batch: [StreamEntry], claimed: Bool, readFrom node: String? = nil) async throws {
         let started = ContinuousClock.now
         let tries = max(1, self.configuration.maxConflictRetries)
@@ -73,12 +73,13 @@ extension StageWorker {
                 // Redis Cluster: nothing was written. The WATCH was lost (its connection dropped), or the
                 // partition's slot moved (resharding, failover). Still on the node the batch came from:
                 // read again and decide again. Moved: leave the batch (see above).
-                if let node, try await self.servingNodes([batch[0].partition])[batch[0].partition] != node {
+                if let node, try await self.moved(batch[0].partition, from: node) {
                     self.logger.info(
                         "partition moved since its batch was read; its pending entries are read again where they survived",
                         metadata: ["error": "\(error)", "count": "\(batch.count)"])
+                    // A WATCH sent to the new owner by the reads would guard the next, unrelated transaction.
+                    if !reads.watch.isEmpty { _ = try? await self.connection.send(RedisCommand("UNWATCH")) }
                     self.survived(batch)
-                    self.state.withLock { _ = $0.unfinished.insert(batch[0].partition) }
                     return
                 }
                 self.logger.info("transaction redirected, redoing batch", metadata: ["error": "\(error)"])

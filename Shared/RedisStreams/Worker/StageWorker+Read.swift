@@ -28,13 +28,16 @@ extension StageWorker {
         return entries
     }
 
-    /// This consumer's own pending entries of `partitions` (`XREADGROUP … 0`: delivered to it, not
-    /// acknowledged), each from the node serving its partition now: a batch left because its partition
-    /// moved (`process`) is taken up again at once, before anything newer of its partition, where its
-    /// entries survived, rather than after `claimIdleMilliseconds`.
-    func readOwnPending(_ partitions: [Int]) async throws -> [StreamEntry] {
-        let streams = partitions.map { self.configuration.partitions[$0].stream }
-        let replies = try await self.connection.pipeline(streams.map { self.readCommand([$0], block: false, after: "0") })
+    /// This consumer's own pending entries (`XREADGROUP … <id>`: delivered to it, not acknowledged) of
+    /// each partition of `unfinished`, after its id, each from the node serving the partition now:
+    /// entries it left (`survived`) are taken up again at once, before anything newer of their
+    /// partition, where they survived, rather than after `claimIdleMilliseconds`.
+    func readOwnPending(after unfinished: [Int: StreamTrim.EntryID]) async throws -> [StreamEntry] {
+        let partitions = unfinished.keys.sorted()
+        let replies = try await self.connection.pipeline(
+            partitions.map {
+                self.readCommand([self.configuration.partitions[$0].stream], block: false, after: "\(unfinished[$0]!)")
+            })
         var entries: [StreamEntry] = []
         for reply in replies {
             if let message = reply.errorMessage { throw RedisError(.server, message) }
@@ -60,7 +63,7 @@ extension StageWorker {
         }
     }
 
-    /// `after`: `>` for entries never delivered, `0` for this consumer's own pending ones.
+    /// `after`: `>` for entries never delivered, an id for this consumer's own pending ones after it.
     private func readCommand(_ streams: [String], block: Bool, after: String = ">") -> RedisCommand {
         var arguments = [
             "XREADGROUP", "GROUP", self.configuration.group, self.configuration.consumer, "COUNT",

@@ -15,11 +15,22 @@ extension StageWorker {
     /// an entry may be dead-lettered early, never kept forever).
     static var survivedLimit: Int { 10_000 }
 
-    /// Remembers `entries` (delivered to this worker, not acknowledged) after an error it survived.
+    /// Remembers `entries` (delivered to this worker, not acknowledged) after an error it survived, or a
+    /// batch it left (its partition moved). Their partitions' next read is of this consumer's own
+    /// pending entries from the oldest of them (`readOwnPending`): a device's later events do not
+    /// overtake them, as they would while they waited to be claimed.
     func survived(_ entries: [StreamEntry]) {
         self.state.withLock { state in
-            for entry in entries where state.survivedCount < Self.survivedLimit {
-                if state.survived[entry.partition, default: []].insert(entry.id).inserted { state.survivedCount += 1 }
+            for entry in entries {
+                if state.survivedCount < Self.survivedLimit,
+                    state.survived[entry.partition, default: []].insert(entry.id).inserted
+                {
+                    state.survivedCount += 1
+                }
+                if let id = StreamTrim.EntryID(entry.id) {
+                    let after = id.predecessor
+                    state.unfinished[entry.partition] = min(after, state.unfinished[entry.partition] ?? after)
+                }
             }
         }
     }

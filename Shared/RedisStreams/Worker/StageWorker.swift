@@ -92,22 +92,27 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
         try await self.trimIfDue()
         // A stop requested during the claim should not start a new (blocking) read.
         if Task.isCancelled { return handled }
-        // Partitions whose batch was left (it moved since its read): their own pending entries first.
+        // Partitions with entries this worker left pending (see `survived`): its own pending entries there
+        // first, before anything newer of those partitions.
         let unfinished = self.state.withLock { state in
-            defer { state.unfinished = [] }
+            defer { state.unfinished = [:] }
             return state.unfinished
         }
         let entries: [StreamEntry]
         do {
             entries = try await self.groupChecked {
-                unfinished.isEmpty ? try await self.readNew() : try await self.readOwnPending(unfinished.sorted())
+                unfinished.isEmpty ? try await self.readNew() : try await self.readOwnPending(after: unfinished)
             }
         } catch {
-            self.state.withLock { $0.unfinished.formUnion(unfinished) }
+            self.state.withLock { state in
+                for (partition, after) in unfinished {
+                    state.unfinished[partition] = min(after, state.unfinished[partition] ?? after)
+                }
+            }
             throw error
         }
         do {
-            let nodes = try await self.servingNodes(Set(entries.map(\.partition)))
+            let nodes = try await self.readNodes(Set(entries.map(\.partition)))
             for batch in self.batches(entries) {
                 try await self.process(batch, claimed: !unfinished.isEmpty, readFrom: nodes[batch[0].partition])
             }
@@ -209,11 +214,12 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
         for id in claim.ids {
             // Until the claim answers, only its id is known (enough to give its delivery back).
             var entry = StreamEntry(id: id, message: [], partition: partition)
+            let left = self.state.withLock { $0.unfinished[partition] }
             do {
                 guard var claimed = try await consumer.claim(id, on: self.connection) else { continue }
                 claimed.partition = partition
                 entry = claimed
-                let node = try await self.servingNodes([partition])[partition]
+                let node = try await self.readNodes([partition])[partition]
                 let count = deliveries[entry.id] ?? 0
                 if count >= Int64(self.configuration.maxAttempts) {
                     try await self.deadLetter(
@@ -229,19 +235,25 @@ public final class StageWorker<Stage: StreamStage>: Sendable {
                 self.survived([entry])
                 throw error
             }
+            // Left because the partition moved: the rest (this consumer's now) follow it in the next read.
+            if self.state.withLock({ $0.unfinished[partition] != left }) { break }
         }
         return claim.ids.count
     }
 
-    /// Redis Cluster: the node serving each of `partitions` now, by partition (empty on one server).
-    /// Asked right after a read, it is the node that answered the read: a batch is committed there or
-    /// not at all (`process`).
-    func servingNodes(_ partitions: Set<Int>) async throws -> [Int: String] {
+    /// Redis Cluster: the node that answered the last read of each of `partitions`, by partition (empty
+    /// on one server). A batch is committed there or not at all (`process`).
+    func readNodes(_ partitions: Set<Int>) async throws -> [Int: String] {
         guard self.connection.configuration.cluster, !partitions.isEmpty else { return [:] }
         let ordered = partitions.sorted()
-        let nodes = try await self.connection.servingNodes(of: ordered.map { self.configuration.partitions[$0].stream })
+        let nodes = try await self.connection.answeringNodes(of: ordered.map { self.configuration.partitions[$0].stream })
         return Dictionary(
             uniqueKeysWithValues: zip(ordered, nodes).compactMap { partition, node in node.map { (partition, $0) } })
+    }
+
+    /// Redis Cluster: whether `partition` is served by another node than `node` per the map now.
+    func moved(_ partition: Int, from node: String) async throws -> Bool {
+        try await self.connection.servingNodes(of: [self.configuration.partitions[partition].stream])[0] != node
     }
 
     /// Redis's delivery count of each entry (this consumer owns them now).
@@ -276,7 +288,7 @@ struct StageWorkerState: Sendable {
     /// (see `giveBackSurvivedDeliveries`), and how many.
     var survived: [Int: Set<String>] = [:]
     var survivedCount = 0
-    /// Partitions whose batch was left because the partition moved since its read (see `process`):
-    /// the next read takes this consumer's pending entries there (`readOwnPending`).
-    var unfinished: Set<Int> = []
+    /// Partitions where this worker left entries pending (`survived`), with the id to read its own
+    /// pending entries after (just before the oldest left): the next read takes those (`readOwnPending`).
+    var unfinished: [Int: StreamTrim.EntryID] = [:]
 }
