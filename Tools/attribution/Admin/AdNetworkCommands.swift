@@ -36,8 +36,7 @@ struct AdNetworkPut: AsyncParsableCommand {
     }
 
     static func text(_ path: String) throws -> String {
-        guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("cannot read \(path)") }
-        return String(decoding: data, as: UTF8.self)
+        String(decoding: try AdminClient.read(path), as: UTF8.self)
     }
 }
 

@@ -51,18 +51,17 @@ struct AdminClient {
 
         /// A file's bytes (`-`: standard input); XML when it starts with `<`, else JSON.
         static func file(_ path: String) throws -> Body {
-            let bytes: Data
-            if path == "-" {
-                bytes = FileHandle.standardInput.readDataToEndOfFile()
-            } else {
-                guard let read = FileManager.default.contents(atPath: path) else {
-                    throw ValidationError("cannot read \(path)")
-                }
-                bytes = read
-            }
+            let bytes = try AdminClient.read(path)
             let first = bytes.first { !Character(UnicodeScalar($0)).isWhitespace }
             return Body(bytes: bytes, contentType: first == UInt8(ascii: "<") ? "application/xml" : "application/json")
         }
+    }
+
+    /// A file's bytes, `-` standard input's; a file that cannot be read fails the command.
+    static func read(_ path: String) throws -> Data {
+        if path == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
+        guard let bytes = FileManager.default.contents(atPath: path) else { throw ValidationError("cannot read \(path)") }
+        return bytes
     }
 
     static let timeout: TimeAmount = .seconds(30)
@@ -100,16 +99,10 @@ struct AdminClient {
 
     /// One line for a refused request: `404 unknown-ad-network: …` from problem JSON, else the body.
     static func failure(status: Int, body: String) -> String {
-        struct Problem: Decodable {
-            var reason: String?
-            var title: String?
-            var detail: String?
-        }
-        guard let problem = try? JSONDecoder().decode(Problem.self, from: Data(body.utf8)) else {
+        guard let problem = try? JSONDecoder().decode(ProblemDetails.self, from: Data(body.utf8)) else {
             return "\(status): \(body.isEmpty ? "(no body)" : body)"
         }
-        let reason = problem.reason ?? problem.title ?? "refused"
-        return "\(status) \(reason)" + (problem.detail.map { ": \($0)" } ?? "")
+        return "\(status) \(problem.reason): \(problem.detail)"
     }
 
     /// JSON indented with sorted keys, as a reader wants it; anything else as it came.
