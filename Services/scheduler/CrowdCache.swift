@@ -23,11 +23,15 @@ final class CrowdCache: Sendable {
 
     init(maxAge: Duration) { self.maxAge = maxAge }
 
-    /// The crowds among `crowds` that must be read (absent or older than `maxAge`).
-    func stale(_ crowds: [Crowd]) -> [Crowd] {
+    /// The crowds among `crowds` that must be read (absent or older than `maxAge`), and with `orBelow`
+    /// those whose cached count, every day's, has not reached it.
+    func stale(_ crowds: [Crowd], orBelow threshold: Int? = nil) -> [Crowd] {
         let now = ContinuousClock.now
         return entries.withLock { entries in
-            crowds.filter { crowd in entries[crowd].map { now - $0.readAt >= maxAge } ?? true }
+            crowds.filter { crowd in
+                guard let entry = entries[crowd], now - entry.readAt < maxAge else { return true }
+                return threshold.map { entry.buckets.values.reduce(0, +) + 1 < $0 } ?? false
+            }
         }
     }
 

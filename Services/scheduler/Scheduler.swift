@@ -40,6 +40,9 @@ public enum Scheduler {
                 policy: service.policy, thresholds: settings.thresholds,
                 windowCloseGraceMilliseconds: settings.windowCloseGraceMilliseconds, identifiers: identifiers),
             partitioning: service.partitioning, crowdCache: CrowdCache(maxAge: .milliseconds(settings.crowdCacheMilliseconds)),
+            crowdRanks: CrowdRanks(
+                connection: service.connection(), partitioning: service.partitioning, shardsCrowds: service.cluster,
+                policy: service.policy, wallClock: { WallClock.nowMilliseconds() }),
             shardsCrowds: service.cluster,
             registryCache: RegistryCache(maxAge: .milliseconds(settings.registryCacheMilliseconds)),
             clock: clock ?? service.clock)

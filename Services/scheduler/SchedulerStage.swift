@@ -8,13 +8,16 @@ import ServiceRuntime
 /// `SchedulerStep` per message, then write the plans, window timers, held postbacks and the crowd
 /// counts of the batch's partition, and acknowledge, in one transaction.
 ///
-/// Crowd counts are read unWATCHed, as before partitioning: a tier assessed from a count that another
-/// replica raises a moment later is the tier of a crowd one conversion smaller, never a larger one.
-/// A crowd read within `CROWD_CACHE_MS` comes from `CrowdCache` instead (see there).
+/// Crowd counts are read unWATCHed (a crowd read within `CROWD_CACHE_MS` comes from `CrowdCache`
+/// instead): a count read that way misses what other loops and replicas are counting meanwhile, so it
+/// decides a tier only for a crowd that has reached the top threshold. The batch's new conversions in
+/// any other crowd are counted and ranked by Redis itself before the transaction (`CrowdRanks`), so
+/// each tier is the exact one.
 struct SchedulerStage: StreamStage {
     let step: SchedulerStep
     let partitioning: Partitioning
     let crowdCache: CrowdCache
+    let crowdRanks: CrowdRanks
     let crowdUpkeeps = CrowdUpkeeps()
     /// Redis Cluster: crowd counters are per-partition shards, summed when a tier is assessed. On one
     /// Redis, one counter per crowd (see `StageKeys.crowd(_:shard:)`).
@@ -52,7 +55,9 @@ struct SchedulerStage: StreamStage {
                 batch.schemaApps.append(attribution.advertisedItemIdentifier)
             }
         }
-        batch.fetch = crowdCache.stale(batch.crowds)
+        // On Redis Cluster a crowd to rank needs its shards as they are now (`CrowdRanks` adds the others
+        // to its home shard's count), so a cached one below the top threshold is read again.
+        batch.fetch = crowdCache.stale(batch.crowds, orBelow: shardsCrowds ? step.thresholds.tier3 : nil)
         batch.schemas = RegistryReads(registryCache, [.init(RegistryKeys.currentSchemas, batch.schemaApps.map(String.init))])
         return batch
     }
@@ -75,15 +80,19 @@ struct SchedulerStage: StreamStage {
         batch.schemas.resolve(lookups[...])
     }
 
-    func decide(_ batch: Batch, state: [RedisReply]) async -> [StageOutcome] {
+    func decide(_ batch: Batch, state: [RedisReply]) async throws -> [StageOutcome] {
         var replies = state.dropFirst(batch.schemas.count)
         var fetched: [Crowd: [Int64: Int]] = [:]
+        var otherShards: [Crowd: [Int64: Int]] = [:]  // Redis Cluster: every shard's but the crowd's home
         let repliesPerCrowd = shardsCrowds ? partitioning.count : 1
         for crowd in batch.fetch {
             // The crowd's count per day: the sum of every partition's shard.
             fetched[crowd] = [:]
-            for reply in replies.prefix(repliesPerCrowd) {
-                fetched[crowd]?.merge(Self.dayBuckets(reply), uniquingKeysWith: +)
+            let home = shardsCrowds ? crowdRanks.home(of: crowd).index : 0
+            for (shard, reply) in zip(0..., replies.prefix(repliesPerCrowd)) {
+                let buckets = Self.dayBuckets(reply)
+                fetched[crowd]?.merge(buckets, uniquingKeysWith: +)
+                if shardsCrowds, shard != home { otherShards[crowd, default: [:]].merge(buckets, uniquingKeysWith: +) }
             }
             replies = replies.dropFirst(repliesPerCrowd)
         }
@@ -94,7 +103,11 @@ struct SchedulerStage: StreamStage {
         for (conversion, reply) in zip(batch.conversions, replies) {
             plans[conversion.id] = Self.planState(reply)
         }
-        var crowd = CrowdCounts(read: counters)
+        let ranking = CrowdRanking.requests(
+            for: Self.newAttributions(batch.envelopes, plans: plans), read: counters, thresholds: step.thresholds,
+            policy: step.policy)
+        // Redis failing here is not the entries' fault: thrown, the batch is retried whole.
+        var crowd = CrowdCounts(read: counters, ranked: try await crowdRanks.rank(ranking, otherShards: otherShards))
         let now = clock()
         var increments: [CrowdIncrement] = []
         var upkeep: [String: CrowdUpkeep] = [:]  // the counters' upkeep this attempt writes
@@ -148,6 +161,16 @@ struct SchedulerStage: StreamStage {
             outcomes[last] = .write(commands + upkeepCommands, counts: counts, after: after)
         }
         return outcomes
+    }
+
+    /// The batch's attributions that no plan has yet, in batch order: the conversions it counts.
+    static func newAttributions(_ envelopes: [Envelope?], plans: [String: SchedulerStep.PlanState]) -> [Attribution] {
+        envelopes.compactMap { envelope in
+            guard case .conversionAttributed(let attribution)? = envelope?.body,
+                (plans[attribution.conversionIdentifier] ?? .absent) == .absent
+            else { return nil }
+            return attribution
+        }
     }
 
     /// The keys a crowd's count is the sum of: every partition's shard, or the one counter.

@@ -24,17 +24,30 @@ public enum Crowd: Sendable, Hashable {
 
 /// The crowd counters one batch read (day → conversions that day, per crowd) plus the conversions the
 /// batch itself counted so far: a conversion earlier in the batch counts toward a later one's crowd.
+///
+/// A count read from Redis misses the conversions other consumer loops and replicas are counting at
+/// the same moment, so it is exact only once it has reached the top threshold (more conversions no
+/// longer change the tier). Below it, a crowd's size comes from `ranked`: the exact rank Redis gave the
+/// conversion when it counted it (`CrowdRanking`), every conversion counted before it included.
 public struct CrowdCounts: Sendable {
     public var read: [Crowd: [Int64: Int]]
+    /// Conversion id → crowd → its exact size as Redis counted it, itself included. A ranked crowd is
+    /// already counted: `count` leaves it out of the increment.
+    public var ranked: [String: [Crowd: Int]]
     var counted: [Crowd: Int] = [:]
 
-    public init(read: [Crowd: [Int64: Int]] = [:]) { self.read = read }
+    public init(read: [Crowd: [Int64: Int]] = [:], ranked: [String: [Crowd: Int]] = [:]) {
+        self.read = read
+        self.ranked = ranked
+    }
 
-    /// Sizes for the conversion, itself included: each crowd's trailing-period count as of the
-    /// conversion's time, plus this batch's earlier conversions.
+    /// Sizes for the conversion, itself included: its rank in a crowd that was ranked, else each
+    /// crowd's trailing-period count as of the conversion's time plus this batch's earlier conversions.
     public func sizes(for attribution: Attribution, policy: TimePolicy) -> CrowdSizes {
+        let ranks = ranked[attribution.conversionIdentifier] ?? [:]
         let c = Crowd.all(for: attribution).map { crowd in
-            CrowdDayBuckets.count(read[crowd] ?? [:], at: attribution.conversionTime, policy: policy)
+            ranks[crowd]
+                ?? CrowdDayBuckets.count(read[crowd] ?? [:], at: attribution.conversionTime, policy: policy)
                 + counted[crowd, default: 0] + 1
         }
         return CrowdSizes(
@@ -42,9 +55,11 @@ public struct CrowdCounts: Sendable {
             sourceIdentifierDigits: [2: c[3], 3: c[4], 4: c[5]])
     }
 
-    /// Counts the conversion in each of its crowds (for the rest of the batch) and says what to store.
+    /// Counts the conversion in each of its crowds (for the rest of the batch) and says what to store:
+    /// every crowd but those Redis already counted it in (`ranked`).
     public mutating func count(_ attribution: Attribution, policy: TimePolicy) -> CrowdIncrement {
-        let crowds = Crowd.all(for: attribution)
+        let ranks = ranked[attribution.conversionIdentifier] ?? [:]
+        let crowds = Crowd.all(for: attribution).filter { ranks[$0] == nil }
         for crowd in crowds { counted[crowd, default: 0] += 1 }
         let day = CrowdDayBuckets.day(of: attribution.conversionTime, policy: policy)
         return CrowdIncrement(

@@ -263,6 +263,16 @@ public enum StageKeys {
         case .source(let app, let network, let truncated): "\(prefix):source:\(app):\(network):\(truncated)"
         }
     }
+    /// scheduler: the ranks a crowd's counter gave its conversions in one wall-clock hour (`hour`: epoch
+    /// hours), conversion id → its exact crowd size, so that counting a conversion again (a batch
+    /// redone) answers the rank it got instead of counting it twice (`CrowdRanking`). In the slot of
+    /// the counter it ranks: the counter's partition tag on Redis Cluster, the counter's whole name as
+    /// the tag on one Redis.
+    public static func crowdRanks(_ crowd: Crowd, shard: Partition?, hour: Int64) -> String {
+        let counter = Self.crowd(crowd, shard: shard)
+        guard let shard else { return "scheduler:crowd-ranks:{\(counter)}:\(hour)" }
+        return "scheduler:crowd-ranks:\(shard.tag):\(hour):" + counter.dropFirst("scheduler:crowd:\(shard.tag):".count)
+    }
     /// dispatcher: HASH of delivered, failed-attempts, deferred (held back by a destination's lane) and
     /// dead-lettered counts, per partition.
     public static let dispatcherStats = PartitionedName("dispatcher:stats")

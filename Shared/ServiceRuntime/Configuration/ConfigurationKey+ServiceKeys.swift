@@ -199,7 +199,7 @@ extension ConfigurationKey.Typed where Value == Milliseconds {
     public static var crowdCacheMilliseconds: Self {
         .milliseconds(
             "CROWD_CACHE_MS", default: 1_000, range: 0...60_000, services: ["scheduler"],
-            "How long a crowd's count (summed over every partition) is reused before it is read again; the scheduler adds what it commits itself. With several scheduler replicas or consumer loops (each loop keeps its own cache), another's conversions count up to this late: a tier can only come out lower, never higher. 0 reads every time."
+            "How long a crowd's count (summed over every partition) is reused before it is read again; the scheduler adds what it commits itself. A count read or reused this way decides a tier only once the crowd has reached the top threshold, where more conversions cannot change it; below it Redis counts and ranks each conversion itself, so every tier is exact whatever the number of replicas and consumer loops. 0 reads every time."
         )
     }
 
