@@ -56,7 +56,7 @@ struct SchedulerStage: StreamStage {
             }
         }
         // On Redis Cluster a crowd to rank needs its shards as they are now (`CrowdRanks` adds the others
-        // to its home shard's count), so a cached one below the top threshold is read again.
+        // to the first partition's shard's count), so a cached one below the top threshold is read again.
         batch.fetch = crowdCache.stale(batch.crowds, orBelow: shardsCrowds ? step.thresholds.tier3 : nil)
         batch.schemas = RegistryReads(registryCache, [.init(RegistryKeys.currentSchemas, batch.schemaApps.map(String.init))])
         return batch
@@ -83,12 +83,12 @@ struct SchedulerStage: StreamStage {
     func decide(_ batch: Batch, state: [RedisReply]) async throws -> [StageOutcome] {
         var replies = state.dropFirst(batch.schemas.count)
         var fetched: [Crowd: [Int64: Int]] = [:]
-        var otherShards: [Crowd: [Int64: Int]] = [:]  // Redis Cluster: every shard's but the crowd's home
+        var otherShards: [Crowd: [Int64: Int]] = [:]  // Redis Cluster: every shard's but `crowdRanks.home`'s
         let repliesPerCrowd = shardsCrowds ? partitioning.count : 1
         for crowd in batch.fetch {
             // The crowd's count per day: the sum of every partition's shard.
             fetched[crowd] = [:]
-            let home = shardsCrowds ? crowdRanks.home(of: crowd).index : 0
+            let home = shardsCrowds ? crowdRanks.home.index : 0
             for (shard, reply) in zip(0..., replies.prefix(repliesPerCrowd)) {
                 let buckets = Self.dayBuckets(reply)
                 fetched[crowd]?.merge(buckets, uniquingKeysWith: +)

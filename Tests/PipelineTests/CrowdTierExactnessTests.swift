@@ -79,12 +79,23 @@ extension PipelineSuites {
             // Counted once each: the advertised app's counter (on a cluster, its shards together) holds every conversion.
             let shards = redis.cluster ? partitioning.partitions.map(Optional.some) : [nil]
             var counted = 0
+            var perShard: [Int] = []
             for shard in shards {
-                let reply = try await connection.send(RedisCommand("HGETALL", StageKeys.crowd(.advertisedApp(8_100), shard: shard)))
+                let reply = try await connection.send(
+                    RedisCommand("HGETALL", StageKeys.crowd(.advertisedApp(8_100), shard: shard)))
                 let flat = reply.elements
-                for index in stride(from: 1, to: flat.count, by: 2) { counted += Int(flat[index].int ?? 0) }
+                // Day fields only: `c:<conversion>` fields are the ranks the counter gave.
+                var inShard = 0
+                for index in stride(from: 0, to: flat.count - 1, by: 2) where flat[index].int != nil {
+                    inShard += Int(flat[index + 1].int ?? 0)
+                }
+                counted += inShard
+                perShard.append(inShard)
             }
             #expect(counted == total, "the advertised app's crowd counted \(counted) conversions")
+            // Below the top threshold every conversion is counted and ranked in the crowd's home shard (on a
+            // cluster; past it, in its own partition's shard).
+            #expect(perShard.max() ?? 0 >= 999, "the crowd's counts per shard: \(perShard)")
         }
     }
 }

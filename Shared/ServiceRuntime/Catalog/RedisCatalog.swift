@@ -254,6 +254,9 @@ public enum StageKeys {
     /// partition keeps its own shard (`shard`: the partition, in its slot, written in the partition's
     /// transaction) and a tier is assessed from the sum of every shard; on one Redis, where a
     /// transaction may span slots, the crowd is one counter (`shard` nil), read with one command.
+    /// Below the top threshold a crowd's counter (on a cluster, the first partition's shard) also holds
+    /// `c:<conversion>` → `<rank>:<hour>` for the conversions it ranked in the last hour or two
+    /// (`CrowdRanks` in the scheduler); readers of day counts skip those fields.
     public static func crowd(_ crowd: Crowd, shard: Partition?) -> String {
         let prefix = shard.map { "scheduler:crowd:\($0.tag)" } ?? "scheduler:crowd"
         return switch crowd {
@@ -262,16 +265,6 @@ public enum StageKeys {
         case .country(let code): "\(prefix):country:\(code)"
         case .source(let app, let network, let truncated): "\(prefix):source:\(app):\(network):\(truncated)"
         }
-    }
-    /// scheduler: the ranks a crowd's counter gave its conversions in one wall-clock hour (`hour`: epoch
-    /// hours), conversion id → its exact crowd size, so that counting a conversion again (a batch
-    /// redone) answers the rank it got instead of counting it twice (`CrowdRanking`). In the slot of
-    /// the counter it ranks: the counter's partition tag on Redis Cluster, the counter's whole name as
-    /// the tag on one Redis.
-    public static func crowdRanks(_ crowd: Crowd, shard: Partition?, hour: Int64) -> String {
-        let counter = Self.crowd(crowd, shard: shard)
-        guard let shard else { return "scheduler:crowd-ranks:{\(counter)}:\(hour)" }
-        return "scheduler:crowd-ranks:\(shard.tag):\(hour):" + counter.dropFirst("scheduler:crowd:\(shard.tag):".count)
     }
     /// dispatcher: HASH of delivered, failed-attempts, deferred (held back by a destination's lane) and
     /// dead-lettered counts, per partition.

@@ -42,9 +42,13 @@ import Testing
     @Test func ranksDecideSizesAndLeaveTheirCrowdsOutOfTheIncrement() {
         let a = Self.attribution("a")
         let b = Self.attribution("b")
-        let requests = [CrowdRanking.Request(crowd: .publisherApp(11), conversions: [a, b].map {
-            CrowdRanking.Member(conversionIdentifier: $0.conversionIdentifier, conversionTime: $0.conversionTime)
-        })]
+        let requests = [
+            CrowdRanking.Request(
+                crowd: .publisherApp(11),
+                conversions: [a, b].map {
+                    CrowdRanking.Member(conversionIdentifier: $0.conversionIdentifier, conversionTime: $0.conversionTime)
+                })
+        ]
         var counts = CrowdCounts(
             read: [.advertisedApp(22): [Self.today: 5_000]], ranked: CrowdRanking.ranked(requests, ranks: [[41, 42]]))
         #expect(counts.sizes(for: a, policy: Self.policy).publisherApp == 41)
