@@ -118,12 +118,12 @@ extension PipelineSuites {
             var outcome = PipelineOutcome(kind: kind)
             let redis = try await redisKind.start()
             defer { redis.stop() }
-            // On a cluster two pipelines of six redis-servers each share the 2 cores, and a stage polls
-            // each partition (idle rounds of 100 ms): an impression posted just after its conversion
-            // (winner-impression-reported-after-conversion) can take longer than 250 ms to reach
-            // attribution-winner, so conversions settle 500 ms there.
-            var environment = ["CROWD_TIER_THRESHOLDS": kind.crowdThresholds]
-            if redisKind == .cluster { environment["CONVERSION_SETTLE_MS"] = "500" }
+            // Four pipelines share the 2 cores (two of six redis-servers each on a cluster, where a stage
+            // also polls each partition in idle rounds of up to 100 ms): an impression posted just after
+            // its conversion (winner-impression-reported-after-conversion) can take longer than 250 ms to
+            // reach attribution-winner on a machine with half the recorded benchmark's verify rate (it
+            // missed there 3 runs in 3 on one Redis), so conversions settle 500 ms.
+            let environment = ["CROWD_TIER_THRESHOLDS": kind.crowdThresholds, "CONVERSION_SETTLE_MS": "500"]
             let pipeline = try PipelineProcesses(redis: redis, timeScale: kind.timeScale, extraEnvironment: environment)
             defer { pipeline.stop() }
             guard try await http.waitUntilUp("\(pipeline.ingestURL)/health"),
