@@ -40,8 +40,9 @@ struct CrowdRanks: Sendable {
     /// when Redis fails: nothing was decided, and the batch is tried again.
     func rank(_ requests: [CrowdRanking.Request], otherShards: [Crowd: [Int64: Int]]) async throws -> [String: [Crowd: Int]] {
         guard !requests.isEmpty else { return [:] }
-        let keepCounter = policy.milliseconds(CrowdTierThresholds.trailingPeriod) * 2
-        var arguments = [String(CrowdDayBuckets.days), String(keepCounter), String(wallClock() / Self.hour)]
+        var arguments = [
+            String(CrowdDayBuckets.days), String(CrowdDayBuckets.keepFor(policy: policy)), String(wallClock() / Self.hour),
+        ]
         for request in requests {
             arguments.append(String(request.conversions.count))
             for member in request.conversions {

@@ -85,10 +85,10 @@ struct SchedulerStage: StreamStage {
         var fetched: [Crowd: [Int64: Int]] = [:]
         var otherShards: [Crowd: [Int64: Int]] = [:]  // Redis Cluster: every shard's but `crowdRanks.home`'s
         let repliesPerCrowd = shardsCrowds ? partitioning.count : 1
+        let home = crowdRanks.home.index
         for crowd in batch.fetch {
             // The crowd's count per day: the sum of every partition's shard.
             fetched[crowd] = [:]
-            let home = shardsCrowds ? crowdRanks.home.index : 0
             for (shard, reply) in zip(0..., replies.prefix(repliesPerCrowd)) {
                 let buckets = Self.dayBuckets(reply)
                 fetched[crowd]?.merge(buckets, uniquingKeysWith: +)

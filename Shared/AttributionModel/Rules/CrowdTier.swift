@@ -118,6 +118,11 @@ public enum CrowdDayBuckets {
         return time >= 0 ? time / length : (time - length + 1) / length
     }
 
+    /// How long a crowd's counter lives after its last conversion: two trailing periods.
+    public static func keepFor(policy: TimePolicy) -> Milliseconds {
+        policy.milliseconds(CrowdTierThresholds.trailingPeriod) * 2
+    }
+
     /// How many days the trailing period spans.
     public static var days: Int64 { CrowdTierThresholds.trailingPeriod.components.seconds / 86_400 }
 

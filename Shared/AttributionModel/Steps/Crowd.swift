@@ -66,7 +66,7 @@ public struct CrowdCounts: Sendable {
             crowds: crowds, day: day,
             // Days that fell out of the trailing period (a week of them, so a crowd idle for a few days is still trimmed).
             staleDays: Array((day - CrowdDayBuckets.days - 6)...(day - CrowdDayBuckets.days)).reversed(),
-            keepFor: policy.milliseconds(CrowdTierThresholds.trailingPeriod) * 2)
+            keepFor: CrowdDayBuckets.keepFor(policy: policy))
     }
 }
 
