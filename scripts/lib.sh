@@ -59,3 +59,13 @@ free_port() {
     echo "no free port found" >&2
     return 1
 }
+
+# openssl's ECDSA P-256 verifications per second on one core (one second of `openssl speed`): the
+# machine's speed, which the test command prints and passes to the tests' timing messages; "unknown"
+# if it cannot tell. Bounded: openssl stops each test on SIGALRM, which a process that inherited the
+# signal ignored never gets.
+machine_p256_verify_rate() {
+    local rate
+    rate=$(timeout 10 openssl speed -seconds 1 ecdsap256 2>/dev/null | awk '/256 bits ecdsa \(nistp256\)/ { printf "%d", $NF }')
+    echo "${rate:-unknown}"
+}

@@ -5,59 +5,96 @@
 # other, then one Redis across test hosts with network faults) and the compose test (the Docker images
 # and the compose stack, on one Redis and on the cluster profile). Tests start their own redis-server
 # processes (and local clusters) on free ports.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+#
+# A failing phase does not stop the run: every phase whose prerequisites passed still runs (everything
+# after `swift build` needs it; nothing else depends on another phase), and the run ends with one line
+# per phase (passed, failed or not run, and how long it took) and exits non-zero if any failed.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
 . scripts/lib.sh
 
-# Each phase's heading carries the minutes since the start, so that a slow phase shows in CI's log.
 STARTED=$(date +%s)
-phase() { echo "==> [$((($(date +%s) - STARTED) / 60)) min] $*"; }
+SUMMARY=()
+FAILED=0
+BUILT=0
 
-ensure_system_packages
-phase "swift format lint (the committed .swift-format)"
-swift format lint --strict --recursive Package.swift Shared Services Tools Tests
-phase "ruff (scripts/pyproject.toml) and the scripts' unit tests"
-ensure_ruff
-python3 -m ruff check scripts
-python3 -m ruff format --check scripts
-python3 -m unittest discover -s scripts/tests -t scripts
-phase "swift build"
-swift build
+# run_phase NAME NEEDS_BUILD COMMAND...: runs COMMAND, heading its output with the minutes since the
+# start (a slow phase shows in CI's log), and records its outcome for the summary.
+run_phase() {
+    local name=$1 needs_build=$2
+    shift 2
+    local began
+    began=$(date +%s)
+    if [ "$needs_build" = 1 ] && [ "$BUILT" != 1 ]; then
+        SUMMARY+=("NOT RUN  $name (needs swift build, which failed)")
+        FAILED=1
+        return 1
+    fi
+    echo "==> [$(((began - STARTED) / 60)) min] $name"
+    "$@"
+    local status=$?
+    local took=$(($(date +%s) - began))
+    local verdict="passed  "
+    if [ $status -ne 0 ]; then
+        verdict="FAILED  "
+        FAILED=1
+    fi
+    SUMMARY+=("$(printf '%s %s (%d min %02d s%s)' "$verdict" "$name" $((took / 60)) $((took % 60)) \
+        "$([ $status -eq 0 ] || echo ", exit $status")")")
+    [ $status -eq 0 ]
+}
+
+ensure_system_packages || exit 1
+# The machine's speed, for the record and for the tests' timing messages: a test that waits on real
+# processes says how fast the machine was (docs/benchmarks.md records the reference machine's rate).
+MACHINE_P256_VERIFY_PER_SECOND=$(machine_p256_verify_rate)
+export MACHINE_P256_VERIFY_PER_SECOND
+echo "==> this machine: openssl ECDSA P-256 ${MACHINE_P256_VERIFY_PER_SECOND} verifies/s on one core"
+
+run_phase "swift format lint (the committed .swift-format)" 0 \
+    swift format lint --strict --recursive Package.swift Shared Services Tools Tests
+python_checks() {
+    ensure_ruff && python3 -m ruff check scripts && python3 -m ruff format --check scripts \
+        && python3 -m unittest discover -s scripts/tests -t scripts
+}
+run_phase "ruff (scripts/pyproject.toml) and the scripts' unit tests" 0 python_checks
+run_phase "swift build" 0 swift build && BUILT=1
 BIN="$(swift build --show-bin-path)"
 # The docs' own commands, before the long Swift suite so that a doc that drifted fails in seconds: the
 # getting-started walk-through's sh blocks in one bash, with the Python and Node.js postback
 # verification examples of docs/integrating/ad-networks.md run on its postback. The check moves the
 # walk-through's fixed ports to free ones, and nothing else of this script runs meanwhile.
-phase "docs: the getting-started walk-through and the postback verification examples"
-python3 scripts/docs_check.py --bin "$BIN"
-phase "swift test"
-PIPELINE_BIN_DIR="$BIN" swift test "$@"
+run_phase "docs: the getting-started walk-through and the postback verification examples" 1 \
+    python3 scripts/docs_check.py --bin "$BIN"
+run_phase "swift test" 1 env PIPELINE_BIN_DIR="$BIN" swift test "$@"
 # The short fault-injection run: a campaign under SIGKILLs, a Redis restart, a receiver
 # outage and slow answers; its ledger must account for every event and postback. Skipped when
 # `swift test` was given a filter (a focused run).
 if [ $# -eq 0 ]; then
-    phase "fault-injection run (short form)"
-    bash scripts/faults.sh --short
+    run_phase "fault-injection run (short form)" 1 bash scripts/faults.sh --short
     # The same on a local Redis Cluster: primaries killed (replicas promoted) and partitions resharded
     # while the campaign flows; the ledger, no stage dead letters and no CROSSSLOT. Its campaign goes
     # through the batch routes (10 devices a request), so batches are held to the same ledger.
-    phase "fault-injection run on a Redis Cluster (short form, batches)"
-    bash scripts/faults.sh --short --cluster --batch 10
+    run_phase "fault-injection run on a Redis Cluster (short form, batches)" 1 \
+        bash scripts/faults.sh --short --cluster --batch 10
     # Partitions between the cluster's nodes (iptables between loopback addresses): a primary cut off
     # from the majority past cluster-node-timeout, twice (its replica promoted, what it took meanwhile
     # discarded), and a primary cut off from its replica only; the ledger must still pass.
-    phase "fault-injection run on a Redis Cluster with partitions between its nodes (short form)"
-    bash scripts/faults.sh --short --cluster --node-partitions
+    run_phase "fault-injection run on a Redis Cluster with partitions between its nodes (short form)" 1 \
+        bash scripts/faults.sh --short --cluster --node-partitions
     # The same across a network: Redis and each service on a test host of its own (network
     # namespaces), services cut off from Redis past the command timeout, a stalled worker, 1/10/50 ms
     # added with 1 % packet loss; ingest's event route must answer 503 promptly while it is cut off.
-    phase "fault-injection run across test hosts (short form, network faults)"
-    bash scripts/faults.sh --short --network
+    run_phase "fault-injection run across test hosts (short form, network faults)" 1 \
+        bash scripts/faults.sh --short --network
     # The stack as users run it: the images (offline where no registry is reachable), compose up on one
     # Redis and on the cluster profile, a campaign under scaling and container kills, the ledger. The
     # project's image is the Dockerfile's runtime stage with the executables built and tested above
     # (compiling them again in its build stage would take longer than the rest of the compose test).
-    phase "the compose test (scripts/compose-test.sh --binaries)"
-    bash scripts/compose-test.sh --binaries "$BIN"
-    phase "done"
+    run_phase "the compose test (scripts/compose-test.sh --binaries)" 1 bash scripts/compose-test.sh --binaries "$BIN"
 fi
+
+total=$(($(date +%s) - STARTED))
+echo "==> summary after $((total / 60)) min $((total % 60)) s (openssl P-256 ${MACHINE_P256_VERIFY_PER_SECOND} verifies/s):"
+for line in "${SUMMARY[@]}"; do echo "    $line"; done
+exit $FAILED

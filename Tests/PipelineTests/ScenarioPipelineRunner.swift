@@ -4,6 +4,7 @@ import Crypto
 import Foundation
 import RedisStreams
 import ServiceRuntime
+import Synchronization
 import TestSupport
 import Testing
 
@@ -141,7 +142,10 @@ struct ScenarioPlan: Sendable {
     }
 
     /// Classifies and prepares a scenario, or says why it cannot run under scaled time.
-    static func make(name: String, scenario: Scenario, number: Int) -> Result<ScenarioPlan, ExcludedScenario> {
+    /// `slowdown` divides the scale (a replay after the pipeline fell behind its clock).
+    static func make(name: String, scenario: Scenario, number: Int, slowdown: Double = 1)
+        -> Result<ScenarioPlan, ExcludedScenario>
+    {
         func exclude(_ reason: String) -> Result<ScenarioPlan, ExcludedScenario> {
             .failure(ExcludedScenario(name: name, reason: reason))
         }
@@ -172,6 +176,7 @@ struct ScenarioPlan: Sendable {
         }
         let lastAt = scenario.events.map(\.at).max() ?? 0
         while Double(lastAt) / kind.timeScale > 40_000 { kind.timeScale *= 10 }
+        kind.timeScale /= slowdown
         let scale = kind.timeScale
         if let arrival = scenario.arrival, arrival.sorted() != Array(scenario.events.indices) {
             return exclude("`arrival` is not a permutation of the event indexes")
@@ -300,10 +305,18 @@ final class ScenarioPipelineRunner: Sendable {
         return key
     }
 
+    /// The longest `settle` waited, ms: evidence that the pipeline fell behind (`PipelineLateness`).
+    let longestSettle = Mutex<Milliseconds>(0)
+
     /// Waits until the verifier has passed on (to `verified`) or refused each of `events`, so
     /// attribution-winner sees the scenario's impressions before the conversion or update posted next.
+    /// Up to 10 s: a wait is not a judgement, but one past `PipelineLateness.settleLimit` counts as lateness.
     func settle(_ events: [String]) async throws -> Bool {
-        try await eventually(timeout: .seconds(2), every: .milliseconds(5)) { try await self.progress.holds(events) }
+        let started = Self.now()
+        let held = try await eventually(timeout: .seconds(10), every: .milliseconds(5)) { try await self.progress.holds(events) }
+        let waited = Self.now() - started
+        longestSettle.withLock { $0 = max($0, waited) }
+        return held
     }
 
     /// Posts the scenario's events, each at its real time `base + at / scale` (later if the arrival order
@@ -332,7 +345,7 @@ final class ScenarioPipelineRunner: Sendable {
                 }
                 continue
             }
-            if try await !settle(accepted) { problems.append("the verifier did not keep up within 2 s before event \(index)") }
+            if try await !settle(accepted) { problems.append("the verifier did not keep up within 10 s before event \(index)") }
             if let conversion = event.conversion {
                 var body: [String: Any] = [
                     "device-identifier": device, "advertised-item-identifier": plan.app,
@@ -442,21 +455,78 @@ final class ScenarioPipelineRunner: Sendable {
         let postback: VerifiedPostback
     }
 
-    /// How close matched postbacks came to the edges of their delay ranges (real ms): the largest
-    /// receipt past the upper end, the smallest margin after the lower end.
+    /// How close matched postbacks' due times came to the edges of their delay ranges (real ms): the
+    /// largest past the upper end, the smallest margin after the lower end; and the longest receipt
+    /// after a due time.
     struct Margins: Sendable {
         var latestPastUpper: Milliseconds = .min
         var earliestAfterLower: Milliseconds = .max
+        var latestReceipt: Milliseconds = .min
 
         mutating func merge(_ other: Margins) {
             latestPastUpper = max(latestPastUpper, other.latestPastUpper)
             earliestAfterLower = min(earliestAfterLower, other.earliestAfterLower)
+            latestReceipt = max(latestReceipt, other.latestReceipt)
         }
+    }
+
+    /// How far a due time may stray from the scenario's delay range (real ms): the real offsets keep
+    /// "1 ms before/after" boundaries `ScenarioPlan.boundaryMargin` (150 ms) apart, and rounding adds a ms.
+    static let dueTolerance: Milliseconds = 200
+    /// The longest from release into `postbacks` to the receiver, ms: the dispatcher's read, signing and POST.
+    static let deliveryLimit: Milliseconds = 2_000
+    /// The longest a postback may be released after its due time, ms: a pipeline that falls this far
+    /// behind its scaled clock (the scheduler wrote the postback this long after it was due) has stalled.
+    static let releaseLimit: Milliseconds = 10_000
+
+    /// A postback's timing, judged against what the pipeline recorded: the due time the scheduler set
+    /// must be its delay after `preparedAt` (a postback sent before its minimum delay fails here), it must
+    /// not arrive before that due time, and it must reach the receiver promptly once released. A slow
+    /// machine makes the pipeline release some postbacks late (it scheduled them when they were already
+    /// due); that is reported by `PipelineLateness`, and fails only past `releaseLimit`.
+    static func timing(
+        receivedAt: Milliseconds, expected: ExpectedPostback, release: PostbackRelease?, plan: ScenarioPlan,
+        base: Milliseconds
+    ) -> [String] {
+        let prepared = base + plan.real(expected.preparedAt)
+        let range = delayRange(expected, plan: plan)
+        let expectation =
+            "\(range.lowerBound)…\(range.upperBound) ms after preparedAt \(expected.preparedAt) (+\(prepared - base) ms real, "
+            + "±\(dueTolerance) ms)"
+        guard let release else {
+            let delay = receivedAt - prepared
+            return [
+                "received \(delay) ms after preparedAt, but no release into `postbacks` is recorded for it: expected due "
+                    + expectation
+            ]
+        }
+        var found: [String] = []
+        let delay = release.dueAt - prepared
+        if delay < range.lowerBound - dueTolerance || delay > range.upperBound + dueTolerance {
+            found.append("the scheduler set it due \(delay) ms after preparedAt, expected \(expectation)")
+        }
+        if receivedAt < release.dueAt {
+            found.append("received \(release.dueAt - receivedAt) ms before the due time the scheduler recorded")
+        }
+        if receivedAt - release.releasedAt > deliveryLimit {
+            found.append(
+                "received \(receivedAt - release.releasedAt) ms after its release into `postbacks`, expected at most "
+                    + "\(deliveryLimit) ms; \(MachineSpeed.description)")
+        }
+        if release.releasedAt - release.dueAt > releaseLimit {
+            found.append(
+                "released \(release.releasedAt - release.dueAt) ms after its due time: the pipeline fell behind its scaled "
+                    + "clock by more than \(releaseLimit) ms; \(MachineSpeed.description)")
+        }
+        return found
     }
 
     /// Checks the postbacks received for the scenario's app against `expected.postbacks`; returns what
     /// differed (empty when everything matched).
-    static func check(_ plan: ScenarioPlan, received: [Received], base: Milliseconds, margins: inout Margins) -> [String] {
+    static func check(
+        _ plan: ScenarioPlan, received: [Received], releases: [String: PostbackRelease], base: Milliseconds,
+        margins: inout Margins
+    ) -> [String] {
         var problems: [String] = []
         var unmatched = plan.scenario.expected.postbacks
         let ordered = received.sorted { $0.receivedAt < $1.receivedAt }
@@ -487,7 +557,12 @@ final class ScenarioPipelineRunner: Sendable {
             }
             // The candidate this postback fits best (fewest differences).
             let scored = candidates.map { position in
-                (position, unmatched[position], differences(item, expected: unmatched[position], plan: plan, base: base))
+                (
+                    position, unmatched[position],
+                    differences(
+                        item, expected: unmatched[position], release: releases[payload.postbackIdentifier], plan: plan,
+                        base: base)
+                )
             }
             let best = scored.min { $0.2.count < $1.2.count }!
             for difference in best.2 {
@@ -496,7 +571,9 @@ final class ScenarioPipelineRunner: Sendable {
                 )
             }
             let range = delayRange(best.1, plan: plan)
-            let delay = item.receivedAt - (base + plan.real(best.1.preparedAt))
+            let due = releases[payload.postbackIdentifier]?.dueAt ?? item.receivedAt
+            let delay = due - (base + plan.real(best.1.preparedAt))
+            margins.latestReceipt = max(margins.latestReceipt, item.receivedAt - due)
             margins.latestPastUpper = max(margins.latestPastUpper, delay - range.upperBound)
             margins.earliestAfterLower = min(margins.earliestAfterLower, delay - range.lowerBound)
             unmatched.remove(at: best.0)
@@ -511,7 +588,9 @@ final class ScenarioPipelineRunner: Sendable {
         return problems
     }
 
-    static func differences(_ item: Received, expected: ExpectedPostback, plan: ScenarioPlan, base: Milliseconds) -> [String] {
+    static func differences(
+        _ item: Received, expected: ExpectedPostback, release: PostbackRelease?, plan: ScenarioPlan, base: Milliseconds
+    ) -> [String] {
         var found: [String] = []
         let payload = item.postback.payload
         let body = item.postback.body
@@ -555,14 +634,7 @@ final class ScenarioPipelineRunner: Sendable {
                 found.append("publisher-item-identifier \(publisher) is not the impression's publisher")
             }
         }
-        let prepared = base + plan.real(expected.preparedAt)
-        let range = delayRange(expected, plan: plan)
-        let delay = item.receivedAt - prepared
-        if delay < range.lowerBound - 200 || delay > range.upperBound + 1_500 {
-            found.append(
-                "received \(delay) ms after preparedAt \(expected.preparedAt) (+\(prepared - base) ms real), expected "
-                    + "\(range.lowerBound)…\(range.upperBound) ms (−200/+1500 tolerance)")
-        }
+        found += timing(receivedAt: item.receivedAt, expected: expected, release: release, plan: plan, base: base)
         return found
     }
 }

@@ -1,6 +1,7 @@
 import AttributionCrypto
 import AttributionModel
 import Foundation
+import ServiceRuntime
 import TestSupport
 import Testing
 
@@ -26,8 +27,16 @@ extension PipelineSuites {
     ///   waits until `verified` or `rejected` holds each of the scenario's events accepted so far, so
     ///   attribution-winner has seen the impressions before it.
     /// - Matching: by advertised app, network, did-win, postback-sequence-index and conversion type, then
-    ///   the values, source digits, interaction type and the delay after `preparedAt`
-    ///   (−200 ms / +1.5 s tolerance); any other postback for the app fails the scenario.
+    ///   the values, source digits and interaction type; any other postback for the app fails the scenario.
+    /// - Timing, against what the pipeline recorded (`ScenarioPipelineRunner.timing`): the due time the
+    ///   scheduler set is the delay after `preparedAt` (±200 ms), the postback does not arrive before it and
+    ///   arrives within 2 s of its release into `postbacks`; a release more than 10 s after its due time
+    ///   (a stalled pipeline) fails.
+    /// - Pace: the test's clock is the wall clock scaled, so a machine too slow for it makes the pipeline fall
+    ///   behind (late updates, postbacks written when already due, long waits for the verifier:
+    ///   `PipelineLateness`, from the pipeline's own records). A scenario that fails in a pipeline that fell
+    ///   behind is played again at a quarter of the scale, and that replay decides; one that fails in a
+    ///   pipeline that kept up fails. Every failure says which, how far behind, and the machine's speed.
     /// - Unplayable scenarios fail the test with the reason (computed by `ScenarioPlan.make`): mixing
     ///   development and production winners (no single scale plays both), or two views of one network on
     ///   one device less than 2 s apart in real time (a view lasts 2 s of device time, which the scale does
@@ -64,24 +73,39 @@ extension PipelineSuites {
             // each), so that a 2-core machine keeps the scaled clocks.
             let sequential = ProcessInfo.processInfo.environment["SCENARIO_PIPELINES_SEQUENTIAL"] == "1"
             let width = sequential ? 1 : redisKind == .cluster ? 2 : kinds.count
-            var outcomes: [PipelineOutcome] = []
-            for start in stride(from: 0, to: kinds.count, by: width) {
-                outcomes += try await withThrowingTaskGroup(of: PipelineOutcome.self) { group in
-                    for kind in kinds[start..<min(start + width, kinds.count)] {
-                        let plans = plans[kind]!
-                        group.addTask { try await run(kind, plans: plans, on: redisKind) }
-                    }
-                    return try await group.reduce(into: []) { $0.append($1) }
+            var outcomes = try await runAll(plans, width: width, on: redisKind)
+
+            // Paced by the pipeline: a scenario that failed in a pipeline that fell behind its scaled clock
+            // (by its own records, `PipelineLateness`) is played again, in a pipeline of its own kind, at a
+            // quarter of the scale. Its first result is printed; the replay's is the verdict. A scenario that
+            // failed in a pipeline that kept up fails as it is.
+            var replays: [ScenarioPipelineKind: [ScenarioPlan]] = [:]
+            for outcome in outcomes where outcome.lateness.fellBehind {
+                for plan in plans[outcome.kind]! where outcome.results[plan.name]?.isEmpty == false {
+                    print(
+                        "ScenarioPipelineTests (\(redisKind)): \(plan.name) failed in the \(outcome.kind) pipeline, which fell "
+                            + "behind (\(outcome.lateness)); played again 4 times slower:\n  "
+                            + outcome.results[plan.name]!.joined(separator: "\n  "))
+                    guard
+                        case .success(let slower) = ScenarioPlan.make(
+                            name: plan.name, scenario: plan.scenario, number: plan.number, slowdown: 4)
+                    else { continue }
+                    replays[slower.kind, default: []].append(slower)
+                    outcomes[outcomes.firstIndex { $0.kind == outcome.kind }!].results[plan.name] = nil
                 }
             }
+            if !replays.isEmpty { outcomes += try await runAll(replays, width: width, on: redisKind) }
 
             for outcome in outcomes.sorted(by: { $0.kind.order < $1.kind.order }) {
                 let margins =
                     outcome.margins.earliestAfterLower == .max
                     ? "no postbacks matched"
-                    : "postbacks arrived at least \(outcome.margins.earliestAfterLower) ms after their delay range began and "
-                        + "at most \(outcome.margins.latestPastUpper) ms past its end"
-                print("ScenarioPipelineTests (\(redisKind)): \(outcome.kind) pipeline took \(outcome.elapsed); \(margins)")
+                    : "postbacks fell due at least \(outcome.margins.earliestAfterLower) ms after their delay range began and "
+                        + "at most \(outcome.margins.latestPastUpper) ms past its end, and arrived at most "
+                        + "\(outcome.margins.latestReceipt) ms after it"
+                print(
+                    "ScenarioPipelineTests (\(redisKind)): \(outcome.kind) pipeline took \(outcome.elapsed); \(margins); "
+                        + "\(outcome.lateness)")
                 for failure in outcome.pipelineFailures {
                     Issue.record("\(outcome.kind) pipeline on \(redisKind): \(failure)")
                 }
@@ -92,7 +116,10 @@ extension PipelineSuites {
                     guard !problems.isEmpty else { continue }
                     missing = missing || problems.contains { $0.hasPrefix("missing") }
                     let listed = problems.joined(separator: "\n  ")
-                    Issue.record("scenario \(name) (\(outcome.kind), \(redisKind)):\n  \(listed)")
+                    let pace = outcome.lateness.fellBehind ? "fell behind" : "kept up"
+                    Issue.record(
+                        "scenario \(name) (\(outcome.kind), \(redisKind); the pipeline \(pace): \(outcome.lateness)):\n  \(listed)"
+                    )
                 }
                 if missing { Issue.record("\(outcome.kind) pipeline logs:\n\(outcome.logs)") }
             }
@@ -107,6 +134,25 @@ extension PipelineSuites {
             var logs = ""
             var elapsed: Duration = .zero
             var margins = ScenarioPipelineRunner.Margins()
+            var lateness = PipelineLateness()
+        }
+
+        /// One pipeline per kind, `width` at a time.
+        func runAll(_ plans: [ScenarioPipelineKind: [ScenarioPlan]], width: Int, on redisKind: TestRedisKind) async throws
+            -> [PipelineOutcome]
+        {
+            let kinds = plans.keys.sorted { $0.order < $1.order }
+            var outcomes: [PipelineOutcome] = []
+            for start in stride(from: 0, to: kinds.count, by: width) {
+                outcomes += try await withThrowingTaskGroup(of: PipelineOutcome.self) { group in
+                    for kind in kinds[start..<min(start + width, kinds.count)] {
+                        let plans = plans[kind]!
+                        group.addTask { try await run(kind, plans: plans, on: redisKind) }
+                    }
+                    return try await group.reduce(into: []) { $0.append($1) }
+                }
+            }
+            return outcomes
         }
 
         /// Starts one pipeline for `kind`, plays its scenarios at once, waits until every postback they can
@@ -147,6 +193,19 @@ extension PipelineSuites {
             let deadline = plans.map { ScenarioPipelineRunner.deadline($0, base: base) }.max() ?? base
             let wait = deadline - ScenarioPipelineRunner.now()
             if wait > 0 { try await Task.sleep(for: .milliseconds(wait)) }
+            // Then until the pipeline has no work left (a pipeline behind its clock is still sending), at
+            // most 15 s more: what it sends meanwhile is judged like the rest.
+            let connection = redis.connect(label: "scenario.records")
+            _ = try await eventually(timeout: .seconds(15), every: .milliseconds(100)) {
+                try await PipelineSnapshot.read(on: connection, testPartitioning).isIdle
+            }
+            let releases = try await PostbackRelease.read(on: connection)
+            outcome.lateness.latestRelease = releases.values.map { $0.releasedAt - $0.dueAt }.max() ?? 0
+            outcome.lateness.longestSettle = runner.longestSettle.withLock { $0 }
+            if let scheduler = pipeline.url(of: "scheduler") {
+                let metrics = String(decoding: try await http.send("GET", "\(scheduler)/metrics").body, as: UTF8.self)
+                outcome.lateness.latePostbacks = PipelineLateness.latePostbacks(metrics: metrics)
+            }
 
             // Every body must verify against the JWKS ingest publishes.
             let jwks = try await http.send("GET", "\(pipeline.ingestURL)/.well-known/jwks.json")
@@ -173,7 +232,8 @@ extension PipelineSuites {
             for plan in plans {
                 outcome.results[plan.name] =
                     played[plan.name, default: []]
-                    + ScenarioPipelineRunner.check(plan, received: byApp[plan.app] ?? [], base: base, margins: &outcome.margins)
+                    + ScenarioPipelineRunner.check(
+                        plan, received: byApp[plan.app] ?? [], releases: releases, base: base, margins: &outcome.margins)
             }
             outcome.logs = pipeline.logs()
             // No command a service sends may span hash slots (the transport refuses it before sending;
