@@ -25,8 +25,8 @@ ensure_system_packages() {
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     if [ ${#missing[@]} -gt 0 ]; then
         echo "==> installing ${missing[*]}"
-        $sudo apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+        $sudo apt-get update -qq || return 1
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null || return 1
     fi
     # The tests check our signatures against an independent implementation: Python's `cryptography`.
     if ! python3 -c 'import cryptography' 2>/dev/null; then

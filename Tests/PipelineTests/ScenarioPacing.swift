@@ -28,7 +28,7 @@ struct PostbackRelease: Sendable {
                     else { continue }
                     releases[order.payload.postbackIdentifier] = PostbackRelease(dueAt: envelope.time, releasedAt: released)
                 }
-                guard entries.count == 1000, let last = entries.last else { break }
+                guard reply.elements.count == 1000, let last = entries.last else { break }
                 after = "(" + last.id
             }
         }

@@ -29,9 +29,8 @@ extension PipelineSuites {
     /// - Matching: by advertised app, network, did-win, postback-sequence-index and conversion type, then
     ///   the values, source digits and interaction type; any other postback for the app fails the scenario.
     /// - Timing, against what the pipeline recorded (`ScenarioPipelineRunner.timing`): the due time the
-    ///   scheduler set is the delay after `preparedAt` (±200 ms), the postback does not arrive before it and
-    ///   arrives within 2 s of its release into `postbacks`; a release more than 10 s after its due time
-    ///   (a stalled pipeline) fails.
+    ///   scheduler set is the delay after `preparedAt` (±200 ms), and the postback arrives after it and at
+    ///   most 1.5 s after it.
     /// - Pace: the test's clock is the wall clock scaled, so a machine too slow for it makes the pipeline fall
     ///   behind (late updates, postbacks written when already due, long waits for the verifier:
     ///   `PipelineLateness`, from the pipeline's own records). A scenario that fails in a pipeline that fell
@@ -86,11 +85,12 @@ extension PipelineSuites {
                         "ScenarioPipelineTests (\(redisKind)): \(plan.name) failed in the \(outcome.kind) pipeline, which fell "
                             + "behind (\(outcome.lateness)); played again 4 times slower:\n  "
                             + outcome.results[plan.name]!.joined(separator: "\n  "))
-                    guard
-                        case .success(let slower) = ScenarioPlan.make(
-                            name: plan.name, scenario: plan.scenario, number: plan.number, slowdown: 4)
-                    else { continue }
-                    replays[slower.kind, default: []].append(slower)
+                    switch ScenarioPlan.make(name: plan.name, scenario: plan.scenario, number: plan.number, slowdown: 4) {
+                    case .success(let slower): replays[slower.kind, default: []].append(slower)
+                    case .failure(let exclusion):
+                        print("ScenarioPipelineTests: \(plan.name) cannot be played 4 times slower: \(exclusion.reason)")
+                        continue
+                    }
                     outcomes[outcomes.firstIndex { $0.kind == outcome.kind }!].results[plan.name] = nil
                 }
             }
@@ -107,7 +107,7 @@ extension PipelineSuites {
                     "ScenarioPipelineTests (\(redisKind)): \(outcome.kind) pipeline took \(outcome.elapsed); \(margins); "
                         + "\(outcome.lateness)")
                 for failure in outcome.pipelineFailures {
-                    Issue.record("\(outcome.kind) pipeline on \(redisKind): \(failure)")
+                    Issue.record("\(outcome.kind) pipeline on \(redisKind) (\(outcome.lateness)): \(failure)")
                 }
                 var missing = false
                 for (name, problems) in outcome.results.sorted(by: { $0.key < $1.key }) {
@@ -196,9 +196,10 @@ extension PipelineSuites {
             // Then until the pipeline has no work left (a pipeline behind its clock is still sending), at
             // most 15 s more: what it sends meanwhile is judged like the rest.
             let connection = redis.connect(label: "scenario.records")
-            _ = try await eventually(timeout: .seconds(15), every: .milliseconds(100)) {
+            let idle = try await eventually(timeout: .seconds(15), every: .milliseconds(100)) {
                 try await PipelineSnapshot.read(on: connection, testPartitioning).isIdle
             }
+            if !idle { print("ScenarioPipelineTests: the \(kind) pipeline still had work 15 s after its last deadline") }
             let releases = try await PostbackRelease.read(on: connection)
             outcome.lateness.latestRelease = releases.values.map { $0.releasedAt - $0.dueAt }.max() ?? 0
             outcome.lateness.longestSettle = runner.longestSettle.withLock { $0 }

@@ -33,11 +33,11 @@ struct ScenarioTimingTests {
         #expect(try judge(received: prepared + range.upperBound + 100, due: prepared + range.upperBound) == [])
     }
 
-    @Test func aPostbackReleasedLateButDeliveredPromptlyPasses() throws {
-        // The machine was slow: the scheduler wrote it 3 s after it was due; the rules were kept.
+    @Test func aPostbackReleasedLateButWithinTheLimitPasses() throws {
+        // The scheduler wrote it 1 s after it was due (a loaded machine); it still arrived in time.
         let (_, _, prepared, range) = try fixture()
         let due = prepared + range.lowerBound
-        #expect(try judge(received: due + 3_100, due: due, released: due + 3_000) == [])
+        #expect(try judge(received: due + 1_100, due: due, released: due + 1_000) == [])
     }
 
     @Test func aDueTimeBeforeTheMinimumDelayFails() throws {
@@ -60,14 +60,12 @@ struct ScenarioTimingTests {
         #expect(problems.count == 1 && problems[0].contains("before the due time"), "\(problems)")
     }
 
-    @Test func aSlowDeliveryAfterReleaseAndAStalledPipelineFail() throws {
+    @Test func aPostbackArrivingPastTheLimitAfterItsDueTimeFails() throws {
         let (_, _, prepared, range) = try fixture()
-        let due = prepared + range.lowerBound
-        let slow = try judge(received: due + 50 + ScenarioPipelineRunner.deliveryLimit + 1, due: due)
-        #expect(slow.count == 1 && slow[0].contains("after its release"), "\(slow)")
-        let released = due + ScenarioPipelineRunner.releaseLimit + 1
-        let stalled = try judge(received: released + 10, due: due, released: released)
-        #expect(stalled.count == 1 && stalled[0].contains("fell behind"), "\(stalled)")
+        let due = prepared + range.upperBound
+        let released = due + 1_000
+        let late = try judge(received: due + ScenarioPipelineRunner.lateLimit + 1, due: due, released: released)
+        #expect(late.count == 1 && late[0].contains("after the due time the scheduler recorded"), "\(late)")
     }
 
     @Test func aPostbackWithoutARecordedReleaseFails() throws {
