@@ -1,7 +1,8 @@
 """Runs the documentation's examples, so that the docs cannot drift from the code: the sh blocks of
 the getting-started walk-through in one bash, in order, and, while its services still run, the postback
-verification examples of the ad networks' page against the postback its receiver recorded (accepted)
-and a tampered copy of it (refused).
+verification examples of the ad networks' page against the postbacks its receiver recorded (each
+accepted, with the role of the key that signed it: the walk-through's development postback and its
+test postback) and a tampered copy of the first (refused).
 
     python3 scripts/docs_check.py --bin .build/debug     # the walk-through, with the examples
     python3 scripts/docs_check.py examples --postbacks FILE --jwks-url URL   # the examples alone
@@ -30,6 +31,14 @@ WALKTHROUGH = (ROOT / "docs/getting-started.md", "A first postback with curl")
 EXAMPLES = (ROOT / "docs/integrating/ad-networks.md", "Verifying postbacks with the JWKS")
 # Each example's language (its fence's info string), the file it is saved as and how it is run.
 RUNNERS = {"python": ("verify_postback.py", [sys.executable]), "js": ("verify-postback.mjs", ["node"])}
+# The role each example must print for a postback, by its kid (the defaults; a generated key's kid has
+# "-" and 8 hex digits appended), and the roles the walk-through's postbacks must cover.
+ROLES = {
+    "attribution-pipeline/0": "production",
+    "attribution-pipeline-development/0": "development",
+    "attribution-pipeline-test/0": "test",
+}
+WALKTHROUGH_ROLES = {"development", "test"}
 # The walk-through's ports, each moved to a free one so that the check never meets another run's.
 PORTS = ("REDIS_PORT", "INGEST_PORT", "OPERATIONS_PORT", "ADMIN_PORT", "RECEIVER_PORT")
 
@@ -248,52 +257,73 @@ def b64url_encode(data):
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
-def check_example(block, directory, body_file, forged_file, jwks_url, claims):
-    """Runs one example on the real postback (it must print its claims) and on the forged one (it must
-    refuse it); the failure, or None."""
+def role_of(kid):
+    """The role the docs give the key `kid`, or None for a kid they do not name."""
+    return next((role for name, role in ROLES.items() if kid == name or kid.startswith(name + "-")), None)
+
+
+def check_example(block, directory, bodies, forged_file, jwks_url):
+    """Runs one example on each recorded postback (`bodies`: file, claims, role; it must print the role
+    and the claims) and on the forged one (it must refuse it); the failure, or None."""
     name, runner = RUNNERS[block.language]
     path = Path(directory) / name
     path.write_text(block.text)
     try:
-        accepted, refused = (
+        runs = [
             subprocess.run([*runner, path, body, jwks_url], capture_output=True, text=True, timeout=30)
-            for body in (body_file, forged_file)
-        )
+            for body in [*(file for file, _, _ in bodies), forged_file]
+        ]
     except FileNotFoundError:
         return f"could not run: {runner[0]} is not installed"
     except subprocess.TimeoutExpired as timeout:
         return f"did not finish in {timeout.timeout:g} s"
-    if accepted.returncode != 0:
-        return f"refused the recorded postback (exit {accepted.returncode}):\n{accepted.stdout}{accepted.stderr}"
-    try:
-        printed = json.loads(accepted.stdout)
-    except ValueError:
-        return f"printed no JSON claims:\n{accepted.stdout}"
-    if printed != claims:
-        return f"printed {printed}, the receiver verified {claims}"
+    *accepted, refused = runs
+    for run, (_, claims, role) in zip(accepted, bodies, strict=True):
+        if run.returncode != 0:
+            return f"refused a recorded postback (exit {run.returncode}):\n{run.stdout}{run.stderr}"
+        try:
+            printed = json.loads(run.stdout)
+        except ValueError:
+            return f"printed no JSON:\n{run.stdout}"
+        if printed != {"role": role, "claims": claims}:
+            return f"printed {printed}, expected the role {role!r} and the claims the receiver verified, {claims}"
     # "refused" tells a deliberate refusal from a crash, which exits 1 too.
     if refused.returncode == 0 or refused.stdout.strip() or "refused" not in refused.stderr:
         return f"did not refuse a tampered postback (exit {refused.returncode}):\n{refused.stdout}{refused.stderr}"
-    print(f"{block.language} example ({where(block)}): verified it, refused a tampered copy: {refused.stderr.strip()}")
+    roles = ", ".join(role for _, _, role in bodies)
+    print(
+        f"{block.language} example ({where(block)}): verified {len(bodies)} postbacks ({roles}), "
+        f"refused a tampered copy: {refused.stderr.strip()}"
+    )
     return None
 
 
-def check_examples(postbacks, jwks_url, doc=EXAMPLES[0]):
-    """Each verification example against the first postback the walk-through's receiver recorded;
-    whether all passed."""
+def check_examples(postbacks, jwks_url, doc=EXAMPLES[0], roles=WALKTHROUGH_ROLES):
+    """Each verification example against every postback the walk-through's receiver recorded, which must
+    include one signed by each of `roles`; whether all passed."""
     blocks = [block for block in section_blocks(Path(doc).read_text(), EXAMPLES[1]) if block.language in RUNNERS]
     languages = sorted(block.language for block in blocks)
     if languages != sorted(RUNNERS):
         print(f"{shown(doc)}: expected one example in each of {sorted(RUNNERS)}, found {languages}")
         return False
-    record = json.loads(Path(postbacks).read_text().splitlines()[0])
+    records = [json.loads(line) for line in Path(postbacks).read_text().splitlines()]
+    found = {role_of(record["kid"]) for record in records}
+    if not roles <= found:
+        print(
+            f"{shown(postbacks)}: expected postbacks signed by the keys {sorted(roles)}, found kids {[r['kid'] for r in records]}"
+        )
+        return False
     failures = 0
     with tempfile.TemporaryDirectory(prefix="docs-check-") as directory:
-        body_file, forged_file = Path(directory) / "postback.json", Path(directory) / "tampered.json"
-        body_file.write_text(json.dumps(record["body"]))
-        forged_file.write_text(json.dumps(tampered(record["body"])))
+        bodies = []
+        for index, record in enumerate(records):
+            body_file = Path(directory) / f"postback-{index}.json"
+            body_file.write_text(json.dumps(record["body"]))
+            bodies.append((body_file, record["payload"], role_of(record["kid"]) or "unknown"))
+        forged_file = Path(directory) / "tampered.json"
+        forged_file.write_text(json.dumps(tampered(records[0]["body"])))
         for block in blocks:
-            if failure := check_example(block, directory, body_file, forged_file, jwks_url, record["payload"]):
+            if failure := check_example(block, directory, bodies, forged_file, jwks_url):
                 print(f"{shown(doc)} line {block.line}: the {block.language} example {failure}")
                 failures += 1
     return failures == 0

@@ -142,6 +142,7 @@ class Pipeline:
         return {
             "SIGNING_KEY_FILE": os.path.join(self.keys, "pipeline.private.pem"),
             "DEVELOPMENT_SIGNING_KEY_FILE": os.path.join(self.keys, "pipeline-development.private.pem"),
+            "TEST_SIGNING_KEY_FILE": os.path.join(self.keys, "pipeline-test.private.pem"),
         }
 
     def start_http(self, ingest_port=None, admin_port=None, ingest_env=None):
@@ -228,7 +229,7 @@ def http(method, url, body=None, token=None, timeout=10):
         return json.loads(reply.read() or b"{}")
 
 
-def keygen(bin_dir, keys, names=("network", "pipeline", "pipeline-development")):
+def keygen(bin_dir, keys, names=("network", "pipeline", "pipeline-development", "pipeline-test")):
     """`attribution keygen` for each name into `keys` (name.private.pem, name.public.pem)."""
     for name in names:
         subprocess.run(

@@ -644,6 +644,42 @@ MUTATIONS = [
         (STATE_LIMITS, "? pendingUpdates.count < DeviceStateLimits.pendingUpdates", "? true"),
     ),
     M(
+        "nonwinners-follow-windows",
+        "non-winners get every window's postback, not the first window's only",
+        ["nonwinners-window-end-outside.json"],
+        (
+            PLAN,
+            "(index == 0 ? attribution.nonWinners.map { ($0, false) } : [])",
+            "attribution.nonWinners.map { ($0, false) }",
+        ),
+        (
+            GATING,
+            "if sequenceIndex > 0 && (tier == .zero || !didWin) { return nil }",
+            "if sequenceIndex > 0 && tier == .zero { return nil }",
+        ),
+    ),
+    M(
+        "nonwinners-follow-windows",
+        "non-winners carry the window's first value, not the one in force when it closed",
+        ["nonwinners-window-end-inside.json"],
+        (
+            PLAN,
+            'guard var order = order(window: index, contender: contender, values: values, identifier: "") else {',
+            "guard var order = order(window: index, contender: contender, values: contender == 0 ? values"
+            + ' : (self.values(window: index, at: firstUpdateAt ?? time, policy: policy) ?? values), identifier: "") else {',
+        ),
+    ),
+    M(
+        "nonwinners-follow-windows",
+        "non-winners leave from the window's end even when a lock or a superseding conversion closed it first",
+        ["windows-lock-freezes-window.json", "overlap-supersede-without-opt-in.json"],
+        (
+            PLAN,
+            "held.append(HeldPostback(order: order, dueAt: time + delay))",
+            "held.append(HeldPostback(order: order, dueAt: (contender == 0 ? time : windowEnds(policy: policy)[index].at) + delay))",
+        ),
+    ),
+    M(
         "first-update-deadline",
         "a re-engagement's first update gets the install's 60 days",
         ["reengagement-first-update-deadline.json"],
@@ -746,9 +782,9 @@ MUTATIONS = [
     ),
     M(
         "test-postbacks-tier",
-        "test postbacks signed with the production key",
+        "test postbacks signed with the development key, not the test key",
         ["testPostbacksMade"],
-        ("Shared/AttributionModel/Postbacks/TestPostbacks.swift", "            order.isDevelopment = true\n", ""),
+        ("Shared/AttributionModel/Postbacks/TestPostbacks.swift", "            order.isTestPostback = true\n", ""),
     ),
 ]
 

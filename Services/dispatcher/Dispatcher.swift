@@ -49,7 +49,7 @@ public enum Dispatcher {
         let clock = clock ?? service.clock
         let timeout = settings.deliveryTimeoutMilliseconds
         let heartbeat = KeyHeartbeat(
-            keys: [settings.signer.production, settings.signer.development], connection: service.connection(),
+            keys: settings.signer.keys, connection: service.connection(),
             grace: settings.signingKeyGraceMilliseconds, clock: clock)
         try await RedisRetry.untilAnswered("cannot publish the signing keys to Redis, retrying", logger: service.logger) {
             try await heartbeat.publish()

@@ -46,7 +46,8 @@ struct TestPostbacksTests {
             ].joined(separator: " ")
         }
         #expect(described == row.made)
-        #expect(orders.allSatisfy { $0.isDevelopment && $0.payload.didWin == row.request.didWin })
+        // Signed with the test key, never a development or production one.
+        #expect(orders.allSatisfy { $0.signingRole == .testPostback && $0.payload.didWin == row.request.didWin })
         #expect(orders.map(\.payload.postbackIdentifier) == Array(["a", "b", "c"].prefix(orders.count)))
         #expect(TestPostbacks.count(row.request) == row.made.count)
     }

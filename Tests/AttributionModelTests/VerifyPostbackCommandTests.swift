@@ -66,8 +66,29 @@ struct VerifyPostbackCommandTests {
     }
 
     @Test func applesKeysVerifyApplesExample() throws {
-        let verified = try PostbackBodyVerifier.verify(body: SKANAppleExample.version3Winning.body, key: .appleSKAdNetwork)
+        let verified = try PostbackBodyVerifier.verify(body: SKANAppleExample.version3Winning.body, key: .apple)
         #expect(verified.kind == .skAdNetwork)
+    }
+
+    @Test func applesKeysVerifyApplesAdAttributionKitExampleByItsKidOnly() throws {
+        let verified = try PostbackBodyVerifier.verify(body: AAKAppleExample.body, key: .apple)
+        guard case .adAttributionKit(let postback) = verified else {
+            Issue.record("not an AdAttributionKit postback")
+            return
+        }
+        // The header's `apple-development-identifier\/1` is the kid it names, parsed, not as written.
+        #expect(postback.keyID == AAKAppleExample.keyID)
+        #expect(postback.payload.advertisedItemIdentifier == AAKAppleExample.advertisedItemIdentifier)
+        #expect(postback.payload.postbackIdentifier == "85546EB7-FD39-44BC-8990-C98A4AC36A49")
+        #expect(postback.payload.conversionType == .reengagement && postback.payload.didWin)
+        // Apple's other two keys do not verify it, even when one is listed under its kid.
+        for other in JWKSet.appleAdAttributionKit.keys where other.kid != AAKAppleExample.keyID {
+            var impostor = other
+            impostor.kid = AAKAppleExample.keyID
+            #expect(
+                SKANFixture.error { _ = try PostbackVerifier.verify(body: AAKAppleExample.body, keys: JWKSet(keys: [impostor])) }?
+                    .code == .invalidSignature)
+        }
     }
 
     @Test func keyKindMustFitTheBody() throws {
@@ -78,7 +99,7 @@ struct VerifyPostbackCommandTests {
             SKANFixture.error { _ = try PostbackBodyVerifier.verify(body: skanBody(), key: .keySet(keySet)) }?.code
                 == .invalidSignature)
         #expect(
-            SKANFixture.error { _ = try PostbackBodyVerifier.verify(body: aakBody(), key: .appleSKAdNetwork) }?.code
+            SKANFixture.error { _ = try PostbackBodyVerifier.verify(body: aakBody(), key: .apple) }?.code
                 == .invalidKey)
         #expect(
             SKANFixture.error { _ = try PostbackBodyVerifier.verify(body: aakBody(), key: .publicKey(p192)) }?.code == .invalidKey
@@ -122,6 +143,16 @@ struct VerifyPostbackCommandTests {
         let run = try Self.attribution(["--public-key", "apple"], stdin: SKANAppleExample.webAdLowTier.body)
         #expect(run.status == 0, "\(run.stderr)")
         #expect(try run.object()["coarse-conversion-value"] as? String == "high")
+    }
+
+    @Test func applesAdAttributionKitExampleVerifiesWithApplesKeys() throws {
+        let run = try Self.attribution(["--public-key", "apple"], stdin: AAKAppleExample.body)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.contains(#""advertised-item-identifier":10738027756"#), "exact above 2³²: \(run.stdout)")
+        let fields = try run.object()
+        #expect(fields["kid"] as? String == AAKAppleExample.keyID)
+        #expect(fields["conversion-type"] as? String == "re-engagement")
+        #expect(fields["conversion-value"] as? Int == 24 && fields["country-code"] as? String == "US")
     }
 
     @Test func aakPostbackPrintsSignedAndUnsignedFieldsWithItsKid() throws {

@@ -144,6 +144,7 @@ struct ConfigurationCatalogTests {
         reading(.httpHost, nil, "127.0.0.1"),
         reading(.signingKeyID, nil, "attribution-pipeline/0"),
         reading(.developmentSigningKeyID, nil, "attribution-pipeline-development/0"),
+        reading(.testSigningKeyID, nil, "attribution-pipeline-test/0"),
         reading(.signingKeyFile, "/keys/pipeline.pem", "/keys/pipeline.pem", render: { $0 ?? "nil" }),
         reading(.signingKeyFile, nil, "nil", render: { $0 ?? "nil" }),
         reading(.consumerName, "scheduler-1", "scheduler-1"),

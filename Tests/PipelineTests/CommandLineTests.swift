@@ -171,6 +171,16 @@ struct CommandLineTests {
             "dispatcher", "DEVELOPMENT_MODE=true DEVELOPMENT_SIGNING_KEY_FILE=/nonexistent.pem",
             "configuration DEVELOPMENT_SIGNING_KEY_FILE: cannot read /nonexistent.pem"
         ),
+        (
+            "dispatcher", "DEVELOPMENT_MODE=true TEST_SIGNING_KEY_FILE=/nonexistent.pem",
+            "configuration TEST_SIGNING_KEY_FILE: cannot read /nonexistent.pem"
+        ),
+        // Receivers tell the three keys apart by kid: two roles under one kid would be one JWKS entry.
+        (
+            "dispatcher", "DEVELOPMENT_MODE=true TEST_SIGNING_KEY_ID=attribution-pipeline-development/0",
+            "configuration TEST_SIGNING_KEY_ID: is attribution-pipeline-development/0, the kid of DEVELOPMENT_SIGNING_KEY_ID too: "
+                + "each key needs its own kid"
+        ),
         // Copy endpoints' registrable domains need the real Public Suffix List, never a silent fallback.
         (
             "dispatcher", "DEVELOPMENT_MODE=true PUBLIC_SUFFIX_LIST=/nonexistent.dat",

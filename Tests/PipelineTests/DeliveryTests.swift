@@ -343,24 +343,36 @@ extension PipelineSuites {
             #expect(atKill < orders.count, "the kill landed before the run finished")
         }
 
-        /// Key rotation: postbacks signed before and after a dispatcher restarts with a new key both verify
-        /// with Python's `cryptography` against the published JWKS, which lists the old key until the grace
-        /// (`SIGNING_KEY_GRACE_HOURS`, 240 h = 5 s here) has passed, and then only the new one.
+        /// Key rotation: postbacks signed before and after a dispatcher restarts with new keys (production
+        /// and test postbacks' both) verify with Python's `cryptography` against the published JWKS, which
+        /// lists the old keys until the grace (`SIGNING_KEY_GRACE_HOURS`, 240 h = 5 s here) has passed, and
+        /// then only the new ones.
         @Test func rotatedKeysStayPublishedForTheGraceAndVerifyInPython() async throws {
             let pipeline = try await start(scale: 172_800)
             defer { stop(pipeline) }
-            let first = Self.order(network: pipeline.network)
-            try await release([first], on: pipeline)
-            try #require(try await eventually(timeout: .seconds(10)) { pipeline.processes.receivedPostbacks().count == 1 })
+            var test = Self.order(network: pipeline.network)
+            test.isTestPostback = true
+            try await release([Self.order(network: pipeline.network)], on: pipeline)
+            try await releaseTestPostback(test, on: pipeline)
+            try #require(try await eventually(timeout: .seconds(10)) { pipeline.processes.receivedPostbacks().count == 2 })
 
             let rotated = pipeline.processes.directory.appendingPathComponent("rotated.pem")
-            try SigningKey.generate().pemRepresentation.write(to: rotated, atomically: true, encoding: .utf8)
+            let rotatedTest = pipeline.processes.directory.appendingPathComponent("rotated-test.pem")
+            for file in [rotated, rotatedTest] {
+                try SigningKey.generate().pemRepresentation.write(to: file, atomically: true, encoding: .utf8)
+            }
             pipeline.processes.kill("dispatcher")
             try pipeline.processes.start(
-                "dispatcher", port: try freeLoopbackPort(), ["SIGNING_KEY_FILE": rotated.path, "SIGNING_KEY_ID": "rotated/1"])
+                "dispatcher", port: try freeLoopbackPort(),
+                [
+                    "SIGNING_KEY_FILE": rotated.path, "SIGNING_KEY_ID": "rotated/1", "TEST_SIGNING_KEY_FILE": rotatedTest.path,
+                    "TEST_SIGNING_KEY_ID": "rotated-test/1",
+                ])
+            test.payload.postbackIdentifier = UUID().uuidString.lowercased()
             try await release([Self.order(network: pipeline.network)], on: pipeline)
+            try await releaseTestPostback(test, on: pipeline)
             try #require(
-                try await eventually(timeout: .seconds(10)) { pipeline.processes.receivedPostbacks().count == 2 },
+                try await eventually(timeout: .seconds(10)) { pipeline.processes.receivedPostbacks().count == 4 },
                 "\(pipeline.processes.logs())")
 
             let jwksURL = "\(pipeline.processes.ingestURL)/.well-known/jwks.json"
@@ -369,15 +381,27 @@ extension PipelineSuites {
                 return Set(set.keys.compactMap(\.kid).filter { !$0.contains("development") })
             }
             let jwks = try await http.send("GET", jwksURL).body
-            #expect(try await kids() == [pipeline.processes.signingKeyID, "rotated/1"])
+            let before = try await kids()
+            // The first dispatcher generated its test key: its kid is the default with the key's fingerprint.
+            let generatedTest = try #require(before.first { $0.hasPrefix("attribution-pipeline-test/0-") }, "\(before)")
+            let all: Set = [pipeline.processes.signingKeyID, generatedTest, "rotated/1", "rotated-test/1"]
+            #expect(before == all)
             let bodies = pipeline.processes.receivedPostbacks().compactMap { $0["body"] }
             let verifiedKids = try Self.verifyInPython(jwks: jwks, bodies: try JSONSerialization.data(withJSONObject: bodies))
-            #expect(verifiedKids.sorted() == [pipeline.processes.signingKeyID, "rotated/1"].sorted())
+            #expect(Set(verifiedKids) == all && verifiedKids.count == 4)
 
             let retired = try await eventually(timeout: .seconds(15), every: .milliseconds(250)) {
-                try await kids() == ["rotated/1"]
+                try await kids() == ["rotated/1", "rotated-test/1"]
             }
-            #expect(retired, "the old key leaves the JWKS after its grace, the new one stays")
+            #expect(retired, "the old keys leave the JWKS after their grace, the new ones stay")
+        }
+
+        /// A test postback as the scheduler releases it: due now, an envelope (never the held form).
+        func releaseTestPostback(_ order: PostbackOrder, on pipeline: Pipeline) async throws {
+            let envelope = Envelope(
+                id: order.payload.postbackIdentifier, time: WallClock.nowMilliseconds(), body: .postbackDue(order))
+            _ = try await pipeline.connection.send(
+                StreamCommands.add(StreamNames.postbacks(testPartitioning[0]), message: envelope.encoded()))
         }
 
         /// ES256 JWS verification written against `cryptography` alone: returns the kid that verified each body.

@@ -9,7 +9,7 @@ import Testing
 extension PipelineSuites {
     /// Test postbacks through a running pipeline: an ad network asks with its own credential (an operator
     /// with the admin token), and its receiver gets each tier's field set at once, signed with the
-    /// development key and verifiable against the JWKS; nothing of it reaches a crowd or a device's state.
+    /// test key and verifiable against the JWKS; nothing of it reaches a crowd or a device's state.
     @Suite("Test postbacks for ad networks", .serialized)
     struct TestPostbackTests {
         let http = HTTPTestClient()
@@ -63,7 +63,7 @@ extension PipelineSuites {
             }
         }
 
-        @Test func eachTiersFieldSetReachesTheReceiverSignedWithTheDevelopmentKey() async throws {
+        @Test func eachTiersFieldSetReachesTheReceiverSignedWithTheTestKey() async throws {
             let redis = try await RedisServer.start()
             defer { redis.stop() }
             let processes = try PipelineProcesses(
@@ -126,13 +126,30 @@ extension PipelineSuites {
                 if want.bodyKeys.contains("country-code") { #expect(body["country-code"] as? String == "DE") }
                 if want.bodyKeys.contains("conversion-value") { #expect(body["conversion-value"] as? Int == 42) }
             }
-            // Every one verifies against the published JWKS, under the development key's kid.
+            // Every one verifies against the published JWKS, under the test key's kid: the JWKS has three
+            // roles, and a receiver tells a test postback by its kid alone.
             let jwks = try await http.send("GET", "\(processes.ingestURL)/.well-known/jwks.json").body
             let kids = try DeliveryTests.verifyInPython(
                 jwks: jwks, bodies: try JSONSerialization.data(withJSONObject: received.compactMap { $0["body"] }))
-            // DEVELOPMENT_MODE generates the key, so its kid carries a suffix; the production key is another.
+            // DEVELOPMENT_MODE generates the keys, so each kid carries a suffix.
             #expect(kids.count == received.count && Set(kids).count == 1, "\(kids)")
-            #expect(kids.allSatisfy { $0.hasPrefix("attribution-pipeline-development/") && $0 != processes.signingKeyID })
+            let testKid = try #require(kids.first)
+            #expect(testKid.hasPrefix("attribution-pipeline-test/0-"), "\(testKid)")
+            let published = try JSONDecoder().decode(JWKSet.self, from: jwks)
+            let publishedKids = published.keys.compactMap(\.kid)
+            #expect(publishedKids.count == 3, "\(publishedKids)")
+            #expect(publishedKids.contains(processes.signingKeyID) && publishedKids.contains(testKid), "\(publishedKids)")
+            #expect(publishedKids.contains { $0.hasPrefix("attribution-pipeline-development/0-") }, "\(publishedKids)")
+            // Only the third key verifies them: the production and development keys, even listed under the
+            // test kid, do not.
+            for other in published.keys where other.kid != testKid {
+                var impostor = other
+                impostor.kid = testKid
+                for postback in received {
+                    let body = try JSONSerialization.data(withJSONObject: try #require(postback["body"]))
+                    #expect(throws: JWSError.self) { try PostbackVerifier.verify(body: body, keys: JWKSet(keys: [impostor])) }
+                }
+            }
 
             // No crowd counted, no device state, no plan: only the streams moved.
             let connection = redis.connect()

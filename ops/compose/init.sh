@@ -4,7 +4,8 @@
 # by that user with mode 0400 in a directory only it may open. Nothing is world-readable, and a
 # service's container holds no other service's secrets.
 #
-#   the signing keys           -> dispatcher          (signing-key.pem, development-signing-key.pem)
+#   the signing keys           -> dispatcher          (signing-key.pem, development-signing-key.pem,
+#                                                      test-signing-key.pem)
 #   each service's Redis user  -> that service        (redis-password)
 #   the ACL file, replication  -> redis (uid 999)     (users.acl, replication.conf, operator.password)
 #   the admin token            -> admin, pipeline-operator  (admin-token)
@@ -17,7 +18,7 @@ master=/var/lib/attribution-pipeline/secrets
 umask 077
 mkdir -p "$master/keys" "$master/redis"
 
-for name in pipeline pipeline-development; do
+for name in pipeline pipeline-development pipeline-test; do
     if [ ! -s "$master/keys/$name.private.pem" ]; then
         attribution keygen --name "$name" --out "$master/keys" --force >/dev/null
         echo "init: made the signing key $name"
@@ -71,6 +72,7 @@ give admin "$master/admin-token" /secrets/admin/admin-token
 give pipeline-operator "$master/admin-token" /secrets/operator/admin-token
 give dispatcher "$master/keys/pipeline.private.pem" /secrets/dispatcher/signing-key.pem
 give dispatcher "$master/keys/pipeline-development.private.pem" /secrets/dispatcher/development-signing-key.pem
+give dispatcher "$master/keys/pipeline-test.private.pem" /secrets/dispatcher/test-signing-key.pem
 for service in ingest admin verifier attribution-winner scheduler dispatcher; do
     own "$service" "/secrets/$service"
 done

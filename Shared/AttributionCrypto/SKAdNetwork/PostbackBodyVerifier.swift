@@ -16,8 +16,9 @@ public enum PostbackVerificationKey: Sendable {
     case publicKey(SKANPublicKey)
     /// A published key set: AdAttributionKit postbacks by `kid`; SKAdNetwork ones by trying each key.
     case keySet(JWKSet)
-    /// Apple's published SKAdNetwork keys: P-192 for 1.0 and 2.0, P-256 for 2.1 and later.
-    case appleSKAdNetwork
+    /// Apple's published keys: for AdAttributionKit the three of `JWKSet.appleAdAttributionKit`, by
+    /// `kid`; for SKAdNetwork P-192 for 1.0 and 2.0, P-256 for 2.1 and later.
+    case apple
 }
 
 /// A postback body whose signature verified.
@@ -63,8 +64,8 @@ public enum PostbackBodyVerifier {
             case .publicKey(let publicKey):
                 // One key given by hand: it stands for whatever kid the header names.
                 keys = JWKSet(keys: [JWK(publicKey: try publicKey.p256Key(), keyID: try PostbackVerifier.keyID(inBody: body))])
-            case .appleSKAdNetwork:
-                throw JWSError(.invalidKey, "Apple's SKAdNetwork keys do not sign AdAttributionKit postbacks")
+            case .apple:
+                keys = .appleAdAttributionKit
             }
             return .adAttributionKit(try PostbackVerifier.verify(body: body, keys: keys))
         case .skAdNetwork:
@@ -73,7 +74,7 @@ public enum PostbackBodyVerifier {
             switch key {
             case .publicKey(let given):
                 publicKey = given
-            case .appleSKAdNetwork:
+            case .apple:
                 // An unknown version gets P-256 here and is refused by the verifier with its reason.
                 publicKey = postback.resolvedVersion.map(SKANPublicKey.apple(for:)) ?? .appleP256
             case .keySet(let set):

@@ -85,10 +85,11 @@ public struct SKANPublicKey: Sendable, Hashable {
 
 extension SKANPublicKey {
     /// Apple's published key for postbacks 2.1 and later [Verifying an install-validation postback].
-    public static let appleP256 = try! SKANPublicKey(
-        parsing:
-            "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEWdp8GPcGqmhgzEFj9Z2nSpQVddayaPe4FMzqM9wib1+aHaaIzoHoLN9zW4K8y4SPykE3YVK3sVqW6Af0lfx3gg=="
-    )
+    public static let appleP256 = try! SKANPublicKey(parsing: applePublishedP256)
+
+    /// The same key as Apple publishes it (base64 DER); it also signs production AdAttributionKit postbacks.
+    static let applePublishedP256 =
+        "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEWdp8GPcGqmhgzEFj9Z2nSpQVddayaPe4FMzqM9wib1+aHaaIzoHoLN9zW4K8y4SPykE3YVK3sVqW6Af0lfx3gg=="
 
     /// Apple's published key for postbacks 1.0 and 2.0 [SKAdNetwork 1 and 2 release notes].
     public static let appleP192 = try! SKANPublicKey(

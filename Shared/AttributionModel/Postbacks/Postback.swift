@@ -58,6 +58,10 @@ public struct PostbackOrder: Sendable, Codable, Hashable {
     public var countryCode: String?
     /// Signed with the development key id when the winning impression was a development one.
     public var isDevelopment: Bool
+    /// An ad network's test postback (`POST /v1/ad-networks/{id}/test-postbacks`): signed with the test
+    /// key id, as Apple signs postbacks made in developer settings with a key of their own. Nil (absent
+    /// in the message) for an attribution's postbacks.
+    public var isTestPostback: Bool?
     /// The kind of the impression this postback credits: a SKAdNetwork impression gets a SKAdNetwork 4.0
     /// postback, an AdAttributionKit one (or nil, in orders held before this field existed) a JWS one.
     public var impressionKind: ImpressionKind?
@@ -83,8 +87,25 @@ public struct PostbackOrder: Sendable, Codable, Hashable {
         case coarseConversionValue = "coarse-conversion-value"
         case countryCode = "country-code"
         case isDevelopment = "development"
+        case isTestPostback = "test-postback"
         case impressionKind = "impression-kind"
     }
+
+    /// Which of the dispatcher's keys signs this postback.
+    public var signingRole: SigningRole {
+        if isTestPostback == true { return .testPostback }
+        return isDevelopment ? .development : .production
+    }
+}
+
+/// The dispatcher's three signing keys, each with a `kid` of its own, as Apple keeps three:
+/// production (`apple-cas-identifier/0`), postbacks of development impressions
+/// (`apple-development-identifier/0`) and postbacks made in developer settings
+/// (`apple-development-identifier/1`), so that a receiver tells them apart by `kid` alone.
+public enum SigningRole: String, Sendable, Hashable, CaseIterable {
+    case production
+    case development
+    case testPostback = "test-postback"
 }
 
 /// The HTTP body POSTed to a postback destination.

@@ -131,7 +131,7 @@ public struct TestPostbackRequest: Sendable, Codable, Hashable {
 
 /// The postbacks a test request makes: built by `PostbackPlan`'s own field gating for the tier asked for
 /// (so a tier-0 request for three windows makes one postback, and a non-winning one only the first
-/// window's), each signed with the development key.
+/// window's), each signed with the test key (`SigningRole.testPostback`).
 public enum TestPostbacks {
     /// How many postbacks `request` makes, for ingest to name them before the scheduler builds them.
     public static func count(_ request: TestPostbackRequest) -> Int {
@@ -166,6 +166,7 @@ public enum TestPostbacks {
                     window: window, contender: contender, values: values, identifier: request.postbackIdentifiers[window])
             else { return nil }
             order.isDevelopment = true
+            order.isTestPostback = true
             return order
         }
     }

@@ -22,7 +22,8 @@ extension ConfigurationKey {
         row(.timerPollMilliseconds), row(.conversionSettleMilliseconds), row(.windowCloseGraceMilliseconds),
         row(.postbackURLAllowList), row(.publicSuffixList), row(.developmentMode), row(.signingKeyFile), row(.signingKeyID),
         row(.developmentSigningKeyFile),
-        row(.developmentSigningKeyID), row(.deliveryTimeoutMilliseconds), row(.deliveryConcurrencyPerHost),
+        row(.developmentSigningKeyID), row(.testSigningKeyFile), row(.testSigningKeyID), row(.deliveryTimeoutMilliseconds),
+        row(.deliveryConcurrencyPerHost),
         row(.signingKeyGraceHours),
     ]
 

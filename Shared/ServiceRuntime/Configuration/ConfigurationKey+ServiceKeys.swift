@@ -27,6 +27,13 @@ extension ConfigurationKey.Typed where Value == String {
             "DEVELOPMENT_SIGNING_KEY_ID", default: "attribution-pipeline-development/0", services: ["dispatcher"],
             "`kid` of postbacks from development impressions.")
     }
+
+    public static var testSigningKeyID: Self {
+        .text(
+            "TEST_SIGNING_KEY_ID", default: "attribution-pipeline-test/0", services: ["dispatcher"],
+            "`kid` of test postbacks (`POST /v1/ad-networks/{id}/test-postbacks`), as Apple signs developer-settings postbacks with a key of their own."
+        )
+    }
 }
 
 extension ConfigurationKey.Typed where Value == String? {
@@ -41,6 +48,13 @@ extension ConfigurationKey.Typed where Value == String? {
         .path(
             "DEVELOPMENT_SIGNING_KEY_FILE", unsetMeans: "generated at start", services: ["dispatcher"],
             "Private key for postbacks of development impressions. Unset, one is generated per process, with the `kid` `<DEVELOPMENT_SIGNING_KEY_ID>-<8 hex digits of its public key>`."
+        )
+    }
+
+    public static var testSigningKeyFile: Self {
+        .path(
+            "TEST_SIGNING_KEY_FILE", unsetMeans: "generated at start", services: ["dispatcher"],
+            "Private key for test postbacks. Unset, one is generated per process, with the `kid` `<TEST_SIGNING_KEY_ID>-<8 hex digits of its public key>`."
         )
     }
 }

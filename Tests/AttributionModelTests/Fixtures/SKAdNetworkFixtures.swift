@@ -98,3 +98,16 @@ enum SKANAppleExample: String, CaseIterable, CustomTestStringConvertible {
     var body: Data { Data(rawValue.utf8) }
     var testDescription: String { "\(self)" }
 }
+
+/// Apple's own AdAttributionKit example postback, "Identifying the parameters in a postback": made in
+/// developer settings, so signed with `apple-development-identifier/1`, a header that escapes `/` as
+/// `\/`, an upper-case postback identifier and an advertised item identifier above 2³².
+enum AAKAppleExample {
+    static let body = Data(
+        """
+        {"jws-string": "eyJraWQiOiJhcHBsZS1kZXZlbG9wbWVudC1pZGVudGlmaWVyXC8xIiwiYWxnIjoiRVMyNTYifQ.eyJwb3N0YmFjay1pZGVudGlmaWVyIjoiODU1NDZFQjctRkQzOS00NEJDLTg5OTAtQzk4QTRBQzM2QTQ5IiwicHVibGlzaGVyLWl0ZW0taWRlbnRpZmllciI6MCwibWFya2V0cGxhY2UtaWRlbnRpZmllciI6ImNvbS5hcHBsZS5BcHBTdG9yZSIsImltcHJlc3Npb24tdHlwZSI6ImFwcC1pbXByZXNzaW9uIiwiYWQtbmV0d29yay1pZGVudGlmaWVyIjoiZGV2ZWxvcG1lbnQuYWRhdHRyaWJ1dGlvbmtpdCIsImRpZC13aW4iOnRydWUsInBvc3RiYWNrLXNlcXVlbmNlLWluZGV4IjowLCJjb252ZXJzaW9uLXR5cGUiOiJyZS1lbmdhZ2VtZW50Iiwic291cmNlLWlkZW50aWZpZXIiOiIxMjM0IiwiYWR2ZXJ0aXNlZC1pdGVtLWlkZW50aWZpZXIiOjEwNzM4MDI3NzU2fQ.bAdNwKd6OfHK9tofvjjua4X_JPcFTxXPQSspD9gZkinw97pY7R1aI-LSjl-oxZZF3_K2H5JK5TSEBee4_1U4oQ",
+         "conversion-value": 24, "ad-interaction-type": "click", "country-code": "US"}
+        """.utf8)
+    static let keyID = "apple-development-identifier/1"
+    static let advertisedItemIdentifier: ItemIdentifier = 10_738_027_756
+}

@@ -4,7 +4,7 @@ import Foundation
 /// `--public-key`: `apple`, `@<path>`, or the key itself (base64 DER SubjectPublicKeyInfo, PEM, or a JWK).
 enum PostbackKeyArgument {
     static func parse(_ argument: String) throws(VerifyPostbackFailure) -> PostbackVerificationKey {
-        if argument == "apple" { return .appleSKAdNetwork }
+        if argument == "apple" { return .apple }
         var text = argument
         if argument.hasPrefix("@") {
             let path = String(argument.dropFirst())

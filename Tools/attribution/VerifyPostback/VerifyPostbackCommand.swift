@@ -14,7 +14,8 @@ struct VerifyPostbackCommand: AsyncParsableCommand {
             --public-key (whatever kid it names) or with the key of --jwks-url that its kid names. A body \
             with attribution-signature is a SKAdNetwork postback (versions 1.0–4.0): its signature over the \
             version's signed fields must verify with --public-key or one of the keys of --jwks-url (P-192 for 1.0 and 2.0, P-256 from 2.1; \
-            `--public-key apple` uses Apple's published keys). On success the fields are printed as one JSON \
+            `--public-key apple` uses Apple's published keys, for AdAttributionKit the three by kid: \
+            apple-cas-identifier/0, apple-development-identifier/0 and /1). On success the fields are printed as one JSON \
             object with "kind" (and "kid" for AdAttributionKit) and the exit status is 0; the value fields \
             (conversion-value, coarse-conversion-value, country-code, ad-interaction-type) are never signed. \
             Otherwise {"error": "<reason code>", "detail": "..."} goes to stderr, as its only line, and the \
@@ -29,7 +30,7 @@ struct VerifyPostbackCommand: AsyncParsableCommand {
         help: """
             The verifying public key: base64 DER SubjectPublicKeyInfo (as Apple publishes it), PEM (give it as \
             --public-key=<PEM>: it starts with dashes), a JWK (AdAttributionKit), @<path> to read one of those \
-            from a file, or `apple` for Apple's SKAdNetwork keys.
+            from a file, or `apple` for Apple's published AdAttributionKit and SKAdNetwork keys.
             """)
     var publicKey: String?
 
