@@ -49,6 +49,7 @@ DELAY = RULES + "PostbackDelay.swift"
 UPDATE = "Shared/AttributionModel/Events/PostbackUpdate.swift"
 WINNER_STEP = "Shared/AttributionModel/Steps/WinnerStep.swift"
 STATE_LIMITS = RULES + "DeviceStateLimits.swift"
+OPEN_URL = "Shared/AttributionModel/API/ReengagementOpenURL.swift"
 
 
 def M(rule, what, expect, *edits):
@@ -434,6 +435,28 @@ MUTATIONS = [
         (ELIGIBILITY, "return .deviceReengagementCap", "return nil"),
     ),
     M(
+        "reengagement-open-url",
+        "the open URL is the URL as given, without AdAttributionKitReengagementOpen",
+        ["reengagement-open-url-capped.json", "reengagement-open-url-not-eligible.json"],
+        (OPEN_URL, "items.append(URLQueryItem(name: parameter, value: value))", ""),
+    ),
+    M(
+        "reengagement-open-url",
+        "a parameter the URL already had is kept beside the new one",
+        ["reengagement-open-url-capped.json"],
+        (OPEN_URL, ".filter { $0.name != parameter }", ""),
+    ),
+    M(
+        "reengagement-open-url",
+        "a re-engagement that creates no conversion records no outcome",
+        ["reengagement-open-url-capped.json", "reengagement-open-url-not-eligible.json"],
+        (
+            WINNER_STEP,
+            "if report.conversionType == .reengagement { effects.outcome = (report.conversionTag ?? envelope.id, .notCreated(refusal)) }",
+            "",
+        ),
+    ),
+    M(
         "development-no-caps",
         "development winners are capped too",
         ["reengagement-development-no-caps.json"],
@@ -579,12 +602,24 @@ MUTATIONS = [
         "a window with no update still sends",
         ["windows-no-update-no-postbacks.json"],
         (PLAN, "guard !upTo.isEmpty else { return nil }", "guard !upTo.isEmpty else { return .init() }"),
+        # Timers are set only for windows with a value, so such a window never closes: set them for every window too.
+        (
+            PLAN,
+            "Set(reported.compactMap { window(at: $0.time, policy: policy) }.filter { !windowsDone[$0] })",
+            "Set((0..<ConversionWindows.count).filter { !windowsDone[$0] })",
+        ),
     ),
     M(
         "later-window-needs-update",
         "a later window carries the earlier windows' values",
         ["windows-later-need-update.json", "windows-lock-freezes-window.json"],
         (PLAN, "start.map { value.time >= $0 } ?? true", "true"),
+        # Timers are set only for windows with a value, so such a window never closes: set them for every window too.
+        (
+            PLAN,
+            "Set(reported.compactMap { window(at: $0.time, policy: policy) }.filter { !windowsDone[$0] })",
+            "Set((0..<ConversionWindows.count).filter { !windowsDone[$0] })",
+        ),
     ),
     M(
         "three-windows",

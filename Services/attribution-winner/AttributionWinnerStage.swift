@@ -136,6 +136,12 @@ struct AttributionWinnerStage: StreamStage {
                 RedisCommand("PEXPIRE", key, String(record.keepFor)),
             ]
         }
+        if let (tag, outcome) = effects.outcome {
+            commands.append(
+                RedisCommand(
+                    "SET", StageKeys.reengagementOutcome(conversionTag: tag, in: partition), outcome.recorded, "PX",
+                    String(ConversionOutcome.keptMilliseconds)))
+        }
         for refusal in effects.allRejections { commands.append(refusal.rejection.entry(at: refusal.at, in: partition)) }
         return commands + effects.outputs.map { StreamCommands.add(StreamNames.attributions(partition), message: $0.encoded()) }
     }

@@ -31,6 +31,8 @@ enum EventKind: String, CaseIterable, Sendable {
     struct Decoded {
         var event: EventPublisher.Prepared
         var caller: String?
+        /// A re-engagement's `reengagement-url`, checked: the answer opens it with the conversion tag.
+        var reengagementURL: URLComponents? = nil
     }
 
     /// Decodes and validates `bytes`: a whole request body (`idempotencyKey` from its header), or a batch
@@ -71,7 +73,11 @@ enum EventKind: String, CaseIterable, Sendable {
                 device: report.deviceIdentifier,
                 caller: .app(key: appKey, item: report.advertisedItemIdentifier), key: key,
                 tagged: report.conversionType == .reengagement)
-            return Decoded(event: event, caller: withCaller ? "app \(report.advertisedItemIdentifier)" : nil)
+            return Decoded(
+                event: event, caller: withCaller ? "app \(report.advertisedItemIdentifier)" : nil,
+                reengagementURL: try request.reengagementURL.map { url throws(RequestProblem) in
+                    try ReengagementOpenURL.validate(url)
+                })
         case .updates:
             let (request, key) = try Self.decode(IngestRequests.ValueUpdate.self, bytes, inBatch: inBatch, idempotencyKey)
             let report = try request.report(receivedAt: receivedAt)

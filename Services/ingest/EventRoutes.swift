@@ -16,22 +16,30 @@ struct EventRoutes {
     let signingKeyGrace: Milliseconds
     let publisher: EventPublisher
     let admission: Admission
+    let outcomes: OutcomeWaits
     let clock: @Sendable () -> Milliseconds
 
     struct Accepted: Encodable {
         let eventIdentifier: String
         /// Re-engagements: the `AdAttributionKitReengagementOpen` value updates may carry.
         var conversionTag: String? = nil
+        /// Re-engagements with a `reengagement-url`: the URL to open the app with, tag appended.
+        var openURL: String? = nil
+        /// With `Prefer: wait`: `created`, `not-created` (and `reason`) or `pending`.
+        var conversion: String? = nil
+        var reason: String? = nil
         enum CodingKeys: String, CodingKey {
             case eventIdentifier = "event-identifier"
             case conversionTag = "conversion-tag"
+            case openURL = "open-url"
+            case conversion, reason
         }
 
         /// The 202, in the sorted-keys encoding of `Response.json`. Spliced, not encoded: the answer of
         /// every single-event request, and a JSONEncoder costs a few µs of ingest's ~60 per request. Ids
         /// are ingest's own (UUIDs), so nothing needs escaping; anything else goes through the encoder.
         var response: Response {
-            guard Self.plain(eventIdentifier), conversionTag.map(Self.plain) ?? true else {
+            guard Self.plain(eventIdentifier), conversionTag.map(Self.plain) ?? true, openURL == nil, conversion == nil else {
                 return Response.json(self, status: .accepted)
             }
             var body = ByteBuffer()
@@ -88,15 +96,30 @@ struct EventRoutes {
             if granted == 0 { throw Admission.rateLimited(caller, retryAfter: retryAfter, rate: admission.limits.callerRate) }
         }
         try admission.reserve(1)
-        defer { admission.release(1) }
+        var released = false
+        defer { if !released { admission.release(1) } }
         admission.record(ContinuousClock.now - started)
+        let id: String
         switch try await publisher.publish([decoded.event])[0] {
-        case .success(let id):
-            IngestMetrics.accepted.increment()
-            return Accepted(eventIdentifier: id, conversionTag: decoded.event.tagged ? id : nil).response
-        case .failure(let problem):
-            throw problem
+        case .success(let published): id = published
+        case .failure(let problem): throw problem
         }
+        IngestMetrics.accepted.increment()
+        admission.release(1)
+        released = true
+        var accepted = Accepted(
+            eventIdentifier: id, conversionTag: decoded.event.tagged ? id : nil,
+            openURL: decoded.reengagementURL.map { ReengagementOpenURL.opening($0, tag: id) })
+        guard decoded.event.tagged, let seconds = OutcomeWaits.preferredSeconds(request.headers) else {
+            return accepted.response
+        }
+        // The event is on `events`: waiting only tells the caller more, it holds no admission slot.
+        let outcome = await outcomes.outcome(tag: id, device: decoded.event.device, within: seconds)
+        accepted.conversion = outcome?.conversion ?? "pending"
+        accepted.reason = outcome?.reason
+        var response = accepted.response
+        response.headers[.preferenceApplied] = "wait=\(seconds)"
+        return response
     }
 
     /// Up to 1,000 events: 200 with one result per item, in order.
@@ -125,7 +148,7 @@ struct EventRoutes {
         }
         let receivedAt = clock()
         let headerKey = request.idempotencyKey
-        var results = [Result<(String, Bool), ProblemDetails>?](repeating: nil, count: ranges.count)
+        var results = [Result<BatchAnswer.Accepted, ProblemDetails>?](repeating: nil, count: ranges.count)
         var decoded: [(index: Int, item: EventKind.Decoded)] = []
         for (index, range) in ranges.enumerated() {
             // An item is held to a single request's body limit: a batch carries events, not larger ones.
@@ -152,7 +175,11 @@ struct EventRoutes {
         admission.record((ContinuousClock.now - started) / ranges.count)
         let published = try await publisher.publish(decoded.map(\.item.event))
         for ((index, item), result) in zip(decoded, published) {
-            results[index] = result.map { ($0, item.event.tagged) }
+            results[index] = result.map {
+                BatchAnswer.Accepted(
+                    id: $0, tagged: item.event.tagged,
+                    openURL: item.reengagementURL.map { [id = $0] in ReengagementOpenURL.opening($0, tag: id) })
+            }
         }
         let answer = BatchAnswer(results.map { $0! })
         IngestMetrics.accepted.increment(by: answer.accepted)
@@ -163,7 +190,7 @@ struct EventRoutes {
 
     /// Items past their caller's rate are answered 429; the rest go on, in order.
     private func rateLimit(
-        _ items: [(index: Int, item: EventKind.Decoded)], into results: inout [Result<(String, Bool), ProblemDetails>?]
+        _ items: [(index: Int, item: EventKind.Decoded)], into results: inout [Result<BatchAnswer.Accepted, ProblemDetails>?]
     ) -> [(index: Int, item: EventKind.Decoded)] {
         guard admission.limits.callerRate > 0 else { return items }
         var counts: [String: Int] = [:]
@@ -193,10 +220,18 @@ struct EventRoutes {
 
 /// A batch's answer: counts, and one result per item in order (an accepted item's id, or its problem).
 struct BatchAnswer: Encodable {
+    /// An accepted item: its event id, whether it is a re-engagement (its tag is the id), its open URL.
+    struct Accepted {
+        var id: String
+        var tagged: Bool
+        var openURL: String?
+    }
+
     struct Item: Encodable {
         var status: Int
         var eventIdentifier: String?
         var conversionTag: String?
+        var openURL: String?
         var type: String?
         var title: String?
         var reason: ProblemReason?
@@ -206,6 +241,7 @@ struct BatchAnswer: Encodable {
             case status, type, title, reason, detail
             case eventIdentifier = "event-identifier"
             case conversionTag = "conversion-tag"
+            case openURL = "open-url"
         }
     }
 
@@ -218,12 +254,15 @@ struct BatchAnswer: Encodable {
 
     enum CodingKeys: String, CodingKey { case accepted, refused, results }
 
-    init(_ results: [Result<(String, Bool), ProblemDetails>]) {
+    init(_ results: [Result<Accepted, ProblemDetails>]) {
         for result in results {
             switch result {
-            case .success(let (id, tagged)):
+            case .success(let item):
                 accepted += 1
-                self.results.append(Item(status: 202, eventIdentifier: id, conversionTag: tagged ? id : nil))
+                self.results.append(
+                    Item(
+                        status: 202, eventIdentifier: item.id, conversionTag: item.tagged ? item.id : nil,
+                        openURL: item.openURL))
             case .failure(let problem):
                 refused += 1
                 problems.append(problem)

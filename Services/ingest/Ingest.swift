@@ -107,7 +107,8 @@ enum IngestRoutes {
             redis: redis, maxBodyBytes: settings.maxBodyBytes, maxBatchBodyBytes: settings.maxBatchBodyBytes,
             signingKeyGrace: settings.signingKeyGrace,
             publisher: EventPublisher(queue: queue, appKeys: appKeys, partitioning: settings.partitioning),
-            admission: admission, clock: settings.clock
+            admission: admission, outcomes: OutcomeWaits(redis: redis, partitioning: settings.partitioning),
+            clock: settings.clock
         ).add(to: router, catalog: catalog)
         NetworkCredentialRoutes(redis: redis, clock: settings.clock).addPublic(to: router, catalog: catalog)
         TestPostbackRoutes(redis: redis, partitioning: settings.partitioning, clock: settings.clock)

@@ -23,7 +23,7 @@ struct ProblemReasonTests {
         "replication-timeout", "invalid-batch", "batch-too-large", "overloaded", "pipeline-lagging", "rate-limited",
         "unknown-app-key", "credential-mismatch", "unknown-credential", "unknown-publisher-app",
         "invalid-marketplace-identifier", "conversion-not-found", "pending-limit", "invalid-conversion-tag",
-        "conversion-tag-not-supported",
+        "conversion-tag-not-supported", "invalid-reengagement-url",
     ]
 
     @Test func reasonStringsAreTheOnesClientsKnow() {

@@ -126,7 +126,26 @@ struct RequestValidationTests {
         conversionCase("non-ASCII", Self.marketplace("com.exämple"), .invalidMarketplaceIdentifier),
         conversionCase(
             "256 characters", Self.marketplace("com." + String(repeating: "a", count: 252)), .invalidMarketplaceIdentifier),
+        conversionCase("a re-engagement URL", Self.reengagement(url: "https://app.example.com/offer?x=1"), nil),
+        conversionCase(
+            "a URL on an install", Self.reengagement(url: "https://app.example.com/", type: "download"), .invalidReengagementURL),
+        conversionCase("an http URL", Self.reengagement(url: "http://app.example.com/"), .invalidReengagementURL),
+        conversionCase("a custom scheme", Self.reengagement(url: "myapp://offer"), .invalidReengagementURL),
+        conversionCase("a relative URL", Self.reengagement(url: "/offer"), .invalidReengagementURL),
+        conversionCase("no host", Self.reengagement(url: "https:///offer"), .invalidReengagementURL),
+        conversionCase("a space", Self.reengagement(url: "https://app.example.com/a b"), .invalidReengagementURL),
+        conversionCase("non-ASCII", Self.reengagement(url: "https://app.example.com/é"), .invalidReengagementURL),
+        conversionCase(
+            "2,049 bytes", Self.reengagement(url: "https://app.example.com/" + String(repeating: "a", count: 2_025)),
+            .invalidReengagementURL),
+        conversionCase(
+            "2,048 bytes", Self.reengagement(url: "https://app.example.com/" + String(repeating: "a", count: 2_024)), nil),
     ]
+
+    static func reengagement(url: String, type: String = "re-engagement") -> String {
+        #"{"device-identifier":"device-1","advertised-item-identifier":1108187390,"conversion-type":"\#(type)","#
+            + #""time":\#(now),"reengagement-url":"\#(url)"}"#
+    }
 
     static func marketplace(_ identifier: String) -> String {
         String(conversion().dropLast()) + #","marketplace-identifier":"\#(identifier)"}"#

@@ -13,6 +13,7 @@ struct HTTPTestClient {
         var contentType: String?
         var retryAfter: String? = nil
         var allow: String? = nil
+        var preferenceApplied: String? = nil
     }
 
     func send(_ method: String, _ url: String, json: Any? = nil, raw: String? = nil, token: String? = nil) async throws -> Reply {
@@ -52,6 +53,7 @@ struct HTTPClientRequestBuilder {
     var token: String? = nil
     var contentType: String? = nil
     var idempotencyKey: String? = nil
+    var prefer: String? = nil
 }
 
 extension HTTPTestClient {
@@ -61,12 +63,13 @@ extension HTTPTestClient {
         if let token = builder.token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
         if let contentType = builder.contentType { request.headers.add(name: "Content-Type", value: contentType) }
         if let key = builder.idempotencyKey { request.headers.add(name: "Idempotency-Key", value: key) }
+        if let prefer = builder.prefer { request.headers.add(name: "Prefer", value: prefer) }
         request.body = .bytes(ByteBuffer(string: builder.body))
-        let response = try await client.execute(request, timeout: .seconds(10))
+        let response = try await client.execute(request, timeout: .seconds(15))
         let body = try await response.body.collect(upTo: 1 << 20)
         return Reply(
             status: Int(response.status.code), body: Data(body.readableBytesView),
             contentType: response.headers.first(name: "Content-Type"), retryAfter: response.headers.first(name: "Retry-After"),
-            allow: response.headers.first(name: "Allow"))
+            allow: response.headers.first(name: "Allow"), preferenceApplied: response.headers.first(name: "Preference-Applied"))
     }
 }

@@ -353,10 +353,19 @@ final class ScenarioPipelineRunner: Sendable {
                 ]
                 if conversion.country != "absent" { body["country-code"] = conversion.country ?? "US" }
                 if let marketplace = conversion.marketplace { body["marketplace-identifier"] = marketplace }
+                if let url = conversion.url { body["reengagement-url"] = url }
                 let reply = try await http.send("POST", "\(pipeline.ingestURL)/v1/conversions", json: body, token: appKey)
                 if reply.status == 202 {
                     accepted.append(reply.json["event-identifier"] as? String ?? "")
                     if let tag = reply.json["conversion-tag"] as? String { tags[conversion.id] = tag }
+                    // The open URL is in the answer whatever attribution decides later.
+                    if let expected = plan.scenario.expected.openings?.first(where: { $0.conversion == conversion.id }) {
+                        let url = expected.url(tag: tags[conversion.id] ?? "")
+                        let actual = reply.json["open-url"] as? String
+                        if actual != url {
+                            problems.append("conversion \(conversion.id): open-url \(actual ?? "absent"), expected \(url)")
+                        }
+                    }
                 } else {
                     problems.append(
                         "conversion \(conversion.id): ingest answered \(reply.status) \(String(decoding: reply.body, as: UTF8.self))"

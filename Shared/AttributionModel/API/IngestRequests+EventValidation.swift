@@ -73,6 +73,13 @@ extension IngestRequests.Conversion {
             )
         }
         try RequestChecks.time(time, field: "time")
+        if let reengagementURL {
+            guard conversionType == .reengagement else {
+                throw RequestProblem(
+                    .invalidReengagementURL, "reengagement-url belongs to re-engagements: an install opens no URL")
+            }
+            _ = try ReengagementOpenURL.validate(reengagementURL)
+        }
     }
 
     /// `conversionTag`: for a re-engagement, the value ingest returns as `conversion-tag` (the app's

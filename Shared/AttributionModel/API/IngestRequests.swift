@@ -118,11 +118,16 @@ public enum IngestRequests {
         /// The store the app was installed from: an alternative marketplace's bundle id; absent, the App
         /// Store (`com.apple.AppStore`).
         public var marketplaceIdentifier: String?
+        /// Re-engagements: the URL the ad opens the app with (its universal link); the answer gives it
+        /// back with `AdAttributionKitReengagementOpen` appended (`ReengagementOpenURL`).
+        public var reengagementURL: String?
 
         public init(
             deviceIdentifier: String, advertisedItemIdentifier: ItemIdentifier, conversionType: ConversionType,
-            time: Milliseconds, countryCode: String? = nil, marketplaceIdentifier: String? = nil
+            time: Milliseconds, countryCode: String? = nil, marketplaceIdentifier: String? = nil,
+            reengagementURL: String? = nil
         ) {
+            self.reengagementURL = reengagementURL
             self.deviceIdentifier = deviceIdentifier
             self.advertisedItemIdentifier = advertisedItemIdentifier
             self.conversionType = conversionType
@@ -138,6 +143,7 @@ public enum IngestRequests {
             case time
             case countryCode = "country-code"
             case marketplaceIdentifier = "marketplace-identifier"
+            case reengagementURL = "reengagement-url"
         }
     }
 

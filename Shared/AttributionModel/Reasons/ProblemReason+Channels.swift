@@ -20,7 +20,7 @@ extension ProblemReason {
             [.rejection]
         case .invalidJSON, .invalidBody, .invalidDeviceIdentifier, .invalidTime, .invalidInteraction,
             .invalidSKAdNetworkImpression, .invalidCountryCode, .invalidMarketplaceIdentifier, .valueOutOfRange, .invalidActivity,
-            .invalidIdempotencyKey,
+            .invalidIdempotencyKey, .invalidReengagementURL,
             .invalidAdNetworkIdentifier, .invalidItemIdentifier, .invalidPublicKey, .invalidPostbackURL, .invalidCopyEndpoint,
             .invalidPropertyList, .invalidConfiguration, .unknownKey, .invalidSchema, .invalidVersion,
             .invalidDeadLetterIdentifier, .destinationInvalid, .destinationNotHTTPS, .destinationPrivateAddress,

@@ -45,6 +45,7 @@ public enum ProblemReason: String, Sendable, Codable, Hashable, CaseIterable {
     case invalidSKAdNetworkImpression = "invalid-skadnetwork-impression"
     case invalidCountryCode = "invalid-country-code"
     case invalidMarketplaceIdentifier = "invalid-marketplace-identifier"
+    case invalidReengagementURL = "invalid-reengagement-url"
     case valueOutOfRange = "value-out-of-range"
     case invalidActivity = "invalid-activity"
     case invalidIdempotencyKey = "invalid-idempotency-key"

@@ -84,6 +84,9 @@ public struct WinnerStep: Sendable {
         /// A conversion to hold until `dueAt`, then read back from `winner:settled`.
         public var settle: (message: Envelope, dueAt: Milliseconds)?
         public var reengagement: ReengagementRecord?
+        /// A re-engagement's outcome, recorded under its conversion tag (its event id) for a request
+        /// waiting to say it (`Prefer: wait`).
+        public var outcome: (conversionTag: String, outcome: ConversionOutcome)?
         /// A conversion not attributed, with its reason (recorded on `rejected`, stamped with the conversion's time).
         /// A conversion not attributed: its reason, the `rejected` record, and the refusal list it is
         /// shown in (its advertised app's, like the verifier's refusals of the app's events).
@@ -264,6 +267,7 @@ public struct WinnerStep: Sendable {
                 let period = Retention.reengagements(policy)
                 effects.reengagement = ReengagementRecord(
                     conversionIdentifier: envelope.id, time: report.time, dropThrough: report.time - period, keepFor: period)
+                effects.outcome = (report.conversionTag ?? envelope.id, .created)
             }
             effects.counts.append(.conversion(.attributed))
         case .failure(let refusal):
@@ -272,6 +276,9 @@ public struct WinnerStep: Sendable {
                 reason: RejectionReason(refusal), detail: "the conversion was not attributed (\(refusal.rawValue))",
                 eventIdentifier: envelope.id)
             effects.refusal = (refusal, rejection, report.time, .app(report.advertisedItemIdentifier))
+            if report.conversionType == .reengagement {
+                effects.outcome = (report.conversionTag ?? envelope.id, .notCreated(refusal))
+            }
             // Updates that waited on this conversion go to the one before it.
             effects.outputs += Self.routed(
                 effects.state.routePending(), activities: effects.state.routePendingActivities(), by: envelope)

@@ -235,6 +235,11 @@ public enum StageKeys {
     public static func replayMarker(impression: String, _ partitioning: Partitioning) -> String {
         "verifier:seen:\(partitioning.of(key: impression).tag):\(impression)"
     }
+    /// attribution-winner: a re-engagement's outcome (`ConversionOutcome.recorded`) for a minute, under
+    /// its conversion tag in its device's partition, read by ingest for a request that waits for it.
+    public static func reengagementOutcome(conversionTag: String, in partition: Partition) -> String {
+        "winner:outcomes:\(partition.tag):\(conversionTag)"
+    }
     /// scheduler: the key of the keyed hash behind every `postback-identifier` (`PostbackIdentifiers`):
     /// 32 random bytes in hex, written once by the first scheduler to start, never expiring.
     public static let postbackIdentifierKey = "scheduler:postback-identifier-key"

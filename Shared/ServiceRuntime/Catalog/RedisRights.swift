@@ -32,8 +32,9 @@ public enum RedisRights {
         ],
     ]
 
-    /// Keys a service reads besides `readByAll`: ingest serves an ad network its own refusals.
-    static let alsoReads: [String: [String]] = ["ingest": ["verifier:rejections:*"]]
+    /// Keys a service reads besides `readByAll`: ingest serves an ad network its own refusals, and an
+    /// app the outcome of a re-engagement it waits for.
+    static let alsoReads: [String: [String]] = ["ingest": ["verifier:rejections:*", "winner:outcomes:*"]]
 
     /// Data commands only: no administration (`CONFIG`, `ACL`, `DEBUG`, `SHUTDOWN`), no `KEYS`,
     /// `FLUSHALL` or other `@dangerous` commands, no pub/sub; cluster routing reads the slot map, and

@@ -42,6 +42,10 @@ struct ScenarioRuleRunner {
         /// Updates no conversion took: ignored (SKAdNetwork's shape) and refused.
         var ignoredUpdates = 0
         var refusedUpdates = 0
+        /// Per re-engagement given a `url`: the open URL ingest answers with; per conversion tag, the
+        /// outcome attribution-winner recorded.
+        var openURLs: [String: String] = [:]
+        var outcomes: [String: ConversionOutcome] = [:]
     }
 
     /// The UUID-shaped id of a scenario impression name, ordered like the name.
@@ -151,6 +155,7 @@ struct ScenarioRuleRunner {
             if let device, let record = effects.reengagement { record.apply(to: &reengagements[device, default: []]) }
             if let settle = effects.settle { settling.append(settle.message) }
             if let refusal = effects.refusal { run.refusals[message.id] = refusal.reason }
+            if let (tag, outcome) = effects.outcome { run.outcomes[tag] = outcome }
             run.ignoredUpdates += effects.counts.filter { $0 == .skadnetworkUpdateIgnored }.count
             run.refusedUpdates += effects.rejections.filter { $0.rejection.reason == .conversionNotFound }.count
             for output in effects.outputs { schedule(output) }
@@ -205,7 +210,7 @@ struct ScenarioRuleRunner {
     }
 
     /// The message the verifier would pass on for a scenario event.
-    private func verified(_ event: ScenarioEvent, index: Int) -> Envelope {
+    private mutating func verified(_ event: ScenarioEvent, index: Int) -> Envelope {
         let device = event.device ?? "device"
         let time = Self.base + event.at
         if let impression = event.impression {
@@ -227,6 +232,10 @@ struct ScenarioRuleRunner {
                 interaction: interaction, kind: impression.kind ?? .adAttributionKit)
             return Envelope(id: "event-\(index)", time: time, body: .impressionVerified(verified))
         } else if let conversion = event.conversion {
+            // Ingest's part: the URL is checked and opened before the conversion goes on.
+            if let url = conversion.url, let checked = try? ReengagementOpenURL.validate(url) {
+                run.openURLs[conversion.id] = ReengagementOpenURL.opening(checked, tag: Self.tag(of: conversion.id))
+            }
             let report = ConversionReport(
                 deviceIdentifier: device, advertisedItemIdentifier: Self.advertisedApp, conversionType: conversion.type,
                 time: time, countryCode: conversion.country == "absent" ? nil : conversion.country ?? "US", receivedAt: time,
@@ -308,6 +317,21 @@ extension ScenarioRuleRunner {
         }
         for (conversion, refusal) in run.refusals.sorted(by: { $0.key < $1.key }) where expectedRefusals[conversion] == nil {
             report("conversion \(conversion) was refused unexpectedly (\(refusal.rawValue))")
+        }
+
+        // Re-engagements' answers: the open URL whatever the outcome, and the outcome.
+        for expected in scenario.expected.openings ?? [] {
+            let url = expected.url(tag: tag(of: expected.conversion))
+            if run.openURLs[expected.conversion] != url {
+                report(
+                    "conversion \(expected.conversion): open URL \(run.openURLs[expected.conversion] ?? "none"), expected \(url)")
+            }
+            let outcome = run.outcomes[tag(of: expected.conversion)]
+            if outcome?.conversion != expected.outcome || outcome?.reason != expected.reason {
+                report(
+                    "conversion \(expected.conversion): outcome \(outcome?.recorded ?? "none recorded"), expected "
+                        + "\(expected.outcome)\(expected.reason.map { " \($0)" } ?? "")")
+            }
         }
 
         // Postbacks: a multiset matched on (conversion, network, did-win, window).

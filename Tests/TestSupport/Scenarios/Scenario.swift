@@ -85,6 +85,8 @@ public struct ScenarioConversion: Codable, Sendable {
     public var country: String?
     /// An alternative marketplace's bundle id (default: none, the App Store).
     public var marketplace: String?
+    /// A re-engagement's `reengagement-url`: the answer must give it back opened (`expected.openings`).
+    public var url: String?
 }
 
 public struct ScenarioUpdate: Codable, Sendable {
@@ -113,6 +115,22 @@ public struct ScenarioExpectations: Codable, Sendable {
     /// runner only (the pipeline keeps a waiting update at least 10 minutes of wall clock).
     public var ignoredUpdates: Int?
     public var refusedUpdates: Int?
+    /// Every re-engagement that gives a `url`: the URL it opens and whether a conversion was created.
+    public var openings: [ExpectedOpening]?
+}
+
+/// A re-engagement's answer: its open URL (`{tag}` stands for the conversion tag the runner got) and,
+/// checked by the rule runner only (the pipeline's answer says it only when asked to wait), its outcome.
+public struct ExpectedOpening: Codable, Sendable {
+    public var conversion: String
+    public var url: String
+    /// "created" or "not-created".
+    public var outcome: String
+    /// For "not-created": the refusal (`ConversionEligibility.Refusal` raw value).
+    public var reason: String?
+
+    /// `url` with the conversion's tag in place of `{tag}`.
+    public func url(tag: String) -> String { url.replacingOccurrences(of: "{tag}", with: tag) }
 }
 
 public struct ExpectedAttribution: Codable, Sendable {
