@@ -17,9 +17,13 @@ let package = Package(
         .executable(name: "scheduler", targets: ["scheduler"]),
         .executable(name: "dispatcher", targets: ["dispatcher"]),
         .executable(name: "attribution", targets: ["attribution"]),
+        .executable(name: "attribution-bench", targets: ["attribution-bench"]),
         // For the fuzzers in Fuzz/, a separate package that builds these with libFuzzer instrumentation.
         .library(name: "AttributionModel", targets: ["AttributionModel"]),
         .library(name: "AttributionCrypto", targets: ["AttributionCrypto"]),
+        // For the generated client's tests (Tests/OpenAPIClient, a package of its own): a real
+        // redis-server on a free port, and where the built executables are.
+        .library(name: "TestSupport", targets: ["TestSupport"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -35,11 +39,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
-        // Tests only: the OpenAPI document checked by OpenAPIKit, and a client generated from it.
-        .package(url: "https://github.com/mattpolzin/OpenAPIKit.git", from: "6.4.0"),
-        .package(url: "https://github.com/apple/swift-openapi-generator.git", from: "1.14.3"),
-        .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
-        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", from: "1.5.0"),
     ],
     targets: [
         // Pure model: identifiers, events, envelopes and the rules as pure functions. No I/O.
@@ -85,14 +84,23 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                // HTTP parts as swift-http-types, for the listener's early refusals (EarlyRefusal).
-                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             path: "Shared/ServiceRuntime",
             swiftSettings: swiftSettings
         ),
-        // The dispatcher's HTTP side, apart so tests can drive it: keep-alive POSTs to checked addresses.
+        // What ingest's and admin's routes share: the route catalog, request bodies, issued secrets, JSON
+        // answers, the stored schemas and test-postback requests.
+        .target(
+            name: "HTTPAPI",
+            dependencies: [
+                "AttributionModel", "RedisStreams", "ServiceRuntime", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
+            path: "Shared/HTTPAPI",
+            swiftSettings: swiftSettings
+        ),
+        // The dispatcher's HTTP side, a module of its own so tests can drive it: keep-alive POSTs to checked
+        // addresses.
         .target(
             name: "Delivery",
             dependencies: [
@@ -100,7 +108,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
-            path: "Shared/Delivery",
+            path: "Services/dispatcher/Delivery",
             swiftSettings: swiftSettings
         ),
         // Each service: a library with its settings and `build` (tests call it), and an executable
@@ -108,21 +116,36 @@ let package = Package(
         .target(
             name: "IngestService",
             dependencies: [
-                "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime",
+                "AttributionModel", "AttributionCrypto", "HTTPAPI", "RedisStreams", "ServiceRuntime",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                // HTTP parts as swift-http-types, for the listener's early refusals (EarlyRefusal).
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
-            path: "Services/ingest", exclude: ["Main"],
-            // The OpenAPI document, compiled in: served and printed without a resource bundle to ship.
-            resources: [.embedInCode("openapi.json")],
+            // The OpenAPI document is compiled in as a string literal (OpenAPIDocument+Text.swift, written
+            // from it by scripts/embed_openapi.py): served and printed without a resource bundle to ship.
+            path: "Services/ingest", exclude: ["Main", "openapi.json"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "ingest", dependencies: ["IngestService", "ServiceRuntime"], path: "Services/ingest/Main",
             swiftSettings: swiftSettings),
-        // The admin API: its own process, port and Redis user; its routes are IngestService's.
+        // The admin API: its own process, port and Redis user, behind the bearer token.
+        .target(
+            name: "AdminService",
+            dependencies: [
+                "AttributionModel", "AttributionCrypto", "HTTPAPI", "RedisStreams", "ServiceRuntime",
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
+            path: "Services/admin", exclude: ["Main"],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
-            name: "admin", dependencies: ["IngestService", "ServiceRuntime"], path: "Services/admin",
+            name: "admin", dependencies: ["AdminService", "ServiceRuntime"], path: "Services/admin/Main",
             swiftSettings: swiftSettings),
         .target(
             name: "VerifierService",
@@ -161,9 +184,9 @@ let package = Package(
             name: "DispatcherService",
             dependencies: [
                 "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime", "Delivery",
-                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ],
-            path: "Services/dispatcher", exclude: ["Main"],
+            path: "Services/dispatcher", exclude: ["Main", "Delivery"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -173,7 +196,7 @@ let package = Package(
         .executableTarget(
             name: "attribution",
             dependencies: [
-                "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime",
+                "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime", "ToolSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -186,6 +209,30 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             path: "Tools/attribution",
+            swiftSettings: swiftSettings
+        ),
+        // What both tools take: the Redis options, a bounded concurrent map.
+        .target(
+            name: "ToolSupport",
+            dependencies: [
+                "RedisStreams", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tools/ToolSupport",
+            swiftSettings: swiftSettings
+        ),
+        // The benchmark's tool (scripts/bench.sh): offered load, preloaded streams, held postbacks, coding.
+        .executableTarget(
+            name: "attribution-bench",
+            dependencies: [
+                "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime", "ToolSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            path: "Tools/attribution-bench",
             swiftSettings: swiftSettings
         ),
         // Test fixtures shared by the suites: a real redis-server on a free port, child processes.
@@ -211,8 +258,9 @@ let package = Package(
             name: "PipelineTests",
             dependencies: [
                 "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime", "TestSupport", "Delivery",
-                "IngestService", "VerifierService", "AttributionWinnerService", "SchedulerService", "DispatcherService",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                "attribution",
+                "IngestService", "AdminService", "VerifierService", "AttributionWinnerService", "SchedulerService",
+                "DispatcherService", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -227,7 +275,7 @@ let package = Package(
             name: "ServiceTests",
             dependencies: [
                 "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime", "TestSupport", "IngestService",
-                "VerifierService", "AttributionWinnerService", "SchedulerService", "DispatcherService",
+                "AdminService", "VerifierService", "AttributionWinnerService", "SchedulerService", "DispatcherService",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -235,23 +283,6 @@ let package = Package(
             ],
             path: "Tests/ServiceTests",
             swiftSettings: swiftSettings
-        ),
-        // The OpenAPI document as a client meets it: valid OpenAPI 3.1 by OpenAPIKit's reading, and a
-        // client generated from it (swift-openapi-generator's plugin, from `openapi.json` here, a link to
-        // the service's document) driving running services.
-        .testTarget(
-            name: "OpenAPIClientTests",
-            dependencies: [
-                "AttributionModel", "AttributionCrypto", "TestSupport",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "OpenAPIKit", package: "OpenAPIKit"),
-                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
-                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
-            ],
-            path: "Tests/OpenAPIClientTests",
-            swiftSettings: swiftSettings,
-            plugins: [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")]
         ),
         // The repository's own checks: compose services ↔ executables, environment ↔ documented keys.
         .testTarget(

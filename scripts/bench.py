@@ -115,7 +115,7 @@ def rewrite_aof():
 
 def loopback_floor(requests=200_000, connections=128):
     """What any refusal costs at least on this machine: a request and its answer over loopback TCP, one
-    in flight on each of 128 connections (as `attribution load` sends them), answered by a server that
+    in flight on each of 128 connections (as `attribution-bench load` sends them), answered by a server that
     does next to nothing (Redis's PING), counting the CPU of both ends. A refused HTTP request makes the
     same system calls and wake-ups, and parses more."""
     server_before, client_before = (
@@ -299,8 +299,8 @@ try:
     def load(kind, count, extra=()):
         subprocess.run(
             [
-                f"{BIN}/attribution",
-                "bench-load",
+                f"{BIN}/attribution-bench",
+                "preload",
                 "--redis-url",
                 url,
                 "--kind",
@@ -391,8 +391,8 @@ try:
     loaded = json.loads(
         subprocess.run(
             [
-                f"{BIN}/attribution",
-                "bench-load",
+                f"{BIN}/attribution-bench",
+                "preload",
                 "--redis-url",
                 url,
                 "--kind",
@@ -613,8 +613,8 @@ try:
     # Held postbacks: Redis bytes each, with HELD held, and hold/release rates.
     holding = subprocess.run(
         [
-            f"{BIN}/attribution",
-            "bench-holding",
+            f"{BIN}/attribution-bench",
+            "holding",
             "--redis-url",
             url,
             "--count",

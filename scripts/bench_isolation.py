@@ -59,8 +59,8 @@ def run(hanging):
             for network in NETWORKS:
                 subprocess.run(
                     [
-                        f"{BIN}/attribution",
-                        "bench-load",
+                        f"{BIN}/attribution-bench",
+                        "preload",
                         "--redis-url",
                         url,
                         "--kind",

@@ -110,10 +110,10 @@ class Bench:
         return None
 
     def load(self, rate, seconds, batch):
-        """Runs `attribution load` to the end; its figures and the backlog samples (time, backlog) taken
+        """Runs `attribution-bench load` to the end; its figures and the backlog samples (time, backlog) taken
         meanwhile."""
         command = [
-            f"{self.bin_dir}/attribution",
+            f"{self.bin_dir}/attribution-bench",
             "load",
             "--ingest-url",
             self.ingest,

@@ -101,8 +101,8 @@ def measure(label, delay):
         def load(kind, count, extra=()):
             subprocess.run(
                 [
-                    f"{BIN}/attribution",
-                    "bench-load",
+                    f"{BIN}/attribution-bench",
+                    "preload",
                     "--redis-url",
                     direct,
                     "--kind",
@@ -169,7 +169,7 @@ def measure(label, delay):
         # ingest alone: an offer far above its capacity, in batches of 100; what it accepts per second.
         offered = subprocess.run(
             [
-                f"{BIN}/attribution",
+                f"{BIN}/attribution-bench",
                 "load",
                 "--ingest-url",
                 ingest,

@@ -211,9 +211,9 @@ class Pipeline:
         return http("POST", f"{self.admin}/v1/admin/advertised-apps/{self.APP}/keys", {}, self.token)["app-key"]
 
     def offer(self, rate, seconds, app_key, *options, network=NETWORK):
-        """`attribution load`: a campaign (impression, install, value update per device) offered to ingest
+        """`attribution-bench load`: a campaign (impression, install, value update per device) offered to ingest
         at `rate` events/s for `seconds`; its summary (offered, accepted, shed, ...)."""
-        argv = [f"{self.bin_dir}/attribution", "load", "--ingest-url", self.ingest, "--rate", str(rate)]
+        argv = [f"{self.bin_dir}/attribution-bench", "load", "--ingest-url", self.ingest, "--rate", str(rate)]
         argv += ["--duration", str(seconds), "--network", network, *options, "--app-key", app_key]
         argv += ["--key-file", os.path.join(self.keys, "network.private.pem")]
         output = subprocess.run(argv, capture_output=True, text=True, check=True).stdout

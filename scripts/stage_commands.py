@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Redis commands per event, per stage and per command type (issue 17: cheaper stages).
+"""Redis commands per event, per stage and per command type.
 
 Usage: scripts/stage_commands.py BIN OUT  (BIN: the release binaries' directory)
 
-A private Redis (AOF everysec, as in bench.py), a campaign offered to ingest (`attribution load
+A private Redis (AOF everysec, as in bench.py), a campaign offered to ingest (`attribution-bench load
 --app-key`: impression, install, value update per device, a day lasting a second), then each stage
 alone on what the previous one left, one after the other: ingest, verifier, attribution-winner,
 scheduler (until every window has closed and every held postback is released), dispatcher (until the

@@ -1,5 +1,6 @@
 import AttributionModel
 import Foundation
+import HTTPAPI
 import RedisStreams
 import ServiceRuntime
 import Synchronization

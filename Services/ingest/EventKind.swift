@@ -118,14 +118,3 @@ enum EventKind: String, CaseIterable, Sendable {
         return kid ?? "-"
     }
 }
-
-extension ProblemDetails {
-    /// Any error of decoding or validating one event, as the problem its answer carries.
-    init(describing error: any Error) {
-        switch error {
-        case let problem as ProblemDetails: self = problem
-        case let problem as RequestProblem: self.init(problem)
-        default: self = .badRequest(.invalidJSON, "the body is not the JSON this route expects")
-        }
-    }
-}

@@ -1,5 +1,6 @@
 import AttributionModel
 import Foundation
+import HTTPAPI
 import Hummingbird
 import RedisStreams
 import ServiceRuntime
@@ -61,7 +62,7 @@ struct EventRoutes {
             catalog.on(router, .post, kind.path) { request, _ in try await single(kind, request) }
             catalog.on(router, .post, kind.batchPath) { request, _ in try await batch(kind, request) }
         }
-        SchemaRoutes(redis: redis, maxBodyBytes: maxBodyBytes, appKeys: publisher.appKeys).addPublic(
+        EvaluationRoutes(redis: redis, maxBodyBytes: maxBodyBytes, appKeys: publisher.appKeys).add(
             to: router, catalog: catalog)
         catalog.on(router, .get, "/.well-known/jwks.json") { _, _ -> Response in
             // The dispatchers publish their public keys and say which they still sign with; ingest

@@ -1,5 +1,6 @@
 import AttributionModel
 import Foundation
+import HTTPAPI
 import Hummingbird
 import NIOPosix
 import RedisStreams
@@ -9,7 +10,7 @@ import ServiceRuntime
 /// puts valid events on the `events` stream (202), refuses the rest with problem JSON, and serves the
 /// pipeline's public keys, the OpenAPI document and the ad networks' own routes. `/metrics` and the
 /// detailed `/ready` are on a second listener (`OPERATIONS_HTTP_HOST:OPERATIONS_HTTP_PORT`); the admin
-/// API is another service (`Admin`), so ingest's Redis user can write only events and its own records.
+/// API is another service (admin, in `AdminService`), so ingest's Redis user can write only events and its own records.
 ///
 /// `ingest --configuration-table` prints the configuration table of docs/reference/configuration.md; `ingest --routes` the routes
 /// it serves; `ingest --openapi` its OpenAPI document.
@@ -39,7 +40,9 @@ public enum Ingest {
                     to: router, catalog: RouteCatalog(), redis: redis, settings: settings, queue: queue, appKeys: appKeys,
                     admission: admission)
             },
-            earlyRefusal: admission.earlyRefusal)
+            publicServer: { [refusal = admission.earlyRefusal] http1, name in
+                EarlyRefusalHTTP1Channel.builder(configuration: http1, serverName: name, refusal: refusal)
+            })
     }
 
     /// The connections events are published over: on one server, event-loop connections spread over the
@@ -85,19 +88,10 @@ public enum Ingest {
     }
 }
 
-/// Every route of the HTTP API, in one place: ingest's public listener's, and admin's.
+/// The public listener's routes.
 enum IngestRoutes {
     /// How `ingest --routes` marks a route of its operations listener.
     static let operationsSuffix = " (operations listener)"
-
-    static func addAdmin(
-        to router: Router<BasicRequestContext>, catalog: RouteCatalog, redis: RedisConnection, settings: AdminSettings
-    ) {
-        AdminRoutes(
-            redis: redis, adminToken: settings.adminToken, keyRotationGrace: settings.keyRotationGrace,
-            destinations: settings.destinations, partitioning: settings.partitioning, clock: settings.clock
-        ).add(to: router, catalog: catalog)
-    }
 
     static func addPublic(
         to router: Router<BasicRequestContext>, catalog: RouteCatalog, redis: RedisConnection, settings: IngestSettings,
@@ -110,9 +104,8 @@ enum IngestRoutes {
             admission: admission, outcomes: OutcomeWaits(redis: redis, partitioning: settings.partitioning),
             clock: settings.clock
         ).add(to: router, catalog: catalog)
-        NetworkCredentialRoutes(redis: redis, clock: settings.clock).addPublic(to: router, catalog: catalog)
-        TestPostbackRoutes(redis: redis, partitioning: settings.partitioning, clock: settings.clock)
-            .addPublic(to: router, catalog: catalog)
+        AdNetworkRoutes(redis: redis, partitioning: settings.partitioning, clock: settings.clock)
+            .add(to: router, catalog: catalog)
         catalog.on(router, .get, "/openapi.json") { _, _ in
             var headers = HTTPFields()
             headers[.contentType] = "application/json"

@@ -195,13 +195,16 @@ public struct PipelineService: Sendable {
     /// With an operations listener (ingest: `OPERATIONS_HTTP_HOST:OPERATIONS_HTTP_PORT`), that one serves
     /// `/metrics` and the detailed `/ready`, and the public one only `routes`, `/health` and a terse
     /// `/ready`, opening after the operations listener, so a client that saw it up can use both.
-    /// `earlyRefusal` answers requests of the public listener that it refuses from their head alone, on
-    /// the connection's event loop (`EarlyRefusalHTTP1Channel`). Checks the partition count recorded in
-    /// Redis first.
+    /// `publicServer` builds the public listener's connections from Hummingbird's HTTP/1.1 configuration
+    /// and the server's name (ingest's refuse some requests from their head alone); Hummingbird's HTTP/1.1
+    /// server without it. Checks the partition count recorded in Redis first.
+    /// A listener's connections, from Hummingbird's HTTP/1.1 configuration and the server's name.
+    public typealias PublicServer = @Sendable (HTTP1Channel.Configuration, String) -> HTTPServerBuilder
+
     public func assemble(
         services: [any Service],
         routes: @Sendable (Router<BasicRequestContext>, RedisConnection) throws -> Void = { _, _ in },
-        earlyRefusal: EarlyRefusal? = nil
+        publicServer: PublicServer? = nil
     ) async throws -> Assembly {
         let (host, port) = (settings.http.host, settings.http.port)
         let idle = settings.httpIdleTimeoutMilliseconds
@@ -219,7 +222,7 @@ public struct PipelineService: Sendable {
             return router
         }
         func application(
-            _ router: Router<BasicRequestContext>, _ host: String, _ port: Int, refusal: EarlyRefusal? = nil,
+            _ router: Router<BasicRequestContext>, _ host: String, _ port: Int, server: PublicServer? = nil,
             onRunning: (@Sendable () -> Void)? = nil
         )
             -> Application<RouterResponder<BasicRequestContext>>
@@ -227,8 +230,7 @@ public struct PipelineService: Sendable {
             let http1 = HTTP1Channel.Configuration(idleTimeout: .milliseconds(idle))
             return Application(
                 router: router,
-                server: refusal.map { EarlyRefusalHTTP1Channel.builder(configuration: http1, serverName: name, refusal: $0) }
-                    ?? .http1(configuration: http1),
+                server: server.map { $0(http1, name) } ?? .http1(configuration: http1),
                 configuration: .init(address: .hostname(host, port: port), serverName: name),
                 onServerRunning: { _ in onRunning?() }, logger: logger)
         }
@@ -248,13 +250,13 @@ public struct PipelineService: Sendable {
             let (operationsUp, signal) = AsyncStream<Void>.makeStream()
             listeners = [
                 application(operations, separate.host, separate.port, onRunning: { signal.yield() }),
-                OpensAfter(signal: operationsUp, service: application(front, host, port, refusal: earlyRefusal)),
+                OpensAfter(signal: operationsUp, service: application(front, host, port, server: publicServer)),
             ]
             logger.info(
                 "operations listener", metadata: ["http.host": "\(separate.host)", "http.port": "\(separate.port)"])
         } else {
             try routes(operations, httpRedis)
-            listeners = [application(operations, host, port, refusal: earlyRefusal)]
+            listeners = [application(operations, host, port, server: publicServer)]
         }
         for (routes, router) in known { routes.record(router) }
         logger.info(

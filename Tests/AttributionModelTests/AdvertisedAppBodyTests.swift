@@ -39,7 +39,7 @@ struct AdvertisedAppBodyTests {
     }
 
     /// Apple's examples put the keys in an `AdAttributionKit` dictionary and call the re-engagement
-    /// opt-in `OptInForReengagementPostbackCopies` (issue 19, item 3): read, in a plist and in JSON.
+    /// opt-in `OptInForReengagementPostbackCopies`: read, in a plist and in JSON.
     @Test func applesLayoutAndKeyNamesAreRead() throws {
         let body = Self.plist(
             "<key>AdAttributionKit</key><dict><key>AttributionCopyEndpoint</key><string>https://example.com</string>"

@@ -16,7 +16,7 @@ struct DestinationPolicyTests {
             ("::", false), ("::1", false), ("fc00::1", false), ("fd12:3456::1", false), ("fe80::1", false),
             ("ff02::1", false), ("2001:db8::1", false), ("::ffff:127.0.0.1", false), ("::ffff:8.8.8.8", true),
             ("64:ff9b::10.0.0.1", false), ("64:ff9b::8.8.8.8", true),
-            // IPv6 forms embedding IPv4 (issue 18, finding 3): classified by the IPv4 address inside.
+            // IPv6 forms embedding IPv4 (a way around a check of IPv6 ranges alone): classified by the IPv4 address inside.
             ("::127.0.0.1", false), ("::a9fe:a9fe", false), ("::8.8.8.8", true), ("64:ff9b:1::7f00:1", false),
             ("64:ff9b:1::808:808", false), ("2002:7f00:1::1", false), ("2002:a9fe:a9fe::1", false),
             ("2002:808:808::1", true), ("::ffff:0:127.0.0.1", false), ("::ffff:0:8.8.8.8", true),

@@ -1,7 +1,7 @@
 import AttributionModel
 import Testing
 
-/// Keys an upload may carry that are accepted but not honoured (issue 19, item 7): listed, dropped from
+/// Keys an upload may carry that are accepted but not honoured: listed, dropped from
 /// what is stored, and never a reason to refuse the upload.
 @Suite struct IgnoredConfigurationKeysTests {
     static let network = AdNetworkIdentifier("a.adattributionkit")!

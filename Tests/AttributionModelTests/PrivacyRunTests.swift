@@ -2,7 +2,7 @@ import AttributionModel
 import Foundation
 import Testing
 
-/// Issue 10, privacy checks at model level: a seeded run of tens of thousands of conversions through the
+/// Privacy checks at model level: a seeded run of tens of thousands of conversions through the
 /// real lifecycle (device events → `DeviceAttributionState` → `PostbackPlan` → held postbacks). Every held
 /// postback is checked against the spec restated in `PrivacySpec` (never against `PostbackFieldGating`):
 /// no field above its crowd tier, its delay inside its range, and no device identifier in its bytes.

@@ -97,8 +97,8 @@ struct SKAdNetworkImpressionTests {
         #expect(SKANFixture.error { try impression.verifySignature(with: publicKey) }?.code == .invalidSignature)
     }
 
-    /// A signature field far longer than any signature is refused at ingest (issue 18, finding 4: a
-    /// 60,000-character one used to be accepted and kept).
+    /// A signature field far longer than any signature is refused at ingest (a 60,000-character
+    /// one would otherwise be accepted and kept in every refusal list).
     @Test func anOverlongSignatureIsRefusedBeforeThePipeline() throws {
         var impression = try signed()
         #expect(throws: Never.self) { try impression.validate() }

@@ -25,6 +25,14 @@ struct OpenAPIDocumentTests {
         return String(decoding: data, as: UTF8.self)
     }
 
+    /// What ingest serves and prints is the file clients read, byte for byte (the string literal it is
+    /// compiled from is written from the file by scripts/embed_openapi.py).
+    @Test func ingestServesTheDocumentAsTheFileHoldsIt() throws {
+        let file = ComposeFileTests.root.appendingPathComponent("Services/ingest/openapi.json")
+        let text = try String(contentsOf: file, encoding: .utf8)
+        #expect(try Self.run(["--openapi"]) == text, "stale: run scripts/embed_openapi.py")
+    }
+
     @Test func everyRouteIsDocumentedAndEveryDocumentedRouteExists() throws {
         let lines = try Self.run(["--routes"]).split(separator: "\n").map(String.init)
         let suffix = " (operations listener)"

@@ -143,8 +143,8 @@ extension PipelineSuites {
             #expect(again.status == 404 && again.json["reason"] as? String == "unknown-credential")
         }
 
-        /// `ignoreInteractionType` in `global` (issue 19, item 7): the upload is accepted, stored without
-        /// it, and the answer says so; never a silent drop. Apple's Info.plist layout is read (item 3).
+        /// `ignoreInteractionType` in `global`: the upload is accepted, stored without
+        /// it, and the answer says so; never a silent drop. Apple's Info.plist layout is read.
         @Test func aGlobalIgnoreInteractionTypeIsAcceptedStoredWithoutItAndReported() async throws {
             let (redis, ingest) = try await start()
             defer {
@@ -166,7 +166,7 @@ extension PipelineSuites {
                 "PUT", "\(ingest.adminURL)/v1/admin/advertised-apps/\(Self.app)", json: [:], token: ingest.adminToken)
             #expect(plain.status == 200 && plain.json["ignored"] == nil, "no `ignored` when nothing was")
 
-            // Apple's Info.plist layout (issue 19, item 3): read, not dropped.
+            // Apple's Info.plist layout: read, not dropped.
             var plist = HTTPClientRequestBuilder(
                 method: "PUT", url: "\(ingest.adminURL)/v1/admin/advertised-apps/\(Self.app)",
                 body: #"<?xml version="1.0" encoding="UTF-8"?><plist version="1.0"><dict>"#

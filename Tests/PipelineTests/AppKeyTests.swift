@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 extension PipelineSuites {
-    /// App keys with ids (issue 18, finding 7): issued, listed without the keys, several live at once
+    /// App keys with ids: issued, listed without the keys, several live at once
     /// for rotation, and revoked.
     @Suite("App keys")
     struct AppKeyTests {

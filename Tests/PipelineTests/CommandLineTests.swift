@@ -51,14 +51,19 @@ struct CommandLineTests {
         }
     }
 
-    /// The tool's help groups its commands by who uses them; the benchmark's commands run but are not listed.
+    /// The tool's help groups its commands by who uses them, and holds no benchmark command: those are
+    /// `attribution-bench`'s, which lists them and answers `--version`.
     @Test func theToolsHelpIsGroupedByAudience() throws {
         let help = String(decoding: try Self.run("attribution", ["--help"]).stdout, as: UTF8.self)
         for group in ["AD NETWORK SUBCOMMANDS:", "APP BACKEND SUBCOMMANDS:", "OPERATOR SUBCOMMANDS:", "TEST RUN SUBCOMMANDS:"] {
             #expect(help.contains(group), "\(help)")
         }
-        #expect(!help.contains("  bench-load ") && !help.contains("  bench-coding ") && help.contains("  status "))
-        #expect(try Self.run("attribution", ["bench-coding", "--help"]).status == 0)
+        #expect(!help.contains("bench") && !help.contains("  load ") && help.contains("  status "), "\(help)")
+        #expect(try Self.run("attribution", ["bench-coding", "--help"]).status != 0)
+        let bench = String(decoding: try Self.run("attribution-bench", ["--help"]).stdout, as: UTF8.self)
+        for command in ["load", "preload", "holding", "coding"] { #expect(bench.contains("  \(command) "), "\(bench)") }
+        let version = try Self.run("attribution-bench", ["--version"])
+        #expect(version.status == 0 && String(decoding: version.stdout, as: UTF8.self) == "\(PipelineVersion.current)\n")
     }
 
     @Test func theToolAnswersVersion() throws {

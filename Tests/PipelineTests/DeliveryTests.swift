@@ -165,7 +165,7 @@ extension PipelineSuites {
             #expect(pipeline.processes.receivedPostbacks().count == orders.count)
         }
 
-        /// In-flight work of a deleted ad network (issue 18, finding 7): a postback already tried and
+        /// In-flight work of a deleted ad network: a postback already tried and
         /// failing gets no more attempts once the network is deleted, and one falling due afterwards is
         /// never sent; both are dead-lettered with the reason. Registered again, a replay delivers both to
         /// its postback URL as registered then.

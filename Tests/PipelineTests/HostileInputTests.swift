@@ -734,13 +734,13 @@ extension PipelineSuites {
             #expect(rejections.count >= 3 && unsigned.count >= 5, "\(rejections.count) signed, \(unsigned.count) unsigned")
             #expect((rejections + unsigned).allSatisfy { $0["ad-network-identifier"] as? String == Self.network })
             // Only refusals of impressions the network signed are in its own list: anyone can name it on a
-            // forged one, and a flood of those must not push its own refusals out (issue 18, finding 4).
+            // forged one, and a flood of those must not push its own refusals out.
             let beforeSignature: Set<String> = [
                 RejectionReason.invalidSignature.rawValue, RejectionReason.unsupportedAlgorithm.rawValue,
                 RejectionReason.invalidHeader.rawValue,
             ]
             #expect(!rejections.contains { beforeSignature.contains($0["reason"] as? String ?? "") })
-            // Refused before its payload was read (issue 18, finding 9): listed, apart, by the header's kid.
+            // Refused before its payload was read: listed, apart, by the header's kid.
             #expect(
                 unsigned.contains { $0["reason"] as? String == RejectionReason.unsupportedAlgorithm.rawValue },
                 "an HS256 impression naming the network is in its unsigned list")

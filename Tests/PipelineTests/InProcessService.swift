@@ -1,3 +1,4 @@
+import AdminService
 import AttributionWinnerService
 import DispatcherService
 import Foundation

@@ -2,6 +2,8 @@ import AttributionModel
 import ServiceRuntime
 import Testing
 
+@testable import attribution
+
 /// The fault run's ledger must fail on every kind of loss or duplicate it claims to catch: a clean
 /// small world passes, and each single breakage of it yields a violation.
 @Suite("ledger")

@@ -6,14 +6,14 @@ import TestSupport
 import Testing
 
 extension PipelineSuites {
-    /// `attribution load`, which the benchmark's figures come from: it must send every request it
+    /// `attribution-bench load`, which the benchmark's figures come from: it must send every request it
     /// offers, count each answer once, and end even when nobody answers.
-    @Suite("attribution load")
+    @Suite("attribution-bench load")
     struct LoadToolTests {
         let http = HTTPTestClient()
 
         static func load(_ arguments: [String]) throws -> [String: Any] {
-            let output = try OperationsTests.run(["load"] + arguments)
+            let output = try OperationsTests.run(["load"] + arguments, tool: "attribution-bench")
             let last = output.split(separator: "\n").last.map(String.init) ?? ""
             return (try? JSONSerialization.jsonObject(with: Data(last.utf8))) as? [String: Any] ?? [:]
         }
@@ -69,7 +69,7 @@ extension PipelineSuites {
         /// before anything is signed or sent.
         @Test func zeroConnectionsIsRefused() throws {
             let result = try ChildProcess.run(
-                PipelineProcesses.binaryDirectory().appendingPathComponent("attribution"),
+                PipelineProcesses.binaryDirectory().appendingPathComponent("attribution-bench"),
                 arguments: [
                     "load", "--ingest-url", "http://127.0.0.1:1", "--network", HostileInputTests.network,
                     "--key-file", "/nonexistent", "--rate", "10", "--duration", "1", "--connections", "0",

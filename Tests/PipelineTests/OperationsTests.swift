@@ -244,7 +244,7 @@ extension PipelineSuites {
             #expect(anonymous.status == 401)
         }
 
-        /// Erasure matches exactly (issue 18, finding 5): a device named like a word every event holds
+        /// Erasure matches exactly (never by pattern): a device named like a word every event holds
         /// (`click`) erases nothing of anyone else's; an identifier holding `/` is erased through the
         /// body form, its dead letters too, and a dead letter of another device in the same stream stays.
         @Test func erasureTouchesOnlyTheDeviceItNames() async throws {
@@ -301,9 +301,9 @@ extension PipelineSuites {
             #expect(byPath.json["device-identifier"] as? String == awkward)
         }
 
-        static func run(_ arguments: [String]) throws -> String {
+        static func run(_ arguments: [String], tool: String = "attribution") throws -> String {
             let process = Process()
-            process.executableURL = PipelineProcesses.binaryDirectory().appendingPathComponent("attribution")
+            process.executableURL = PipelineProcesses.binaryDirectory().appendingPathComponent(tool)
             process.arguments = arguments
             let output = Pipe()
             process.standardOutput = output

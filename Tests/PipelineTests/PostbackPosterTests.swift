@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import AttributionModel
 import Delivery
+import DispatcherService
 import Foundation
 import NIOCore
 import NIOSSL
@@ -9,7 +10,7 @@ import TestSupport
 import Testing
 
 /// The dispatcher's POSTs (`PostbackPoster`) against a real HTTP/1.1 server (Python's, keep-alive):
-/// where they connect (the checked address, issue 18's DNS rebinding finding), what they reuse, what
+/// where they connect (the checked address, so a name that answers differently later cannot rebind it), what they reuse, what
 /// they never follow, and how they fail.
 @Suite("Postback poster")
 struct PostbackPosterTests {

@@ -225,7 +225,7 @@ extension PipelineSuites {
         }
 
         /// A conversion attribution-winner refuses (no eligible impression) is listed for its app, like
-        /// the verifier's refusals of the app's events (issue 18, finding 9).
+        /// the verifier's refusals of the app's events, so the app sees every refusal in one place.
         @Test func aConversionTheWinnerRefusesIsInTheAppsRefusalList() async throws {
             let redis = try await RedisServer.start()
             defer { redis.stop() }

@@ -1,3 +1,4 @@
+import AdminService
 import AttributionCrypto
 import AttributionModel
 import AttributionWinnerService

@@ -2,18 +2,13 @@ import ArgumentParser
 import ServiceRuntime
 
 /// `attribution`: the command-line tool for ad networks and operators of the pipeline, its commands
-/// grouped by who uses them; the benchmark's own commands are left out of the top-level help.
+/// grouped by who uses them. The benchmark's commands are another executable's (`attribution-bench`).
 @main
 struct AttributionCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "attribution",
         abstract: "The pipeline's tool: for ad networks, apps' backends, operators and test runs.",
-        discussion: """
-            The benchmark's commands (bench-load, bench-holding, bench-coding; scripts/bench.sh runs them) \
-            are not listed above: `attribution <command> --help` for each.
-            """,
         version: PipelineVersion.current,
-        subcommands: [BenchLoadCommand.self, BenchHoldingCommand.self, BenchCodingCommand.self],
         groupedSubcommands: [
             CommandGroup(
                 name: "Ad network",
@@ -27,7 +22,7 @@ struct AttributionCommand: AsyncParsableCommand {
                 subcommands: [
                     AdminCommand.self, StatusCommand.self, LedgerCommand.self, RedisACLCommand.self, CatalogCommand.self,
                 ]),
-            CommandGroup(name: "Test run", subcommands: [SimulateCommand.self, LoadCommand.self, RelayCommand.self]),
+            CommandGroup(name: "Test run", subcommands: [SimulateCommand.self, RelayCommand.self]),
         ]
     )
 }

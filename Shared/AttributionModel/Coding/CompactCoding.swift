@@ -5,8 +5,8 @@ import Foundation
 /// written as it would be to JSON (same keys, same optional keys left out, so the types' own
 /// `init(from:)` keeps reading older layouts), but without text: no number parsing, no escaping, no
 /// sorting of keys, and containers carry their length so a decoder skips what it does not ask for.
-/// JSON coding of these blobs was about half the scheduler's and attribution-winner's CPU per event
-/// (issue 17); `attribution bench-coding` measures both forms side by side. The types read and written
+/// JSON coding of these blobs was about half the scheduler's and attribution-winner's CPU per event;
+/// `attribution-bench coding` measures both forms side by side. The types read and written
 /// on every event write the same bytes by hand, without Codable (`CompactHandCoded`).
 ///
 /// Layout: magic `0xF5` (never the first byte of JSON or of UTF-8 text, and not

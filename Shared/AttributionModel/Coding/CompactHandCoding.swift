@@ -4,7 +4,7 @@ import Foundation
 /// plan, a device's attribution state, the envelopes of the common message bodies): the same bytes
 /// `CompactEncoder` writes for the type's `Codable` form (keys numbered by `CompactKeys` alike),
 /// without Codable's per-value dispatch, container boxes and generic metadata lookups, which were about
-/// a fifth of the scheduler's and of attribution-winner's CPU per event (issue 17).
+/// a fifth of the scheduler's and of attribution-winner's CPU per event.
 ///
 /// `CompactCoding.encode` and `decode` take this path for a conforming type and fall back to the
 /// `Codable` one otherwise, and when the writer throws (a value it leaves to `Codable`, such as an

@@ -5,7 +5,7 @@ import Foundation
 /// Keys were about a quarter of every byte the pipeline wrote to Redis, and so to its append-only
 /// file: an envelope repeats `advertised-item-identifier`, `device-identifier`, `received-at`… in every
 /// message, a device's state repeats `conversionIdentifier` per conversion. Redis spends CPU on every
-/// byte it is sent and again when it rewrites its append-only file (issue 17). Version 2 writes key
+/// byte it is sent and again when it rewrites its append-only file. Version 2 writes key
 /// number `n` of this table as the varint `2n + 1`, one byte for the first 64; any other key as the
 /// varint `2 × length`, then its UTF-8.
 ///

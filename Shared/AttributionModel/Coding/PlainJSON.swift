@@ -2,7 +2,7 @@ import Foundation
 
 /// Reads plain JSON (a JWS header, an impression's signed payload, an event in a request body)
 /// without JSONDecoder, which was about a tenth of the verifier's CPU per impression and a quarter of
-/// ingest's per batched event (issue 17). The JSON is rewritten into `CompactCoding`'s form and decoded
+/// ingest's per batched event. The JSON is rewritten into `CompactCoding`'s form and decoded
 /// by the type's own `init(from:)`, so the same keys, types and checks apply.
 ///
 /// Only the plainest JSON takes this path: objects and arrays (at most 16 deep) of strings (printable

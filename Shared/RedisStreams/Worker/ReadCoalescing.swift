@@ -3,7 +3,7 @@
 ///
 /// A batch reads one key or two per message (a device's state, a conversion's plan and its marker):
 /// as commands, about two per event across the stages, each parsed, dispatched and answered by Redis
-/// on its own (issue 17 counts Redis commands per event). One MGET does the same reads in one command.
+/// on its own, and Redis commands per event are what a deployment's Redis is sized by. One MGET does the same reads in one command.
 /// The reads of a stage are in the batch's hash slot on Redis Cluster (`StageReads.commands`), and
 /// anywhere on one Redis, so one MGET is always allowed.
 ///

@@ -134,8 +134,8 @@ import Testing
     }
 
     /// A refusal is listed for its network when that network is registered, else for its advertised app
-    /// when that app is registered, else nowhere (issue 18: an unregistered or forged id must not make
-    /// Redis keep a list for it); it is counted either way.
+    /// when that app is registered, else nowhere (an unregistered or forged id must not make Redis
+    /// keep a list for it: anyone could make it grow); it is counted either way.
     @Test func refusalLogs() {
         var facts = VerifierStep.Facts()
         var unregistered = Self.registry

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import RedisStreams
 import ServiceRuntime
+import ToolSupport
 
 /// `attribution ledger`: after a run, accounts for every event ingest acknowledged and every postback
 /// that fell due, from the pipeline's own streams and the receiver's files. Exits 1 on any event or

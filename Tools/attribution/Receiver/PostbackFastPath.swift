@@ -6,7 +6,7 @@ import ServiceRuntime
 
 /// Postbacks answered by a channel handler on their connection's event loop, without Hummingbird's
 /// per-request task, router walk and async streams: those cost the receiver about as much as verifying
-/// and recording a postback, and the benchmark runs the receiver on the pipeline's cores (issue 17).
+/// and recording a postback, and the benchmark runs the receiver on the pipeline's cores, so its cost is taken from theirs.
 /// `ReceiverIntake` decides every answer, so this path and the router's answer alike.
 ///
 /// A `POST` to a postback path is read here and answered at once when `answerAtOnce` can (a known kid,

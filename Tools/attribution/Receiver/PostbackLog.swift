@@ -98,7 +98,7 @@ final class PostbackLog: Sendable {
 
     /// One output line, newline included. The body and the signed payload were parsed as JSON to be
     /// verified, so each is spliced in as received when it is one line of one object: re-encoding them
-    /// was a fifth of the receiver's CPU (issue 17). Anything else goes through `ReceivedPostback`.
+    /// was a fifth of the receiver's CPU. Anything else goes through `ReceivedPostback`.
     static func line(
         receivedAt: Milliseconds, path: String, kind: String, kid: String, payload: Data, body: Data
     ) throws -> Data {

@@ -3,6 +3,7 @@ import AttributionCrypto
 import AttributionModel
 import Crypto
 import Logging
+import ToolSupport
 
 /// Plays a plan against a running pipeline: registrations, then each device's impressions,
 /// install and first update, then the second-window updates 4 scaled days after each install.

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import RedisStreams
 import ServiceRuntime
+import ToolSupport
 
 /// `attribution status`: the operator's one-screen view of where messages wait and why.
 struct StatusCommand: AsyncParsableCommand {
