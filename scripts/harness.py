@@ -14,6 +14,8 @@ import subprocess
 import time
 import urllib.request
 
+import redis
+
 _next_port = [None]
 
 
@@ -296,48 +298,28 @@ def partitioned(base, count=PARTITIONS):
 
 
 class RedisConnection:
-    """A plain RESP2 connection to one Redis, for polling many figures at once without a redis-cli
-    process per command (the benchmark samples stream lag several times a second). With `binary`, bulk
-    replies are bytes, not text: stream entries in the compact coding are not UTF-8."""
+    """One Redis through the `redis` package, for polling many figures at once without a redis-cli
+    process per command (the benchmark samples stream lag several times a second). Replies are as Redis
+    sends them, without the package's parsing per command (the callers read `XINFO` and `INFO` as
+    Redis words them); with `binary`, bulk replies are bytes, not text: stream entries in the compact
+    coding are not UTF-8."""
 
     def __init__(self, port, binary=False):
-        self.socket = socket.create_connection(("127.0.0.1", port))
-        self.reader = self.socket.makefile("rb")
-        self.binary = binary
+        self.client = redis.Redis(
+            host="127.0.0.1", port=port, protocol=2, decode_responses=not binary, encoding_errors="replace"
+        )
+        self.client.response_callbacks.clear()
 
     def pipeline(self, commands):
         """Sends every command, then reads every reply; an error reply is returned as a RedisError."""
-        out = bytearray()
+        batch = self.client.pipeline(transaction=False)
         for command in commands:
-            out += f"*{len(command)}\r\n".encode()
-            for argument in command:
-                data = str(argument).encode()
-                out += f"${len(data)}\r\n".encode() + data + b"\r\n"
-        self.socket.sendall(out)
-        return [self._reply() for _ in commands]
-
-    def _reply(self):
-        line = self.reader.readline()
-        kind, rest = line[:1], line[1:-2]
-        if kind == b"+":
-            return rest.decode()
-        if kind == b"-":
-            return RedisError(rest.decode())
-        if kind == b":":
-            return int(rest)
-        if kind == b"$":
-            size = int(rest)
-            if size < 0:
-                return None
-            data = self.reader.read(size + 2)[:-2]
-            return data if self.binary else data.decode(errors="replace")
-        if kind == b"*":
-            size = int(rest)
-            return None if size < 0 else [self._reply() for _ in range(size)]
-        raise ConnectionError(f"unexpected RESP reply {line!r}")
+            batch.execute_command(*command)
+        replies = batch.execute(raise_on_error=False)
+        return [RedisError(str(reply)) if isinstance(reply, redis.ResponseError) else reply for reply in replies]
 
     def close(self):
-        self.socket.close()
+        self.client.close()
 
 
 class RedisError(str):

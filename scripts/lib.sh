@@ -34,6 +34,13 @@ ensure_system_packages() {
         DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-cryptography >/dev/null 2>&1 || true
         python3 -c 'import cryptography' 2>/dev/null || python3 -m pip install --quiet "$(python3 scripts/pins.py cryptography)"
     fi
+    # The scripts' Redis client: the `redis` package at the version scripts/pyproject.toml pins.
+    local redis_pin
+    redis_pin=$(python3 scripts/pins.py redis)
+    if [ "$(python3 -c 'import redis; print(redis.__version__)' 2>/dev/null)" != "${redis_pin#redis==}" ]; then
+        echo "==> installing Python's $redis_pin"
+        python3 -m pip install --quiet --disable-pip-version-check "$redis_pin" || return 1
+    fi
 }
 
 # The Python linter and formatter at the version scripts/pyproject.toml pins, installed once.

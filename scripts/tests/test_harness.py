@@ -1,6 +1,6 @@
 """The shared helpers' own logic: partition names from the project's catalog, consumer-group progress
 from XINFO GROUPS in both reply forms, slot ranges of CLUSTER NODES, base64url, redis-cli's login to a
-Redis with ACLs on."""
+Redis with ACLs on, and the pipelined connection (the `redis` package) on a real redis-server."""
 
 import os
 import shutil
@@ -10,6 +10,8 @@ import unittest
 import harness
 from harness import (
     Processes,
+    RedisConnection,
+    RedisError,
     b64url_decode,
     caught_up,
     free_port,
@@ -86,6 +88,29 @@ class RedisLoginTests(unittest.TestCase):
                 self.assertIn("NOAUTH", redis_cli(port, "PING"))
             finally:
                 harness._login.clear()
+                processes.stop_all()
+
+
+@unittest.skipUnless(shutil.which("redis-server"), "needs redis-server")
+class RedisConnectionTests(unittest.TestCase):
+    def test_replies_come_as_redis_sends_them_and_an_error_stays_in_its_place(self):
+        with tempfile.TemporaryDirectory() as directory:
+            processes, port = Processes(directory), free_port()
+            try:
+                start_redis(processes, port, directory, aof=False, host="127.0.0.1")
+                text, binary = RedisConnection(port), RedisConnection(port, binary=True)
+                replies = text.pipeline(
+                    [("SET", "k", "\u00e9"), ("XADD", "s", "1-1", "e", "x"), ("INCR", "k"), ("XINFO", "GROUPS", "s")]
+                )
+                self.assertEqual(replies[:2], ["OK", "1-1"])
+                self.assertIsInstance(replies[2], RedisError)
+                self.assertEqual(replies[3], [])
+                binary.pipeline([("SET", "b", b"\xf5\x02")])
+                self.assertEqual(binary.pipeline([("GET", "b")]), [b"\xf5\x02"])
+                self.assertEqual(text.pipeline([("GET", "b")]), ["\ufffd\x02"])
+                text.close()
+                binary.close()
+            finally:
                 processes.stop_all()
 
 

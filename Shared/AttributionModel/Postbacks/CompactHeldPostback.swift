@@ -1,6 +1,6 @@
 /// The binary form of a held postback: the scheduler may hold millions for up to 35 + 6 days, so each
 /// is one sorted-set member of about 80 bytes instead of a JSON envelope of about 600 (issue: compact
-/// holding; `attribution bench-holding` measures the Redis bytes per held postback).
+/// holding; `attribution-bench holding` measures the Redis bytes per held postback).
 ///
 /// Layout (version 1): magic `0xC1` (never the first byte of JSON or UTF-8 text, so `Envelope.decode`
 /// tells the forms apart), two flag bytes, then the fine value (if any), varints for the due time, the
