@@ -71,11 +71,17 @@ let package = Package(
             path: "Shared/RedisStreams",
             swiftSettings: swiftSettings
         ),
+        // The pipeline's data in Redis, named in one place: partitions, streams, consumer groups, delayed
+        // queues, every key shape, each service's ACL rights, the registry cache, the status snapshot.
+        .target(
+            name: "PipelineCatalog", dependencies: ["AttributionModel", "RedisStreams"], path: "Shared/PipelineCatalog",
+            swiftSettings: swiftSettings),
         // What every service shares: configuration, logging, metrics, health, the stage worker loop.
         .target(
             name: "ServiceRuntime",
             dependencies: [
-                "AttributionModel", "RedisStreams", .target(name: "CJemalloc", condition: .when(platforms: [.linux])),
+                "AttributionModel", "PipelineCatalog", "RedisStreams",
+                .target(name: "CJemalloc", condition: .when(platforms: [.linux])),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -93,7 +99,8 @@ let package = Package(
         .target(
             name: "HTTPAPI",
             dependencies: [
-                "AttributionModel", "RedisStreams", "ServiceRuntime", .product(name: "Crypto", package: "swift-crypto"),
+                "AttributionModel", "RedisStreams", "ServiceRuntime", "PipelineCatalog",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
             ],
             path: "Shared/HTTPAPI",
@@ -116,7 +123,7 @@ let package = Package(
         .target(
             name: "IngestService",
             dependencies: [
-                "AttributionModel", "AttributionCrypto", "HTTPAPI", "RedisStreams", "ServiceRuntime",
+                "AttributionModel", "AttributionCrypto", "HTTPAPI", "RedisStreams", "ServiceRuntime", "PipelineCatalog",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -138,7 +145,7 @@ let package = Package(
         .target(
             name: "AdminService",
             dependencies: [
-                "AttributionModel", "AttributionCrypto", "HTTPAPI", "RedisStreams", "ServiceRuntime",
+                "AttributionModel", "AttributionCrypto", "HTTPAPI", "RedisStreams", "ServiceRuntime", "PipelineCatalog",
                 .product(name: "Hummingbird", package: "hummingbird"),
             ],
             path: "Services/admin", exclude: ["Main"],
@@ -150,19 +157,21 @@ let package = Package(
         .target(
             name: "VerifierService",
             dependencies: [
-                "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime",
+                "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime", "PipelineCatalog",
                 .product(name: "Metrics", package: "swift-metrics"),
             ],
             path: "Services/verifier", exclude: ["Main"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
-            name: "verifier", dependencies: ["VerifierService", "ServiceRuntime"], path: "Services/verifier/Main",
+            name: "verifier", dependencies: ["VerifierService", "ServiceRuntime"],
+            path: "Services/verifier/Main",
             swiftSettings: swiftSettings),
         .target(
             name: "AttributionWinnerService",
             dependencies: [
-                "AttributionModel", "RedisStreams", "ServiceRuntime", .product(name: "Metrics", package: "swift-metrics"),
+                "AttributionModel", "RedisStreams", "ServiceRuntime", "PipelineCatalog",
+                .product(name: "Metrics", package: "swift-metrics"),
             ],
             path: "Services/attribution-winner", exclude: ["Main"],
             swiftSettings: swiftSettings
@@ -173,30 +182,32 @@ let package = Package(
             swiftSettings: swiftSettings),
         .target(
             name: "SchedulerService",
-            dependencies: ["AttributionModel", "RedisStreams", "ServiceRuntime"],
+            dependencies: ["AttributionModel", "RedisStreams", "ServiceRuntime", "PipelineCatalog"],
             path: "Services/scheduler", exclude: ["Main"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
-            name: "scheduler", dependencies: ["SchedulerService", "ServiceRuntime"], path: "Services/scheduler/Main",
+            name: "scheduler", dependencies: ["SchedulerService", "ServiceRuntime"],
+            path: "Services/scheduler/Main",
             swiftSettings: swiftSettings),
         .target(
             name: "DispatcherService",
             dependencies: [
-                "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime", "Delivery",
+                "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime", "PipelineCatalog", "Delivery",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "Services/dispatcher", exclude: ["Main", "Delivery"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
-            name: "dispatcher", dependencies: ["DispatcherService", "ServiceRuntime"], path: "Services/dispatcher/Main",
+            name: "dispatcher", dependencies: ["DispatcherService", "ServiceRuntime"],
+            path: "Services/dispatcher/Main",
             swiftSettings: swiftSettings),
         // The command-line tool for ad networks and operators: keys, signing, receiver, simulation.
         .executableTarget(
             name: "attribution",
             dependencies: [
-                "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime", "ToolSupport",
+                "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime", "PipelineCatalog", "ToolSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -225,7 +236,7 @@ let package = Package(
         .executableTarget(
             name: "attribution-bench",
             dependencies: [
-                "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime", "ToolSupport",
+                "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime", "PipelineCatalog", "ToolSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -257,7 +268,8 @@ let package = Package(
         .testTarget(
             name: "PipelineTests",
             dependencies: [
-                "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime", "TestSupport", "Delivery",
+                "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime", "PipelineCatalog", "TestSupport",
+                "Delivery",
                 "attribution",
                 "IngestService", "AdminService", "VerifierService", "AttributionWinnerService", "SchedulerService",
                 "DispatcherService", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -274,7 +286,8 @@ let package = Package(
         .testTarget(
             name: "ServiceTests",
             dependencies: [
-                "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime", "TestSupport", "IngestService",
+                "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime", "PipelineCatalog", "TestSupport",
+                "IngestService",
                 "AdminService", "VerifierService", "AttributionWinnerService", "SchedulerService", "DispatcherService",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
@@ -287,7 +300,9 @@ let package = Package(
         // The repository's own checks: compose services ↔ executables, environment ↔ documented keys.
         .testTarget(
             name: "DeploymentTests",
-            dependencies: ["AttributionModel", "RedisStreams", "ServiceRuntime", .product(name: "Yams", package: "Yams")],
+            dependencies: [
+                "AttributionModel", "RedisStreams", "ServiceRuntime", "PipelineCatalog", .product(name: "Yams", package: "Yams"),
+            ],
             path: "Tests/DeploymentTests",
             swiftSettings: swiftSettings
         ),

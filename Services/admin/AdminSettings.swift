@@ -1,4 +1,5 @@
 import AttributionModel
+import PipelineCatalog
 import ServiceRuntime
 
 /// What admin reads besides `PipelineSettings`.

@@ -2,6 +2,7 @@ import AttributionModel
 import Foundation
 import HTTPAPI
 import Hummingbird
+import PipelineCatalog
 import RedisStreams
 import ServiceRuntime
 

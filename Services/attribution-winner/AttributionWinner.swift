@@ -1,4 +1,5 @@
 import AttributionModel
+import PipelineCatalog
 import ServiceRuntime
 
 /// attribution-winner: keeps each device's impression pool and picks the winner and non-winners of

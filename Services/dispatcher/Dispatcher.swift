@@ -2,6 +2,7 @@ import AttributionModel
 import Delivery
 import Logging
 import NIOCore
+import PipelineCatalog
 import RedisStreams
 import ServiceRuntime
 

@@ -1,6 +1,7 @@
 import AttributionModel
 import Foundation
 import Logging
+import PipelineCatalog
 import RedisStreams
 import ServiceRuntime
 import Synchronization

@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import Metrics
 import NIOPosix
+import PipelineCatalog
 import RedisStreams
 import ServiceLifecycle
 import ServiceRuntime

@@ -1,6 +1,7 @@
 import AttributionModel
 import Foundation
 import HTTPAPI
+import PipelineCatalog
 import RedisStreams
 import ServiceRuntime
 import Synchronization

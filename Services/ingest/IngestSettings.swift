@@ -1,4 +1,5 @@
 import AttributionModel
+import PipelineCatalog
 import ServiceRuntime
 
 /// What ingest reads besides `PipelineSettings`.

@@ -2,6 +2,7 @@ import AttributionModel
 import Foundation
 import HTTPTypes
 import Hummingbird
+import PipelineCatalog
 import RedisStreams
 import ServiceRuntime
 import Synchronization

@@ -1,5 +1,6 @@
 import AttributionModel
 import Logging
+import PipelineCatalog
 import RedisStreams
 import ServiceRuntime
 

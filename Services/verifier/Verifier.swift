@@ -1,5 +1,6 @@
 import AttributionModel
 import Foundation
+import PipelineCatalog
 import ServiceRuntime
 
 /// verifier: checks every event's signature and rules; valid ones go on to `verified`, the rest to

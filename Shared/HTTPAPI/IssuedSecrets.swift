@@ -1,6 +1,7 @@
 import AttributionModel
 import Crypto
 import Foundation
+import PipelineCatalog
 import RedisStreams
 import ServiceRuntime
 

@@ -1,6 +1,7 @@
 import AttributionModel
 import Foundation
 import Hummingbird
+import PipelineCatalog
 import RedisStreams
 import ServiceRuntime
 

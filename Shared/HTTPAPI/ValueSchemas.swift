@@ -1,4 +1,5 @@
 import AttributionModel
+import PipelineCatalog
 import RedisStreams
 import ServiceRuntime
 

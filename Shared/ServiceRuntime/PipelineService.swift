@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import Metrics
+import PipelineCatalog
 import Prometheus
 import RedisStreams
 import ServiceLifecycle

@@ -1,5 +1,6 @@
 import AttributionModel
 import Logging
+import PipelineCatalog
 import RedisStreams
 
 /// What every service reads from the environment before anything else, once, through the catalog:

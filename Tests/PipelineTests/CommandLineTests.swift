@@ -1,5 +1,6 @@
 import AttributionModel
 import Foundation
+import PipelineCatalog
 import RedisStreams
 import ServiceRuntime
 import TestSupport

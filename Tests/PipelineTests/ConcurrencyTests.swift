@@ -1,6 +1,7 @@
 import AttributionCrypto
 import AttributionModel
 import Foundation
+import PipelineCatalog
 import RedisStreams
 import ServiceRuntime
 import TestSupport

@@ -2,6 +2,7 @@ import AttributionCrypto
 import AttributionModel
 import Crypto
 import Foundation
+import PipelineCatalog
 import RedisStreams
 import ServiceRuntime
 import TestSupport

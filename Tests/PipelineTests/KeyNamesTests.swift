@@ -1,4 +1,5 @@
 import Foundation
+import PipelineCatalog
 import ServiceRuntime
 import Testing
 

@@ -1,3 +1,4 @@
+import PipelineCatalog
 import RedisStreams
 import ServiceRuntime
 import TestSupport

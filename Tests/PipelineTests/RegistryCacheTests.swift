@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import PipelineCatalog
 import RedisStreams
 import ServiceRuntime
 import TestSupport

@@ -7,6 +7,7 @@ import DispatcherService
 import Foundation
 import Hummingbird
 import IngestService
+import PipelineCatalog
 import RedisStreams
 import SchedulerService
 import ServiceRuntime

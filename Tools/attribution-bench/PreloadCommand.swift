@@ -3,6 +3,7 @@ import AttributionCrypto
 import AttributionModel
 import Foundation
 import Logging
+import PipelineCatalog
 import RedisStreams
 import ServiceRuntime
 import ToolSupport

@@ -1,12 +1,13 @@
 import AttributionModel
 import Foundation
 import Logging
+import PipelineCatalog
 import RedisStreams
 
 // The keys every service reads, and the ones every worker reads.
 
 extension ConfigurationKey {
-    static let allServices = ["ingest", "admin", "verifier", "attribution-winner", "scheduler", "dispatcher"]
+    static let allServices = RedisRights.services
     static let workers = ["verifier", "attribution-winner", "scheduler", "dispatcher"]
 }
 

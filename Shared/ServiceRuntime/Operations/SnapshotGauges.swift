@@ -1,4 +1,5 @@
 import Metrics
+import PipelineCatalog
 import RedisStreams
 import ServiceLifecycle
 

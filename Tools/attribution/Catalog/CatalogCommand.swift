@@ -1,6 +1,7 @@
 import ArgumentParser
 import AttributionModel
 import Foundation
+import PipelineCatalog
 import ServiceRuntime
 
 /// `attribution catalog --json`: the Redis names and binary layouts the pipeline uses, from the code

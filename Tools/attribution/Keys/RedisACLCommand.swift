@@ -2,6 +2,7 @@ import ArgumentParser
 import AttributionModel
 import Crypto
 import Foundation
+import PipelineCatalog
 import ServiceRuntime
 
 /// `attribution redis-acl`: the ACL file compose starts Redis with, one user per service with only its

@@ -2,6 +2,7 @@ import ArgumentParser
 import AttributionModel
 import Foundation
 import Logging
+import PipelineCatalog
 import RedisStreams
 import ServiceRuntime
 import ToolSupport

@@ -1,4 +1,5 @@
 import Logging
+import PipelineCatalog
 import RedisStreams
 
 /// The partition count recorded in Redis: the first service to start writes its `PARTITIONS`; every

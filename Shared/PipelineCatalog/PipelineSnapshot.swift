@@ -63,7 +63,10 @@ public struct PipelineSnapshot: Sendable, Codable {
         groups.allSatisfy { $0.pending == 0 && ($0.lag ?? 0) == 0 } && queues.allSatisfy { $0.count == 0 }
     }
 
-    public static func read(on connection: RedisConnection, _ partitioning: Partitioning) async throws -> PipelineSnapshot {
+    public static func read(
+        on connection: RedisConnection, _ partitioning: Partitioning,
+        at now: Milliseconds = Milliseconds((Date().timeIntervalSince1970 * 1000).rounded())
+    ) async throws -> PipelineSnapshot {
         let partitions = partitioning.partitions
         var commands: [RedisCommand] = []
         for (stream, _) in streams {
@@ -90,7 +93,7 @@ public struct PipelineSnapshot: Sendable, Codable {
             return replies.prefix(count)
         }
         var snapshot = PipelineSnapshot(
-            takenAt: WallClock.nowMilliseconds(), partitions: partitioning.count, streams: [], groups: [], queues: [],
+            takenAt: now, partitions: partitioning.count, streams: [], groups: [], queues: [],
             deadLetters: [])
         for (stream, _) in streams {
             snapshot.streams.append(Stream(name: stream.base, length: next(partitions.count).reduce(0) { $0 + Int($1.int ?? 0) }))

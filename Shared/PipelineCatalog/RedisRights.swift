@@ -3,7 +3,8 @@
 /// Redis with) and the tests, which run every single-node pipeline test with each service connected
 /// as its own ACL user: a right missing here fails a test, a right too many is visible in one place.
 public enum RedisRights {
-    public static let services = ConfigurationKey.allServices
+    /// The pipeline's services, each its own Redis user (and the configuration keys' `services`).
+    public static let services = ["ingest", "admin", "verifier", "attribution-winner", "scheduler", "dispatcher"]
 
     /// What every service reads: the registry, and the streams, queues and dead letters its gauges count
     /// (`PipelineSnapshot`). Each service may also record the partition count once (`PartitionRecord`).
