@@ -10,7 +10,8 @@ import ServiceRuntime
 /// puts valid events on the `events` stream (202), refuses the rest with problem JSON, and serves the
 /// pipeline's public keys, the OpenAPI document and the ad networks' own routes. `/metrics` and the
 /// detailed `/ready` are on a second listener (`OPERATIONS_HTTP_HOST:OPERATIONS_HTTP_PORT`); the admin
-/// API is another service (admin, in `AdminService`), so ingest's Redis user can write only events and its own records.
+/// API is another service (admin, in `AdminService`), so ingest's Redis user can write only events and
+/// its own records.
 ///
 /// `ingest --configuration-table` prints the configuration table of docs/reference/configuration.md; `ingest --routes` the routes
 /// it serves; `ingest --openapi` its OpenAPI document.

@@ -191,6 +191,9 @@ public struct PipelineService: Sendable {
         }
     }
 
+    /// A listener's connections, from Hummingbird's HTTP/1.1 configuration and the server's name.
+    public typealias PublicServer = @Sendable (HTTP1Channel.Configuration, String) -> HTTPServerBuilder
+
     /// The HTTP server (operations routes plus whatever `routes` adds) and `services`, in one group
     /// that stops on SIGTERM and SIGINT (unless `stopsOnSignals` is false: a test shuts it down).
     /// With an operations listener (ingest: `OPERATIONS_HTTP_HOST:OPERATIONS_HTTP_PORT`), that one serves
@@ -199,9 +202,6 @@ public struct PipelineService: Sendable {
     /// `publicServer` builds the public listener's connections from Hummingbird's HTTP/1.1 configuration
     /// and the server's name (ingest's refuse some requests from their head alone); Hummingbird's HTTP/1.1
     /// server without it. Checks the partition count recorded in Redis first.
-    /// A listener's connections, from Hummingbird's HTTP/1.1 configuration and the server's name.
-    public typealias PublicServer = @Sendable (HTTP1Channel.Configuration, String) -> HTTPServerBuilder
-
     public func assemble(
         services: [any Service],
         routes: @Sendable (Router<BasicRequestContext>, RedisConnection) throws -> Void = { _, _ in },

@@ -1,0 +1,42 @@
+import Foundation
+import Testing
+
+/// What Package.swift lets into the main job's build: no package only tests use (their generated
+/// client's tests are Tests/OpenAPIClient, a package of its own), admin built without ingest's library,
+/// and the benchmark's tool apart from the operators'.
+@Suite("Package layout")
+struct PackageLayoutTests {
+    /// The dependency list of the target called `name`, as Package.swift spells it.
+    static func dependencies(of name: String) throws -> String {
+        let manifest = try ComposeFileTests.read("Package.swift")
+        let declaration = try Regex("\\.(executableTarget|target)\\(\\s*name: \"\(name)\"")
+        let start = try #require(manifest.firstRange(of: declaration), "Package.swift declares the target \(name)")
+        let rest = manifest[start.upperBound...]
+        let end = rest.range(of: "path:")?.lowerBound ?? rest.endIndex
+        return String(rest[..<end])
+    }
+
+    @Test func testOnlyPackagesStayOutOfTheMainBuild() throws {
+        let manifest = try ComposeFileTests.read("Package.swift")
+        for package in ["OpenAPIKit", "swift-openapi-generator", "swift-openapi-runtime", "plugins:"] {
+            #expect(!manifest.contains(package), "Package.swift names \(package)")
+        }
+        let separate = try ComposeFileTests.read("Tests/OpenAPIClient/Package.swift")
+        #expect(separate.contains("swift-openapi-generator") && separate.contains(".package(path: pipeline.path)"))
+    }
+
+    @Test func adminIsBuiltWithoutIngestsLibrary() throws {
+        #expect(!(try Self.dependencies(of: "AdminService")).contains("IngestService"))
+        let admin = try Self.dependencies(of: "admin")
+        #expect(admin.contains("AdminService") && !admin.contains("IngestService"), "\(admin)")
+        #expect(!(try Self.dependencies(of: "IngestService")).contains("AdminService"))
+    }
+
+    @Test func theBenchmarksToolIsItsOwnExecutable() throws {
+        #expect(try ComposeFileTests.executables().contains("attribution-bench"))
+        #expect(!(try Self.dependencies(of: "attribution")).contains("attribution-bench"))
+        let tool = try FileManager.default.contentsOfDirectory(
+            atPath: ComposeFileTests.root.appendingPathComponent("Tools/attribution").path)
+        #expect(!tool.contains("Bench"))
+    }
+}
