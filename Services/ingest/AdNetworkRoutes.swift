@@ -39,9 +39,7 @@ struct AdNetworkRoutes {
     /// credential, 403 `credential-mismatch` with another network's.
     func authorized(_ request: Request, _ context: BasicRequestContext) async throws -> String {
         let id = try PathParameters.adNetwork(context).rawValue
-        guard let header = request.headers[.authorization], header.hasPrefix("Bearer "),
-            let owner = try await credentials.owner(of: String(header.dropFirst(7)))
-        else {
+        guard let token = request.bearerToken, let owner = try await credentials.owner(of: token) else {
             throw ProblemDetails(
                 .unauthorized, reason: .unauthorized,
                 detail: "ad-network routes need one of the network's credentials (POST /v1/admin/ad-networks/{id}/credentials)")

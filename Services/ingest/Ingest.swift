@@ -107,10 +107,7 @@ enum IngestRoutes {
         ).add(to: router, catalog: catalog)
         AdNetworkRoutes(redis: redis, partitioning: settings.partitioning, clock: settings.clock)
             .add(to: router, catalog: catalog)
-        catalog.on(router, .get, "/openapi.json") { _, _ in
-            var headers = HTTPFields()
-            headers[.contentType] = "application/json"
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.json)))
-        }
+        let document = Array(OpenAPIDocument.json.utf8)
+        catalog.on(router, .get, "/openapi.json") { _, _ in JSONAnswer.bytes(document) }
     }
 }

@@ -63,10 +63,10 @@ public struct PipelineSnapshot: Sendable, Codable {
         groups.allSatisfy { $0.pending == 0 && ($0.lag ?? 0) == 0 } && queues.allSatisfy { $0.count == 0 }
     }
 
-    public static func read(
-        on connection: RedisConnection, _ partitioning: Partitioning,
-        at now: Milliseconds = Milliseconds((Date().timeIntervalSince1970 * 1000).rounded())
-    ) async throws -> PipelineSnapshot {
+    /// The snapshot of a pipeline of `partitioning`'s partitions, taken at `now` (the caller's clock).
+    public static func read(on connection: RedisConnection, _ partitioning: Partitioning, at now: Milliseconds)
+        async throws -> PipelineSnapshot
+    {
         let partitions = partitioning.partitions
         var commands: [RedisCommand] = []
         for (stream, _) in streams {

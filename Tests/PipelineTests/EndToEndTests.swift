@@ -177,7 +177,7 @@ extension PipelineSuites {
 
             // The status view: nothing waiting in any partition; on a cluster, every node healthy and
             // every partition served by exactly one primary.
-            let snapshot = try await PipelineSnapshot.read(on: connection, testPartitioning)
+            let snapshot = try await PipelineSnapshot.read(on: connection, testPartitioning, at: WallClock.nowMilliseconds())
             #expect(snapshot.groups.allSatisfy { $0.partitionLag.count == testPartitioning.count })
             #expect(snapshot.groups.first { $0.group == "verifier" }?.lag == 0, "every event read")
             if redis.cluster {

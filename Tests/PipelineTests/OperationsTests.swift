@@ -136,8 +136,10 @@ extension PipelineSuites {
             try await push(120, load, pipeline, connection)
             // A replica joins the group with its first read, once its process is up (slower on a busy machine).
             let joined = try await eventually {
-                try await PipelineSnapshot.read(on: connection, testPartitioning).groups.first { $0.group == "verifier" }?
-                    .consumers == 3
+                try await PipelineSnapshot.read(on: connection, testPartitioning, at: WallClock.nowMilliseconds()).groups.first {
+                    $0.group == "verifier"
+                }?
+                .consumers == 3
             }
             #expect(joined, "three verifier replicas in the group")
             async let flowing: Void = push(80, load, pipeline, connection)
@@ -160,7 +162,7 @@ extension PipelineSuites {
             _ = try await http.send("POST", "\(pipeline.receiverURL)/control", json: ["fail-share": 1])
             try await push(20, load, pipeline, connection)
             let waiting = try await eventually(timeout: .seconds(15)) {
-                try await PipelineSnapshot.read(on: connection, testPartitioning).queues.first {
+                try await PipelineSnapshot.read(on: connection, testPartitioning, at: WallClock.nowMilliseconds()).queues.first {
                     $0.name == DelayedQueues.deliveryRetries.name
                 }?
                 .count == 20

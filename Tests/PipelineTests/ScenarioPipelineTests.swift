@@ -198,7 +198,7 @@ extension PipelineSuites {
             // most 15 s more: what it sends meanwhile is judged like the rest.
             let connection = redis.connect(label: "scenario.records")
             let idle = try await eventually(timeout: .seconds(15), every: .milliseconds(100)) {
-                try await PipelineSnapshot.read(on: connection, testPartitioning).isIdle
+                try await PipelineSnapshot.read(on: connection, testPartitioning, at: WallClock.nowMilliseconds()).isIdle
             }
             if !idle { print("ScenarioPipelineTests: the \(kind) pipeline still had work 15 s after its last deadline") }
             let releases = try await PostbackRelease.read(on: connection)

@@ -31,7 +31,7 @@ public struct SnapshotGauges: Service {
         await refresher.refresh(interval: interval) {
             // Whether the gauges below are this scrape's: while Redis is unreachable they keep the last
             // values read (a lag of 0 would look healthy), so this says 0 and an alert can fire.
-            if let snapshot = try? await PipelineSnapshot.read(on: connection, partitioning) {
+            if let snapshot = try? await PipelineSnapshot.read(on: connection, partitioning, at: WallClock.nowMilliseconds()) {
                 Self.export(snapshot)
                 Gauge(label: "pipeline_snapshot_up").record(1)
             } else {

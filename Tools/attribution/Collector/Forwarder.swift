@@ -3,6 +3,7 @@ import AttributionModel
 import Foundation
 import Logging
 import NIOCore
+import ServiceRuntime
 
 /// Forwards each decoded postback to the partner URLs with the dispatcher's retry discipline: any
 /// non-2xx, timeout or connection error is a failure, at most 9 retries within 9 days (`RetrySchedule`,
@@ -39,7 +40,7 @@ actor Forwarder {
     }
 
     func enqueue(body: Data, postbackIdentifier: String) {
-        let now = WallClock.now()
+        let now = WallClock.nowMilliseconds()
         pending += urls.map { Item(url: $0, body: body, postbackIdentifier: postbackIdentifier, attempts: 0, dueAt: now) }
         save()
     }
@@ -47,7 +48,7 @@ actor Forwarder {
     /// Until cancelled: send what is due (concurrently), then sleep a little.
     func run() async {
         while !Task.isCancelled {
-            let now = WallClock.now()
+            let now = WallClock.nowMilliseconds()
             let due = pending.enumerated().filter { $0.element.dueAt <= now }.map(\.offset)
             if !due.isEmpty {
                 let items = due.map { pending[$0] }
@@ -59,7 +60,7 @@ actor Forwarder {
                 }
                 var generator = SystemRandomNumberGenerator()
                 var keep = pending.indices.filter { !due.contains($0) }.map { pending[$0] }
-                let failedAt = WallClock.now()
+                let failedAt = WallClock.nowMilliseconds()
                 for (var item, error) in zip(items, results) {
                     item.attempts += 1
                     item.firstAttemptAt = item.firstAttemptAt ?? now

@@ -3,6 +3,7 @@ import AttributionCrypto
 import AttributionModel
 import Crypto
 import Foundation
+import ServiceRuntime
 
 /// `attribution sign-impression`: what an ad network's server does for each ad it serves.
 struct SignImpressionCommand: ParsableCommand {
@@ -69,7 +70,7 @@ struct SignImpressionCommand: ParsableCommand {
         let payload = ImpressionPayload(
             impressionIdentifier: impressionIdentifier ?? UUID().uuidString, adNetworkIdentifier: network,
             advertisedItemIdentifier: advertisedItem, publisherItemIdentifier: publisherItem,
-            sourceIdentifier: sourceIdentifier, timestamp: timestamp ?? WallClock.now(),
+            sourceIdentifier: sourceIdentifier, timestamp: timestamp ?? WallClock.nowMilliseconds(),
             // Omitted rather than false when not set: the spec lists the key as optional.
             eligibleForReengagement: eligibleForReengagement ? true : nil)
         print(try ImpressionSigning.sign(payload, with: privateKey))

@@ -90,7 +90,7 @@ struct LedgerCommand: AsyncParsableCommand {
         let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
         var quiet = 0
         while ContinuousClock.now < deadline {
-            let snapshot = try await PipelineSnapshot.read(on: connection, partitioning)
+            let snapshot = try await PipelineSnapshot.read(on: connection, partitioning, at: WallClock.nowMilliseconds())
             quiet = snapshot.isIdle ? quiet + 1 : 0
             if quiet == 3 { return true }
             try await Task.sleep(for: .seconds(1))

@@ -63,7 +63,7 @@ public struct LedgerReader {
         }
         let unrouted = acknowledged.filter { reports[$0.eventIdentifier] != nil && records.routed[$0.eventIdentifier] == nil }
         records.waiting = try await waiting(unrouted.compactMap { reports[$0.eventIdentifier] })
-        let snapshot = try await PipelineSnapshot.read(on: connection, partitioning)
+        let snapshot = try await PipelineSnapshot.read(on: connection, partitioning, at: WallClock.nowMilliseconds())
         for group in snapshot.groups {
             records.inFlight["\(group.stream) (\(group.group)) pending"] = group.pending
             records.inFlight["\(group.stream) (\(group.group)) unread"] = group.lag ?? 0

@@ -3,6 +3,7 @@ import AttributionModel
 import Foundation
 import HTTPTypes
 import Logging
+import ServiceRuntime
 
 /// What the receiver does with one POSTed body, HTTP aside: verify it, fail on purpose when flaky mode
 /// says so, record the first copy, acknowledge. The router (`ReceiverRouter`) and the fast path
@@ -46,7 +47,7 @@ struct ReceiverIntake: Sendable {
         } catch {
             return rejected(error, path: path)
         }
-        let now = WallClock.now()
+        let now = WallClock.nowMilliseconds()
         guard flaky.acceptIfPlain(postbackIdentifier: postback.payload.postbackIdentifier, path: path, at: now) else {
             return nil
         }
@@ -65,7 +66,7 @@ struct ReceiverIntake: Sendable {
             // The key set could not be fetched: not the sender's fault, so an answer it will retry.
             return Self.problem(.serviceUnavailable, reason: "keys-unavailable", detail: "\(error)")
         }
-        let now = WallClock.now()
+        let now = WallClock.nowMilliseconds()
         let delay = flaky.settings.delayMilliseconds
         if delay > 0 { try? await Task.sleep(for: .milliseconds(delay)) }
         if flaky.shouldFail(postbackIdentifier: postback.payload.postbackIdentifier, path: path, at: now) {

@@ -3,6 +3,7 @@ import AttributionCrypto
 import AttributionModel
 import Crypto
 import Logging
+import ServiceRuntime
 import ToolSupport
 
 /// Plays a plan against a running pipeline: registrations, then each device's impressions,
@@ -81,7 +82,7 @@ struct Simulation: Sendable {
     private func requests(for device: SimulationPlan.DeviceSpec, _ credentials: Credentials) throws -> DeviceRequests {
         var requests = DeviceRequests(outcome: DeviceOutcome(device: device, impressions: []))
         for spec in device.impressions {
-            let now = WallClock.now()
+            let now = WallClock.nowMilliseconds()
             let interaction: Interaction
             switch spec.interactionType {
             case .click: interaction = .click(at: now, loadedAt: now - spec.loadedBeforeMilliseconds)
@@ -107,7 +108,7 @@ struct Simulation: Sendable {
         }
         guard let conversionType = device.install else { return requests }
         // Just after the impressions' times: they are sent first, and the install must find them.
-        let conversionTime = WallClock.now() + 1
+        let conversionTime = WallClock.nowMilliseconds() + 1
         requests.conversion = IngestRequests.Conversion(
             deviceIdentifier: device.deviceIdentifier, advertisedItemIdentifier: SimulationPlan.advertisedItem,
             conversionType: conversionType, time: conversionTime, countryCode: device.countryCode)
@@ -164,9 +165,12 @@ struct Simulation: Sendable {
         guard let last = due.last else { return outcomes }
         logger.info(
             "Waiting for window 1",
-            metadata: ["simulate.updates": "\(due.count)", "simulate.wait_seconds": "\(max(0, last.2 - WallClock.now()) / 1000)"])
+            metadata: [
+                "simulate.updates": "\(due.count)",
+                "simulate.wait_seconds": "\(max(0, last.2 - WallClock.nowMilliseconds()) / 1000)",
+            ])
         let windows = try await concurrentMap(due, limit: concurrency) { index, update, dueAt in
-            let wait = dueAt - WallClock.now()
+            let wait = dueAt - WallClock.nowMilliseconds()
             if wait > 0 { try await Task.sleep(for: .milliseconds(wait)) }
             let sentAt = try await self.sendUpdate(update, device: outcomes[index].device, appKey: credentials.appKey)
             return (
@@ -187,7 +191,7 @@ struct Simulation: Sendable {
     private func sendUpdate(_ update: PostbackUpdate, device: SimulationPlan.DeviceSpec, appKey: String) async throws
         -> Milliseconds
     {
-        let time = WallClock.now()
+        let time = WallClock.nowMilliseconds()
         try await ingest.post(
             "/v1/conversion-value-updates",
             IngestRequests.ValueUpdate(

@@ -20,7 +20,8 @@ struct StatusCommand: AsyncParsableCommand {
 
     func run() async throws {
         let connection = try redis.connect(label: "status")
-        let snapshot = try await PipelineSnapshot.read(on: connection, try await PartitionRecord.read(on: connection))
+        let snapshot = try await PipelineSnapshot.read(
+            on: connection, try await PartitionRecord.read(on: connection), at: WallClock.nowMilliseconds())
         await connection.close()
         if json {
             print(String(decoding: try JSONCoding.encoder.encode(snapshot), as: UTF8.self))
