@@ -21,6 +21,7 @@ let package = Package(
         // For the fuzzers in Fuzz/, a separate package that builds these with libFuzzer instrumentation.
         .library(name: "AttributionModel", targets: ["AttributionModel"]),
         .library(name: "AttributionCrypto", targets: ["AttributionCrypto"]),
+        .library(name: "CryptoPrimitives", targets: ["CryptoPrimitives"]),
         // For the generated client's tests (Tests/OpenAPIClient, a package of its own): a real
         // redis-server on a free port, and where the built executables are.
         .library(name: "TestSupport", targets: ["TestSupport"]),
@@ -28,7 +29,6 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
-        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
@@ -41,17 +41,21 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
     ],
     targets: [
-        // Pure model: identifiers, events, envelopes and the rules as pure functions. No I/O.
-        // swift-crypto only for the keyed hash of postback identifiers.
-        .target(
-            name: "AttributionModel", dependencies: [.product(name: "Crypto", package: "swift-crypto")],
-            path: "Shared/AttributionModel", swiftSettings: swiftSettings),
-        // Debian's libssl-dev, for legacy SKAdNetwork signatures on P-192 only.
+        // Debian's libssl-dev (OpenSSL 3): the only cryptography library.
         .systemLibrary(name: "COpenSSL", path: "Shared/COpenSSL", providers: [.apt(["libssl-dev"])]),
-        // Compact JWS (ES256) and SKAN signatures over swift-crypto; keys in PEM and JWK form.
+        // P-256 ECDSA, SHA-256 and HMAC over it, under swift-crypto's names: swift-crypto's own copy of
+        // BoringSSL was a fifth of a first build's CPU for these few calls.
+        .target(
+            name: "CryptoPrimitives", dependencies: ["COpenSSL"], path: "Shared/CryptoPrimitives", swiftSettings: swiftSettings),
+        // Pure model: identifiers, events, envelopes and the rules as pure functions. No I/O.
+        // CryptoPrimitives only for the keyed hash of postback identifiers.
+        .target(
+            name: "AttributionModel", dependencies: ["CryptoPrimitives"],
+            path: "Shared/AttributionModel", swiftSettings: swiftSettings),
+        // Compact JWS (ES256) and SKAN signatures; keys in PEM and JWK form.
         .target(
             name: "AttributionCrypto",
-            dependencies: ["AttributionModel", "COpenSSL", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["AttributionModel", "COpenSSL", "CryptoPrimitives"],
             path: "Shared/AttributionCrypto",
             swiftSettings: swiftSettings
         ),
@@ -100,7 +104,7 @@ let package = Package(
             name: "HTTPAPI",
             dependencies: [
                 "AttributionModel", "RedisStreams", "ServiceRuntime", "PipelineCatalog",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "CryptoPrimitives",
                 .product(name: "Hummingbird", package: "hummingbird"),
             ],
             path: "Shared/HTTPAPI",
@@ -124,7 +128,7 @@ let package = Package(
             name: "IngestService",
             dependencies: [
                 "AttributionModel", "AttributionCrypto", "HTTPAPI", "RedisStreams", "ServiceRuntime", "PipelineCatalog",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "CryptoPrimitives",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -210,7 +214,7 @@ let package = Package(
                 "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime", "PipelineCatalog", "ToolSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Crypto", package: "swift-crypto"),
+                "CryptoPrimitives",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -238,7 +242,7 @@ let package = Package(
             dependencies: [
                 "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime", "PipelineCatalog", "ToolSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Crypto", package: "swift-crypto"),
+                "CryptoPrimitives",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -255,7 +259,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AttributionModelTests",
-            dependencies: ["AttributionModel", "AttributionCrypto", "TestSupport"],
+            dependencies: ["AttributionModel", "AttributionCrypto", "CryptoPrimitives", "TestSupport"],
             path: "Tests/AttributionModelTests",
             swiftSettings: swiftSettings
         ),
@@ -275,7 +279,7 @@ let package = Package(
                 "DispatcherService", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Crypto", package: "swift-crypto"),
+                "CryptoPrimitives",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/PipelineTests",
@@ -291,7 +295,7 @@ let package = Package(
                 "AdminService", "VerifierService", "AttributionWinnerService", "SchedulerService", "DispatcherService",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "Crypto", package: "swift-crypto"),
+                "CryptoPrimitives",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Tests/ServiceTests",

@@ -15,7 +15,6 @@ let package = Package(
     name: "attribution-pipeline-fuzz",
     dependencies: [
         .package(name: "attribution-pipeline", path: ".."),
-        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         // The fixed keys the committed seeds are signed with, and the verifier's impression checks.
@@ -24,7 +23,7 @@ let package = Package(
             dependencies: [
                 .product(name: "AttributionModel", package: "attribution-pipeline"),
                 .product(name: "AttributionCrypto", package: "attribution-pipeline"),
-                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoPrimitives", package: "attribution-pipeline"),
             ],
             path: "Sources/FuzzSupport"
         ),

@@ -9,6 +9,7 @@ started, also when interrupted.
 """
 
 import argparse
+import json
 import os
 import signal
 import subprocess
@@ -53,6 +54,31 @@ def start_store(processes, args, acl):
     print(f"==> redis-server on 127.0.0.1:{port} (AOF in {directory})", flush=True)
     start_redis(processes, port, directory, host="127.0.0.1", options=users)
     return port
+
+
+def expected_postbacks(report):
+    """How many postbacks the simulation's report (`attribution simulate --report`) expects in all."""
+    with open(report) as file:
+        expected = json.load(file)
+    return sum(expected["expected-winning"]) + expected["expected-non-winning"]
+
+
+def receiver_stats(receiver):
+    with urllib.request.urlopen(f"{receiver}/stats", timeout=10) as reply:
+        return json.loads(reply.read())
+
+
+def wait_for_postbacks(receiver, due, deadline, settle=2.0):
+    """Polls the receiver until `due` postbacks arrived (then `settle` seconds more, so that one too many
+    is seen) or `deadline` seconds passed; the seconds it waited."""
+    start = time.monotonic()
+    while time.monotonic() - start < deadline:
+        stats = receiver_stats(receiver)
+        if stats["accepted"] + stats["rejected"] >= due:
+            time.sleep(settle)
+            break
+        time.sleep(0.5)
+    return time.monotonic() - start
 
 
 def run(args, processes):
@@ -108,14 +134,16 @@ def run(args, processes):
         return 1
 
     # The last window ends 35 days after the install and its postback may wait 6 more days; retries can
-    # add a few. Wait that long in scaled time, then a margin.
-    wait = int(max((35 + 6 + 2) * 86400 / float(args.time_scale), 5) + 5)
-    print(f"==> waiting {wait}s for every window and delay to pass", flush=True)
-    time.sleep(wait)
+    # add a few. Wait at most that long in scaled time, then a margin; stop waiting once every postback
+    # the simulation expects has arrived, and a moment more for any it does not expect.
+    deadline = int(max((35 + 6 + 2) * 86400 / float(args.time_scale), 5) + 5)
+    due = expected_postbacks(expected)
+    print(f"==> waiting up to {deadline}s for the {due} expected postbacks (every window and delay)", flush=True)
+    waited = wait_for_postbacks(receiver, due, deadline)
+    print(f"    {waited:.0f}s", flush=True)
 
     print("==> postbacks the receiver verified and accepted", flush=True)
-    with urllib.request.urlopen(f"{receiver}/stats", timeout=10) as reply:
-        print(reply.read().decode(), flush=True)
+    print(json.dumps(receiver_stats(receiver)), flush=True)
     # Per window, what the simulation expects against what arrived: a later window sends a postback only
     # for a winner whose app reported a value in it (spec section 4), so most installs get one postback.
     print("==> postbacks per window: arrived against expected", flush=True)

@@ -1,5 +1,5 @@
 import AttributionModel
-import Crypto
+import CryptoPrimitives
 import Foundation
 import PipelineCatalog
 import RedisStreams
@@ -77,9 +77,8 @@ struct EventPublisher: Sendable {
 
         static func keyed(route: String, key: String, bytes: Data) -> Self {
             let fingerprint = Hex.encode(SHA256.hash(data: bytes))
-            var hash = SHA256()
-            for part in ["event-identifier", route, key, fingerprint] { hash.update(data: Data((part + "\n").utf8)) }
-            return Self(id: RandomUUID.shaped(Array(hash.finalize())), fingerprint: fingerprint)
+            let parts = ["event-identifier", route, key, fingerprint].map { $0 + "\n" }.joined()
+            return Self(id: RandomUUID.shaped(SHA256.hash(data: Data(parts.utf8))), fingerprint: fingerprint)
         }
     }
 

@@ -1,5 +1,5 @@
 import AttributionModel
-import Crypto
+import CryptoPrimitives
 import Foundation
 
 /// The protected header fields we read. Parsed values are compared, never raw text: a header may

@@ -1,6 +1,5 @@
-import AttributionCrypto
 import AttributionModel
-import Crypto
+import CryptoPrimitives
 
 /// How an ad network signs an impression: compact JWS, ES256, `kid` = its ad network id.
 public enum ImpressionSigning {

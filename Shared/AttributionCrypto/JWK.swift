@@ -1,4 +1,4 @@
-import Crypto
+import CryptoPrimitives
 import Foundation
 
 /// A P-256 public key as a JSON Web Key (RFC 7517), the form the pipeline publishes and stores.

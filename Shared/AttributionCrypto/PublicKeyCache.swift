@@ -1,4 +1,4 @@
-import Crypto
+import CryptoPrimitives
 import Synchronization
 
 /// Parsed ad-network public keys by their registered text: parsing a JWK (JSON, then point

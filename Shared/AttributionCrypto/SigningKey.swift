@@ -1,4 +1,4 @@
-import Crypto
+import CryptoPrimitives
 import Foundation
 
 /// Loading and generating P-256 private keys (PEM, PKCS#8 or SEC1), for ad networks and the dispatcher.

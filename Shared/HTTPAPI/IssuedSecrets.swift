@@ -1,5 +1,5 @@
 import AttributionModel
-import Crypto
+import CryptoPrimitives
 import Foundation
 import PipelineCatalog
 import RedisStreams

@@ -17,7 +17,6 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [
         .package(path: pipeline.path),
-        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/mattpolzin/OpenAPIKit.git", from: "6.4.0"),
         .package(url: "https://github.com/apple/swift-openapi-generator.git", from: "1.14.3"),
@@ -33,7 +32,7 @@ let package = Package(
                 .product(name: "AttributionModel", package: pipeline.lastPathComponent.lowercased()),
                 .product(name: "AttributionCrypto", package: pipeline.lastPathComponent.lowercased()),
                 .product(name: "TestSupport", package: pipeline.lastPathComponent.lowercased()),
-                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoPrimitives", package: pipeline.lastPathComponent.lowercased()),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIKit", package: "OpenAPIKit"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),

@@ -1,6 +1,6 @@
 import AttributionCrypto
 import AttributionModel
-import Crypto
+import CryptoPrimitives
 import Foundation
 import PipelineCatalog
 import RedisStreams
@@ -179,7 +179,14 @@ extension PipelineSuites {
             let header = #"{"alg":"ES256","kid":"\#(Self.network)"}"#
             let good = Self.payload()
             let replayed = Self.payload()
-            let p384 = P384.Signing.PrivateKey().publicKey.pemRepresentation
+            // A P-384 public key (made once by `openssl ecparam -name secp384r1`).
+            let p384 = """
+                -----BEGIN PUBLIC KEY-----
+                MHYwEAYHKoZIzj0CAQYFK4EEACIDYgAEWbAwJYVSs0rNcXQwNJF7A3b40r+F4RHx
+                xrIO/nqDJ8TyntEaeWyHPF3hQbxkleqznL3sOiA95MH/4GNXdVS2u5B4xsYLfxG7
+                3K2HoP++ArV3Glsr3SS6XmiCOnY4aD8U
+                -----END PUBLIC KEY-----
+                """
             let viewDevice = "device-views"
             let view = { (begin: Milliseconds, end: Milliseconds) in #"{"type":"view","begin":\#(begin),"time":\#(end)}"# }
             let conversion = { (app: ItemIdentifier, extra: String) in
@@ -396,8 +403,8 @@ extension PipelineSuites {
                             header: #"{"alg":"HS256","kid":"\#(Self.network)"}"#, payload: Self.payload(), key: key,
                             signature: Base64URL.encode(
                                 Data(
-                                    HMAC<SHA256>.authenticationCode(
-                                        for: Data("x".utf8), using: SymmetricKey(data: key.publicKey.derRepresentation)))))),
+                                    HMACSHA256.authenticationCode(
+                                        for: Array("x".utf8), key: Array(key.publicKey.derRepresentation)))))),
                     expect: .verifier(.unsupportedAlgorithm)),
                 Case(
                     name: "RS256",

@@ -1,6 +1,6 @@
 import AttributionCrypto
 import AttributionModel
-import Crypto
+import CryptoPrimitives
 import Foundation
 import RedisStreams
 import ServiceRuntime

@@ -2,7 +2,7 @@ import AdminService
 import AttributionCrypto
 import AttributionModel
 import AttributionWinnerService
-import Crypto
+import CryptoPrimitives
 import DispatcherService
 import Foundation
 import Hummingbird

@@ -1,6 +1,6 @@
 import AttributionCrypto
 import AttributionModel
-import Crypto
+import CryptoPrimitives
 import Foundation
 
 /// What the harnesses share: a key fixed at a known scalar, so the committed seeds (Fuzz/seeds.py signs

@@ -2,7 +2,7 @@ import COpenSSL
 import Foundation
 
 /// The few OpenSSL 3 calls the SKAdNetwork code needs: naming a key's curve, and verifying (and, for
-/// test postbacks, making) P-192 signatures, which swift-crypto does not support. Keys cross this
+/// test postbacks, making) P-192 signatures, which CryptoPrimitives (P-256 only) does not offer. Keys cross this
 /// boundary as DER only, so nothing here holds an OpenSSL object beyond one call.
 enum OpenSSLEC {
     /// The curve of an EC SubjectPublicKeyInfo, by OpenSSL short name (`prime256v1`, `prime192v1`,

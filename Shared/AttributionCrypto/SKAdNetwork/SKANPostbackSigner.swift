@@ -1,5 +1,5 @@
 import AttributionModel
-import Crypto
+import CryptoPrimitives
 import Foundation
 
 /// Signs SKAdNetwork postbacks over their version's signed fields: for tests, and for the dispatcher

@@ -1,5 +1,5 @@
 import AttributionModel
-import Crypto
+import CryptoPrimitives
 import Foundation
 
 /// A public key that verifies SKAdNetwork signatures: P-256 (impressions, and postbacks 2.1 and later)
@@ -9,7 +9,7 @@ public struct SKANPublicKey: Sendable, Hashable {
     public let curve: SKANCurve
     /// The DER SubjectPublicKeyInfo.
     public let spkiDER: Data
-    /// The swift-crypto key for P-256; P-192 goes through OpenSSL.
+    /// The key for P-256; P-192 goes through OpenSSLEC.
     let p256: P256.Signing.PublicKey?
 
     public init(_ key: P256.Signing.PublicKey) {

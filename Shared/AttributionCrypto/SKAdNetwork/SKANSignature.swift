@@ -1,9 +1,9 @@
 import AttributionModel
-import Crypto
+import CryptoPrimitives
 import Foundation
 
 /// SKAdNetwork signatures: ECDSA with SHA-256 over the UTF-8 of a U+2063-joined message, DER-encoded,
-/// base64 with the standard alphabet. P-256 goes through swift-crypto, P-192 through OpenSSL.
+/// base64 with the standard alphabet. P-256 goes through CryptoPrimitives, P-192 through OpenSSLEC.
 public enum SKANSignature {
     /// Throws `invalidSignature` when the signature is not base64, not DER, or does not verify.
     public static func verify(message: String, signatureBase64: String, publicKey: SKANPublicKey) throws(JWSError) {

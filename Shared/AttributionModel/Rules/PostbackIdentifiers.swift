@@ -1,4 +1,4 @@
-import Crypto
+import CryptoPrimitives
 
 /// Where each postback's `postback-identifier` and random delay come from: a keyed hash (HMAC-SHA256)
 /// of its conversion, window and contender (the ad network, the impression, winner or not). The same
@@ -10,11 +10,11 @@ import Crypto
 /// nobody, the app that knows its conversions' event ids included, can tell which conversion or window
 /// an identifier is for, or what delay a postback will get.
 public struct PostbackIdentifiers: Sendable {
-    let key: SymmetricKey
+    let key: [UInt8]
 
     /// `key`: the scheduler's secret (`scheduler:postback-identifier-key`, 32 random bytes).
     public init(key: [UInt8]) {
-        self.key = SymmetricKey(data: key)
+        self.key = key
     }
 
     /// Identifiers under a fresh random key: a plan's identifiers then stay unlinkable but are not
@@ -42,18 +42,18 @@ public struct PostbackIdentifiers: Sendable {
     }
 
     private func hash(_ parts: [String]) -> [UInt8] {
-        Array(HMAC<SHA256>.authenticationCode(for: Array(parts.joined(separator: "\n").utf8), using: key))
+        HMACSHA256.authenticationCode(for: Array(parts.joined(separator: "\n").utf8), key: key)
     }
 }
 
 /// Draws from a keyed hash in counter mode (HMAC-SHA256 of the seed and the draw's number): as
 /// unpredictable as the system generator to anyone without the key, and the same for the same seed.
 public struct KeyedDraws: RandomNumberGenerator {
-    private let key: SymmetricKey
+    private let key: [UInt8]
     private let seed: [UInt8]
     private var counter: UInt64 = 0
 
-    init(key: SymmetricKey, seed: [String]) {
+    init(key: [UInt8], seed: [String]) {
         self.key = key
         self.seed = Array(seed.joined(separator: "\n").utf8)
     }
@@ -62,7 +62,7 @@ public struct KeyedDraws: RandomNumberGenerator {
         counter += 1
         var message = seed
         withUnsafeBytes(of: counter.bigEndian) { message += $0 }
-        let code = HMAC<SHA256>.authenticationCode(for: message, using: key)
+        let code = HMACSHA256.authenticationCode(for: message, key: key)
         return code.prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
     }
 }

@@ -1,7 +1,7 @@
 import ArgumentParser
 import AttributionCrypto
 import AttributionModel
-import Crypto
+import CryptoPrimitives
 import Foundation
 import ServiceRuntime
 

@@ -1,4 +1,4 @@
-import Crypto
+import CryptoPrimitives
 import Foundation
 
 #if canImport(Glibc)

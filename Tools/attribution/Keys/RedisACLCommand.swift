@@ -1,6 +1,6 @@
 import ArgumentParser
 import AttributionModel
-import Crypto
+import CryptoPrimitives
 import Foundation
 import PipelineCatalog
 import ServiceRuntime

@@ -1,7 +1,7 @@
 import AsyncHTTPClient
 import AttributionCrypto
 import AttributionModel
-import Crypto
+import CryptoPrimitives
 import Logging
 import ServiceRuntime
 import ToolSupport
