@@ -213,7 +213,6 @@ let package = Package(
             dependencies: [
                 "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime", "PipelineCatalog", "ToolSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 "CryptoPrimitives",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -226,12 +225,14 @@ let package = Package(
             path: "Tools/attribution",
             swiftSettings: swiftSettings
         ),
-        // What both tools take: the Redis options, a bounded concurrent map.
+        // What both tools take: the Redis options, a bounded concurrent map, the HTTP client.
         .target(
             name: "ToolSupport",
             dependencies: [
                 "RedisStreams", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             path: "Tools/ToolSupport",
             swiftSettings: swiftSettings
@@ -273,7 +274,7 @@ let package = Package(
             name: "PipelineTests",
             dependencies: [
                 "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime", "PipelineCatalog", "TestSupport",
-                "Delivery",
+                "Delivery", "ToolSupport",
                 "attribution",
                 "IngestService", "AdminService", "VerifierService", "AttributionWinnerService", "SchedulerService",
                 "DispatcherService", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

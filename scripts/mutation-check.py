@@ -26,6 +26,7 @@ rebuilds are incremental. Exit status 0 only when every entry is PASS or SKIP.
     python3 scripts/mutation-check.py                 # whole table
     python3 scripts/mutation-check.py --only tier-0   # one rule (repeatable)
     python3 scripts/mutation-check.py --list          # the table, no build
+    python3 scripts/mutation-check.py --check         # the table against the code, no build (the test command)
 """
 
 import argparse
@@ -874,6 +875,50 @@ def test_product(repo):
     return name.group(1) + "PackageTests"
 
 
+class Stale(Exception):
+    """An entry that no longer fits the code: a file or scenario gone, an old text not found once."""
+
+
+def mutated_texts(repo, entry):
+    """The entry's edits applied in order: file -> its mutated text. Raises Stale when an expected
+    scenario or an edited file is gone, or an old text is not in its file exactly once."""
+    scenarios = repo / "Scenarios"
+    missing = [name for name in entry["expect"] if name.endswith(".json") and not (scenarios / name).exists()]
+    if missing:
+        raise Stale("scenario gone: " + ", ".join(missing))
+    mutated = {}
+    for file, old, new in entry["edits"]:
+        path = repo / file
+        if not path.exists():
+            raise Stale(f"{file} is gone")
+        text = mutated.get(file, path.read_text())
+        hits = list(anchor(old).finditer(text))
+        if len(hits) != 1:
+            where = "not found" if not hits else f"found {len(hits)} times"
+            raise Stale(f"old text {where} in {Path(file).name}: {old.splitlines()[0][:60]}")
+        mutated[file] = text[: hits[0].start()] + new + text[hits[0].end() :]
+    return mutated
+
+
+def check_table(repo, entries=MUTATIONS):
+    """Without building: the problems that would make entries STALE or MISSING (rule ids against
+    docs/concepts/attribution-rules.md, scenario files, edited files and their old texts)."""
+    doc_rules = set(DOC_RULE.findall((repo / "docs/concepts/attribution-rules.md").read_text()))
+    problems = [
+        f"{e['rule']}: rule id not in docs/concepts/attribution-rules.md" for e in entries if e["rule"] not in doc_rules
+    ]
+    problems += [
+        f"{rule}: no entry in scripts/mutation-check.py" for rule in sorted(doc_rules - {e["rule"] for e in entries})
+    ]
+    for entry in entries:
+        if "skip" not in entry:
+            try:
+                mutated_texts(repo, entry)
+            except Stale as stale:
+                problems.append(f"{entry['rule']}: {stale}")
+    return problems
+
+
 class Runner:
     def __init__(self, repo, logs, timeout):
         self.repo, self.logs, self.timeout = repo, logs, timeout
@@ -937,23 +982,12 @@ class Runner:
 
     def mutate(self, index, entry):
         """Applies the entry's edits, builds, tests, restores. Returns (status, detail)."""
-        scenarios = self.repo / "Scenarios"
+        try:
+            mutated = mutated_texts(self.repo, entry)
+        except Stale as stale:
+            return "STALE", str(stale)
         tests = [name for name in entry["expect"] if not name.endswith(".json")]
-        missing = [name for name in entry["expect"] if name.endswith(".json") and not (scenarios / name).exists()]
-        if missing:
-            return "STALE", "scenario gone: " + ", ".join(missing)
-        originals, mutated = {}, {}
-        for file, old, new in entry["edits"]:
-            path = self.repo / file
-            if not path.exists():
-                return "STALE", f"{file} is gone"
-            text = mutated.get(file, path.read_text())
-            originals.setdefault(file, path.read_text())
-            hits = list(anchor(old).finditer(text))
-            if len(hits) != 1:
-                where = "not found" if not hits else f"found {len(hits)} times"
-                return "STALE", f"old text {where} in {Path(file).name}: {old.splitlines()[0][:60]}"
-            mutated[file] = text[: hits[0].start()] + new + text[hits[0].end() :]
+        originals = {file: (self.repo / file).read_text() for file in mutated}
         key = tuple(entry["edits"])
         if key not in self.cache:
             try:
@@ -986,6 +1020,9 @@ def main():
     parser.add_argument("--only", action="append", metavar="RULE", help="run only this rule id (repeatable)")
     parser.add_argument("--list", action="store_true", help="print the mutation table and exit")
     parser.add_argument(
+        "--check", action="store_true", help="check the table against the code without building (the test command)"
+    )
+    parser.add_argument(
         "--workdir",
         type=Path,
         default=Path(os.environ.get("TMPDIR") or tempfile.gettempdir()) / "attribution-mutation",
@@ -1002,6 +1039,13 @@ def main():
         if unknown:
             sys.exit(f"mutation-check: no entry for {', '.join(sorted(unknown))}; rules: {', '.join(doc_rules)}")
         entries = [e for e in MUTATIONS if e["rule"] in args.only]
+
+    if args.check:
+        problems = check_table(args.source)
+        for problem in problems:
+            print(f"mutation-check: {problem}")
+        print(f"mutation-check: {len(MUTATIONS)} entries, {len(problems)} stale or missing")
+        return 1 if problems else 0
 
     if args.list:
         for e in entries:

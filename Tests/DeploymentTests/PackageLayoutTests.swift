@@ -25,6 +25,19 @@ struct PackageLayoutTests {
         #expect(separate.contains("swift-openapi-generator") && separate.contains(".package(path: pipeline.path)"))
     }
 
+    /// What the main job's build compiles for nothing: swift-crypto's BoringSSL (the system's OpenSSL
+    /// does its few calls) and AsyncHTTPClient (only the tests take it, as an independent client).
+    @Test func noExecutableTakesSwiftCryptoOrAsyncHTTPClient() throws {
+        let manifest = try ComposeFileTests.read("Package.swift")
+        #expect(!manifest.contains("apple/swift-crypto"))
+        for executable in try ComposeFileTests.executables() {
+            #expect(!(try Self.dependencies(of: executable)).contains("AsyncHTTPClient"), "\(executable)")
+        }
+        for library in ["ToolSupport", "ServiceRuntime", "DispatcherService", "Delivery", "AttributionCrypto"] {
+            #expect(!(try Self.dependencies(of: library)).contains("AsyncHTTPClient"), "\(library)")
+        }
+    }
+
     @Test func adminIsBuiltWithoutIngestsLibrary() throws {
         #expect(!(try Self.dependencies(of: "AdminService")).contains("IngestService"))
         let admin = try Self.dependencies(of: "admin")

@@ -1,10 +1,10 @@
 import ArgumentParser
-import AsyncHTTPClient
 import AttributionModel
 import Foundation
 import NIOCore
 import NIOHTTP1
 import RedisStreams
+import ToolSupport
 
 /// Where the admin API is and its token: every `attribution admin` command takes these.
 struct AdminOptions: ParsableArguments {
@@ -64,7 +64,7 @@ struct AdminClient {
         return bytes
     }
 
-    static let timeout: TimeAmount = .seconds(30)
+    static let timeout: Duration = .seconds(30)
     static let maximumAnswerBytes = 16 << 20
 
     /// Sends `method path` (a path under the admin API, with its identifiers already in it) and prints
@@ -72,27 +72,19 @@ struct AdminClient {
     func send(_ method: HTTPMethod, _ path: String, _ body: Body? = nil) async throws {
         let token = try options.token()
         let url = options.adminURL.trimmingSuffix("/") + path
-        var request = HTTPClientRequest(url: url)
-        request.method = method
-        request.headers.add(name: "Authorization", value: "Bearer \(token)")
-        if let body {
-            request.headers.add(name: "Content-Type", value: body.contentType)
-            request.body = .bytes(ByteBuffer(data: body.bytes))
-        }
-        let http = HTTPClient(eventLoopGroupProvider: .singleton)
-        let response: HTTPClientResponse
-        let answer: ByteBuffer
+        var headers = [("Authorization", "Bearer \(token)")]
+        if let body { headers.append(("Content-Type", body.contentType)) }
+        let response: ToolHTTPClient.Response
         do {
-            response = try await http.execute(request, timeout: Self.timeout)
-            answer = try await response.body.collect(upTo: Self.maximumAnswerBytes)
-            try await http.shutdown()
+            response = try await ToolHTTPClient().send(
+                method, url, headers: headers, body: body.map { ByteBuffer(data: $0.bytes) }, timeout: Self.timeout,
+                maximumAnswerBytes: Self.maximumAnswerBytes)
         } catch {
-            try? await http.shutdown()
             throw CommandError("\(method.rawValue) \(url): \(error)")
         }
-        let text = String(buffer: answer)
-        guard (200..<300).contains(response.status.code) else {
-            throw CommandError(Self.failure(status: Int(response.status.code), body: text))
+        let text = String(buffer: response.body)
+        guard (200..<300).contains(response.status) else {
+            throw CommandError(Self.failure(status: response.status, body: text))
         }
         print(options.raw ? text : Self.indented(text))
     }

@@ -1,9 +1,9 @@
 import ArgumentParser
-import AsyncHTTPClient
 import AttributionModel
 import Foundation
 import Hummingbird
 import Logging
+import ToolSupport
 
 /// `attribution collector`: the reference receiver grown up, for an ad network or measurement partner.
 struct CollectorCommand: AsyncParsableCommand {
@@ -60,9 +60,7 @@ struct CollectorCommand: AsyncParsableCommand {
         let logger = logging.makeLogger()
         let schemas = try Collector.loadSchemas(schemaFile)
         let log = try PostbackLog(path: output, logger: logger)
-        var configuration = HTTPClient.Configuration()
-        configuration.timeout.connect = .seconds(2)
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let client = try ToolHTTPClient(connectTimeout: .seconds(2))
         let keys = KeySetCache(url: jwksURL, client: client, logger: logger)
         let directory = URL(fileURLWithPath: reportDirectory)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -89,11 +87,9 @@ struct CollectorCommand: AsyncParsableCommand {
             try await app.runService()
         } catch {
             forwarding.cancel()
-            try? await client.shutdown()
             throw error
         }
         forwarding.cancel()
         await collector.write()
-        try await client.shutdown()
     }
 }

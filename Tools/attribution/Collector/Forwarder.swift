@@ -1,9 +1,9 @@
-import AsyncHTTPClient
 import AttributionModel
 import Foundation
 import Logging
 import NIOCore
 import ServiceRuntime
+import ToolSupport
 
 /// Forwards each decoded postback to the partner URLs with the dispatcher's retry discipline: any
 /// non-2xx, timeout or connection error is a failure, at most 9 retries within 9 days (`RetrySchedule`,
@@ -21,7 +21,7 @@ actor Forwarder {
     }
 
     let urls: [String]
-    let client: HTTPClient
+    let client: ToolHTTPClient
     let policy: TimePolicy
     let directory: URL
     let logger: Logger
@@ -29,7 +29,7 @@ actor Forwarder {
     private(set) var delivered = 0
     private(set) var deadLettered = 0
 
-    init(urls: [String], client: HTTPClient, policy: TimePolicy, directory: URL, logger: Logger) {
+    init(urls: [String], client: ToolHTTPClient, policy: TimePolicy, directory: URL, logger: Logger) {
         self.urls = urls
         self.client = client
         self.policy = policy
@@ -86,14 +86,11 @@ actor Forwarder {
     var pendingCount: Int { pending.count }
 
     nonisolated func post(_ item: Item) async -> String? {
-        var request = HTTPClientRequest(url: item.url)
-        request.method = .POST
-        request.headers.add(name: "Content-Type", value: "application/json")
-        request.body = .bytes(ByteBuffer(data: item.body))
         do {
-            let response = try await client.execute(request, timeout: .seconds(10))
-            _ = try? await response.body.collect(upTo: 64 * 1024)
-            return (200..<300).contains(Int(response.status.code)) ? nil : "HTTP \(response.status.code)"
+            let response = try await client.send(
+                .POST, item.url, headers: [("Content-Type", "application/json")], body: ByteBuffer(data: item.body),
+                timeout: .seconds(10), maximumAnswerBytes: 1 << 20)
+            return (200..<300).contains(response.status) ? nil : "HTTP \(response.status)"
         } catch {
             return "\(error)"
         }

@@ -1,9 +1,9 @@
-import AsyncHTTPClient
 import AttributionCrypto
 import Foundation
 import Logging
 import NIOCore
 import Synchronization
+import ToolSupport
 
 /// The pipeline's published keys (`/.well-known/jwks.json`), fetched once and refetched when a
 /// postback names a kid the cached set lacks: that is how a key rotation reaches the receiver.
@@ -13,7 +13,7 @@ actor KeySetCache {
     }
 
     private let url: String
-    private let client: HTTPClient
+    private let client: ToolHTTPClient
     private let logger: Logger
     private var current: JWKSet? {
         didSet { snapshot.withLock { $0 = current } }
@@ -28,7 +28,7 @@ actor KeySetCache {
     static let minimumRefetchInterval: Duration = .seconds(1)
     static let maximumDocumentSize = 1 << 20
 
-    init(url: String, client: HTTPClient, logger: Logger) {
+    init(url: String, client: ToolHTTPClient, logger: Logger) {
         self.url = url
         self.client = client
         self.logger = logger
@@ -88,19 +88,17 @@ actor KeySetCache {
         }
     }
 
-    private static func fetch(url: String, client: HTTPClient) async throws -> JWKSet {
-        let request = HTTPClientRequest(url: url)
-        let response: HTTPClientResponse
+    private static func fetch(url: String, client: ToolHTTPClient) async throws -> JWKSet {
+        let response: ToolHTTPClient.Response
         do {
-            response = try await client.execute(request, timeout: .seconds(10))
+            response = try await client.send(.GET, url, timeout: .seconds(10), maximumAnswerBytes: maximumDocumentSize)
         } catch {
             throw Unavailable(description: "cannot fetch \(url): \(error)")
         }
-        let body = try await response.body.collect(upTo: maximumDocumentSize)
-        guard (200..<300).contains(response.status.code) else {
-            throw Unavailable(description: "\(url) answered \(response.status.code)")
+        guard (200..<300).contains(response.status) else {
+            throw Unavailable(description: "\(url) answered \(response.status)")
         }
-        guard let keys = try? JSONDecoder().decode(JWKSet.self, from: Data(body.readableBytesView)) else {
+        guard let keys = try? JSONDecoder().decode(JWKSet.self, from: Data(response.body.readableBytesView)) else {
             throw Unavailable(description: "\(url) is not a JWK set ({\"keys\": [...]})")
         }
         return keys

@@ -1,8 +1,8 @@
 import ArgumentParser
-import AsyncHTTPClient
 import Hummingbird
 import Logging
 import ServiceRuntime
+import ToolSupport
 
 /// `attribution receiver`: a reference postback receiver, as an ad network or advertiser runs one.
 struct ReceiverCommand: AsyncParsableCommand {
@@ -91,10 +91,8 @@ struct ReceiverCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = logging.makeLogger()
         let log = try PostbackLog(path: output, logger: logger)
-        var configuration = HTTPClient.Configuration()
         // A JWKS host that is down should fail a postback fast (503, the sender retries), not hang it.
-        configuration.timeout.connect = .seconds(2)
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let client = try ToolHTTPClient(connectTimeout: .seconds(2))
         let keys = KeySetCache(url: jwksURL, client: client, logger: logger)
         // Early fetch, beside the server rather than before it, so a wrong --jwks-url shows in the
         // log at startup; not fatal, the pipeline may simply start later.
@@ -125,11 +123,9 @@ struct ReceiverCommand: AsyncParsableCommand {
             try await app.runService()
         } catch {
             _ = await prefetch
-            try? await client.shutdown()
             throw error
         }
         _ = await prefetch
-        try await client.shutdown()
     }
 }
 

@@ -1,8 +1,8 @@
-import AsyncHTTPClient
 import AttributionModel
 import Foundation
 import NIOCore
 import NIOHTTP1
+import ToolSupport
 
 /// The ingest API as the simulator calls it: every answer other than 2xx is an error carrying the
 /// response body, which stops the run (after `retryFor` of retries, for failures worth retrying).
@@ -22,7 +22,7 @@ struct IngestClient: Sendable {
         var description: String { "\(method) \(url) failed: \(underlying)" }
     }
 
-    let http: HTTPClient
+    let http: ToolHTTPClient
     /// Without a trailing slash.
     let baseURL: String
     /// The admin service's base URL (the admin API's paths go there), without a trailing slash.
@@ -34,7 +34,7 @@ struct IngestClient: Sendable {
     /// Where each acknowledged event is written (the fault run's ledger starts from it).
     var acknowledgements: AcknowledgementLog?
 
-    static let timeout: TimeAmount = .seconds(30)
+    static let timeout: Duration = .seconds(30)
     static let maximumResponseSize = 1 << 20
 
     /// ingest's 202 answer to an event.
@@ -179,24 +179,20 @@ struct IngestClient: Sendable {
         _ method: HTTPMethod, _ path: String, _ body: ByteBuffer, bearer: String?, idempotencyKey: String
     ) async throws -> ByteBuffer {
         let url = (path.hasPrefix("/v1/admin/") ? adminURL : baseURL) + path
-        var request = HTTPClientRequest(url: url)
-        request.method = method
-        request.headers.add(name: "Content-Type", value: "application/json")
-        request.headers.add(name: "Idempotency-Key", value: idempotencyKey)
-        if let bearer { request.headers.add(name: "Authorization", value: "Bearer \(bearer)") }
-        request.body = .bytes(body)
-        let response: HTTPClientResponse
+        var headers = [("Content-Type", "application/json"), ("Idempotency-Key", idempotencyKey)]
+        if let bearer { headers.append(("Authorization", "Bearer \(bearer)")) }
+        let response: ToolHTTPClient.Response
         do {
-            response = try await http.execute(request, timeout: Self.timeout)
+            response = try await http.send(
+                method, url, headers: headers, body: body, timeout: Self.timeout, maximumAnswerBytes: Self.maximumResponseSize)
         } catch {
             throw TransportError(method: method.rawValue, url: url, underlying: error)
         }
-        let answer = try await response.body.collect(upTo: Self.maximumResponseSize)
-        guard (200..<300).contains(response.status.code) else {
+        guard (200..<300).contains(response.status) else {
             throw UnexpectedResponse(
-                method: method.rawValue, url: url, status: Int(response.status.code), body: String(buffer: answer))
+                method: method.rawValue, url: url, status: response.status, body: String(buffer: response.body))
         }
-        return answer
+        return response.body
     }
 }
 

@@ -1,8 +1,8 @@
 import ArgumentParser
-import AsyncHTTPClient
 import AttributionModel
 import Foundation
 import RedisStreams
+import ToolSupport
 
 /// `attribution simulate`: realistic traffic from ad networks, devices and an advertised app,
 /// with the postbacks the pipeline should send computed by the model's own winner selection.
@@ -135,9 +135,7 @@ struct SimulateCommand: AsyncParsableCommand {
         var rng = SplitMix64(seed: seed)
         let plan = SimulationPlan.make(devices: devices, adNetworks: adNetworks, publisherApps: publisherApps, using: &rng)
 
-        var configuration = HTTPClient.Configuration()
-        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = concurrency
-        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let http = try ToolHTTPClient()
         let acknowledgementLog = try acknowledgements.map(AcknowledgementLog.init(path:))
         func trimmed(_ url: String) -> String { url.hasSuffix("/") ? String(url.dropLast()) : url }
         var ingest = IngestClient(
@@ -151,13 +149,7 @@ struct SimulateCommand: AsyncParsableCommand {
             receiverURL: receiverURL, policy: TimePolicy(scale: timeScale), concurrency: concurrency, batch: batch,
             logger: logger)
         let result: SimulationReport
-        do {
-            result = try await Self.play(simulation, seed: seed, keysDirectory: keysDir)
-        } catch {
-            try? await http.shutdown()
-            throw error
-        }
-        try await http.shutdown()
+        result = try await Self.play(simulation, seed: seed, keysDirectory: keysDir)
         try await acknowledgementLog?.close()
 
         if let report {

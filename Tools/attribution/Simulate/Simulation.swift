@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import AttributionCrypto
 import AttributionModel
 import CryptoPrimitives

@@ -1,8 +1,8 @@
 import ArgumentParser
-import AsyncHTTPClient
 import AttributionCrypto
 import Foundation
 import Logging
+import ToolSupport
 
 /// `attribution verify-postback`: what a postback receiver checks, for one body, from a file or stdin.
 struct VerifyPostbackCommand: AsyncParsableCommand {
@@ -107,15 +107,7 @@ struct VerifyPostbackCommand: AsyncParsableCommand {
     private static func fetchKeySet(_ url: String, containing keyID: String?) async throws -> JWKSet {
         // Logs would go to stdout by default; stdout carries only the verified fields.
         let logger = Logger(label: "attribution") { _ in SwiftLogNoOpLogHandler() }
-        let client = HTTPClient(eventLoopGroupProvider: .singleton)
-        do {
-            let cache = KeySetCache(url: url, client: client, logger: logger)
-            let keys = if let keyID { try await cache.keySet(containing: keyID) } else { try await cache.refresh() }
-            try await client.shutdown()
-            return keys
-        } catch {
-            try? await client.shutdown()
-            throw error
-        }
+        let cache = try KeySetCache(url: url, client: ToolHTTPClient(), logger: logger)
+        return if let keyID { try await cache.keySet(containing: keyID) } else { try await cache.refresh() }
     }
 }
