@@ -1,5 +1,6 @@
 import CryptoPrimitives
 import Foundation
+import TestSupport
 import Testing
 
 /// The system libcrypto behind CryptoPrimitives, held to published answers (FIPS 180-2, RFC 4231,
@@ -112,13 +113,7 @@ struct CryptoPrimitivesTests {
         let order = Self.bytes("ffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551")
         #expect(throws: CryptoPrimitivesError.self) { try P256.Signing.PrivateKey(rawRepresentation: order) }
 
-        let p384 = """
-            -----BEGIN PUBLIC KEY-----
-            MHYwEAYHKoZIzj0CAQYFK4EEACIDYgAEWbAwJYVSs0rNcXQwNJF7A3b40r+F4RHx
-            xrIO/nqDJ8TyntEaeWyHPF3hQbxkleqznL3sOiA95MH/4GNXdVS2u5B4xsYLfxG7
-            3K2HoP++ArV3Glsr3SS6XmiCOnY4aD8U
-            -----END PUBLIC KEY-----
-            """
+        let p384 = ForeignKeys.p384PublicKeyPEM
         #expect(throws: CryptoPrimitivesError.self) { try P256.Signing.PublicKey(pemRepresentation: p384) }
         let point = P256.Signing.PrivateKey().publicKey.x963Representation
         var offCurve = Array(point)

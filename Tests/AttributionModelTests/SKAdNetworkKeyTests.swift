@@ -2,6 +2,7 @@ import AttributionCrypto
 import AttributionModel
 import CryptoPrimitives
 import Foundation
+import TestSupport
 import Testing
 
 @Suite("SKAdNetwork keys and signatures")
@@ -40,13 +41,9 @@ struct SKAdNetworkKeyTests {
     static let ed25519SPKI =
         Data([0x30, 0x2A, 0x30, 0x05, 0x06, 0x03, 0x2B, 0x65, 0x70, 0x03, 0x21, 0x00]) + Data(repeating: 9, count: 32)
 
-    /// A P-384 SubjectPublicKeyInfo (made once by `openssl ecparam -name secp384r1`).
-    static let p384SPKI =
-        "MHYwEAYHKoZIzj0CAQYFK4EEACIDYgAEWbAwJYVSs0rNcXQwNJF7A3b40r+F4RHxxrIO/nqDJ8TyntEaeWyHPF3hQbxkleqznL3sOiA95MH/4GNXdVS2u5B4xsYLfxG73K2HoP++ArV3Glsr3SS6XmiCOnY4aD8U"
-
     /// Keys that are not SKAdNetwork keys, and a word the reason must contain.
     static let refusedKeys: [(String, String, String)] = [
-        ("P-384", p384SPKI, "secp384r1"),
+        ("P-384", ForeignKeys.p384SPKIBase64, "secp384r1"),
         ("Ed25519", ed25519SPKI.base64EncodedString(), "not an elliptic-curve key"),
         ("not base64", "this is not a key", "neither PEM nor base64"),
         ("empty", "  ", "empty"),

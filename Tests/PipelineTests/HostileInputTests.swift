@@ -179,14 +179,7 @@ extension PipelineSuites {
             let header = #"{"alg":"ES256","kid":"\#(Self.network)"}"#
             let good = Self.payload()
             let replayed = Self.payload()
-            // A P-384 public key (made once by `openssl ecparam -name secp384r1`).
-            let p384 = """
-                -----BEGIN PUBLIC KEY-----
-                MHYwEAYHKoZIzj0CAQYFK4EEACIDYgAEWbAwJYVSs0rNcXQwNJF7A3b40r+F4RHx
-                xrIO/nqDJ8TyntEaeWyHPF3hQbxkleqznL3sOiA95MH/4GNXdVS2u5B4xsYLfxG7
-                3K2HoP++ArV3Glsr3SS6XmiCOnY4aD8U
-                -----END PUBLIC KEY-----
-                """
+            let p384 = ForeignKeys.p384PublicKeyPEM
             let viewDevice = "device-views"
             let view = { (begin: Milliseconds, end: Milliseconds) in #"{"type":"view","begin":\#(begin),"time":\#(end)}"# }
             let conversion = { (app: ItemIdentifier, extra: String) in
