@@ -15,9 +15,8 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 
-from harness import Pipeline, Processes, RedisCluster, free_port, redis_login, start_redis, use_binaries
+from harness import Pipeline, Processes, RedisCluster, free_port, http, redis_login, start_redis, until, use_binaries
 
 
 def scale(text):
@@ -63,21 +62,17 @@ def expected_postbacks(report):
     return sum(expected["expected-winning"]) + expected["expected-non-winning"]
 
 
-def receiver_stats(receiver):
-    with urllib.request.urlopen(f"{receiver}/stats", timeout=10) as reply:
-        return json.loads(reply.read())
-
-
 def wait_for_postbacks(receiver, due, deadline, settle=2.0):
     """Polls the receiver until `due` postbacks arrived (then `settle` seconds more, so that one too many
     is seen) or `deadline` seconds passed; the seconds it waited."""
     start = time.monotonic()
-    while time.monotonic() - start < deadline:
-        stats = receiver_stats(receiver)
-        if stats["accepted"] + stats["rejected"] >= due:
-            time.sleep(settle)
-            break
-        time.sleep(0.5)
+
+    def arrived():
+        stats = http("GET", f"{receiver}/stats")
+        return stats["accepted"] + stats["rejected"] >= due
+
+    if until(arrived, seconds=deadline, every=0.5):
+        time.sleep(settle)
     return time.monotonic() - start
 
 
@@ -143,7 +138,7 @@ def run(args, processes):
     print(f"    {waited:.0f}s", flush=True)
 
     print("==> postbacks the receiver verified and accepted", flush=True)
-    print(json.dumps(receiver_stats(receiver)), flush=True)
+    print(json.dumps(http("GET", f"{receiver}/stats")), flush=True)
     # Per window, what the simulation expects against what arrived: a later window sends a postback only
     # for a winner whose app reported a value in it (spec section 4), so most installs get one postback.
     print("==> postbacks per window: arrived against expected", flush=True)

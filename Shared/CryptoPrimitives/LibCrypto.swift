@@ -2,8 +2,10 @@ internal import COpenSSL
 import Foundation
 
 /// What every call into libcrypto shares: the SHA-256 implementation fetched once (an unfetched
-/// `EVP_sha256()` is looked up in the provider store on every use), and OpenSSL's reason for a failure.
-enum LibCrypto {
+/// `EVP_sha256()` is looked up in the provider store on every use), OpenSSL's reason for a failure, and
+/// DER in and out of its `i2d_*` and `d2i_*` functions. `package`: AttributionCrypto's P-192 calls
+/// (OpenSSLEC) use the same.
+package enum LibCrypto {
     nonisolated(unsafe) static let sha256: OpaquePointer = {
         guard let digest = EVP_MD_fetch(nil, "SHA256", nil) else { fatalError("libcrypto has no SHA256") }
         return digest
@@ -11,7 +13,7 @@ enum LibCrypto {
 
     /// OpenSSL's reason for the last failure on this thread, if it gave one; the thread's error queue
     /// emptied either way, so a later call does not report this one.
-    static func lastError() -> String? {
+    package static func lastError() -> String? {
         let error = ERR_get_error()
         ERR_clear_error()
         guard error != 0, let text = ERR_reason_error_string(error) else { return nil }
@@ -19,7 +21,7 @@ enum LibCrypto {
     }
 
     /// DER written by an `i2d_*` function (called once for the length, once to write).
-    static func encode(_ body: (UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?) -> Int32) -> Data? {
+    package static func encode(_ body: (UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?) -> Int32) -> Data? {
         let length = Int(body(nil))
         guard length > 0 else { return nil }
         var data = Data(count: length)
@@ -32,7 +34,7 @@ enum LibCrypto {
 
     /// Reads one DER object with a `d2i_*` function; nil (the object freed with `free`) unless it spans
     /// all of `der` exactly: trailing bytes mean the input was not one object.
-    static func decode(
+    package static func decode(
         _ der: some DataProtocol, _ parse: (UnsafeMutablePointer<UnsafePointer<UInt8>?>, Int) -> OpaquePointer?,
         free: (OpaquePointer) -> Void
     ) -> OpaquePointer? {

@@ -1,4 +1,5 @@
 import COpenSSL
+import CryptoPrimitives
 import Foundation
 
 /// The few OpenSSL 3 calls the SKAdNetwork code needs: naming a key's curve, and verifying (and, for
@@ -44,8 +45,9 @@ enum OpenSSLEC {
             EVP_PKEY_generate(context, &key) == 1, let key
         else { throw failure("cannot generate a \(curve) key") }
         defer { EVP_PKEY_free(key) }
-        let privateDER = try encode { i2d_PrivateKey(key, $0) }
-        let spkiDER = try encode { i2d_PUBKEY(key, $0) }
+        guard let privateDER = LibCrypto.encode({ i2d_PrivateKey(key, $0) }),
+            let spkiDER = LibCrypto.encode({ i2d_PUBKEY(key, $0) })
+        else { throw failure("cannot encode a key") }
         return (privateDER, spkiDER)
     }
 
@@ -108,38 +110,14 @@ enum OpenSSLEC {
     /// The signature must be one DER ECDSA-Sig-Value and nothing else: a truncated or padded value is
     /// a malformed signature, not merely one that fails to verify.
     private static func requireStrictDER(_ der: Data) throws(JWSError) {
-        let consumed: Int? = der.withUnsafeBytes { bytes in
-            guard let start = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), !bytes.isEmpty else { return nil }
-            var cursor: UnsafePointer<UInt8>? = start
-            guard let signature = d2i_ECDSA_SIG(nil, &cursor, bytes.count) else { return nil }
-            ECDSA_SIG_free(signature)
-            return cursor.map { $0 - start }
-        }
-        ERR_clear_error()
-        guard consumed == der.count else {
+        guard let signature = LibCrypto.decode(der, { d2i_ECDSA_SIG(nil, $0, $1) }, free: ECDSA_SIG_free) else {
             throw JWSError(.invalidSignature, "signature is not one DER ECDSA signature (SEQUENCE of r and s)")
         }
-    }
-
-    private static func encode(_ body: (UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?) -> Int32) throws(JWSError)
-        -> Data
-    {
-        let length = Int(body(nil))
-        guard length > 0 else { throw failure("cannot encode a key") }
-        var data = Data(count: length)
-        let written = data.withUnsafeMutableBytes { bytes in
-            var cursor = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)
-            return Int(body(&cursor))
-        }
-        guard written == length else { throw failure("cannot encode a key") }
-        return data
+        ECDSA_SIG_free(signature)
     }
 
     /// A JWSError with OpenSSL's own reason appended, and the thread's error queue emptied.
     private static func failure(_ reason: String, code: JWSError.Code = .invalidComponents) -> JWSError {
-        let error = ERR_get_error()
-        ERR_clear_error()
-        guard error != 0, let text = ERR_reason_error_string(error) else { return JWSError(code, reason) }
-        return JWSError(code, "\(reason) (OpenSSL: \(String(cString: text)))")
+        JWSError(code, LibCrypto.lastError().map { "\(reason) (OpenSSL: \($0))" } ?? reason)
     }
 }
