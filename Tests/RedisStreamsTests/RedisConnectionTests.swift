@@ -206,7 +206,11 @@ struct RedisConnectionTests {
         // Judged by what Redis sees, not by a stopwatch, so a loaded machine cannot make it flaky: were
         // the blocking reads on the (2-core) cooperative pool, no more than two could wait at once (and
         // the rest would end after their 60 s, failing the test rather than hanging it).
-        let connections = (0..<8).map { _ in self.server.connect() }
+        // Each read may wait far longer than the 5 s default allows while a loaded machine starts the
+        // other seven: the reply is due only once the test releases them.
+        var configuration = self.server.configuration
+        configuration.commandTimeoutMilliseconds = 90_000
+        let connections = (0..<8).map { _ in RedisConnection(configuration: configuration, logger: .test("test")) }
         final class Finished: Sendable { let count = Atomic<Int>(0) }
         let finished = Finished()
         try await withThrowingTaskGroup(of: Void.self) { group in
