@@ -22,24 +22,23 @@ import time
 
 from harness import Pipeline, Processes, free_port, http, start_redis, until
 
-BIN, OUT = sys.argv[1], os.path.abspath(sys.argv[2])
 POSTBACKS = int(os.environ.get("BENCH_ISOLATION_POSTBACKS", "8000"))
 NETWORKS = [f"isolation{index}.adattributionkit" for index in range(4)]
 CHUNKS = 8  # loads per network, alternating between networks, so the stream interleaves them
 TOKEN = "bench-admin-token-of-at-least-32-characters"
 
 
-def run(hanging):
+def run(bin_dir, out, hanging):
     """Deliveries per second to the three answering destinations; the fourth hangs when `hanging`."""
     label = "hanging" if hanging else "healthy"
-    children = Processes(os.path.join(OUT, f"isolation-{label}"))
+    children = Processes(os.path.join(out, f"isolation-{label}"))
     os.makedirs(children.out, exist_ok=True)
     data = tempfile.mkdtemp(prefix="bench-isolation-")
     try:
         port = free_port()
         start_redis(children, port, data, aof=False)
         url = f"redis://127.0.0.1:{port}/0"
-        pipeline = Pipeline(children, BIN, url, os.path.join(data, "keys"), TOKEN)
+        pipeline = Pipeline(children, bin_dir, url, os.path.join(data, "keys"), TOKEN)
         pipeline.start_http()
         pipeline.start("dispatcher")
         receivers = []
@@ -59,7 +58,7 @@ def run(hanging):
             for network in NETWORKS:
                 subprocess.run(
                     [
-                        f"{BIN}/attribution-bench",
+                        f"{bin_dir}/attribution-bench",
                         "preload",
                         "--redis-url",
                         url,
@@ -87,22 +86,29 @@ def run(hanging):
         shutil.rmtree(data, ignore_errors=True)
 
 
-def main():
-    healthy = run(hanging=False)
-    hanging = run(hanging=True)
+def isolation(healthy, hanging):
+    """isolation.json's figures from the two runs: the ratio is the hanging run's rate over the healthy one's."""
     ratio = hanging["deliveries_per_s"] / healthy["deliveries_per_s"]
-    result = {"healthy": healthy, "one_of_four_hanging": hanging, "ratio": ratio, "target": 0.9}
-    with open(os.path.join(OUT, "isolation.json"), "w") as f:
-        json.dump(result, f, indent=2)
-    print(
+    return {"healthy": healthy, "one_of_four_hanging": hanging, "ratio": ratio, "target": 0.9}
+
+
+def summary(result):
+    """The line printed after both runs."""
+    healthy, hanging = result["healthy"], result["one_of_four_hanging"]
+    return (
         f"isolation: {healthy['deliveries_per_s']:,.0f} deliveries/s to three answering destinations with all four answering, "
-        f"{hanging['deliveries_per_s']:,.0f} with the fourth hanging: {ratio:.0%} (target ≥ 90 %)"
+        f"{hanging['deliveries_per_s']:,.0f} with the fourth hanging: {result['ratio']:.0%} (target ≥ 90 %)"
     )
-    lines = [
+
+
+def report_section(result, postbacks=POSTBACKS):
+    """The section appended to report.md."""
+    healthy, hanging, ratio = result["healthy"], result["one_of_four_hanging"], result["ratio"]
+    return [
         "",
         "## Delivery isolation: one of four destinations hanging",
         "",
-        f"One dispatcher, four ad networks each with its own receiver, {POSTBACKS:,} postbacks due for all four, "
+        f"One dispatcher, four ad networks each with its own receiver, {postbacks:,} postbacks due for all four, "
         "interleaved. Deliveries per second to the three answering destinations, from the load until their last "
         "postback arrived; then the same with the fourth receiver holding every request past the delivery timeout.",
         "",
@@ -111,8 +117,16 @@ def main():
         f"| all four answering | {healthy['deliveries_per_s']:,.0f} | 100 % |",
         f"| the fourth hanging | {hanging['deliveries_per_s']:,.0f} | {ratio:.0%} (target ≥ 90 %) |",
     ]
-    with open(os.path.join(OUT, "report.md"), "a") as f:
-        f.write("\n".join(lines) + "\n")
+
+
+def main():
+    bin_dir, out = sys.argv[1], os.path.abspath(sys.argv[2])
+    result = isolation(run(bin_dir, out, hanging=False), run(bin_dir, out, hanging=True))
+    with open(os.path.join(out, "isolation.json"), "w") as f:
+        json.dump(result, f, indent=2)
+    print(summary(result))
+    with open(os.path.join(out, "report.md"), "a") as f:
+        f.write("\n".join(report_section(result)) + "\n")
 
 
 if __name__ == "__main__":

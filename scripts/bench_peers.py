@@ -49,6 +49,36 @@ class WorkerSettings:
 """
 
 
+def rq_enqueue_source(redis_url, t0):
+    """The program the venv's Python runs to schedule the pickled bodies on its stdin with RQ, due at `t0`."""
+    return f"""
+import datetime, sys, pickle
+from redis import Redis
+from rq import Queue, Retry
+import peerjobs
+bodies = pickle.load(sys.stdin.buffer)
+queue = Queue("bench", connection=Redis.from_url({redis_url!r}))
+due = datetime.datetime.fromtimestamp({t0}, tz=datetime.timezone.utc)
+for body in bodies:
+    queue.enqueue_at(due, peerjobs.fire, body, retry=Retry(max=9, interval=[1, 5, 30]))
+"""
+
+
+def arq_enqueue_source(redis_url, t0):
+    """The same with arq: each body deferred until `t0`."""
+    return f"""
+import asyncio, datetime, sys, pickle
+from arq import create_pool
+from arq.connections import RedisSettings
+async def main():
+    pool = await create_pool(RedisSettings.from_dsn({redis_url!r}))
+    due = datetime.datetime.fromtimestamp({t0}, tz=datetime.timezone.utc)
+    for body in pickle.load(sys.stdin.buffer):
+        await pool.enqueue_job("arq_fire", body, _defer_until=due)
+asyncio.run(main())
+"""
+
+
 def signed_bodies(count, key_pem, kid, network, app):
     """AdAttributionKit postback bodies signed ES256 with the pipeline's key (the receiver verifies them)."""
     from cryptography.hazmat.primitives import serialization
@@ -99,17 +129,7 @@ def run_peers(venv, out, redis_url, receiver, key_pem, kid, network, app, count,
     bodies = signed_bodies(count, key_pem, kid, network, app)
     base = accepted(receiver)
     t0 = time.time() + 2
-    enqueue = f"""
-import datetime, sys, pickle
-from redis import Redis
-from rq import Queue, Retry
-import peerjobs
-bodies = pickle.load(sys.stdin.buffer)
-queue = Queue("bench", connection=Redis.from_url({redis_url!r}))
-due = datetime.datetime.fromtimestamp({t0}, tz=datetime.timezone.utc)
-for body in bodies:
-    queue.enqueue_at(due, peerjobs.fire, body, retry=Retry(max=9, interval=[1, 5, 30]))
-"""
+    enqueue = rq_enqueue_source(redis_url, t0)
     import pickle
 
     subprocess.run([python, "-c", enqueue], input=pickle.dumps(bodies), env=env, check=True)
@@ -142,17 +162,7 @@ for body in bodies:
     bodies = signed_bodies(count, key_pem, kid, network, app)
     base = accepted(receiver)
     t0 = time.time() + 2
-    enqueue = f"""
-import asyncio, datetime, sys, pickle
-from arq import create_pool
-from arq.connections import RedisSettings
-async def main():
-    pool = await create_pool(RedisSettings.from_dsn({redis_url!r}))
-    due = datetime.datetime.fromtimestamp({t0}, tz=datetime.timezone.utc)
-    for body in pickle.load(sys.stdin.buffer):
-        await pool.enqueue_job("arq_fire", body, _defer_until=due)
-asyncio.run(main())
-"""
+    enqueue = arq_enqueue_source(redis_url, t0)
     subprocess.run([python, "-c", enqueue], input=pickle.dumps(bodies), env=env, check=True)
     workers = [
         subprocess.Popen(

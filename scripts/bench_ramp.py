@@ -167,15 +167,7 @@ class Bench:
         window = [(t, b) for t, b in samples if ended - figures["seconds"] + max(0.5, self.warmup) <= t <= ended]
         growth = slope(window)
         accepted, offered = figures["accepted"], max(1, figures["sent"])
-        why_not = []
-        if accepted < ACCEPTED_FRACTION * offered:
-            why_not.append(f"accepted {accepted / offered:.1%} of offered")
-        if figures["acceptedP99Milliseconds"] > P99_MS or figures["acceptedRequests"] == 0:
-            why_not.append(f"accepted p99 {figures['acceptedP99Milliseconds']:.1f} ms")
-        if growth > GROWTH_FRACTION * rate or backlog_after > backlog_before + max(500, rate):
-            why_not.append(f"backlog grew {growth:,.0f}/s to {backlog_after:,}")
-        if drain_s is None:
-            why_not.append("did not drain")
+        why_not = shortfalls(figures, rate, growth, backlog_before, backlog_after, drain_s)
         per_event = max(1, accepted)
         return {
             "rate": rate,
@@ -232,27 +224,7 @@ class Bench:
                 return run(rate, attempt + 1)
             return record["good"]
 
-        good, bad, rate, down = None, None, max(1, int(start)), 0
-        for _ in range(MAX_STEPS):
-            if run(rate):
-                good = rate
-                if bad is not None:
-                    break
-                rate = int(rate * FACTOR)
-            else:
-                bad = rate
-                down += 1
-                if good is not None or down > 3:  # nothing good four steps down: report no capacity
-                    break
-                rate = max(1, int(rate / FACTOR))  # the first step was already too much: step down
-        for _ in range(REFINE if good and bad else 0):
-            middle = int(round((good * bad) ** 0.5))
-            if middle in (good, bad):
-                break
-            if run(middle):
-                good = middle
-            else:
-                bad = middle
+        good, bad = search(run, start)
         at_capacity = max((s for s in steps if s["good"]), key=lambda s: s["rate"], default=None)
         return {
             "batch": batch,
@@ -270,6 +242,52 @@ class Bench:
                 "warmup_seconds": self.warmup,
             },
         }
+
+
+def shortfalls(figures, rate, growth, backlog_before, backlog_after, drain_s):
+    """Why a step offering `rate` was bad, in words (empty when it was good): `figures` is the load
+    tool's last line, `growth` the backlog's slope while it offered, `drain_s` None if the pipeline did
+    not drain afterwards."""
+    accepted, offered = figures["accepted"], max(1, figures["sent"])
+    why_not = []
+    if accepted < ACCEPTED_FRACTION * offered:
+        why_not.append(f"accepted {accepted / offered:.1%} of offered")
+    if figures["acceptedP99Milliseconds"] > P99_MS or figures["acceptedRequests"] == 0:
+        why_not.append(f"accepted p99 {figures['acceptedP99Milliseconds']:.1f} ms")
+    if growth > GROWTH_FRACTION * rate or backlog_after > backlog_before + max(500, rate):
+        why_not.append(f"backlog grew {growth:,.0f}/s to {backlog_after:,}")
+    if drain_s is None:
+        why_not.append("did not drain")
+    return why_not
+
+
+def search(run, start=START, factor=FACTOR, max_steps=MAX_STEPS, refine=REFINE):
+    """The rates the search settles on, (highest good, lowest bad; either None if no step was): `run`
+    offers a rate and says whether it was good. Up by `factor` from `start` until a step is bad (down
+    by it while the first steps are bad, giving up four steps down), then `refine` geometric
+    bisections between the two."""
+    good, bad, rate, down = None, None, max(1, int(start)), 0
+    for _ in range(max_steps):
+        if run(rate):
+            good = rate
+            if bad is not None:
+                break
+            rate = int(rate * factor)
+        else:
+            bad = rate
+            down += 1
+            if good is not None or down > 3:  # nothing good four steps down: report no capacity
+                break
+            rate = max(1, int(rate / factor))  # the first step was already too much: step down
+    for _ in range(refine if good and bad else 0):
+        middle = int(round((good * bad) ** 0.5))
+        if middle in (good, bad):
+            break
+        if run(middle):
+            good = middle
+        else:
+            bad = middle
+    return good, bad
 
 
 def slope(samples):

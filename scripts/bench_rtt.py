@@ -39,20 +39,31 @@ from harness import (
     wait_redis,
 )
 
-BIN, OUT = sys.argv[1], os.path.abspath(sys.argv[2])
-use_binaries(BIN)
 IMPRESSIONS = int(os.environ.get("BENCH_RTT_IMPRESSIONS", "30000"))
 POSTBACKS = int(os.environ.get("BENCH_RTT_POSTBACKS", "10000"))
 OFFER = int(os.environ.get("BENCH_RTT_OFFER", "160000"))
 TOKEN = "bench-admin-token-of-at-least-32-characters"
 NETWORK = "rtt.adattributionkit"
 RELAY_ZERO = "relay, +0 ms"
-SETTINGS = [("loopback", None), (RELAY_ZERO, 0), ("+1 ms", 1), ("+10 ms", 10)]
-if os.environ.get("BENCH_RTT_SETTINGS"):  # e.g. "loopback,+1 ms" to measure fewer
-    SETTINGS = [setting for setting in SETTINGS if setting[0] in os.environ["BENCH_RTT_SETTINGS"].split(",")]
-# Extra settings for the services under test, e.g. "BATCH_SIZE=500 CONSUMERS=2".
+ALL_SETTINGS = [("loopback", None), (RELAY_ZERO, 0), ("+1 ms", 1), ("+10 ms", 10)]
+
+
+def chosen_settings(labels):
+    """The settings to measure, in their order: those `labels` names (comma-separated, e.g. "loopback,+1 ms"
+    to measure fewer), or all of them when it is empty."""
+    if not labels:
+        return list(ALL_SETTINGS)
+    return [setting for setting in ALL_SETTINGS if setting[0] in labels.split(",")]
+
+
+def extra_env(text):
+    """Extra settings for the services under test from "BATCH_SIZE=500 CONSUMERS=2"."""
+    return dict(item.split("=", 1) for item in text.split())
+
+
+SETTINGS = chosen_settings(os.environ.get("BENCH_RTT_SETTINGS"))
 REPLICAS = int(os.environ.get("BENCH_RTT_REPLICAS", "1"))  # of each stage draining a stream
-EXTRA = dict(item.split("=", 1) for item in os.environ.get("BENCH_RTT_ENV", "").split())
+EXTRA = extra_env(os.environ.get("BENCH_RTT_ENV", ""))
 SERVICES = [
     ("ingest", "events/s accepted"),
     ("verifier", "impressions/s"),
@@ -62,9 +73,9 @@ SERVICES = [
 ]
 
 
-def measure(label, delay):
+def measure(bin_dir, out, label, delay):
     """Each service's figure with the services on Redis directly (`delay` None) or through the relay."""
-    children = Processes(os.path.join(OUT, "rtt-" + label.replace(" ", "").replace(",", "-").replace("+", "")))
+    children = Processes(os.path.join(out, "rtt-" + label.replace(" ", "").replace(",", "-").replace("+", "")))
     os.makedirs(children.out, exist_ok=True)
     data = tempfile.mkdtemp(prefix="bench-rtt-")
     try:
@@ -80,7 +91,7 @@ def measure(label, delay):
             children.start(
                 "relay",
                 [
-                    f"{BIN}/attribution",
+                    f"{bin_dir}/attribution",
                     "relay",
                     "--listen",
                     f"127.0.0.1:{relay_port}",
@@ -93,7 +104,7 @@ def measure(label, delay):
             wait_redis(relay_port)
             url = f"redis://127.0.0.1:{relay_port}/0"
         keys = os.path.join(data, "keys")
-        pipeline = Pipeline(children, BIN, url, keys, TOKEN, **{"CONVERSION_SETTLE_MS": "0", **EXTRA})
+        pipeline = Pipeline(children, bin_dir, url, keys, TOKEN, **{"CONVERSION_SETTLE_MS": "0", **EXTRA})
         receiver_port = free_port()
         ingest, _ = pipeline.start_http(ingest_env={"INGEST_MAX_EVENTS_LAG": "0"})
         pipeline.register(receiver_port, NETWORK)
@@ -101,7 +112,7 @@ def measure(label, delay):
         def load(kind, count, extra=()):
             subprocess.run(
                 [
-                    f"{BIN}/attribution-bench",
+                    f"{bin_dir}/attribution-bench",
                     "preload",
                     "--redis-url",
                     direct,
@@ -169,7 +180,7 @@ def measure(label, delay):
         # ingest alone: an offer far above its capacity, in batches of 100; what it accepts per second.
         offered = subprocess.run(
             [
-                f"{BIN}/attribution-bench",
+                f"{bin_dir}/attribution-bench",
                 "load",
                 "--ingest-url",
                 ingest,
@@ -196,27 +207,26 @@ def measure(label, delay):
         shutil.rmtree(data, ignore_errors=True)
 
 
-def main():
-    print("==> throughput against round-trip time", flush=True)
-    results = {label: measure(label, delay) for label, delay in SETTINGS}
+def ratios(results):
+    """Each figure as a ratio to the loopback one, and the relayed settings' (+1 ms, +10 ms) to the
+    relay's own at 0 ms (the added time alone: the relay shares the services' cores); none of the
+    latter without a relay at 0 ms."""
     loopback = results["loopback"]
-    ratios = {
+    to_loopback = {
         label: {name: figures[name] / loopback[name] for name, _ in SERVICES} for label, figures in results.items()
     }
-    # The added time alone: each figure against the relay's own at 0 ms (the relay shares the services'
-    # cores).
     relay = results.get(RELAY_ZERO)
     to_relay = {
         label: {name: figures[name] / relay[name] for name, _ in SERVICES}
         for label, figures in results.items()
         if relay and label.startswith("+")
     }
-    with open(os.path.join(OUT, "rtt.json"), "w") as f:
-        json.dump(
-            {"figures": results, "ratios": ratios, "ratios_to_relay_at_0_ms": to_relay, "target_at_1_ms": 0.8},
-            f,
-            indent=2,
-        )
+    return to_loopback, to_relay
+
+
+def report_section(results, to_loopback, to_relay, settings=SETTINGS):
+    """The section appended to report.md: a row per service, a column per setting after loopback."""
+    loopback = results["loopback"]
     lines = [
         "",
         "## Throughput against round-trip time to Redis",
@@ -227,17 +237,33 @@ def main():
         "adding 0, 1 and 10 ms to every round trip. Ratios to the loopback figure (target at 1 ms: ≥ 80 %), "
         "then to the relay's own figure at 0 ms (the added time alone).",
         "",
-        "| service | loopback | " + " | ".join(label for label, _ in SETTINGS[1:]) + " |",
-        "|---|---|" + "---|" * (len(SETTINGS) - 1),
+        "| service | loopback | " + " | ".join(label for label, _ in settings[1:]) + " |",
+        "|---|---|" + "---|" * (len(settings) - 1),
     ]
     for name, unit in SERVICES:
         cells = [
-            f"{results[label][name]:,.0f} ({ratios[label][name]:.0%}"
+            f"{results[label][name]:,.0f} ({to_loopback[label][name]:.0%}"
             + (f"; {to_relay[label][name]:.0%})" if label in to_relay else ")")
-            for label, _ in SETTINGS[1:]
+            for label, _ in settings[1:]
         ]
         lines.append(f"| {name} ({unit}) | {loopback[name]:,.0f} | " + " | ".join(cells) + " |")
-    with open(os.path.join(OUT, "report.md"), "a") as f:
+    return lines
+
+
+def main():
+    bin_dir, out = sys.argv[1], os.path.abspath(sys.argv[2])
+    use_binaries(bin_dir)
+    print("==> throughput against round-trip time", flush=True)
+    results = {label: measure(bin_dir, out, label, delay) for label, delay in SETTINGS}
+    to_loopback, to_relay = ratios(results)
+    with open(os.path.join(out, "rtt.json"), "w") as f:
+        json.dump(
+            {"figures": results, "ratios": to_loopback, "ratios_to_relay_at_0_ms": to_relay, "target_at_1_ms": 0.8},
+            f,
+            indent=2,
+        )
+    lines = report_section(results, to_loopback, to_relay)
+    with open(os.path.join(out, "report.md"), "a") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines[-len(SERVICES) - 2 :]))
 

@@ -36,24 +36,20 @@ from harness import (
     use_binaries,
 )
 
-BIN, OUT = sys.argv[1], os.path.abspath(sys.argv[2])
-use_binaries(BIN)
-os.makedirs(OUT, exist_ok=True)
 
-
-def campaign_offer():
+def campaign_offer(out, environ=os.environ):
     """The campaign's rate and batch: BENCH_CAMPAIGN_RATE and BENCH_CAMPAIGN_BATCH when set, else the
     capacity bench.py found for all five services (report.json, same run) in its batches, so that a
     slower machine is not offered more than it takes (3000 events/s, single events, without a report)."""
     try:
-        ramp = json.load(open(os.path.join(OUT, "report.json")))["five_services"]["ramp"]
+        with open(os.path.join(out, "report.json")) as f:
+            ramp = json.load(f)["five_services"]["ramp"]
         found = (ramp["capacity_per_s"], ramp["batch"]) if ramp["capacity_per_s"] else (3000, 1)
     except (OSError, KeyError, ValueError):
         found = (3000, 1)
-    return (os.environ.get("BENCH_CAMPAIGN_RATE", str(found[0])), os.environ.get("BENCH_CAMPAIGN_BATCH", str(found[1])))
+    return (environ.get("BENCH_CAMPAIGN_RATE", str(found[0])), environ.get("BENCH_CAMPAIGN_BATCH", str(found[1])))
 
 
-RATE, BATCH = campaign_offer()
 IDLE_SECONDS = float(os.environ.get("BENCH_IDLE_SECONDS", "20"))
 SERVICES = ("ingest", "verifier", "attribution-winner", "scheduler", "dispatcher")
 
@@ -67,8 +63,8 @@ def counters(ports):
     return result
 
 
-def run(mode):
-    children = Processes(os.path.join(OUT, f"scale-{mode}"))
+def run(bin_dir, out, mode, rate, batch):
+    children = Processes(os.path.join(out, f"scale-{mode}"))
     os.makedirs(children.out, exist_ok=True)
     redis_dir = ""  # one Redis: its data directory, made below
     try:
@@ -114,7 +110,7 @@ def run(mode):
         token = "bench-admin-token-of-at-least-32-characters"
         keys = os.path.join(children.out, "keys")
         env = {**redis_env, "PARTITIONS": str(PARTITIONS), **SCALED_DAY}
-        pipeline = Pipeline(children, BIN, env["REDIS_URL"], keys, token, **env)
+        pipeline = Pipeline(children, bin_dir, env["REDIS_URL"], keys, token, **env)
         receiver_port = free_port()
         ingest, _ = pipeline.start_http()
         processes = {"ingest": children.running["ingest"]}
@@ -139,7 +135,7 @@ def run(mode):
         cpu_before = {name: cpu_seconds(p.pid) for name, p in processes.items()}
         redis_before = counters(ports)
         started = time.time()
-        offered = pipeline.offer(RATE, 10, app_key, "--batch", BATCH)
+        offered = pipeline.offer(rate, 10, app_key, "--batch", batch)
         until(
             lambda: all(
                 group_done(stream, group)
@@ -195,10 +191,6 @@ def run(mode):
         shutil.rmtree(os.path.join(children.out, "cluster") if mode == "cluster" else redis_dir, ignore_errors=True)
 
 
-modes = os.environ.get("BENCH_SCALE_MODES", "single,cluster").split(",")
-results = {mode: run(mode) for mode in modes}
-
-
 def model(r):
     """docs/operating/capacity.md's model from one mode's measured per-event costs: Redis primaries kept at half a
     core each (headroom for failover, resharding and bursts), replicas one per primary, worker cores at
@@ -218,58 +210,79 @@ def model(r):
     }
 
 
-if "cluster" in results:
-    results["model"] = model(results["cluster"])
-with open(os.path.join(OUT, "scale.json"), "w") as f:
-    json.dump(results, f, indent=2)
-for mode, r in results.items():
-    if mode == "model":
-        for name, need in r.items():
-            print(
-                f"model {name}: {need['primaries']:.1f} primaries, {need['replica_cores']:.1f} replica cores, {need['worker_cores']:.1f} worker cores"
-            )
-        continue
-    print(
-        f"{mode}: {r['sustained_per_s']:,.0f} events/s sustained ({r['accepted']:,} accepted, {r['offered'].get('shed', 0):,} shed, "
-        f"at {r['offered']['offeredPerSecond']:,}/s offered in batches of {r['offered'].get('batch', 1)}); "
-        f"Redis {r['redis_us_per_event_all_nodes']:.0f} µs/event on all {r['nodes']} nodes, {r['redis_us_per_event_primaries']:.0f} on the "
-        f"{r['primaries']} primaries (busiest {r['redis_busiest_primary_share']:.0%}), {r['redis_commands_per_event']:.1f} commands/event; "
-        "idle: " + ", ".join(f"{k} {v:.1%}" for k, v in r["idle_core_share"].items())
-    )
+def summary_lines(results):
+    """What is printed: a line per mode measured, then a line per rate of the model."""
+    lines = []
+    for mode, r in results.items():
+        if mode == "model":
+            for name, need in r.items():
+                lines.append(
+                    f"model {name}: {need['primaries']:.1f} primaries, {need['replica_cores']:.1f} replica cores, {need['worker_cores']:.1f} worker cores"
+                )
+            continue
+        lines.append(
+            f"{mode}: {r['sustained_per_s']:,.0f} events/s sustained ({r['accepted']:,} accepted, {r['offered'].get('shed', 0):,} shed, "
+            f"at {r['offered']['offeredPerSecond']:,}/s offered in batches of {r['offered'].get('batch', 1)}); "
+            f"Redis {r['redis_us_per_event_all_nodes']:.0f} µs/event on all {r['nodes']} nodes, {r['redis_us_per_event_primaries']:.0f} on the "
+            f"{r['primaries']} primaries (busiest {r['redis_busiest_primary_share']:.0%}), {r['redis_commands_per_event']:.1f} commands/event; "
+            "idle: " + ", ".join(f"{k} {v:.1%}" for k, v in r["idle_core_share"].items())
+        )
+    return lines
 
-# The scale section of the run's report (bench.py wrote the rest).
-lines = [
-    "",
-    "## Scale: one Redis and a 3-primary Redis Cluster",
-    "",
-    f"All five services, the same campaign offered to each ({RATE} events/s in batches of {BATCH}: the capacity the run "
-    "found for one Redis; events/s until every accepted conversion is planned). On this "
-    "machine the cluster's six redis-servers share its cores with the services and the load generator, so its "
-    "events/s measures overhead, not capacity; the per-event costs are what docs/operating/capacity.md scales.",
-    "",
-    "| | events/s | Redis µs/event (all nodes) | Redis µs/event (primaries) | busiest primary | commands/event | "
-    "service µs/event | idle, share of a core |",
-    "|---|---|---|---|---|---|---|---|",
-]
-for mode in ("single", "cluster"):
-    if mode not in results:
-        continue
-    r = results[mode]
-    lines.append(
-        f"| {mode} ({r['primaries']} primar{'y' if r['primaries'] == 1 else 'ies'}, {r['nodes']} node{'s' if r['nodes'] > 1 else ''}) "
-        f"| {r['sustained_per_s']:,.0f} | {r['redis_us_per_event_all_nodes']:.0f} | {r['redis_us_per_event_primaries']:.0f} "
-        f"| {r['redis_busiest_primary_share']:.0%} | {r['redis_commands_per_event']:.1f} | "
-        + ", ".join(f"{k} {v:.0f}" for k, v in r["service_us_per_event"].items())
-        + " | "
-        + ", ".join(f"{k} {v:.1%}" for k, v in r["idle_core_share"].items())
-        + " |"
-    )
-if "model" in results:
-    lines += ["", "Model (docs/operating/capacity.md): primaries at half a core, worker cores at 70 %:", ""]
-    lines += [
-        f"- {name}: {need['primaries']:.1f} primaries, {need['replica_cores']:.1f} replica cores, "
-        f"{need['worker_cores']:.1f} worker cores"
-        for name, need in results["model"].items()
+
+def report_section(results, rate, batch):
+    """The scale section of the run's report (bench.py wrote the rest)."""
+    lines = [
+        "",
+        "## Scale: one Redis and a 3-primary Redis Cluster",
+        "",
+        f"All five services, the same campaign offered to each ({rate} events/s in batches of {batch}: the capacity the run "
+        "found for one Redis; events/s until every accepted conversion is planned). On this "
+        "machine the cluster's six redis-servers share its cores with the services and the load generator, so its "
+        "events/s measures overhead, not capacity; the per-event costs are what docs/operating/capacity.md scales.",
+        "",
+        "| | events/s | Redis µs/event (all nodes) | Redis µs/event (primaries) | busiest primary | commands/event | "
+        "service µs/event | idle, share of a core |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-with open(os.path.join(OUT, "report.md"), "a") as f:
-    f.write("\n".join(lines) + "\n")
+    for mode in ("single", "cluster"):
+        if mode not in results:
+            continue
+        r = results[mode]
+        lines.append(
+            f"| {mode} ({r['primaries']} primar{'y' if r['primaries'] == 1 else 'ies'}, {r['nodes']} node{'s' if r['nodes'] > 1 else ''}) "
+            f"| {r['sustained_per_s']:,.0f} | {r['redis_us_per_event_all_nodes']:.0f} | {r['redis_us_per_event_primaries']:.0f} "
+            f"| {r['redis_busiest_primary_share']:.0%} | {r['redis_commands_per_event']:.1f} | "
+            + ", ".join(f"{k} {v:.0f}" for k, v in r["service_us_per_event"].items())
+            + " | "
+            + ", ".join(f"{k} {v:.1%}" for k, v in r["idle_core_share"].items())
+            + " |"
+        )
+    if "model" in results:
+        lines += ["", "Model (docs/operating/capacity.md): primaries at half a core, worker cores at 70 %:", ""]
+        lines += [
+            f"- {name}: {need['primaries']:.1f} primaries, {need['replica_cores']:.1f} replica cores, "
+            f"{need['worker_cores']:.1f} worker cores"
+            for name, need in results["model"].items()
+        ]
+    return lines
+
+
+def main():
+    bin_dir, out = sys.argv[1], os.path.abspath(sys.argv[2])
+    use_binaries(bin_dir)
+    os.makedirs(out, exist_ok=True)
+    rate, batch = campaign_offer(out)
+    modes = os.environ.get("BENCH_SCALE_MODES", "single,cluster").split(",")
+    results = {mode: run(bin_dir, out, mode, rate, batch) for mode in modes}
+    if "cluster" in results:
+        results["model"] = model(results["cluster"])
+    with open(os.path.join(out, "scale.json"), "w") as f:
+        json.dump(results, f, indent=2)
+    print("\n".join(summary_lines(results)))
+    with open(os.path.join(out, "report.md"), "a") as f:
+        f.write("\n".join(report_section(results, rate, batch)) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -302,11 +302,16 @@ class RedisConnection:
     process per command (the benchmark samples stream lag several times a second). Replies are as Redis
     sends them, without the package's parsing per command (the callers read `XINFO` and `INFO` as
     Redis words them); with `binary`, bulk replies are bytes, not text: stream entries in the compact
-    coding are not UTF-8."""
+    coding are not UTF-8. `timeout`: seconds of silence before a reply is given up (None: wait)."""
 
-    def __init__(self, port, binary=False):
+    def __init__(self, port, binary=False, timeout=None):
         self.client = redis.Redis(
-            host="127.0.0.1", port=port, protocol=2, decode_responses=not binary, encoding_errors="replace"
+            host="127.0.0.1",
+            port=port,
+            protocol=2,
+            decode_responses=not binary,
+            encoding_errors="replace",
+            socket_timeout=timeout,
         )
         self.client.response_callbacks.clear()
 

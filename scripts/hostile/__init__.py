@@ -12,6 +12,12 @@ while a background thread keeps sending properly signed impressions and conversi
 2. abuses the HTTP layer with raw sockets: oversized, slow and never-finished bodies, header floods,
    malformed HTTP, hundreds of idle connections, replayed impressions, admin calls without or with a
    wrong token, postback URLs aimed at private, loopback, link-local and metadata addresses;
+   a request the Swift corpus (Tests/PipelineTests/HostileInputTests.swift, run by `swift test` in
+   CI) already sends with the same expectation is not sent again here: deterministic single requests
+   are its to own (CONTRIBUTING.md, "Hostile input"). This run owns what needs scale, time or a
+   generator: the fuzzing, the flood, the idle and slow connections held under load, ingest's memory,
+   the valid traffic and the invariants over the whole run. The deterministic cases still here are
+   ones the corpus does not have yet;
 3. checks the invariants: no service died and /health answers, no 5xx anywhere, every 4xx is RFC 9457
    problem JSON, every valid event was acknowledged and verified, nothing hostile reached `verified`
    (what ingest accepted from hostile requests was refused by the verifier, with a reason), ingest's

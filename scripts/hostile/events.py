@@ -1,15 +1,15 @@
 """Hostile events ingest accepts (they have the right shape) and the verifier must refuse with a
-reason: replayed and forged impressions, and values at the edges of Int64 that must crash no stage."""
+reason: replayed and forged impressions, and values at the edges of Int64 that must crash no stage.
+What the Swift corpus (Tests/PipelineTests/HostileInputTests.swift) already sends is not sent again
+here: the replay from another device, the forged signatures, keys, algorithms and timestamps, and the
+Int64 times ingest refuses as invalid-time."""
 
 import json
 import time
 import uuid
 
-from cryptography.hazmat.primitives.asymmetric import ec
-
-from harness import b64url, sign_jws
 from hostile.streams import verdicts_so_far
-from hostile.traffic import campaign_jws, impression_body, impression_payload, now_ms
+from hostile.traffic import campaign_jws, impression_body, now_ms
 
 
 def replays(run):
@@ -29,7 +29,6 @@ def replays(run):
             time.sleep(0.1)
         variants = [
             ("same body again", first_body, {}),
-            ("same JWS, another device", impression_body(jws, f"replay-other-{n}"), {}),
             (
                 "same JWS, view interaction",
                 {**first_body, "interaction": {"type": "view", "begin": now_ms() - 5000, "time": now_ms()}},
@@ -63,7 +62,7 @@ def replays(run):
                 "got": again[:200].decode(),
             }
         )
-    # Impressions are scoped by device (they have no caller key): same device, another body.
+    # An impression's key is its network's (the JWS's kid): same network and device, another body.
     other = dict(body, interaction={"type": "click", "time": now_ms() + 1, "loaded-at": now_ms() - 400})
     run.call(
         category,
@@ -74,67 +73,6 @@ def replays(run):
         {"Idempotency-Key": key},
         expect=(422, "idempotency-key-reused"),
     )
-
-
-def forged_impressions(run):
-    """Impressions ingest accepts (right shape) that the verifier must refuse: each accepted id is
-    checked against `rejected` at the end, with the reason."""
-    target = run.target
-    category = "forged-impressions"
-    campaign = (target.network, target.app, target.publisher)
-    stranger = ec.generate_private_key(ec.SECP256R1())
-    header = {"alg": "ES256", "kid": target.network}
-    cases = [
-        (
-            "signed by another key",
-            sign_jws(stranger, header, impression_payload(*campaign)),
-            "invalid-signature",
-        ),
-        (
-            "alg none",
-            b64url(b'{"alg":"none","kid":"%s"}' % target.network.encode())
-            + "."
-            + b64url(json.dumps(impression_payload(*campaign)).encode())
-            + ".AA",
-            "unsupported-algorithm",
-        ),
-        (
-            "kid of an unknown network",
-            sign_jws(
-                target.network_key,
-                {"alg": "ES256", "kid": "nobody.net"},
-                impression_payload("nobody.net", target.app, target.publisher),
-            ),
-            "unknown-ad-network",
-        ),
-        (
-            "kid differs from the payload's network",
-            sign_jws(target.network_key, {"alg": "ES256", "kid": "other.net"}, impression_payload(*campaign)),
-            "key-identifier-mismatch",
-        ),
-        ("payload tampered", None, "invalid-signature"),
-        ("31 days old", None, "impression-expired"),
-        ("an hour in the future", None, "impression-from-future"),
-        ("garbage parts", "e30.e30.AAAA", None),
-    ]
-    for name, jws, reason in cases:
-        if name == "payload tampered":
-            good = sign_jws(target.network_key, header, impression_payload(*campaign, source=1))
-            parts = good.split(".")
-            jws = parts[0] + "." + b64url(json.dumps(impression_payload(*campaign, source=2)).encode()) + "." + parts[2]
-        if name in ("31 days old", "an hour in the future"):
-            payload = impression_payload(*campaign)
-            payload["timestamp"] = now_ms() + (-31 * 86_400_000 if "old" in name else 3_600_000)
-            jws = sign_jws(target.network_key, header, payload)
-        for n in range(3):
-            status, data = run.call(
-                category, name, "POST", "/v1/impressions", impression_body(jws, f"forged-{n}"), expect=202
-            )
-            if status == 202:
-                event = json.loads(data)["event-identifier"]
-                run.seen.hostile_event_ids[event] = f"forged: {name}"
-                if reason:
-                    run.seen.expected_verdicts[event] = (f"forged: {name}", reason)
 
 
 def extreme_values(run):
@@ -157,10 +95,8 @@ def extreme_values(run):
             {"type": "click", "time": 8_640_000_000_000_000, "loaded-at": 8_640_000_000_000_000 - 1},
             None,
         ),
-        ("click at Int64.max, loaded at -1", {"type": "click", "time": high, "loaded-at": -1}, "click-too-late"),
         ("click at Int64.min, loaded at 1", {"type": "click", "time": low, "loaded-at": 1}, "click-too-late"),
         ("click now, loaded at Int64.min", {"type": "click", "time": t, "loaded-at": low}, "click-too-late"),
-        ("view from Int64.min to now", {"type": "view", "begin": low, "time": t}, "view-too-short"),
     ]
 
     def wait_verdict(event, seconds=6):
@@ -182,7 +118,6 @@ def extreme_values(run):
     # real impression so that they are attributed and reach the scheduler.
     auth = {"Authorization": "Bearer " + target.fuzz_app_key}
     events = [
-        ("conversion at Int64.max", "/v1/conversions", {"conversion-type": "download", "time": high}),
         ("conversion at Int64.min", "/v1/conversions", {"conversion-type": "download", "time": low}),
         (
             "conversion at Int64.max - 1 day",

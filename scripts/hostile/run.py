@@ -160,7 +160,6 @@ def run_phases(run):
     phase("malformed", protocol.malformed_http)
     phase("auth", access.admin_auth)
     phase("postback-url", access.postback_urls)
-    phase("forged-impressions", events.forged_impressions)
     phase("replay", events.replays)
     phase("slow+idle", slow_and_idle)
     if not run.options.skip_fuzz:

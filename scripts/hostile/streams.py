@@ -14,9 +14,7 @@ from harness import RedisConnection, RedisError, catalog, partitioned
 
 def connect(port):
     """A connection whose bulk replies are bytes (envelopes are binary); gives up after 30 s of silence."""
-    connection = RedisConnection(port, binary=True)
-    connection.socket.settimeout(30)
-    return connection
+    return RedisConnection(port, binary=True, timeout=30)
 
 
 def command(connection, *arguments):

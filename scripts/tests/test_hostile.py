@@ -1,6 +1,6 @@
 """The hostile-input run's own logic: its command line (read when run, not when imported), what counts
-as problem JSON, raw HTTP answers, crash sites, the compact envelope coding and the fuzzer's failure
-entries."""
+as problem JSON, raw HTTP answers, crash sites, the compact envelope coding, the fuzzer's failure
+entries, and which deterministic requests it leaves to the Swift corpus (HostileInputTests)."""
 
 import contextlib
 import importlib
@@ -15,8 +15,11 @@ import types
 import unittest
 from unittest import mock
 
+from cryptography.hazmat.primitives.asymmetric import ec
+
 import hostile
 from harness import Processes, until
+from hostile import access
 from hostile.fuzz import failure_entry
 from hostile.http_client import parse_raw_response, request_bytes
 from hostile.monitor import Supervisor, crash_site
@@ -213,6 +216,54 @@ class FuzzFailureTests(unittest.TestCase):
         self.assertEqual(
             (entry["request"], entry["request_body"], entry["response"]), ("POST http://h/v1/x", "{}", "500 oops")
         )
+
+
+class SwiftOwnedCasesTests(unittest.TestCase):
+    """What the Swift corpus sends with the same expectation is not sent again; the rest still is."""
+
+    class Recorder:
+        """A run that answers every request 400 (the allow-listed receiver 200) and records what was sent."""
+
+        def __init__(self):
+            self.target = Target(1, 2, 3, 4, "admin-token", ec.generate_private_key(ec.SECP256R1()), "ak", "fk")
+            self.seen = Observations()
+            self.cases, self.bodies = [], []
+
+        def call(self, category, case, method, path, body=None, headers=None, expect=None, protocol_level=False):
+            self.cases.append(case)
+            return 400, b"{}"
+
+        def http(self, method, path, body=None, headers=None, timeout=30, port=None):
+            self.bodies.append(body)
+            if body.get("postback-url") == f"http://127.0.0.1:{self.target.receiver_port}/postbacks":
+                return 200, {"content-type": "application/json"}, b"{}"
+            return 400, PROBLEM, b'{"reason":"destination-private-address"}'
+
+    def test_admin_and_app_key_cells_of_the_swift_corpus_are_left_out(self):
+        run = self.Recorder()
+        access.admin_auth(run)
+        app = f"/v1/admin/advertised-apps/{run.target.app}"
+        for case in ("no token", "wrong token", "token plus a byte", "app key"):
+            self.assertNotIn(f"PUT {app}: {case}", run.cases)
+            self.assertIn(f"GET {app}/rejections: {case}", run.cases)
+        self.assertIn(f"PUT {app}: Basic scheme", run.cases)
+        for case in ("no app key", "forged app key", "another app's key"):
+            self.assertNotIn(f"POST /v1/conversions: {case}", run.cases)
+            self.assertIn(f"POST /v1/activity: {case}", run.cases)
+        self.assertIn("POST /v1/conversions: admin token as app key", run.cases)
+        # 14 routes × 11 credentials, less 4; 19 admin paths and queries; 5 app keys × 3 routes, less 3.
+        self.assertEqual(len(run.cases), 14 * 11 - 4 + 19 + 5 * 3 - 3)
+        self.assertEqual(len(set(run.cases)), len(run.cases))
+
+    def test_only_dns_only_names_are_registered(self):
+        run = self.Recorder()
+        access.postback_urls(run)
+        urls = [b["postback-url"] for b in run.bodies]
+        self.assertEqual(len(urls), 7)  # six names only DNS makes private, and the control
+        self.assertIn("https://metadata.google.internal/computeMetadata/v1/", urls)
+        self.assertFalse(any("169.254" in url or "ftp:" in url for url in urls), urls)
+        self.assertEqual(run.seen.unexpected, [])  # every name refused with 400 here, the control accepted
+        self.assertEqual(run.seen.findings, [])
 
 
 if __name__ == "__main__":
