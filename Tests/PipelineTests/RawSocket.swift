@@ -37,9 +37,20 @@ final class RawSocket {
     deinit { close(descriptor) }
 
     @discardableResult
-    func transmit(_ text: String) -> Bool {
-        let bytes = Array(text.utf8)
-        return bytes.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count
+    func transmit(_ text: String) -> Bool { transmit(bytes: Array(text.utf8)) }
+
+    /// Sends every byte, or fewer when the server closes first (a refusal mid-request).
+    @discardableResult
+    func transmit(bytes: [UInt8]) -> Bool {
+        var sent = 0
+        while sent < bytes.count {
+            let count = bytes.withUnsafeBytes {
+                send(descriptor, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL))
+            }
+            if count <= 0 { return false }
+            sent += count
+        }
+        return true
     }
 
     /// What the server sends within `timeout`, and whether it closed the connection (then sooner); with

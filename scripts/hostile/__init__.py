@@ -9,15 +9,13 @@ while a background thread keeps sending properly signed impressions and conversi
 1. fuzzes every operation of ingest's OpenAPI document with schemathesis (pinned, installed into a
    venv under ~/.cache when missing): once without credentials, once with the admin token and an app
    key, so generated requests get past the auth checks to the body checks;
-2. abuses the HTTP layer with raw sockets: oversized, slow and never-finished bodies, header floods,
-   malformed HTTP, hundreds of idle connections, replayed impressions, admin calls without or with a
-   wrong token, postback URLs aimed at private, loopback, link-local and metadata addresses;
-   a request the Swift corpus (Tests/PipelineTests/HostileInputTests.swift, run by `swift test` in
-   CI) already sends with the same expectation is not sent again here: deterministic single requests
-   are its to own (CONTRIBUTING.md, "Hostile input"). This run owns what needs scale, time or a
-   generator: the fuzzing, the flood, the idle and slow connections held under load, ingest's memory,
-   the valid traffic and the invariants over the whole run. The deterministic cases still here are
-   ones the corpus does not have yet;
+2. abuses the HTTP layer with raw sockets where it takes scale or time: 16 MiB bodies, slow and
+   never-finished requests and hundreds of idle connections held under load, replayed impressions,
+   postback URLs behind names only DNS makes private, and values at the edges of Int64 through every
+   stage. Deterministic single requests (header floods, malformed HTTP, each route's body limit,
+   every credential on every route, literal private addresses, the forged impressions) belong to the
+   Swift corpus (Tests/PipelineTests/HostileInputTests*.swift, run by `swift test` in CI;
+   CONTRIBUTING.md, "Hostile input"), which this run does not repeat;
 3. checks the invariants: no service died and /health answers, no 5xx anywhere, every 4xx is RFC 9457
    problem JSON, every valid event was acknowledged and verified, nothing hostile reached `verified`
    (what ingest accepted from hostile requests was refused by the verifier, with a reason), ingest's
@@ -31,5 +29,5 @@ and what it saw so far), `launch` (the pipeline, through the harness), `monitor`
 ingest's memory), `http_client` (requests, raw sockets), `observations` (every answer and what is
 wrong with it), `traffic` (signed impressions, the valid traffic), `streams` (the verifier's verdicts
 in Redis), `flood` (the forged-network flood), `fuzz` (schemathesis), the attack families `exhaustion`
-(oversized, slow, idle), `protocol` (header floods, malformed HTTP), `access` (admin auth, postback
-URLs) and `events` (replays, forged impressions, extreme values), then `invariants` and `report`."""
+(16 MiB bodies, slow, idle), `access` (postback URLs) and `events` (replays, extreme values), then
+`invariants` and `report`."""

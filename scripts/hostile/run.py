@@ -9,7 +9,7 @@ import time
 
 import hostile
 from harness import Processes, group_done, rss_mib, use_binaries
-from hostile import access, events, exhaustion, invariants, launch, protocol, report, streams
+from hostile import access, events, exhaustion, invariants, launch, report, streams
 from hostile.flood import forged_network_flood
 from hostile.fuzz import fuzz
 from hostile.monitor import MemoryMonitor, Supervisor
@@ -156,9 +156,6 @@ def run_phases(run):
     if not run.options.skip_fuzz:
         phase("fuzz-anonymous", fuzz_phase("anonymous", False))
     phase("oversized", exhaustion.oversized_bodies)
-    phase("headers", protocol.header_floods)
-    phase("malformed", protocol.malformed_http)
-    phase("auth", access.admin_auth)
     phase("postback-url", access.postback_urls)
     phase("replay", events.replays)
     phase("slow+idle", slow_and_idle)

@@ -24,7 +24,6 @@ UNEXERCISED = {
     "hostile.events": "replays and Int64-edge values against the running pipeline, judged by its Redis",
     "hostile.exhaustion": "oversized bodies, slow and idle connections against the running ingest",
     "hostile.flood": "a flood of forged impressions against the running ingest and its Redis",
-    "hostile.protocol": "header floods and malformed HTTP against the running services",
 }
 
 

@@ -239,22 +239,6 @@ class SwiftOwnedCasesTests(unittest.TestCase):
                 return 200, {"content-type": "application/json"}, b"{}"
             return 400, PROBLEM, b'{"reason":"destination-private-address"}'
 
-    def test_admin_and_app_key_cells_of_the_swift_corpus_are_left_out(self):
-        run = self.Recorder()
-        access.admin_auth(run)
-        app = f"/v1/admin/advertised-apps/{run.target.app}"
-        for case in ("no token", "wrong token", "token plus a byte", "app key"):
-            self.assertNotIn(f"PUT {app}: {case}", run.cases)
-            self.assertIn(f"GET {app}/rejections: {case}", run.cases)
-        self.assertIn(f"PUT {app}: Basic scheme", run.cases)
-        for case in ("no app key", "forged app key", "another app's key"):
-            self.assertNotIn(f"POST /v1/conversions: {case}", run.cases)
-            self.assertIn(f"POST /v1/activity: {case}", run.cases)
-        self.assertIn("POST /v1/conversions: admin token as app key", run.cases)
-        # 14 routes × 11 credentials, less 4; 19 admin paths and queries; 5 app keys × 3 routes, less 3.
-        self.assertEqual(len(run.cases), 14 * 11 - 4 + 19 + 5 * 3 - 3)
-        self.assertEqual(len(set(run.cases)), len(run.cases))
-
     def test_only_dns_only_names_are_registered(self):
         run = self.Recorder()
         access.postback_urls(run)

@@ -66,6 +66,13 @@ class InvariantTests(unittest.TestCase):
         self.assertFalse(invariants.of_fuzz_app(conversion, 8))
         self.assertFalse(invariants.of_fuzz_app({"type": "impression.verified", "body": {}}, 7))
 
+    def test_test_postbacks_requested_with_the_admin_token_are_its_own(self):
+        requested = {"type": "test-postbacks.requested", "body": {}}
+        admin = "fuzz-authenticated-admin: POST /v1/admin/ad-networks/x/test-postbacks"
+        self.assertTrue(invariants.requested_with_admin_token(requested, admin))
+        self.assertFalse(invariants.requested_with_admin_token(requested, "fuzz-anonymous-admin: POST /v1/admin/x"))
+        self.assertFalse(invariants.requested_with_admin_token({"type": "impression.verified"}, admin))
+
     def test_answers_that_break_the_rules(self):
         seen = Observations()
         seen.five_xx.append("POST /v1/impressions → 500")
