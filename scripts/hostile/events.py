@@ -1,8 +1,8 @@
 """Hostile events ingest accepts (they have the right shape) and the verifier must refuse with a
-reason: replayed and forged impressions, and values at the edges of Int64 that must crash no stage.
-What the Swift corpus (Tests/PipelineTests/HostileInputTests.swift) already sends is not sent again
-here: the replay from another device, the forged signatures, keys, algorithms and timestamps, and the
-Int64 times ingest refuses as invalid-time."""
+reason: replayed impressions, and values at the edges of Int64 that must crash no stage. What the
+Swift corpus (Tests/PipelineTests/HostileInputTests*.swift) already sends is not sent again here: the
+replay from another device, the forged impressions (signatures, keys, algorithms, timestamps, empty
+segments), and the Int64 times ingest refuses as invalid-time."""
 
 import json
 import time
