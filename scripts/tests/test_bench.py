@@ -6,15 +6,14 @@ chart.svg from a run's figures, which bench_record.py then reads."""
 import json
 import os
 import tempfile
-import threading
 import unittest
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from cryptography.hazmat.primitives.asymmetric import ec
 
 import bench
 from bench_record import headline
 from harness import b64url, sign_jws
+from tests.support import JSONServer
 
 # `openssl speed -seconds 1 ecdsap256` (OpenSSL 3.0) and `redis-benchmark -q` (Redis 7.0), as printed:
 # the progress lines end in a carriage return, the last figure is the result.
@@ -163,27 +162,13 @@ class GoodputCeilingTests(unittest.TestCase):
         self.assertEqual(bench.goodput_ceiling(ramp(1, 9_000), 50, 10.0, cores=2), 0.0)
 
 
-class JWKS(BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = json.dumps(self.server.jwks).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 class RecordedSignatureTests(unittest.TestCase):
     def test_a_record_counts_when_its_signature_and_payload_hold(self):
         key, other = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
         numbers = key.public_key().public_numbers()
         jwk = {"kid": "attribution-pipeline/0", "kty": "EC", "crv": "P-256"}
         jwk.update(x=b64url(numbers.x.to_bytes(32, "big")), y=b64url(numbers.y.to_bytes(32, "big")))
-        server = ThreadingHTTPServer(("127.0.0.1", 0), JWKS)
-        server.jwks = {"keys": [jwk]}
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        server = JSONServer({"keys": [jwk]})
         payload = {"postback-identifier": "p1", "did-win": True}
 
         def record(signer, kid="attribution-pipeline/0", recorded=payload):
@@ -202,11 +187,10 @@ class RecordedSignatureTests(unittest.TestCase):
                 path = os.path.join(folder, "postbacks.jsonl")
                 with open(path, "w") as f:
                     f.write("\n".join(lines) + "\n")
-                url = f"http://127.0.0.1:{server.server_address[1]}/.well-known/jwks.json"
+                url = f"{server.url}/.well-known/jwks.json"
                 self.assertEqual(bench.verify_recorded(path, url), (5, 2))
         finally:
-            server.shutdown()
-            server.server_close()
+            server.close()
 
 
 class ReportTests(unittest.TestCase):

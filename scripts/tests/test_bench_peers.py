@@ -7,7 +7,6 @@ import json
 import threading
 import time
 import unittest
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -15,18 +14,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
 from bench_peers import WORKER_SOURCE, arq_enqueue_source, rq_enqueue_source, signed_bodies, wait_for
 from harness import b64url_decode
-
-
-class Stats(BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = json.dumps({"accepted": self.server.accepted}).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+from tests.support import JSONServer
 
 
 class SignedBodyTests(unittest.TestCase):
@@ -65,17 +53,14 @@ class PeerProgramTests(unittest.TestCase):
 
 class WaitTests(unittest.TestCase):
     def setUp(self):
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Stats)
-        self.server.accepted = 5
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.receiver = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.server = JSONServer({"accepted": 5})
+        self.receiver = self.server.url
 
     def tearDown(self):
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.close()
 
     def test_until_the_receiver_has_the_target(self):
-        threading.Timer(0.3, lambda: setattr(self.server, "accepted", 8)).start()
+        threading.Timer(0.3, lambda: self.server.answer.update(accepted=8)).start()
         started = time.time()
         done = wait_for(self.receiver, 8, timeout=10)
         self.assertGreaterEqual(done - started, 0.25)

@@ -7,35 +7,19 @@ import tempfile
 import threading
 import time
 import unittest
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from demo import expected_postbacks, wait_for_postbacks
-
-
-class Stats(BaseHTTPRequestHandler):
-    """Answers /stats with the server's `accepted` count, which the test raises meanwhile."""
-
-    def do_GET(self):
-        body = json.dumps({"accepted": self.server.accepted, "duplicates": 0, "rejected": 0}).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+from tests.support import JSONServer
 
 
 class DemoWaitTests(unittest.TestCase):
     def setUp(self):
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Stats)
-        self.server.accepted = 0
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.receiver = f"http://127.0.0.1:{self.server.server_address[1]}"
+        # The receiver's /stats, its `accepted` count raised by the test meanwhile.
+        self.server = JSONServer({"accepted": 0, "duplicates": 0, "rejected": 0})
+        self.receiver = self.server.url
 
     def tearDown(self):
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.close()
 
     def test_the_expected_count_is_every_window_and_the_non_winners(self):
         with tempfile.TemporaryDirectory() as folder:
@@ -45,7 +29,7 @@ class DemoWaitTests(unittest.TestCase):
             self.assertEqual(expected_postbacks(report), 117)
 
     def test_the_wait_ends_once_every_postback_arrived(self):
-        threading.Timer(0.6, lambda: setattr(self.server, "accepted", 3)).start()
+        threading.Timer(0.6, lambda: self.server.answer.update(accepted=3)).start()
         waited = wait_for_postbacks(self.receiver, 3, deadline=20, settle=0.2)
         self.assertGreaterEqual(waited, 0.8)
         self.assertLess(waited, 10)
