@@ -194,490 +194,470 @@ extension PipelineSuites {
                 #"<?xml version="1.0" encoding="UTF-8"?><plist version="1.0"><dict><key>CFBundleName</key><string>App</string><key>AdAttributionKitConfigurations</key><dict>\#(inner)</dict></dict></plist>"#
             }
 
-            let cases: [Case] =
-                [
-                    // Shape: ingest refuses, nothing enters the pipeline.
-                    Case(name: "not JSON", body: "not json", expect: .ingest(400, "invalid-json")),
-                    Case(name: "empty body", body: "", expect: .ingest(400, "invalid-json")),
-                    Case(name: "array instead of object", body: "[1,2]", expect: .ingest(400, "invalid-json")),
-                    Case(
-                        name: "missing device",
-                        body: #"{"impression":"a.b.c","interaction":{"type":"click","time":1,"loaded-at":1}}"#,
-                        expect: .ingest(400, "invalid-json")),
-                    Case(
-                        name: "empty device",
-                        body:
-                            #"{"device-identifier":"","impression":"a.b.c","interaction":{"type":"click","time":1,"loaded-at":1}}"#,
-                        expect: .ingest(400, "invalid-device-identifier")),
-                    Case(
-                        name: "129-byte device", body: Self.impressionBody("a.b.c", device: String(repeating: "d", count: 129)),
-                        expect: .ingest(400, "invalid-device-identifier")),
-                    Case(
-                        name: "JWS with two parts", body: Self.impressionBody("a.b"), expect: .ingest(400, "invalid-components")),
-                    Case(
-                        name: "JWS with four parts", body: Self.impressionBody("a.b.c.d"),
-                        expect: .ingest(400, "invalid-components")),
-                    Case(
-                        name: "JWS of 9000 bytes", body: Self.impressionBody("a.b." + String(repeating: "A", count: 9_000)),
-                        expect: .ingest(400, "invalid-components")),
-                    Case(
-                        name: "unknown interaction type",
-                        body: Self.impressionBody("a.b.c", interaction: #"{"type":"tap","time":1}"#),
-                        expect: .ingest(400, "invalid-json")),
-                    Case(
-                        name: "click without loaded-at",
-                        body: Self.impressionBody("a.b.c", interaction: #"{"type":"click","time":1}"#),
-                        expect: .ingest(400, "invalid-interaction")),
-                    Case(
-                        name: "one-call view at time 1",
-                        body: Self.impressionBody("a.b.c", interaction: #"{"type":"view","time":1}"#),
-                        expect: .ingest(400, "invalid-time")),
-                    Case(
-                        name: "time as a string",
-                        body: Self.impressionBody("a.b.c", interaction: #"{"type":"click","time":"now","loaded-at":1}"#),
-                        expect: .ingest(400, "invalid-json")),
-                    Case(
-                        name: "time as a fraction",
-                        body: Self.impressionBody("a.b.c", interaction: #"{"type":"click","time":1.5,"loaded-at":1}"#),
-                        expect: .ingest(400, "invalid-json")),
-                    Case(
-                        name: "oversized body", body: "{" + String(repeating: " ", count: 70_000) + "}",
-                        expect: .ingest(413, "body-too-large")),
-                    Case(
-                        name: "conversion without app key", path: "/v1/conversions", body: conversion(Self.app, ""),
-                        expect: .ingest(401, "missing-app-key")),
-                    Case(
-                        name: "conversion with an unknown app key", path: "/v1/conversions", body: conversion(Self.app, ""),
-                        token: "ak_forged", expect: .ingest(401, "invalid-app-key")),
-                    Case(
-                        name: "conversion with another app's key", path: "/v1/conversions", body: conversion(Self.app, ""),
-                        token: otherKey, expect: .ingest(403, "app-key-mismatch")),
-                    Case(
-                        name: "conversion type install", path: "/v1/conversions",
-                        body: #"{"device-identifier":"d","advertised-item-identifier":1,"conversion-type":"install","time":1}"#,
-                        token: appKey, expect: .ingest(400, "invalid-json")),
-                    Case(
-                        name: "three-letter country", path: "/v1/conversions",
-                        body: conversion(Self.app, #","country-code":"USA""#),
-                        token: appKey, expect: .ingest(400, "invalid-country-code")),
-                    Case(
-                        name: "lower-case country", path: "/v1/conversions", body: conversion(Self.app, #","country-code":"us""#),
-                        token: appKey, expect: .ingest(400, "invalid-country-code")),
-                    Case(
-                        name: "negative item id", path: "/v1/conversions",
-                        body: conversion(Self.app, "").replacingOccurrences(of: "\(Self.app)", with: "-1"), token: appKey,
-                        expect: .ingest(400, "invalid-json")),
-                    // Times outside 2000–2100: one such click once crashed the verifier (Int64 overflow).
-                    Case(
-                        name: "click at Int64.max loaded at -1",
-                        body: Self.impressionBody(
-                            "a.b.c", interaction: #"{"type":"click","time":9223372036854775807,"loaded-at":-1}"#),
-                        expect: .ingest(400, "invalid-time")),
-                    Case(
-                        name: "view from Int64.min",
-                        body: Self.impressionBody(
-                            "a.b.c", interaction: #"{"type":"view","begin":-9223372036854775808,"time":\#(t)}"#),
-                        expect: .ingest(400, "invalid-time")),
-                    Case(
-                        name: "conversion at Int64.max", path: "/v1/conversions",
-                        body: conversion(Self.app, "").replacingOccurrences(
-                            of: "\"time\":\(t)", with: "\"time\":9223372036854775807"),
-                        token: appKey, expect: .ingest(400, "invalid-time")),
-                    Case(
-                        name: "update in 1969", path: "/v1/conversion-value-updates",
-                        body: update(#""fineConversionValue":1"#).replacingOccurrences(of: "\"time\":\(t)", with: "\"time\":-1"),
-                        token: appKey, expect: .ingest(400, "invalid-time")),
-                    Case(
-                        name: "fine value 64", path: "/v1/conversion-value-updates", body: update(#""fineConversionValue":64"#),
-                        token: appKey, expect: .ingest(400, "value-out-of-range")),
-                    Case(
-                        name: "fine value -1", path: "/v1/conversion-value-updates", body: update(#""fineConversionValue":-1"#),
-                        token: appKey, expect: .ingest(400, "value-out-of-range")),
-                    Case(
-                        name: "unknown coarse value", path: "/v1/conversion-value-updates",
-                        body: update(#""fineConversionValue":1,"coarseConversionValue":"huge""#), token: appKey,
-                        expect: .ingest(400, "invalid-json")),
-                    Case(
-                        name: "unknown conversion type in update", path: "/v1/conversion-value-updates",
-                        body: update(#""fineConversionValue":1,"conversionTypes":["purchase"]"#), token: appKey,
-                        expect: .ingest(400, "invalid-json")),
-                    Case(
-                        name: "lock as a string", path: "/v1/conversion-value-updates",
-                        body: update(#""fineConversionValue":1,"lockPostback":"yes""#), token: appKey,
-                        expect: .ingest(400, "invalid-json")),
-                    // Admin: no way in without the token; every value checked.
-                    Case(
-                        name: "admin without token", method: "PUT", path: "/v1/admin/advertised-apps/1", body: "{}",
-                        expect: .ingest(401, "unauthorized")),
-                    Case(
-                        name: "admin with a wrong token", method: "PUT", path: "/v1/admin/advertised-apps/1", body: "{}",
-                        token: "wrong",
-                        expect: .ingest(401, "unauthorized")),
-                    Case(
-                        name: "admin with the token plus a byte", method: "PUT", path: "/v1/admin/advertised-apps/1", body: "{}",
-                        token: admin + "x", expect: .ingest(401, "unauthorized")),
-                    Case(
-                        name: "admin with an app key", method: "PUT", path: "/v1/admin/advertised-apps/1", body: "{}",
-                        token: appKey,
-                        expect: .ingest(401, "unauthorized")),
-                    Case(
-                        name: "upper-case network id", method: "PUT", path: "/v1/admin/ad-networks/Upper.Net",
-                        body: #"{"public-key":"x","postback-url":"https://x.example"}"#, token: admin,
-                        expect: .ingest(400, "invalid-ad-network-identifier")),
-                    Case(
-                        name: "Cyrillic network id", method: "PUT", path: "/v1/admin/ad-networks/ex%D0%B0mple.net",
-                        body: #"{"public-key":"x","postback-url":"https://x.example"}"#, token: admin,
-                        expect: .ingest(400, "invalid-ad-network-identifier")),
-                    Case(
-                        name: "garbage public key", method: "PUT", path: "/v1/admin/ad-networks/a.net",
-                        body: #"{"public-key":"x","postback-url":"https://x.example"}"#, token: admin,
-                        expect: .ingest(400, "invalid-public-key")),
-                    Case(
-                        name: "P-384 public key", method: "PUT", path: "/v1/admin/ad-networks/a.net",
-                        body: #"{"public-key":\#(jsonString(p384)),"postback-url":"https://x.example"}"#, token: admin,
-                        expect: .ingest(400, "invalid-public-key")),
-                    Case(
-                        name: "ftp postback URL", method: "PUT", path: "/v1/admin/ad-networks/a.net",
-                        body: #"{"public-key":\#(jsonString(key.publicKey.pemRepresentation)),"postback-url":"ftp://x/y"}"#,
-                        token: admin,
-                        expect: .ingest(400, "invalid-postback-url")),
-                    Case(
-                        name: "grace over a year", method: "PUT", path: "/v1/admin/ad-networks/a.net",
-                        body:
-                            #"{"public-key":\#(jsonString(key.publicKey.pemRepresentation)),"postback-url":"https://x.example","previous-key-grace-seconds":31536001}"#,
-                        token: admin, expect: .ingest(400, "value-out-of-range")),
-                    Case(
-                        name: "view window 8 days", method: "PUT", path: "/v1/admin/advertised-apps/1",
-                        body: #"{"AttributionWindows":{"global":{"install":{"view":8}}}}"#, token: admin,
-                        expect: .ingest(400, "value-out-of-range")),
-                    Case(
-                        name: "click window 0 days", method: "PUT", path: "/v1/admin/advertised-apps/1",
-                        body: #"{"AttributionWindows":{"a.net":{"install":{"click":0}}}}"#, token: admin,
-                        expect: .ingest(400, "value-out-of-range")),
-                    Case(
-                        name: "cooldown 721 hours", method: "PUT", path: "/v1/admin/advertised-apps/1",
-                        body: #"{"AdAttributionKitConfigurations":{"AttributionCooldown":{"install-cooldown-hours":721}}}"#,
-                        token: admin,
-                        expect: .ingest(400, "value-out-of-range")),
-                    Case(
-                        name: "ignoreInteractionType in global", method: "PUT", path: "/v1/admin/advertised-apps/1",
-                        body: #"{"AttributionWindows":{"global":{"install":{"ignoreInteractionType":"view"}}}}"#, token: admin,
-                        expect: .ingest(200, "")),
-                    Case(
-                        name: "unknown configuration key", method: "PUT", path: "/v1/admin/advertised-apps/1",
-                        body: #"{"AttributionWindowz":{}}"#, token: admin, expect: .ingest(400, "unknown-key")),
-                    Case(
-                        name: "window as a string", method: "PUT", path: "/v1/admin/advertised-apps/1",
-                        body: #"{"AttributionWindows":{"global":{"install":{"view":"7"}}}}"#, token: admin,
-                        expect: .ingest(400, "invalid-configuration")),
-                    Case(
-                        name: "malformed property list", method: "PUT", path: "/v1/admin/advertised-apps/1",
-                        body: "<plist><dict><key>x</dict>", token: admin, contentType: "application/x-plist",
-                        expect: .ingest(400, "invalid-property-list")),
-                    Case(
-                        name: "property list out of range", method: "PUT", path: "/v1/admin/advertised-apps/1",
-                        body: plist(
-                            "<key>AttributionWindows</key><dict><key>global</key><dict><key>install</key><dict><key>click</key><integer>31</integer></dict></dict></dict>"
-                        ), token: admin, contentType: "application/xml", expect: .ingest(400, "value-out-of-range")),
-                    Case(
-                        name: "item id 0", method: "PUT", path: "/v1/admin/advertised-apps/0", body: "{}", token: admin,
-                        expect: .ingest(400, "invalid-item-identifier")),
-                    Case(
-                        name: "item id not a number", method: "PUT", path: "/v1/admin/advertised-apps/abc", body: "{}",
-                        token: admin,
-                        expect: .ingest(400, "invalid-item-identifier")),
-                    Case(
-                        name: "key for an unregistered app", path: "/v1/admin/advertised-apps/999/keys", body: "{}", token: admin,
-                        expect: .ingest(404, "unknown-advertised-app")),
-                    Case(name: "unknown route", path: "/v1/nowhere", body: "{}", expect: .ingest(404, "not-found")),
-                    // Signed but wrong: the verifier refuses, with the reason the network can look up.
-                    Case(
-                        name: "alg none",
-                        body: Self.impressionBody(
-                            Self.jws(
-                                header: #"{"alg":"none","kid":"\#(Self.network)"}"#, payload: Self.payload(), key: key,
-                                signature: "AA")),
-                        expect: .verifier(.unsupportedAlgorithm)),
-                    Case(
-                        name: "HS256 keyed with the public key",
-                        body: Self.impressionBody(
-                            Self.jws(
-                                header: #"{"alg":"HS256","kid":"\#(Self.network)"}"#, payload: Self.payload(), key: key,
-                                signature: Base64URL.encode(
-                                    Data(
-                                        HMACSHA256.authenticationCode(
-                                            for: Array("x".utf8), key: Array(key.publicKey.derRepresentation)))))),
-                        expect: .verifier(.unsupportedAlgorithm)),
-                    Case(
-                        name: "RS256",
-                        body: Self.impressionBody(
-                            Self.jws(header: #"{"alg":"RS256","kid":"\#(Self.network)"}"#, payload: Self.payload(), key: key)),
-                        expect: .verifier(.unsupportedAlgorithm)),
-                    Case(
-                        name: "header not JSON", body: Self.impressionBody(Base64URL.encode(Data("nope".utf8)) + ".e30.AA"),
-                        expect: .verifier(.invalidHeader)),
-                    Case(
-                        name: "header with padding", body: Self.impressionBody(Base64URL.encode(Data(header.utf8)) + "==.e30.AA"),
-                        expect: .verifier(.invalidHeader)),
-                    Case(
-                        name: "header in standard base64 with +/", body: Self.impressionBody("eyJ+/.e30.AA"),
-                        expect: .verifier(.invalidHeader)),
-                    Case(
-                        name: "payload not base64", body: Self.impressionBody(Base64URL.encode(Data(header.utf8)) + ".!!!.AA"),
-                        expect: .verifier(.invalidPayload)),
-                    Case(
-                        name: "payload missing keys",
-                        body: Self.impressionBody(
-                            Self.jws(header: header, payload: #"{"ad-network-identifier":"\#(Self.network)"}"#, key: key)),
-                        expect: .verifier(.invalidPayload)),
-                    Case(
-                        name: "source id as a string",
-                        body: Self.impressionBody(Self.jws(header: header, payload: Self.payload(source: #""1234""#), key: key)),
-                        expect: .verifier(.invalidPayload)),
-                    Case(
-                        name: "source id 10000",
-                        body: Self.impressionBody(Self.jws(header: header, payload: Self.payload(source: "10000"), key: key)),
-                        expect: .verifier(.invalidPayload)),
-                    Case(
-                        name: "impression id not a UUID",
-                        body: Self.impressionBody(Self.jws(header: header, payload: Self.payload(id: "not-a-uuid"), key: key)),
-                        expect: .verifier(.invalidPayload)),
-                    Case(
-                        name: "web impression type",
-                        body: Self.impressionBody(
-                            Self.jws(header: header, payload: Self.payload(type: "web-impression"), key: key)),
-                        expect: .verifier(.invalidPayload)),
-                    Case(
-                        name: "signature not base64",
-                        body: Self.impressionBody(Self.jws(header: header, payload: Self.payload(), key: key, signature: "%%%")),
-                        expect: .verifier(.invalidSignature)),
-                    Case(
-                        name: "signature truncated",
-                        body: Self.impressionBody(
-                            String(Self.jws(header: header, payload: Self.payload(), key: key).dropLast(4))),
-                        expect: .verifier(.invalidSignature)),
-                    Case(
-                        name: "signature in DER",
-                        body: Self.impressionBody(
-                            Self.jws(
-                                header: header, payload: Self.payload(), key: key,
-                                signature: Base64URL.encode(try key.signature(for: Data("x".utf8)).derRepresentation))),
-                        expect: .verifier(.invalidSignature)),
-                    Case(
-                        name: "signed by another key",
-                        body: Self.impressionBody(Self.jws(header: header, payload: Self.payload(), key: stranger)),
-                        expect: .verifier(.invalidSignature)),
-                    Case(
-                        name: "payload tampered after signing",
-                        body: Self.impressionBody(
-                            {
-                                let parts = Self.jws(header: header, payload: Self.payload(source: "1"), key: key).split(
-                                    separator: ".")
-                                return [
-                                    String(parts[0]), Base64URL.encode(Data(Self.payload(source: "2").utf8)), String(parts[2]),
-                                ]
+            var cases: [Case] = [
+                // Shape: ingest refuses, nothing enters the pipeline.
+                Case(name: "not JSON", body: "not json", expect: .ingest(400, "invalid-json")),
+                Case(name: "empty body", body: "", expect: .ingest(400, "invalid-json")),
+                Case(name: "array instead of object", body: "[1,2]", expect: .ingest(400, "invalid-json")),
+                Case(
+                    name: "missing device",
+                    body: #"{"impression":"a.b.c","interaction":{"type":"click","time":1,"loaded-at":1}}"#,
+                    expect: .ingest(400, "invalid-json")),
+                Case(
+                    name: "empty device",
+                    body: #"{"device-identifier":"","impression":"a.b.c","interaction":{"type":"click","time":1,"loaded-at":1}}"#,
+                    expect: .ingest(400, "invalid-device-identifier")),
+                Case(
+                    name: "129-byte device", body: Self.impressionBody("a.b.c", device: String(repeating: "d", count: 129)),
+                    expect: .ingest(400, "invalid-device-identifier")),
+                Case(name: "JWS with two parts", body: Self.impressionBody("a.b"), expect: .ingest(400, "invalid-components")),
+                Case(
+                    name: "JWS with four parts", body: Self.impressionBody("a.b.c.d"), expect: .ingest(400, "invalid-components")),
+                Case(
+                    name: "JWS of 9000 bytes", body: Self.impressionBody("a.b." + String(repeating: "A", count: 9_000)),
+                    expect: .ingest(400, "invalid-components")),
+                Case(
+                    name: "unknown interaction type",
+                    body: Self.impressionBody("a.b.c", interaction: #"{"type":"tap","time":1}"#),
+                    expect: .ingest(400, "invalid-json")),
+                Case(
+                    name: "click without loaded-at",
+                    body: Self.impressionBody("a.b.c", interaction: #"{"type":"click","time":1}"#),
+                    expect: .ingest(400, "invalid-interaction")),
+                Case(
+                    name: "one-call view at time 1",
+                    body: Self.impressionBody("a.b.c", interaction: #"{"type":"view","time":1}"#),
+                    expect: .ingest(400, "invalid-time")),
+                Case(
+                    name: "time as a string",
+                    body: Self.impressionBody("a.b.c", interaction: #"{"type":"click","time":"now","loaded-at":1}"#),
+                    expect: .ingest(400, "invalid-json")),
+                Case(
+                    name: "time as a fraction",
+                    body: Self.impressionBody("a.b.c", interaction: #"{"type":"click","time":1.5,"loaded-at":1}"#),
+                    expect: .ingest(400, "invalid-json")),
+                Case(
+                    name: "oversized body", body: "{" + String(repeating: " ", count: 70_000) + "}",
+                    expect: .ingest(413, "body-too-large")),
+                Case(
+                    name: "conversion without app key", path: "/v1/conversions", body: conversion(Self.app, ""),
+                    expect: .ingest(401, "missing-app-key")),
+                Case(
+                    name: "conversion with an unknown app key", path: "/v1/conversions", body: conversion(Self.app, ""),
+                    token: "ak_forged", expect: .ingest(401, "invalid-app-key")),
+                Case(
+                    name: "conversion with another app's key", path: "/v1/conversions", body: conversion(Self.app, ""),
+                    token: otherKey, expect: .ingest(403, "app-key-mismatch")),
+                Case(
+                    name: "conversion type install", path: "/v1/conversions",
+                    body: #"{"device-identifier":"d","advertised-item-identifier":1,"conversion-type":"install","time":1}"#,
+                    token: appKey, expect: .ingest(400, "invalid-json")),
+                Case(
+                    name: "three-letter country", path: "/v1/conversions", body: conversion(Self.app, #","country-code":"USA""#),
+                    token: appKey, expect: .ingest(400, "invalid-country-code")),
+                Case(
+                    name: "lower-case country", path: "/v1/conversions", body: conversion(Self.app, #","country-code":"us""#),
+                    token: appKey, expect: .ingest(400, "invalid-country-code")),
+                Case(
+                    name: "negative item id", path: "/v1/conversions",
+                    body: conversion(Self.app, "").replacingOccurrences(of: "\(Self.app)", with: "-1"), token: appKey,
+                    expect: .ingest(400, "invalid-json")),
+                // Times outside 2000–2100: one such click once crashed the verifier (Int64 overflow).
+                Case(
+                    name: "click at Int64.max loaded at -1",
+                    body: Self.impressionBody(
+                        "a.b.c", interaction: #"{"type":"click","time":9223372036854775807,"loaded-at":-1}"#),
+                    expect: .ingest(400, "invalid-time")),
+                Case(
+                    name: "view from Int64.min",
+                    body: Self.impressionBody(
+                        "a.b.c", interaction: #"{"type":"view","begin":-9223372036854775808,"time":\#(t)}"#),
+                    expect: .ingest(400, "invalid-time")),
+                Case(
+                    name: "conversion at Int64.max", path: "/v1/conversions",
+                    body: conversion(Self.app, "").replacingOccurrences(
+                        of: "\"time\":\(t)", with: "\"time\":9223372036854775807"),
+                    token: appKey, expect: .ingest(400, "invalid-time")),
+                Case(
+                    name: "update in 1969", path: "/v1/conversion-value-updates",
+                    body: update(#""fineConversionValue":1"#).replacingOccurrences(of: "\"time\":\(t)", with: "\"time\":-1"),
+                    token: appKey, expect: .ingest(400, "invalid-time")),
+                Case(
+                    name: "fine value 64", path: "/v1/conversion-value-updates", body: update(#""fineConversionValue":64"#),
+                    token: appKey, expect: .ingest(400, "value-out-of-range")),
+                Case(
+                    name: "fine value -1", path: "/v1/conversion-value-updates", body: update(#""fineConversionValue":-1"#),
+                    token: appKey, expect: .ingest(400, "value-out-of-range")),
+                Case(
+                    name: "unknown coarse value", path: "/v1/conversion-value-updates",
+                    body: update(#""fineConversionValue":1,"coarseConversionValue":"huge""#), token: appKey,
+                    expect: .ingest(400, "invalid-json")),
+                Case(
+                    name: "unknown conversion type in update", path: "/v1/conversion-value-updates",
+                    body: update(#""fineConversionValue":1,"conversionTypes":["purchase"]"#), token: appKey,
+                    expect: .ingest(400, "invalid-json")),
+                Case(
+                    name: "lock as a string", path: "/v1/conversion-value-updates",
+                    body: update(#""fineConversionValue":1,"lockPostback":"yes""#), token: appKey,
+                    expect: .ingest(400, "invalid-json")),
+                // Admin: no way in without the token; every value checked.
+                Case(
+                    name: "admin without token", method: "PUT", path: "/v1/admin/advertised-apps/1", body: "{}",
+                    expect: .ingest(401, "unauthorized")),
+                Case(
+                    name: "admin with a wrong token", method: "PUT", path: "/v1/admin/advertised-apps/1", body: "{}",
+                    token: "wrong",
+                    expect: .ingest(401, "unauthorized")),
+                Case(
+                    name: "admin with the token plus a byte", method: "PUT", path: "/v1/admin/advertised-apps/1", body: "{}",
+                    token: admin + "x", expect: .ingest(401, "unauthorized")),
+                Case(
+                    name: "admin with an app key", method: "PUT", path: "/v1/admin/advertised-apps/1", body: "{}", token: appKey,
+                    expect: .ingest(401, "unauthorized")),
+                Case(
+                    name: "upper-case network id", method: "PUT", path: "/v1/admin/ad-networks/Upper.Net",
+                    body: #"{"public-key":"x","postback-url":"https://x.example"}"#, token: admin,
+                    expect: .ingest(400, "invalid-ad-network-identifier")),
+                Case(
+                    name: "Cyrillic network id", method: "PUT", path: "/v1/admin/ad-networks/ex%D0%B0mple.net",
+                    body: #"{"public-key":"x","postback-url":"https://x.example"}"#, token: admin,
+                    expect: .ingest(400, "invalid-ad-network-identifier")),
+                Case(
+                    name: "garbage public key", method: "PUT", path: "/v1/admin/ad-networks/a.net",
+                    body: #"{"public-key":"x","postback-url":"https://x.example"}"#, token: admin,
+                    expect: .ingest(400, "invalid-public-key")),
+                Case(
+                    name: "P-384 public key", method: "PUT", path: "/v1/admin/ad-networks/a.net",
+                    body: #"{"public-key":\#(jsonString(p384)),"postback-url":"https://x.example"}"#, token: admin,
+                    expect: .ingest(400, "invalid-public-key")),
+                Case(
+                    name: "ftp postback URL", method: "PUT", path: "/v1/admin/ad-networks/a.net",
+                    body: #"{"public-key":\#(jsonString(key.publicKey.pemRepresentation)),"postback-url":"ftp://x/y"}"#,
+                    token: admin,
+                    expect: .ingest(400, "invalid-postback-url")),
+                Case(
+                    name: "grace over a year", method: "PUT", path: "/v1/admin/ad-networks/a.net",
+                    body:
+                        #"{"public-key":\#(jsonString(key.publicKey.pemRepresentation)),"postback-url":"https://x.example","previous-key-grace-seconds":31536001}"#,
+                    token: admin, expect: .ingest(400, "value-out-of-range")),
+                Case(
+                    name: "view window 8 days", method: "PUT", path: "/v1/admin/advertised-apps/1",
+                    body: #"{"AttributionWindows":{"global":{"install":{"view":8}}}}"#, token: admin,
+                    expect: .ingest(400, "value-out-of-range")),
+                Case(
+                    name: "click window 0 days", method: "PUT", path: "/v1/admin/advertised-apps/1",
+                    body: #"{"AttributionWindows":{"a.net":{"install":{"click":0}}}}"#, token: admin,
+                    expect: .ingest(400, "value-out-of-range")),
+                Case(
+                    name: "cooldown 721 hours", method: "PUT", path: "/v1/admin/advertised-apps/1",
+                    body: #"{"AdAttributionKitConfigurations":{"AttributionCooldown":{"install-cooldown-hours":721}}}"#,
+                    token: admin,
+                    expect: .ingest(400, "value-out-of-range")),
+                Case(
+                    name: "ignoreInteractionType in global", method: "PUT", path: "/v1/admin/advertised-apps/1",
+                    body: #"{"AttributionWindows":{"global":{"install":{"ignoreInteractionType":"view"}}}}"#, token: admin,
+                    expect: .ingest(200, "")),
+                Case(
+                    name: "unknown configuration key", method: "PUT", path: "/v1/admin/advertised-apps/1",
+                    body: #"{"AttributionWindowz":{}}"#, token: admin, expect: .ingest(400, "unknown-key")),
+                Case(
+                    name: "window as a string", method: "PUT", path: "/v1/admin/advertised-apps/1",
+                    body: #"{"AttributionWindows":{"global":{"install":{"view":"7"}}}}"#, token: admin,
+                    expect: .ingest(400, "invalid-configuration")),
+                Case(
+                    name: "malformed property list", method: "PUT", path: "/v1/admin/advertised-apps/1",
+                    body: "<plist><dict><key>x</dict>", token: admin, contentType: "application/x-plist",
+                    expect: .ingest(400, "invalid-property-list")),
+                Case(
+                    name: "property list out of range", method: "PUT", path: "/v1/admin/advertised-apps/1",
+                    body: plist(
+                        "<key>AttributionWindows</key><dict><key>global</key><dict><key>install</key><dict><key>click</key><integer>31</integer></dict></dict></dict>"
+                    ), token: admin, contentType: "application/xml", expect: .ingest(400, "value-out-of-range")),
+                Case(
+                    name: "item id 0", method: "PUT", path: "/v1/admin/advertised-apps/0", body: "{}", token: admin,
+                    expect: .ingest(400, "invalid-item-identifier")),
+                Case(
+                    name: "item id not a number", method: "PUT", path: "/v1/admin/advertised-apps/abc", body: "{}", token: admin,
+                    expect: .ingest(400, "invalid-item-identifier")),
+                Case(
+                    name: "key for an unregistered app", path: "/v1/admin/advertised-apps/999/keys", body: "{}", token: admin,
+                    expect: .ingest(404, "unknown-advertised-app")),
+                Case(name: "unknown route", path: "/v1/nowhere", body: "{}", expect: .ingest(404, "not-found")),
+                // Signed but wrong: the verifier refuses, with the reason the network can look up.
+                Case(
+                    name: "alg none",
+                    body: Self.impressionBody(
+                        Self.jws(
+                            header: #"{"alg":"none","kid":"\#(Self.network)"}"#, payload: Self.payload(), key: key,
+                            signature: "AA")),
+                    expect: .verifier(.unsupportedAlgorithm)),
+                Case(
+                    name: "HS256 keyed with the public key",
+                    body: Self.impressionBody(
+                        Self.jws(
+                            header: #"{"alg":"HS256","kid":"\#(Self.network)"}"#, payload: Self.payload(), key: key,
+                            signature: Base64URL.encode(
+                                Data(
+                                    HMACSHA256.authenticationCode(
+                                        for: Array("x".utf8), key: Array(key.publicKey.derRepresentation)))))),
+                    expect: .verifier(.unsupportedAlgorithm)),
+                Case(
+                    name: "RS256",
+                    body: Self.impressionBody(
+                        Self.jws(header: #"{"alg":"RS256","kid":"\#(Self.network)"}"#, payload: Self.payload(), key: key)),
+                    expect: .verifier(.unsupportedAlgorithm)),
+                Case(
+                    name: "header not JSON", body: Self.impressionBody(Base64URL.encode(Data("nope".utf8)) + ".e30.AA"),
+                    expect: .verifier(.invalidHeader)),
+                Case(
+                    name: "header with padding", body: Self.impressionBody(Base64URL.encode(Data(header.utf8)) + "==.e30.AA"),
+                    expect: .verifier(.invalidHeader)),
+                Case(
+                    name: "header in standard base64 with +/", body: Self.impressionBody("eyJ+/.e30.AA"),
+                    expect: .verifier(.invalidHeader)),
+                Case(
+                    name: "payload not base64", body: Self.impressionBody(Base64URL.encode(Data(header.utf8)) + ".!!!.AA"),
+                    expect: .verifier(.invalidPayload)),
+                Case(
+                    name: "payload missing keys",
+                    body: Self.impressionBody(
+                        Self.jws(header: header, payload: #"{"ad-network-identifier":"\#(Self.network)"}"#, key: key)),
+                    expect: .verifier(.invalidPayload)),
+                Case(
+                    name: "source id as a string",
+                    body: Self.impressionBody(Self.jws(header: header, payload: Self.payload(source: #""1234""#), key: key)),
+                    expect: .verifier(.invalidPayload)),
+                Case(
+                    name: "source id 10000",
+                    body: Self.impressionBody(Self.jws(header: header, payload: Self.payload(source: "10000"), key: key)),
+                    expect: .verifier(.invalidPayload)),
+                Case(
+                    name: "impression id not a UUID",
+                    body: Self.impressionBody(Self.jws(header: header, payload: Self.payload(id: "not-a-uuid"), key: key)),
+                    expect: .verifier(.invalidPayload)),
+                Case(
+                    name: "web impression type",
+                    body: Self.impressionBody(Self.jws(header: header, payload: Self.payload(type: "web-impression"), key: key)),
+                    expect: .verifier(.invalidPayload)),
+                Case(
+                    name: "signature not base64",
+                    body: Self.impressionBody(Self.jws(header: header, payload: Self.payload(), key: key, signature: "%%%")),
+                    expect: .verifier(.invalidSignature)),
+                Case(
+                    name: "signature truncated",
+                    body: Self.impressionBody(String(Self.jws(header: header, payload: Self.payload(), key: key).dropLast(4))),
+                    expect: .verifier(.invalidSignature)),
+                Case(
+                    name: "signature in DER",
+                    body: Self.impressionBody(
+                        Self.jws(
+                            header: header, payload: Self.payload(), key: key,
+                            signature: Base64URL.encode(try key.signature(for: Data("x".utf8)).derRepresentation))),
+                    expect: .verifier(.invalidSignature)),
+                Case(
+                    name: "signed by another key",
+                    body: Self.impressionBody(Self.jws(header: header, payload: Self.payload(), key: stranger)),
+                    expect: .verifier(.invalidSignature)),
+                Case(
+                    name: "payload tampered after signing",
+                    body: Self.impressionBody(
+                        {
+                            let parts = Self.jws(header: header, payload: Self.payload(source: "1"), key: key).split(
+                                separator: ".")
+                            return [String(parts[0]), Base64URL.encode(Data(Self.payload(source: "2").utf8)), String(parts[2])]
                                 .joined(separator: ".")
-                            }()), expect: .verifier(.invalidSignature)),
-                    Case(
-                        name: "kid is another network",
-                        body: Self.impressionBody(
-                            Self.jws(header: #"{"alg":"ES256","kid":"unlisted.net"}"#, payload: Self.payload(), key: key)),
-                        expect: .verifier(.keyIdentifierMismatch)),
-                    Case(
-                        name: "kid with a Cyrillic letter",
-                        body: Self.impressionBody(
-                            Self.jws(
-                                header: #"{"alg":"ES256","kid":"corpus.adattributionkit\u0430"}"#, payload: Self.payload(),
-                                key: key)
-                        ), expect: .verifier(.keyIdentifierMismatch)),
-                    Case(
-                        name: "unregistered network",
-                        body: Self.impressionBody(
-                            Self.jws(
-                                header: #"{"alg":"ES256","kid":"ghost.net"}"#, payload: Self.payload(network: "ghost.net"),
-                                key: key)
-                        ), expect: .verifier(.unknownAdNetwork)),
-                    Case(
-                        name: "10 minutes in the future",
-                        body: Self.impressionBody(
-                            Self.jws(header: header, payload: Self.payload(timestamp: t + 600_000), key: key)),
-                        expect: .verifier(.impressionFromFuture)),
-                    Case(
-                        name: "31 days old",
-                        body: Self.impressionBody(
-                            Self.jws(header: header, payload: Self.payload(timestamp: t - 31 * 86_400_000), key: key)),
-                        expect: .verifier(.impressionExpired)),
-                    Case(
-                        name: "click 16 minutes after load",
-                        body: Self.impressionBody(
-                            Self.jws(header: header, payload: Self.payload(), key: key),
-                            interaction: #"{"type":"click","time":\#(t),"loaded-at":\#(t - 960_000)}"#),
-                        expect: .verifier(.clickTooLate)),
-                    Case(
-                        name: "view of 1.5 s",
-                        body: Self.impressionBody(
-                            Self.jws(header: header, payload: Self.payload(), key: key), interaction: view(t - 1_500, t)),
-                        expect: .verifier(.viewTooShort)),
-                    Case(
-                        name: "publisher does not list the network",
-                        body: Self.impressionBody(
-                            Self.jws(
-                                header: #"{"alg":"ES256","kid":"unlisted.net"}"#, payload: Self.payload(network: "unlisted.net"),
-                                key: key
-                            )), expect: .verifier(.publisherNotListingNetwork)),
-                    Case(
-                        name: "unregistered publisher app",
-                        body: Self.impressionBody(Self.jws(header: header, payload: Self.payload(publisher: 31337), key: key)),
-                        expect: .verifier(.publisherNotListingNetwork)),
-                    Case(
-                        name: "unregistered advertised app",
-                        body: Self.impressionBody(Self.jws(header: header, payload: Self.payload(app: 9_999_999), key: key)),
-                        expect: .verifier(.unknownAdvertisedApp)),
-                    Case(
-                        name: "old key after a rotation without grace",
-                        body: Self.impressionBody(
-                            Self.jws(
-                                header: #"{"alg":"ES256","kid":"revoked.net"}"#,
-                                payload: Self.payload(network: "revoked.net", publisher: Self.publisher + 1), key: key)),
-                        expect: .verifier(.invalidSignature)),
-                    // SKAdNetwork 4.0 impressions compete in the same pool, checked against the network's SKAN key.
-                    Case(
-                        name: "SKAN nonce in upper case", body: Self.skanBody(key: skanKey, nonce: UUID().uuidString),
-                        expect: .ingest(400, "invalid-skadnetwork-impression")),
-                    Case(
-                        name: "SKAN view-through reported as a click", body: Self.skanBody(key: skanKey, fidelity: 0),
-                        expect: .ingest(400, "invalid-interaction")),
-                    // handleView() is AdAttributionKit's; a SKAdNetwork view has its start and end.
-                    Case(
-                        name: "SKAN view without begin",
-                        body: Self.skanBody(key: skanKey, fidelity: 0, interaction: #"{"type":"view","time":\#(Self.now())}"#),
-                        expect: .ingest(400, "invalid-interaction")),
-                    Case(
-                        name: "JWS and SKAN impression at once",
-                        body:
-                            #"{"device-identifier":"d","impression":"a.b.c","skadnetwork-impression":{},"interaction":{"type":"click","time":1,"loaded-at":1}}"#,
-                        expect: .ingest(400, "invalid-json")),
-                    Case(
-                        name: "neither JWS nor SKAN impression",
-                        body: #"{"device-identifier":"d","interaction":{"type":"click","time":1,"loaded-at":1}}"#,
-                        expect: .ingest(400, "invalid-components")),
-                    Case(
-                        name: "SKAN impression tampered", body: Self.skanBody(key: skanKey, tamper: true),
-                        expect: .verifier(.invalidSignature)),
-                    Case(
-                        name: "SKAN impression signed with the JWS key", body: Self.skanBody(key: key),
-                        expect: .verifier(.invalidSignature)),
-                    Case(
-                        name: "SKAN impression of a network without a SKAN key",
-                        body: Self.skanBody(network: "unlisted.net", key: skanKey), expect: .verifier(.unknownAdNetwork)),
-                    Case(name: "SKAN impression", body: Self.skanBody(key: skanKey), expect: .verified),
-                    Case(
-                        name: "SKAN view-through",
-                        body: Self.skanBody(key: skanKey, fidelity: 0, interaction: view(t - 60_000, t - 55_000)),
-                        expect: .verified),
-                    // Well-formed segments that decode to empty objects: ingest cannot tell, the verifier refuses.
-                    Case(
-                        name: "JWS of empty objects", body: Self.impressionBody("e30.e30.AAAA"), expect: .verifier(.invalidHeader)
-                    ),
-                    // Accepted: what must keep working.
-                    Case(
-                        name: "development impression (publisher 0, no publisher app registered)",
-                        body: Self.impressionBody(Self.jws(header: header, payload: Self.payload(publisher: 0), key: key)),
-                        expect: .verified),
-                    Case(
-                        name: "valid impression", body: Self.impressionBody(Self.jws(header: header, payload: good, key: key)),
-                        expect: .verified),
-                    Case(
-                        name: "unknown extra payload fields",
-                        body: Self.impressionBody(
-                            Self.jws(header: header, payload: Self.payload(extra: #","future-field":true"#), key: key)),
-                        expect: .verified
-                    ),
-                    Case(
-                        name: "header escaping / in kid",
-                        body: Self.impressionBody(
-                            Self.jws(
-                                header: #"{"alg":"ES256","kid":"corpus.adattributionkit","typ":"JWT\/x"}"#,
-                                payload: Self.payload(),
-                                key: key)), expect: .verified),
-                    Case(
-                        name: "old key within its grace period",
-                        body: Self.impressionBody(
-                            Self.jws(
-                                header: #"{"alg":"ES256","kid":"rotated.net"}"#,
-                                payload: Self.payload(network: "rotated.net", publisher: Self.publisher + 1), key: key)),
-                        expect: .verified),
-                    Case(
-                        name: "new key after a rotation",
-                        body: Self.impressionBody(
-                            Self.jws(
-                                header: #"{"alg":"ES256","kid":"revoked.net"}"#,
-                                payload: Self.payload(network: "revoked.net", publisher: Self.publisher + 1), key: newKey)),
-                        expect: .verified),
-                    Case(
-                        name: "first view",
-                        body: Self.impressionBody(
-                            Self.jws(header: header, payload: Self.payload(), key: key), device: viewDevice,
-                            interaction: view(t - 10_000, t - 5_000)), expect: .verified),
-                    Case(
-                        name: "property list configuration", method: "PUT", path: "/v1/admin/advertised-apps/5",
-                        body: plist(
-                            "<key>AttributionWindows</key><dict><key>global</key><dict><key>install</key><dict><key>click</key><integer>7</integer></dict></dict></dict><key>EligibleForAdAttributionKitOverlappingConversions</key><true/>"
-                        ), token: admin, contentType: "application/x-plist", expect: .ingest(200, "")),
-                    // Idempotency records are per caller: an impression's is its network's (the `kid`), so
-                    // another network's impression for the same device under the same key is its own event
-                    // (it was answered 422 when impressions shared one scope).
-                    Case(
-                        name: "impression with an Idempotency-Key",
-                        body: Self.impressionBody(
-                            Self.jws(header: header, payload: Self.payload(), key: key), device: "shared-key-device"),
-                        idempotencyKey: "corpus-impression", expect: .verified),
-                    Case(
-                        name: "another network's impression with the same Idempotency-Key and device",
-                        body: Self.impressionBody(
-                            Self.jws(
-                                header: #"{"alg":"ES256","kid":"rotated.net"}"#,
-                                payload: Self.payload(network: "rotated.net", publisher: Self.publisher + 1), key: key),
-                            device: "shared-key-device"),
-                        idempotencyKey: "corpus-impression", expect: .verified),
-                    Case(
-                        name: "first use of an Idempotency-Key", path: "/v1/conversion-value-updates",
-                        body: update(#""fineConversionValue":1"#), token: appKey, idempotencyKey: "corpus-1",
-                        expect: .ingest(202, "")
-                    ),
-                    Case(
-                        name: "retry with the same Idempotency-Key and body", path: "/v1/conversion-value-updates",
-                        body: update(#""fineConversionValue":1"#), token: appKey, idempotencyKey: "corpus-1",
-                        expect: .ingest(202, "")
-                    ),
-                    Case(
-                        name: "Idempotency-Key reused with another body", path: "/v1/conversion-value-updates",
-                        body: update(#""fineConversionValue":2"#), token: appKey, idempotencyKey: "corpus-1",
-                        expect: .ingest(422, "idempotency-key-reused")),
-                    Case(
-                        name: "another app's request with the same Idempotency-Key", path: "/v1/conversion-value-updates",
-                        body: update(#""fineConversionValue":2"#).replacingOccurrences(
-                            of: "\(Self.app)", with: "\(Self.otherApp)"),
-                        token: otherKey, idempotencyKey: "corpus-1", expect: .ingest(202, "")),
-                    // Order-dependent refusals: after the accepted ones above.
-                    // The replay comes from a device in another partition: the replay marker is the impression's,
-                    // not the device's, so partitioning by device does not let it through.
-                    Case(
-                        name: "replayed impression",
-                        body: Self.impressionBody(
-                            Self.jws(header: header, payload: replayed, key: key), device: Self.replayDevices.0),
-                        expect: .verified),
-                    Case(
-                        name: "replayed impression, second time, from a device in another partition",
-                        body: Self.impressionBody(
-                            Self.jws(header: header, payload: replayed, key: key), device: Self.replayDevices.1),
-                        expect: .verifier(.impressionReplayed)),
-                    Case(
-                        name: "overlapping view of the same network",
-                        body: Self.impressionBody(
-                            Self.jws(header: header, payload: Self.payload(), key: key), device: viewDevice,
-                            interaction: view(t - 7_000, t - 3_000)), expect: .verifier(.overlappingView)),
-                ] + Self.destinationCases(publicKeyPEM: key.publicKey.pemRepresentation, admin: admin)
+                        }()), expect: .verifier(.invalidSignature)),
+                Case(
+                    name: "kid is another network",
+                    body: Self.impressionBody(
+                        Self.jws(header: #"{"alg":"ES256","kid":"unlisted.net"}"#, payload: Self.payload(), key: key)),
+                    expect: .verifier(.keyIdentifierMismatch)),
+                Case(
+                    name: "kid with a Cyrillic letter",
+                    body: Self.impressionBody(
+                        Self.jws(
+                            header: #"{"alg":"ES256","kid":"corpus.adattributionkit\u0430"}"#, payload: Self.payload(), key: key)
+                    ), expect: .verifier(.keyIdentifierMismatch)),
+                Case(
+                    name: "unregistered network",
+                    body: Self.impressionBody(
+                        Self.jws(
+                            header: #"{"alg":"ES256","kid":"ghost.net"}"#, payload: Self.payload(network: "ghost.net"), key: key)
+                    ), expect: .verifier(.unknownAdNetwork)),
+                Case(
+                    name: "10 minutes in the future",
+                    body: Self.impressionBody(Self.jws(header: header, payload: Self.payload(timestamp: t + 600_000), key: key)),
+                    expect: .verifier(.impressionFromFuture)),
+                Case(
+                    name: "31 days old",
+                    body: Self.impressionBody(
+                        Self.jws(header: header, payload: Self.payload(timestamp: t - 31 * 86_400_000), key: key)),
+                    expect: .verifier(.impressionExpired)),
+                Case(
+                    name: "click 16 minutes after load",
+                    body: Self.impressionBody(
+                        Self.jws(header: header, payload: Self.payload(), key: key),
+                        interaction: #"{"type":"click","time":\#(t),"loaded-at":\#(t - 960_000)}"#),
+                    expect: .verifier(.clickTooLate)),
+                Case(
+                    name: "view of 1.5 s",
+                    body: Self.impressionBody(
+                        Self.jws(header: header, payload: Self.payload(), key: key), interaction: view(t - 1_500, t)),
+                    expect: .verifier(.viewTooShort)),
+                Case(
+                    name: "publisher does not list the network",
+                    body: Self.impressionBody(
+                        Self.jws(
+                            header: #"{"alg":"ES256","kid":"unlisted.net"}"#, payload: Self.payload(network: "unlisted.net"),
+                            key: key
+                        )), expect: .verifier(.publisherNotListingNetwork)),
+                Case(
+                    name: "unregistered publisher app",
+                    body: Self.impressionBody(Self.jws(header: header, payload: Self.payload(publisher: 31337), key: key)),
+                    expect: .verifier(.publisherNotListingNetwork)),
+                Case(
+                    name: "unregistered advertised app",
+                    body: Self.impressionBody(Self.jws(header: header, payload: Self.payload(app: 9_999_999), key: key)),
+                    expect: .verifier(.unknownAdvertisedApp)),
+                Case(
+                    name: "old key after a rotation without grace",
+                    body: Self.impressionBody(
+                        Self.jws(
+                            header: #"{"alg":"ES256","kid":"revoked.net"}"#,
+                            payload: Self.payload(network: "revoked.net", publisher: Self.publisher + 1), key: key)),
+                    expect: .verifier(.invalidSignature)),
+                // SKAdNetwork 4.0 impressions compete in the same pool, checked against the network's SKAN key.
+                Case(
+                    name: "SKAN nonce in upper case", body: Self.skanBody(key: skanKey, nonce: UUID().uuidString),
+                    expect: .ingest(400, "invalid-skadnetwork-impression")),
+                Case(
+                    name: "SKAN view-through reported as a click", body: Self.skanBody(key: skanKey, fidelity: 0),
+                    expect: .ingest(400, "invalid-interaction")),
+                // handleView() is AdAttributionKit's; a SKAdNetwork view has its start and end.
+                Case(
+                    name: "SKAN view without begin",
+                    body: Self.skanBody(key: skanKey, fidelity: 0, interaction: #"{"type":"view","time":\#(Self.now())}"#),
+                    expect: .ingest(400, "invalid-interaction")),
+                Case(
+                    name: "JWS and SKAN impression at once",
+                    body:
+                        #"{"device-identifier":"d","impression":"a.b.c","skadnetwork-impression":{},"interaction":{"type":"click","time":1,"loaded-at":1}}"#,
+                    expect: .ingest(400, "invalid-json")),
+                Case(
+                    name: "neither JWS nor SKAN impression",
+                    body: #"{"device-identifier":"d","interaction":{"type":"click","time":1,"loaded-at":1}}"#,
+                    expect: .ingest(400, "invalid-components")),
+                Case(
+                    name: "SKAN impression tampered", body: Self.skanBody(key: skanKey, tamper: true),
+                    expect: .verifier(.invalidSignature)),
+                Case(
+                    name: "SKAN impression signed with the JWS key", body: Self.skanBody(key: key),
+                    expect: .verifier(.invalidSignature)),
+                Case(
+                    name: "SKAN impression of a network without a SKAN key",
+                    body: Self.skanBody(network: "unlisted.net", key: skanKey), expect: .verifier(.unknownAdNetwork)),
+                Case(name: "SKAN impression", body: Self.skanBody(key: skanKey), expect: .verified),
+                Case(
+                    name: "SKAN view-through",
+                    body: Self.skanBody(key: skanKey, fidelity: 0, interaction: view(t - 60_000, t - 55_000)), expect: .verified),
+                // Well-formed segments that decode to empty objects: ingest cannot tell, the verifier refuses.
+                Case(name: "JWS of empty objects", body: Self.impressionBody("e30.e30.AAAA"), expect: .verifier(.invalidHeader)),
+                // Accepted: what must keep working.
+                Case(
+                    name: "development impression (publisher 0, no publisher app registered)",
+                    body: Self.impressionBody(Self.jws(header: header, payload: Self.payload(publisher: 0), key: key)),
+                    expect: .verified),
+                Case(
+                    name: "valid impression", body: Self.impressionBody(Self.jws(header: header, payload: good, key: key)),
+                    expect: .verified),
+                Case(
+                    name: "unknown extra payload fields",
+                    body: Self.impressionBody(
+                        Self.jws(header: header, payload: Self.payload(extra: #","future-field":true"#), key: key)),
+                    expect: .verified
+                ),
+                Case(
+                    name: "header escaping / in kid",
+                    body: Self.impressionBody(
+                        Self.jws(
+                            header: #"{"alg":"ES256","kid":"corpus.adattributionkit","typ":"JWT\/x"}"#, payload: Self.payload(),
+                            key: key)), expect: .verified),
+                Case(
+                    name: "old key within its grace period",
+                    body: Self.impressionBody(
+                        Self.jws(
+                            header: #"{"alg":"ES256","kid":"rotated.net"}"#,
+                            payload: Self.payload(network: "rotated.net", publisher: Self.publisher + 1), key: key)),
+                    expect: .verified),
+                Case(
+                    name: "new key after a rotation",
+                    body: Self.impressionBody(
+                        Self.jws(
+                            header: #"{"alg":"ES256","kid":"revoked.net"}"#,
+                            payload: Self.payload(network: "revoked.net", publisher: Self.publisher + 1), key: newKey)),
+                    expect: .verified),
+                Case(
+                    name: "first view",
+                    body: Self.impressionBody(
+                        Self.jws(header: header, payload: Self.payload(), key: key), device: viewDevice,
+                        interaction: view(t - 10_000, t - 5_000)), expect: .verified),
+                Case(
+                    name: "property list configuration", method: "PUT", path: "/v1/admin/advertised-apps/5",
+                    body: plist(
+                        "<key>AttributionWindows</key><dict><key>global</key><dict><key>install</key><dict><key>click</key><integer>7</integer></dict></dict></dict><key>EligibleForAdAttributionKitOverlappingConversions</key><true/>"
+                    ), token: admin, contentType: "application/x-plist", expect: .ingest(200, "")),
+                // Idempotency records are per caller: an impression's is its network's (the `kid`), so
+                // another network's impression for the same device under the same key is its own event
+                // (it was answered 422 when impressions shared one scope).
+                Case(
+                    name: "impression with an Idempotency-Key",
+                    body: Self.impressionBody(
+                        Self.jws(header: header, payload: Self.payload(), key: key), device: "shared-key-device"),
+                    idempotencyKey: "corpus-impression", expect: .verified),
+                Case(
+                    name: "another network's impression with the same Idempotency-Key and device",
+                    body: Self.impressionBody(
+                        Self.jws(
+                            header: #"{"alg":"ES256","kid":"rotated.net"}"#,
+                            payload: Self.payload(network: "rotated.net", publisher: Self.publisher + 1), key: key),
+                        device: "shared-key-device"),
+                    idempotencyKey: "corpus-impression", expect: .verified),
+                Case(
+                    name: "first use of an Idempotency-Key", path: "/v1/conversion-value-updates",
+                    body: update(#""fineConversionValue":1"#), token: appKey, idempotencyKey: "corpus-1", expect: .ingest(202, "")
+                ),
+                Case(
+                    name: "retry with the same Idempotency-Key and body", path: "/v1/conversion-value-updates",
+                    body: update(#""fineConversionValue":1"#), token: appKey, idempotencyKey: "corpus-1", expect: .ingest(202, "")
+                ),
+                Case(
+                    name: "Idempotency-Key reused with another body", path: "/v1/conversion-value-updates",
+                    body: update(#""fineConversionValue":2"#), token: appKey, idempotencyKey: "corpus-1",
+                    expect: .ingest(422, "idempotency-key-reused")),
+                Case(
+                    name: "another app's request with the same Idempotency-Key", path: "/v1/conversion-value-updates",
+                    body: update(#""fineConversionValue":2"#).replacingOccurrences(of: "\(Self.app)", with: "\(Self.otherApp)"),
+                    token: otherKey, idempotencyKey: "corpus-1", expect: .ingest(202, "")),
+                // Order-dependent refusals: after the accepted ones above.
+                // The replay comes from a device in another partition: the replay marker is the impression's,
+                // not the device's, so partitioning by device does not let it through.
+                Case(
+                    name: "replayed impression",
+                    body: Self.impressionBody(
+                        Self.jws(header: header, payload: replayed, key: key), device: Self.replayDevices.0),
+                    expect: .verified),
+                Case(
+                    name: "replayed impression, second time, from a device in another partition",
+                    body: Self.impressionBody(
+                        Self.jws(header: header, payload: replayed, key: key), device: Self.replayDevices.1),
+                    expect: .verifier(.impressionReplayed)),
+                Case(
+                    name: "overlapping view of the same network",
+                    body: Self.impressionBody(
+                        Self.jws(header: header, payload: Self.payload(), key: key), device: viewDevice,
+                        interaction: view(t - 7_000, t - 3_000)), expect: .verifier(.overlappingView)),
+            ]
+            cases += Self.destinationCases(publicKeyPEM: key.publicKey.pemRepresentation, admin: admin)
             #expect(cases.count >= 50)
 
             let connection = redis.connect()
