@@ -237,11 +237,21 @@ let package = Package(
             path: "Tools/ToolSupport",
             swiftSettings: swiftSettings
         ),
-        // The benchmark's tool (scripts/bench.sh): offered load, preloaded streams, held postbacks, coding.
+        // Redis and Redis Cluster as child processes, killed, failed over, resharded and cut apart: the
+        // one launcher of the test suites (through TestSupport) and the scripts' runs (attribution-bench redis).
+        .target(
+            name: "PipelineLaunch",
+            dependencies: ["RedisStreams", .product(name: "Logging", package: "swift-log")],
+            path: "Tools/PipelineLaunch",
+            swiftSettings: swiftSettings
+        ),
+        // The benchmark's tool (scripts/bench.sh): offered load, preloaded streams, held postbacks, coding,
+        // and the runs' Redis.
         .executableTarget(
             name: "attribution-bench",
             dependencies: [
                 "AttributionModel", "AttributionCrypto", "RedisStreams", "ServiceRuntime", "PipelineCatalog", "ToolSupport",
+                "PipelineLaunch",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 "CryptoPrimitives",
                 .product(name: "Logging", package: "swift-log"),
@@ -254,7 +264,7 @@ let package = Package(
         // Test fixtures shared by the suites: a real redis-server on a free port, child processes.
         .target(
             name: "TestSupport",
-            dependencies: ["RedisStreams", "AttributionModel"],
+            dependencies: ["RedisStreams", "AttributionModel", "PipelineLaunch"],
             path: "Tests/TestSupport",
             swiftSettings: swiftSettings
         ),

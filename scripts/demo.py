@@ -38,7 +38,7 @@ def parse_arguments(argv=None):
 
 def start_store(processes, args, acl):
     """Redis with ACLs on, as compose runs it (this script connects as `operator`); its first node's port."""
-    redis_login("operator", open(os.path.join(acl, "operator.password")).read().strip())
+    redis_login("operator", os.path.join(acl, "operator.password"))
     users = ["--aclfile", os.path.join(acl, "users.acl")]
     if args.cluster:
         # Replicas authenticate to their primaries as the `replication` user.

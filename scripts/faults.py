@@ -114,6 +114,7 @@ REDIS_URL = f"redis://{REDIS_HOST}:{REDIS_PORT}/0"
 RELAY_PORT = free_port()
 LATENCY_FILE = os.path.join(OUT, "latency-ms")
 cluster = None
+store = None  # one Redis (harness.LaunchedRedis), when not on a cluster
 
 
 # admin runs on ingest's test host: the two are the HTTP API.
@@ -211,7 +212,7 @@ def devices_in(path, acks):
 
 
 def main():
-    global cluster, REDIS_URL
+    global cluster, store, REDIS_URL
     if args.cluster:
         cluster = RedisCluster(processes, OUT, apart=args.node_partitions)
         REDIS_URL = cluster.url
@@ -223,7 +224,9 @@ def main():
         # refuse any address but loopback without a password).
         reachable = ["--protected-mode", "no"] if args.network else []
         redis_dir = os.path.join(OUT, "redis")
-        start_redis(processes, REDIS_PORT, redis_dir, host=REDIS_HOST, prefix=on_host("redis"), options=reachable)
+        store = start_redis(
+            processes, REDIS_PORT, redis_dir, host=REDIS_HOST, prefix=on_host("redis"), options=reachable
+        )
         if args.network:
             start_relay()
     token = os.urandom(24).hex()
@@ -701,11 +704,10 @@ def inject(receiver, timeline):
         elif action == "reshard":
             reshard()
         elif action == "kill" and target == "redis":
-            processes.kill("redis")
+            store.kill()
             note("SIGKILL redis-server")
             time.sleep(0.3)
-            processes.restart("redis")
-            wait_redis(REDIS_PORT)
+            store.restart()
             note("redis-server restarted from its AOF")
         elif action == "kill":
             processes.kill(target)
@@ -855,9 +857,7 @@ if __name__ == "__main__":
         for kind, target, _, ended in network_faults:
             if kind == "stall" and ended is None:
                 processes.running[target].send_signal(signal.SIGCONT)
-        processes.stop_all()
+        processes.stop_all()  # the cluster's launcher among them, which heals every cut as it stops
         if args.network:
             netns.teardown()
-        if args.node_partitions and cluster:
-            cluster.heal()
     sys.exit(code)

@@ -1,13 +1,14 @@
 """What the Python run scripts share (scripts/bench.py, scripts/faults.py, scripts/demo.py,
-scripts/hostile/): free ports, waiting for HTTP, JSON requests, redis-cli, and the processes a run
-starts (each can be killed and restarted with the same command line, environment and log)."""
+scripts/hostile/): free ports, waiting for HTTP, JSON requests, redis-cli, the processes a run
+starts (each can be killed and restarted with the same command line, environment and log), and its
+Redis or Redis Cluster, which the project's one launcher starts and drives (`attribution-bench
+redis`, the code the Swift suites start Redis with)."""
 
 import base64
 import json
 import os
 import random
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -413,25 +414,25 @@ def slot_ranges(parts):
 
 
 def start_redis(processes, port, directory, aof=True, host=None, prefix=(), options=()):
-    """A private redis-server on `port` with its files in `directory`: no snapshots; with `aof`, an
-    append-only file synced every second (what compose runs), else nothing on disk. `host`: the one
-    address it listens on; `prefix`: what runs it (a test host's `ip netns exec`); `options`: more of its
-    command line (an ACL file)."""
-    persistence = ["--appendonly", "yes", "--appendfsync", "everysec"] if aof else ["--appendonly", "no"]
-    binding = ["--bind", host] if host else []
-    argv = [*prefix, "redis-server", "--port", str(port), *binding, "--save", "", *persistence, "--dir", directory]
-    process = processes.start("redis", [*argv, *options])
-    wait_redis(port, host=host or "127.0.0.1")
-    return process
+    """A private redis-server on `port` with its files in `directory` (`attribution-bench redis`, the
+    launcher the Swift suites use): no snapshots; with `aof`, an append-only file synced every second
+    (what compose runs), else nothing on disk. `host`: the one address it listens on; `prefix`: what
+    runs it (a test host's `ip netns exec`); `options`: more of its command line (an ACL file)."""
+    argv = ["--port", str(port), "--host", host or "127.0.0.1", "--directory", directory]
+    argv += ["--append-only"] if aof else []
+    argv += [f"--prefix={word}" for word in prefix] + [f"--server-argument={word}" for word in options]
+    return LaunchedRedis(processes, "redis", argv)
 
 
 _login = {}
 
 
-def redis_login(user, password):
-    """Every redis-cli from now on (`redis_cli`, RedisCluster's) connects as `user`: Redis with ACLs on
-    has its default user off. The password goes in redis-cli's environment, not on its command line."""
-    _login.update(user=user, password=password)
+def redis_login(user, password_file):
+    """Every redis-cli from now on (`redis_cli`) and every launched Redis's own connections log in as
+    `user` with the password in `password_file`: Redis with ACLs on has its default user off. The
+    password goes in redis-cli's environment, not on its command line."""
+    with open(password_file) as file:
+        _login.update(user=user, password=file.read().strip(), password_file=password_file)
 
 
 def run_redis_cli(args, **options):
@@ -496,304 +497,105 @@ class Processes:
                 process.kill()
 
 
-class RedisCluster:
-    """A local Redis Cluster: `nodes` redis-server processes (AOF on, each in its own directory under
-    OUT/cluster) made into a cluster of nodes/2 primaries with one replica each by `redis-cli --cluster
-    create`. Node timeout 1 s, so a killed primary's replica takes over within a few seconds.
+class LaunchedRedis:
+    """Redis for a run, started and driven by `attribution-bench redis` (the project's one launcher, which
+    the Swift suites use too), as process `name` of `processes` (stopped with the others: SIGTERM stops
+    every node it started). `request` sends it one request and returns the answer's fields."""
 
-    With `apart`, each node has a loopback address of its own (127.0.0.21, .22, …: the cluster and its
-    clients know it by that one, its connections to other nodes leave from it) and answers on 127.0.0.1
-    too, so `cut`/`heal` can drop what passes between chosen nodes (iptables, chain AP-CLUSTER) while the
-    services and the run's own observers still reach every node. `options`: more of every node's command
-    line (ACLs: an ACL file, the replication user's login; with `redis_login` for redis-cli)."""
+    def __init__(self, processes, name, argv):
+        if _bin_dir[0] is None:
+            raise RuntimeError("harness.use_binaries(bin_dir) must name the project's executables first")
+        if _login:
+            argv = [*argv, "--user", _login["user"], "--password-file", _login["password_file"]]
+        command = [os.path.join(_bin_dir[0], "attribution-bench"), "redis", *argv]
+        log_path = os.path.join(processes.out, name + ".log")
+        with open(log_path, "a") as log:
+            self.process = subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, bufsize=1
+            )
+        processes.running[name] = self.process
+        line = self.process.stdout.readline()
+        if not line:
+            raise SystemExit(f"attribution-bench redis did not start Redis; see {log_path}")
+        ready = json.loads(line)
+        self.url, self.ports, self.pid = ready["url"], ready["ports"], ready.get("pid")
+        self.addresses = {int(port): address for port, address in ready["addresses"].items()}
 
-    CHAIN = "AP-CLUSTER"
+    def request(self, command, **fields):
+        self.process.stdin.write(json.dumps({"command": command, **fields}) + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        answer = json.loads(line) if line else {"ok": False, "error": "attribution-bench redis exited"}
+        if not answer.pop("ok"):
+            raise SystemExit(f"Redis request {command} failed: {answer['error']}")
+        return answer
+
+    def kill(self):
+        """SIGKILL of the one redis-server (its files stay)."""
+        self.request("kill")
+
+    def restart(self):
+        """The same redis-server again, on its port and files (its append-only file); once it answers."""
+        self.pid = self.request("restart")["pid"]
+
+
+class RedisCluster(LaunchedRedis):
+    """A local Redis Cluster (`attribution-bench redis --cluster`): `nodes` redis-server processes (AOF
+    on, each in its own directory under OUT/cluster) made into a cluster of nodes/2 primaries with one
+    replica each. Node timeout 1 s, so a killed primary's replica takes over within a few seconds.
+
+    With `apart`, each node has a loopback address of its own (127.0.0.21, .22, …) and answers on
+    127.0.0.1 too, so `cut`/`heal` can drop what passes between chosen nodes (iptables) while the
+    services and the run's own observers still reach every node. `options`: more of every node's
+    command line (ACLs: an ACL file, the replication user's login; with `redis_login` for redis-cli)."""
 
     def __init__(self, processes, out, nodes=6, apart=False, options=()):
-        self.processes, self.ports, self.out, self.addresses = processes, [], out, {}
-        while len(self.ports) < nodes:
-            port = free_port()
-            # Each node also listens on its cluster bus, port + 10000: that one must exist and be free too.
-            if port + 10000 <= 65535 and port not in self.ports and port_is_free(port + 10000):
-                self.ports.append(port)
-        for index, port in enumerate(self.ports):
-            self.addresses[port] = f"127.0.0.{21 + index}" if apart else "127.0.0.1"
-        if apart:
-            self.heal()
-        for port in self.ports:
-            directory = os.path.join(out, "cluster", str(port))
-            os.makedirs(directory, exist_ok=True)
-            own = self.addresses[port]
-            # Protected mode takes only 127.0.0.1 for loopback; every address here is loopback still.
-            binding = (
-                ["--bind", own, "127.0.0.1", "--bind-source-addr", own, "--protected-mode", "no"]
-                if apart
-                else ["--bind", "127.0.0.1"]
-            )
-            processes.start(
-                f"redis-{port}",
-                [
-                    "redis-server",
-                    "--port",
-                    str(port),
-                    *binding,
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-config-file",
-                    "nodes.conf",
-                    "--cluster-node-timeout",
-                    "1000",
-                    "--repl-diskless-sync-delay",
-                    "0",
-                    "--save",
-                    "",
-                    "--appendonly",
-                    "yes",
-                    "--dir",
-                    directory,
-                    *options,
-                ],
-            )
-        for port in self.ports:
-            wait_redis(port)
-        created = run_redis_cli(
-            [
-                "--cluster",
-                "create",
-                *[f"{self.addresses[p]}:{p}" for p in self.ports],
-                "--cluster-replicas",
-                "1",
-                "--cluster-yes",
-            ],
-            capture_output=True,
-            text=True,
-        )
-        if created.returncode != 0:
-            raise SystemExit("redis-cli --cluster create failed:\n" + created.stdout + created.stderr)
-        self.wait_ok()
-        self.wait_replicas()
-
-    def wait_replicas(self, seconds=30, skip=()):
-        """Until every replica's link to its primary is up (ingest waits for a replica's copy)."""
-        deadline = time.time() + seconds
-        while time.time() < deadline:
-            if all(
-                "role:master" in info or "master_link_status:up" in info
-                for info in (redis_cli(p, "INFO", "replication") for p in self.ports if p not in skip)
-            ):
-                return
-            time.sleep(0.1)
-        raise SystemExit("the replicas did not reach their primaries")
-
-    @property
-    def url(self):
-        return f"redis://{self.addresses[self.ports[0]]}:{self.ports[0]}/0"
+        argv = ["--cluster", "--nodes", str(nodes), "--append-only", "--directory", os.path.join(out, "cluster")]
+        argv += ["--apart"] if apart else []
+        super().__init__(processes, "redis", [*argv, *(f"--server-argument={word}" for word in options)])
 
     def cut(self, port, others):
         """Drops everything between node `port` and each of `others` (both ways; clients still reach all)."""
-        if subprocess.run(["iptables", "-n", "-L", self.CHAIN], capture_output=True).returncode != 0:
-            subprocess.run(["iptables", "-N", self.CHAIN], check=True)
-            subprocess.run(["iptables", "-I", "INPUT", "-j", self.CHAIN], check=True)
-        for other in others:
-            for source, target in ((port, other), (other, port)):
-                subprocess.run(
-                    [
-                        "iptables",
-                        "-A",
-                        self.CHAIN,
-                        "-s",
-                        self.addresses[source],
-                        "-d",
-                        self.addresses[target],
-                        "-j",
-                        "DROP",
-                    ],
-                    check=True,
-                )
+        self.request("cut", port=port, others=list(others))
 
     def heal(self):
-        """Removes every cut (and the chain: also what an interrupted run left)."""
-        subprocess.run(["iptables", "-D", "INPUT", "-j", self.CHAIN], capture_output=True)
-        subprocess.run(["iptables", "-F", self.CHAIN], capture_output=True)
-        subprocess.run(["iptables", "-X", self.CHAIN], capture_output=True)
-
-    def replica_of(self, port):
-        """The port of the replica following primary `port`, as the primary itself reports it."""
-        info = redis_cli(port, "INFO", "replication")
-        match = re.search(r"slave0:ip=[^,]+,port=(\d+)", info)
-        return int(match.group(1)) if match else None
+        """Removes every cut (stopping the launcher does too)."""
+        self.request("heal")
 
     def nodes(self):
-        """(port, role, node id, slots text) of every node that answers, from CLUSTER NODES."""
-        for port in self.ports:
-            text = redis_cli(port, "CLUSTER", "NODES")
-            if text and "ERR" not in text:
-                rows = []
-                for line in text.splitlines():
-                    fields = line.split()
-                    if "fail" in fields[2] or "noaddr" in fields[2]:
-                        continue
-                    rows.append(
-                        (
-                            int(fields[1].split(":")[1].split("@")[0]),
-                            "master" if "master" in fields[2] else "replica",
-                            fields[0],
-                            " ".join(fields[8:]),
-                        )
-                    )
-                return rows
-        return []
+        """(port, role, node id, slots text) of every node that answers and is not failed."""
+        rows = []
+        for node in self.request("nodes")["nodes"]:
+            slots = " ".join(f"{low}-{high}" if low != high else str(low) for low, high in node["slots"])
+            rows.append((node["port"], "master" if node["role"] == "primary" else "replica", node["id"], slots))
+        return rows
+
+    def replica_of(self, port):
+        """The port of a replica following primary `port`, or None."""
+        nodes = self.request("nodes")["nodes"]
+        own = next((node["id"] for node in nodes if node["port"] == port), None)
+        return next((node["port"] for node in nodes if own and node["primary"] == own), None)
 
     def primaries(self):
         return [port for port, role, _, slots in self.nodes() if role == "master" and slots]
 
-    def wait_ok(self, seconds=30, skip=()):
-        """Until every running node says cluster_state:ok and sees every slot served."""
-        deadline = time.time() + seconds
-        while time.time() < deadline:
-            if all("cluster_state:ok" in redis_cli(p, "CLUSTER", "INFO") for p in self.ports if p not in skip):
-                return
-            time.sleep(0.1)
-        raise SystemExit("the cluster did not reach cluster_state:ok")
+    def wait_ok(self):
+        """Until every running node says cluster_state:ok and every replica's link is up."""
+        self.request("wait-healthy")
+
+    wait_replicas = wait_ok
 
     def kill_primary(self):
-        """SIGKILL of a primary; returns its port once one of its replicas serves its slots as primary
-        and every surviving node says cluster_state:ok."""
-        victim, _, victim_id, slots = next(n for n in self.nodes() if n[1] == "master" and n[3])
-        # The victim's slots as the victim itself sees them: another node's view can lag a resharding
-        # that just finished (a slot already moved away still listed), and then no takeover would match.
-        own = next(
-            (line.split() for line in redis_cli(victim, "CLUSTER", "NODES").splitlines() if "myself" in line), []
-        )
-        ranges = [part for part in (own[8:] if len(own) > 8 else slots.split()) if not part.startswith("[")]
-        first_slot = int((ranges or slots.split())[0].split("-")[0])
-
-        def serves(parts, slot):
-            return any(low <= slot <= high for low, high in slot_ranges(parts.split()))
-
-        self.processes.kill(f"redis-{victim}")
-        survivors = [p for p in self.ports if p != victim]
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            nodes = [n for n in self.nodes() if n[0] != victim]
-            promoted = [n for n in nodes if n[1] == "master" and serves(n[3], first_slot)]
-            if promoted and all("cluster_state:ok" in redis_cli(p, "CLUSTER", "INFO") for p in survivors):
-                return victim
-            time.sleep(0.1)
-        views = {p: redis_cli(p, "CLUSTER", "NODES") for p in survivors}
-        raise SystemExit(f"no replica took over from {victim} (first slot {first_slot}); views: {views}")
+        """SIGKILL of a primary with a replica; returns its port once a replica serves its slots and every
+        surviving node says cluster_state:ok."""
+        return self.request("fail-over")["killed"]
 
     def replace(self, port):
-        """Bring a killed node back the way an operator replaces a failed primary: as a new, empty node on
-        the same port (its directory cleared, so a new node id) that every node is told to forget the old
-        id of, meets the cluster and replicates the primary that replaced it.
-
-        Not restarted with its old nodes.conf: on Redis before 7.2.4 that can lose a partition. A node
-        keeps, per slot, a flag "its owner stopped claiming it", and reassigning the slot does not clear
-        it (fixed by redis/redis#12564). A replica that saw a stale message during the resharding keeps
-        the flag on the last migrated slot; promoted, it owns the slot with the flag still set, so the old
-        primary coming back and claiming the slot at its older epoch wins it, the new primary deletes the
-        slot's keys, and the slot ends unassigned once the old primary turns replica. CI met it twice, each
-        time on the last slot a resharding had moved to the primary killed next; the second time every
-        key of partition {p01.61} (slot 1961) was gone and the ledger failed."""
-        survivor = next(p for p in self.ports if p != port)
-        old_id = next(
-            (
-                line.split()[0]
-                for line in redis_cli(survivor, "CLUSTER", "NODES").splitlines()
-                if f"{self.addresses[port]}:{port}@" in line and "handshake" not in line
-            ),
-            None,
-        )
-        orphan = self.orphan_primary(survivor)
-        directory = os.path.join(self.out, "cluster", str(port))
-        shutil.rmtree(directory)
-        os.makedirs(directory)
-        self.processes.restart(f"redis-{port}")
-        wait_redis(port)
-        if old_id:
-            # Every node, before any gossip could bring the old id back (FORGET bans it for 60 s).
-            for other in self.ports:
-                if other != port:
-                    redis_cli(other, "CLUSTER", "FORGET", old_id)
-        redis_cli(port, "CLUSTER", "MEET", self.addresses[survivor], survivor)
-        deadline = time.time() + 30
-        while "OK" not in redis_cli(port, "CLUSTER", "REPLICATE", orphan):  # once it has heard of the primary
-            if time.time() > deadline:
-                raise SystemExit(f"node {port} could not replicate {orphan}: {redis_cli(port, 'CLUSTER', 'NODES')}")
-            time.sleep(0.1)
-        while time.time() < deadline:
-            info = redis_cli(port, "INFO", "replication")
-            if "role:slave" in info and "master_link_status:up" in info:
-                break
-            time.sleep(0.1)
-        else:
-            raise SystemExit(f"node {port} did not rejoin as a replica")
-        try:
-            self.wait_ok()
-        except SystemExit:
-            views = {p: redis_cli(p, "CLUSTER", "NODES") for p in self.ports}
-            raise SystemExit(f"cluster_state not ok 30 s after {port} rejoined; views: {views}") from None
-        self.wait_replicas()
-
-    @staticmethod
-    def orphan_primary(port, seconds=10):
-        """The node id of the primary serving slots with no replica (the promoted one), as node `port` sees
-        it; asked again until exactly one shows (a node's view can briefly mark a healthy one `fail?`)."""
-        deadline = time.time() + seconds
-        while True:
-            rows = [line.split() for line in redis_cli(port, "CLUSTER", "NODES").splitlines()]
-            rows = [fields for fields in rows if len(fields) >= 8]
-            flags = {fields[0]: set(fields[2].split(",")) for fields in rows}
-            followed = {fields[3] for fields in rows if "slave" in flags[fields[0]]}
-            orphans = [
-                fields[0]
-                for fields in rows
-                if {"master"} <= flags[fields[0]]
-                and not flags[fields[0]] & {"fail", "fail?"}
-                and len(fields) > 8
-                and fields[0] not in followed
-            ]
-            if len(orphans) == 1:
-                return orphans[0]
-            if time.time() > deadline:
-                raise SystemExit(f"expected one primary without a replica, found {orphans}")
-            time.sleep(0.1)
+        """A killed node back as a new, empty node on the same port that rejoins as a replica of the
+        primary that replaced it (`RedisCluster.replace(port:)` says why not with its old state)."""
+        self.request("replace", port=port)
 
     def reshard(self, slots, source, target):
-        """Moves `slots` slots from primary `source` to primary `target` with `redis-cli --cluster reshard`
-        (MIGRATING/IMPORTING and MIGRATE of every key), while traffic flows."""
-        ids = {port: node_id for port, _, node_id, _ in self.nodes()}
-        moved = run_redis_cli(
-            [
-                "--cluster",
-                "reshard",
-                f"127.0.0.1:{source}",
-                "--cluster-from",
-                ids[source],
-                "--cluster-to",
-                ids[target],
-                "--cluster-slots",
-                str(slots),
-                "--cluster-yes",
-                "--cluster-pipeline",
-                "100",
-            ],
-            capture_output=True,
-            text=True,
-        )
-        if moved.returncode != 0:
-            raise SystemExit("redis-cli --cluster reshard failed:\n" + moved.stdout[-2000:] + moved.stderr)
-        # Until every node, replicas included, agrees who owns each slot: a failover of the target
-        # before its replica has heard of the moved slots would leave them unserved (cluster_state:fail).
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            check = run_redis_cli(["--cluster", "check", f"127.0.0.1:{target}"], capture_output=True, text=True)
-            if (
-                "All nodes agree about slots configuration" in check.stdout
-                and "All 16384 slots covered" in check.stdout
-            ):
-                break
-            time.sleep(0.1)
-        else:
-            raise SystemExit("the nodes did not agree on the slots after resharding:\n" + check.stdout[-2000:])
+        """Moves `slots` slots from primary `source` to primary `target` with `redis-cli --cluster
+        reshard`, while traffic flows; once every node agrees on the slots."""
+        self.request("reshard", slots=slots, source=source, target=target)

@@ -63,12 +63,15 @@ run_phase "swift format lint (the committed .swift-format)" 0 5 \
     swift format lint --strict --recursive Package.swift Shared Services Tools Tests
 python_checks() {
     ensure_ruff && python3 -m ruff check scripts && python3 -m ruff format --check scripts \
-        && python3 -m unittest discover -s scripts/tests -t scripts && python3 scripts/embed_openapi.py --check
+        && python3 scripts/embed_openapi.py --check
 }
-run_phase "ruff (scripts/pyproject.toml), the scripts' unit tests, the embedded OpenAPI document" 0 10 \
+run_phase "ruff (scripts/pyproject.toml), the embedded OpenAPI document" 0 5 \
     bash -c ". scripts/lib.sh; $(declare -f python_checks); python_checks"
 run_phase "swift build" 0 40 swift build && BUILT=1
 BIN="$(swift build --show-bin-path)"
+# After the build: the harness starts Redis with the built `attribution-bench redis`.
+run_phase "the scripts' unit tests (scripts/tests)" 1 10 \
+    env PIPELINE_BIN_DIR="$BIN" python3 -m unittest discover -s scripts/tests -t scripts
 # The docs' own commands, before the long Swift suite so that a doc that drifted fails in seconds: the
 # getting-started walk-through's sh blocks in one bash, with the Python and Node.js postback
 # verification examples of docs/integrating/ad-networks.md run on its postback. The check moves the

@@ -1,16 +1,8 @@
-import Foundation
 import Logging
+import PipelineLaunch
 
 extension Logger {
-    /// A logger for tests: errors only by default; set `TEST_LOG_LEVEL=debug` to see everything.
-    public static func test(_ label: String) -> Logger {
-        var logger = Logger(label: label)
-        logger.logLevel = testLogLevel
-        return logger
-    }
+    /// A logger for tests, as quiet as the launcher's: errors only by default; set `TEST_LOG_LEVEL=debug`
+    /// to see everything.
+    public static func test(_ label: String) -> Logger { .launch(label) }
 }
-
-private let testLogLevel: Logger.Level = {
-    guard let value = ProcessInfo.processInfo.environment["TEST_LOG_LEVEL"] else { return .error }
-    return Logger.Level(rawValue: value.lowercased()) ?? .error
-}()

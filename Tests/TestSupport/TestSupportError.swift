@@ -1,10 +1,5 @@
-/// A fixture could not be set up (no redis-server, no free port, a child that would not start).
-public struct TestSupportError: Error, CustomStringConvertible, Sendable {
-    /// What went wrong, with enough detail to fix the machine.
-    public let description: String
+@_exported import PipelineLaunch
 
-    /// An error with its explanation.
-    public init(_ description: String) {
-        self.description = description
-    }
-}
+/// A fixture could not be set up: the launcher's error, under the name the suites use. The launcher
+/// (Redis and Redis Cluster as child processes) is exported with TestSupport, so a suite imports one.
+public typealias TestSupportError = LaunchError

@@ -1,8 +1,24 @@
-"""What several script tests share: a real HTTP server on loopback standing in for a service."""
+"""What several script tests share: the built executables (the launcher among them) and a real HTTP
+server on loopback standing in for a service."""
 
 import json
+import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import harness
+
+# Where `swift build` put the executables: scripts/test.sh runs these tests after it and says where.
+BIN = os.environ.get("PIPELINE_BIN_DIR") or os.path.join(os.path.dirname(__file__), "..", "..", ".build", "debug")
+
+
+def use_built_binaries():
+    """Names the built executables to the harness (its Redis comes from `attribution-bench redis`);
+    fails, never skips, where they are not built."""
+    launcher = os.path.join(BIN, "attribution-bench")
+    if not os.access(launcher, os.X_OK):
+        raise RuntimeError(f"{launcher} is not built: run `swift build` first (scripts/test.sh does)")
+    harness.use_binaries(BIN)
 
 
 class JSONServer:

@@ -1,6 +1,7 @@
 """The shared helpers' own logic: partition names from the project's catalog, consumer-group progress
 from XINFO GROUPS in both reply forms, slot ranges of CLUSTER NODES, base64url, redis-cli's login to a
-Redis with ACLs on, and the pipelined connection (the `redis` package) on a real redis-server."""
+Redis with ACLs on, the pipelined connection (the `redis` package) on a real redis-server, and the
+runs' Redis and Redis Cluster as `attribution-bench redis` launches and drives them."""
 
 import os
 import shutil
@@ -10,6 +11,7 @@ import unittest
 import harness
 from harness import (
     Processes,
+    RedisCluster,
     RedisConnection,
     RedisError,
     b64url_decode,
@@ -22,6 +24,7 @@ from harness import (
     slot_ranges,
     start_redis,
 )
+from tests import support
 
 
 class CatalogTests(unittest.TestCase):
@@ -73,14 +76,19 @@ class Base64URLTests(unittest.TestCase):
 
 @unittest.skipUnless(shutil.which("redis-server"), "needs redis-server")
 class RedisLoginTests(unittest.TestCase):
+    def setUp(self):
+        support.use_built_binaries()
+
     def test_redis_cli_connects_as_the_login(self):
         # As the demo runs Redis: ACLs on, the default user off.
         with tempfile.TemporaryDirectory() as directory:
             acl = os.path.join(directory, "users.acl")
             with open(acl, "w") as f:
                 f.write("user default off\nuser operator on >secret ~* &* +@all\n")
+            with open(os.path.join(directory, "operator.password"), "w") as f:
+                f.write("secret\n")
             processes, port = Processes(directory), free_port()
-            redis_login("operator", "secret")
+            redis_login("operator", os.path.join(directory, "operator.password"))
             try:
                 start_redis(processes, port, directory, aof=False, host="127.0.0.1", options=["--aclfile", acl])
                 self.assertEqual(redis_cli(port, "ACL", "WHOAMI"), "operator")
@@ -93,6 +101,9 @@ class RedisLoginTests(unittest.TestCase):
 
 @unittest.skipUnless(shutil.which("redis-server"), "needs redis-server")
 class RedisConnectionTests(unittest.TestCase):
+    def setUp(self):
+        support.use_built_binaries()
+
     def test_replies_come_as_redis_sends_them_and_an_error_stays_in_its_place(self):
         with tempfile.TemporaryDirectory() as directory:
             processes, port = Processes(directory), free_port()
@@ -112,6 +123,53 @@ class RedisConnectionTests(unittest.TestCase):
                 binary.close()
             finally:
                 processes.stop_all()
+
+
+@unittest.skipUnless(shutil.which("redis-server"), "needs redis-server")
+class LaunchedRedisTests(unittest.TestCase):
+    def setUp(self):
+        support.use_built_binaries()
+
+    def test_a_killed_redis_restarts_from_its_append_only_file(self):
+        with tempfile.TemporaryDirectory() as directory:
+            processes, port = Processes(directory), free_port()
+            try:
+                store = start_redis(processes, port, os.path.join(directory, "redis"))
+                self.assertEqual(store.url, f"redis://127.0.0.1:{port}/0")
+                redis_cli(port, "SET", "kept", "yes")
+                first = store.pid
+                store.kill()
+                self.assertNotEqual(redis_cli(port, "PING"), "PONG")
+                store.restart()
+                self.assertNotEqual(store.pid, first)
+                self.assertEqual(redis_cli(port, "GET", "kept"), "yes")
+                with self.assertRaisesRegex(SystemExit, "unknown request fail-over for one Redis"):
+                    store.request("fail-over")
+            finally:
+                processes.stop_all()
+            self.assertNotEqual(redis_cli(port, "PING"), "PONG")  # stopping the launcher stopped Redis
+
+    def test_a_cluster_fails_over_and_takes_a_replaced_node_back_as_a_replica(self):
+        with tempfile.TemporaryDirectory() as directory:
+            processes = Processes(directory)
+            try:
+                cluster = RedisCluster(processes, directory)
+                self.assertEqual(len(cluster.primaries()), 3)
+                killed = cluster.kill_primary()
+                self.assertNotIn(killed, cluster.primaries())
+                cluster.replace(killed)
+                self.assertIsNotNone(cluster.replica_of(cluster.primaries()[0]))
+                roles = sorted(role for _, role, _, _ in cluster.nodes())
+                self.assertEqual(roles, ["master"] * 3 + ["replica"] * 3)
+                source, target = cluster.primaries()[:2]
+                listed = cluster.nodes()
+                cluster.reshard(10, source, target)
+                moved = cluster.nodes()
+                before, after = ({port: slots for port, _, _, slots in nodes} for nodes in (listed, moved))
+                self.assertNotEqual(before[target], after[target], f"{source} -> {target}: {listed} then {moved}")
+            finally:
+                processes.stop_all()
+            self.assertFalse(any(redis_cli(port, "PING") == "PONG" for port in cluster.ports))
 
 
 if __name__ == "__main__":

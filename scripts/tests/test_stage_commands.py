@@ -9,6 +9,7 @@ import unittest
 import stage_commands
 from harness import Processes, free_port, redis_cli, start_redis
 from stage_commands import calls, difference, table
+from tests import support
 
 COMMANDSTATS = """# Commandstats
 cmdstat_xadd:calls=1200,usec=5400,usec_per_call=4.50,rejected_calls=0,failed_calls=0
@@ -29,6 +30,9 @@ class CallTests(unittest.TestCase):
 
 @unittest.skipUnless(shutil.which("redis-server"), "needs redis-server")
 class PhaseTests(unittest.TestCase):
+    def setUp(self):
+        support.use_built_binaries()
+
     def test_the_probes_of_a_phase_are_not_its_cost(self):
         with tempfile.TemporaryDirectory() as directory:
             processes, port = Processes(directory), free_port()

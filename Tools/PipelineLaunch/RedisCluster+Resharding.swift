@@ -25,7 +25,7 @@ extension RedisCluster {
     /// `migrateKeys`. Meanwhile the source answers `ASK` for keys it no longer has.
     public func beginMigration(ofSlot slot: Int, to port: Int) async throws -> SlotMigration {
         let source = try await self.owner(ofSlot: slot)
-        guard source != port else { throw TestSupportError("slot \(slot) is already on \(port)") }
+        guard source != port else { throw LaunchError("slot \(slot) is already on \(port)") }
         let migration = SlotMigration(
             slot: slot,
             source: source,
@@ -84,12 +84,12 @@ extension RedisCluster {
             on: migration.source
         )
         guard reply == .status("OK") || reply == .status("NOKEY") else {
-            throw TestSupportError("MIGRATE of \(keys.count) keys answered \(reply)")
+            throw LaunchError("MIGRATE of \(keys.count) keys answered \(reply)")
         }
     }
 
     private func expectOK(_ command: RedisCommand, on port: Int) async throws {
         let reply = try await self.command(command, on: port)
-        guard reply == .status("OK") else { throw TestSupportError("\(command) on \(port) answered \(reply)") }
+        guard reply == .status("OK") else { throw LaunchError("\(command) on \(port) answered \(reply)") }
     }
 }

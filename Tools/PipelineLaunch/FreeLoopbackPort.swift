@@ -42,7 +42,7 @@ private func bindLoopback(port: Int) throws -> Int {
     #else
         let descriptor = socket(AF_INET, SOCK_STREAM, 0)
     #endif
-    guard descriptor >= 0 else { throw TestSupportError("socket() failed: errno \(errno)") }
+    guard descriptor >= 0 else { throw LaunchError("socket() failed: errno \(errno)") }
     defer { close(descriptor) }
 
     var address = sockaddr_in()
@@ -54,7 +54,7 @@ private func bindLoopback(port: Int) throws -> Int {
             bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
         }
     }
-    guard bound == 0 else { throw TestSupportError("bind() failed: errno \(errno)") }
+    guard bound == 0 else { throw LaunchError("bind() failed: errno \(errno)") }
 
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
     let named = withUnsafeMutablePointer(to: &address) { pointer in
@@ -62,7 +62,7 @@ private func bindLoopback(port: Int) throws -> Int {
             getsockname(descriptor, $0, &length)
         }
     }
-    guard named == 0 else { throw TestSupportError("getsockname() failed: errno \(errno)") }
+    guard named == 0 else { throw LaunchError("getsockname() failed: errno \(errno)") }
     return Int(UInt16(bigEndian: address.sin_port))
 }
 
