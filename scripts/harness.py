@@ -288,6 +288,17 @@ def catalog(count=PARTITIONS):
     return _catalogs[count]
 
 
+def stream_lines(redis_url, stream, *options):
+    """`attribution stream`: every entry of a stream's partitions in entry order, each a dict with its
+    `stream` key, `entry` id and `message` (the JSON envelope, whatever form it is stored in), or
+    `undecodable`, and a dead letter's other `fields`. `options`: its range, tail or login options."""
+    if _bin_dir[0] is None:
+        raise RuntimeError("harness.use_binaries(bin_dir) must name the project's executables first")
+    command = [os.path.join(_bin_dir[0], "attribution"), "stream", stream, "--redis-url", redis_url, *options]
+    output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    return [json.loads(line) for line in output.splitlines()]
+
+
 def partition_tag(index, count=PARTITIONS):
     """Partition `index`'s hash tag (`{p07}` or `{p07.12}`), as the services make it."""
     return catalog(count)["partitions"]["tags"][index]

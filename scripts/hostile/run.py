@@ -169,8 +169,8 @@ def run_phases(run):
 def judge(run, connection, traffic, crashes, fuzz_results, violations):
     """The invariants over what the streams hold now and what the run saw: the report's sections on
     them, its `violations` those so far (`violations`) and every one found here, in the report's order."""
-    verified_entries = streams.envelopes(connection, "verified")
-    rejected_entries = streams.envelopes(connection, "rejected")
+    verified_entries = streams.envelopes(run.target.redis_port, "verified")
+    rejected_entries = streams.envelopes(run.target.redis_port, "rejected")
     verified = {e["id"]: e for e in verified_entries}
     rejected = {
         e["body"].get("event-identifier"): e["body"] for e in rejected_entries if e.get("type") == "event.rejected"

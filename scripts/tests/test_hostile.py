@@ -1,13 +1,14 @@
 """The hostile-input run's own logic: its command line (read when run, not when imported), what counts
-as problem JSON, raw HTTP answers, crash sites, the compact envelope coding, the fuzzer's failure
+as problem JSON, raw HTTP answers, crash sites, streams read back as JSON (`attribution stream` on a real Redis), the fuzzer's failure
 entries, and which deterministic requests it leaves to the Swift corpus (HostileInputTests)."""
 
 import contextlib
 import importlib
 import io
+import json
 import os
 import pkgutil
-import struct
+import shutil
 import sys
 import tempfile
 import time
@@ -18,15 +19,15 @@ from unittest import mock
 from cryptography.hazmat.primitives.asymmetric import ec
 
 import hostile
-from harness import Processes, until
-from hostile import access
+from harness import Processes, RedisConnection, free_port, partitioned, start_redis, until
+from hostile import access, streams
 from hostile.fuzz import failure_entry
 from hostile.http_client import parse_raw_response, request_bytes
 from hostile.monitor import Supervisor, crash_site
 from hostile.observations import Observations, problem_json_defect
 from hostile.run import parse_arguments
 from hostile.state import Target
-from hostile.streams import compact_decode
+from tests import support
 
 PROBLEM = {"content-type": "application/problem+json"}
 
@@ -152,55 +153,34 @@ class SupervisorTests(unittest.TestCase):
         )
 
 
-class CompactCodingTests(unittest.TestCase):
-    CODING = {"magic": 0xF5, "version": 2, "keys": ["type", "id", "body"]}
-
-    @staticmethod
-    def container(tag, content):
-        return bytes([tag]) + struct.pack("<I", len(content)) + content
-
-    @staticmethod
-    def text(value):
-        return bytes([0x06, len(value)]) + value.encode()
-
-    @staticmethod
-    def key(name):
-        """A key not in the key table: twice its length, then its text."""
-        return bytes([2 * len(name)]) + name.encode()
-
-    def test_an_envelope(self):
-        key, text = self.key, self.text
-        body = self.container(
-            0x08,
-            key("reason")
-            + text("invalid")
-            + key("ok")
-            + b"\x02"  # true
-            + key("n")
-            + b"\x03\x03"  # zigzag -2
-            + key("u")
-            + b"\x04\x07"
-            + key("f")
-            + b"\x05"
-            + struct.pack("<d", 1.5)
-            + key("z")
-            + b"\x00"
-            + key("l")
-            + self.container(0x07, text("a") + b"\x01"),
-        )
-        # Keys 0, 1 and 2 of the table: codes 1, 3 and 5.
-        envelope = self.container(0x08, b"\x01" + text("event.test") + b"\x03" + text("e1") + b"\x05" + body)
-        self.assertEqual(
-            compact_decode(bytes([0xF5, 2]) + envelope, self.CODING),
-            {
-                "type": "event.test",
-                "id": "e1",
-                "body": {"reason": "invalid", "ok": True, "n": -2, "u": 7, "f": 1.5, "z": None, "l": ["a", False]},
-            },
-        )
-
-    def test_another_version_is_not_decoded(self):
-        self.assertEqual(compact_decode(bytes([0xF5, 3, 0]), self.CODING)["type"], "binary")
+@unittest.skipUnless(shutil.which("redis-server"), "needs redis-server")
+class StreamsTests(unittest.TestCase):
+    def test_messages_come_back_as_json_envelopes_through_the_tool(self):
+        support.use_built_binaries()
+        refusal = {
+            "type": "event.rejected",
+            "id": "r1",
+            "time": 1,
+            "schema": 1,
+            "body": {"reason": "invalid-signature", "detail": "x", "event-identifier": "e1"},
+        }
+        with tempfile.TemporaryDirectory() as directory:
+            processes, port = Processes(directory), free_port()
+            try:
+                start_redis(processes, port, directory, aof=False)
+                connection = RedisConnection(port)
+                connection.pipeline(
+                    [
+                        ("XADD", partitioned("rejected")[0], "1-0", "e", json.dumps(refusal)),
+                        ("XADD", partitioned("verified")[2], "2-0", "e", "no message"),
+                    ]
+                )
+                connection.close()
+                self.assertEqual(streams.envelopes(port, "rejected"), [refusal])
+                self.assertEqual(streams.envelopes(port, "verified")[0]["type"], "undecodable")
+                self.assertEqual(streams.verdicts_so_far(port), {"e1", None})
+            finally:
+                processes.stop_all()
 
 
 class FuzzFailureTests(unittest.TestCase):
