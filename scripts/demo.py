@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 
+import message_schemas
 from harness import Pipeline, Processes, RedisCluster, free_port, http, redis_login, start_redis, until, use_binaries
 
 
@@ -143,13 +144,19 @@ def run(args, processes):
     # for a winner whose app reported a value in it (spec section 4), so most installs get one postback.
     print("==> postbacks per window: arrived against expected", flush=True)
     matched = subprocess.run([tool, "summary", "--file", postbacks, "--expected", expected]).returncode == 0
+    # Every message the campaign left on every stream, read back as JSON, against its published schema.
+    login = ["--redis-password-file", os.path.join(acl, "operator.password"), *(["--cluster"] if args.cluster else [])]
+    read, problems = message_schemas.validate_streams(f"redis://operator@127.0.0.1:{port}/0", *login)
+    print(f"==> {read} stream messages against their schemas (docs/reference/messages/): {len(problems)} problems")
+    for problem in problems[:10]:
+        print(f"    {problem}", flush=True)
     dead = processes.dead()
     print(f"    logs, keys and received postbacks: {args.out}", flush=True)
     if dead:
         print(f"FAILED: exited on their own (see their logs): {', '.join(dead)}", file=sys.stderr)
     if not matched:
         print("FAILED: the postbacks that arrived differ from what the simulation expects", file=sys.stderr)
-    return 0 if matched and not dead else 1
+    return 0 if matched and not dead and not problems else 1
 
 
 def main():

@@ -4,7 +4,8 @@ the five services and the reference receiver, a simulated campaign, and while it
 each service in turn (restarted at once), SIGKILL and restart of Redis from its AOF, the receiver down
 for a scaled day, and slow responses (within and beyond the dispatcher's timeout). Once every window
 and delay has passed and the pipeline is idle, `attribution ledger` accounts for every event ingest
-acknowledged and every postback that fell due; the run fails on anything unaccounted or duplicated.
+acknowledged and every postback that fell due; the run fails on anything unaccounted or duplicated, and on
+any stream entry that, read back as JSON, breaks its message schema (docs/reference/messages/).
 
 With --cluster the pipeline runs on a local Redis Cluster (3 primaries, 3 replicas) and the faults are
 the cluster's own: SIGKILL of a primary while the campaign flows (its replica is promoted; the killed
@@ -41,6 +42,7 @@ import sys
 import threading
 import time
 
+import message_schemas
 import netns
 import node_partitions
 from harness import (
@@ -369,6 +371,9 @@ def main():
     print(
         f"    {os.path.getsize(sent_bytes):,} bytes sent by the dispatcher; device identifiers in them: {len(leaked)}"
     )
+    # Every entry of every stream, read back as JSON, against the published message schemas.
+    messages, message_problems = message_schemas.validate_streams(REDIS_URL, *(["--cluster"] if args.cluster else []))
+    print(f"    {messages:,} stream entries against their message schemas: {len(message_problems)} problems")
     stage_dead, crossslot = {}, []
     if cluster or args.network:
         # No stage may dead-letter anything through failover, resharding or network faults (a worker
@@ -404,6 +409,7 @@ def main():
         "crossslot": crossslot[:20],
         "network-faults": network_summary(probe, events),
         "node-partitions": node_partition_records,
+        "message-schema-problems": message_problems[:20],
     }
     # Checked before the report is written, which then lists them.
     discarded = ledger.returncode != 0 and sent_from_discarded_writes(report, received)
@@ -414,11 +420,14 @@ def main():
         print(f"FAILED: device identifiers in what the dispatcher sent: {leaked[:5]}", file=sys.stderr)
     if stage_dead or crossslot:
         print(f"FAILED: stage dead letters {stage_dead}, CROSSSLOT lines {crossslot[:3]}", file=sys.stderr)
+    for problem in message_problems[:10]:
+        print(f"FAILED: a stream message breaks its schema: {problem}", file=sys.stderr)
     route = event_route_failures(report["network-faults"])
     for failure in route:
         print(f"FAILED: ingest's event route: {failure}", file=sys.stderr)
     ledger_ok = ledger.returncode == in_words.returncode == 0 or discarded
-    return 0 if ledger_ok and not dead and not leaked and not stage_dead and not crossslot and not route else 1
+    clean = not dead and not leaked and not stage_dead and not crossslot and not route and not message_problems
+    return 0 if ledger_ok and clean else 1
 
 
 def sent_from_discarded_writes(report, received):

@@ -34,6 +34,14 @@ ensure_system_packages() {
         DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-cryptography >/dev/null 2>&1 || true
         python3 -c 'import cryptography' 2>/dev/null || python3 -m pip install --quiet "$(python3 scripts/pins.py cryptography)"
     fi
+    # The independent validator of the stream messages (scripts/message_schemas.py): `jsonschema` at the
+    # version scripts/pyproject.toml pins.
+    local schema_pin
+    schema_pin=$(python3 scripts/pins.py jsonschema)
+    if [ "$(python3 -c 'import importlib.metadata as m; print(m.version("jsonschema"))' 2>/dev/null)" != "${schema_pin#jsonschema==}" ]; then
+        echo "==> installing Python's $schema_pin"
+        python3 -m pip install --quiet --disable-pip-version-check "$schema_pin" || return 1
+    fi
     # The scripts' Redis client: the `redis` package at the version scripts/pyproject.toml pins.
     local redis_pin
     redis_pin=$(python3 scripts/pins.py redis)
