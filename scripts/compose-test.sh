@@ -243,6 +243,26 @@ run_stack() {  # run_stack single|cluster
     fi
     grep -v '^Creating\|^Starting\|^Container\|is up-to-date' "$RUN/$MODE-ledger.log" | sed 's/^/    /'
     SUMMARY+=("$MODE: $(grep -m1 '^LEDGER' "$RUN/$MODE-ledger.log")")
+    say "stream messages against their schemas (read in the ledger's container, validated here)"
+    # Expanded by the container's shell; the stream names are the validator's.
+    local streams='case "$REDIS_CLUSTER" in true|yes|1) cluster=--cluster ;; *) cluster= ;; esac
+        for stream in '"$(python3 scripts/message_schemas.py --streams)"'; do
+            attribution stream "$stream" --redis-url redis://operator@redis:6379/0 $cluster \
+                --redis-password-file /run/secrets/redis-password || exit 1
+        done'
+    if ! "${COMPOSE[@]}" run --rm --entrypoint sh ledger -c "$streams" >"$RUN/$MODE-streams.out" 2>"$RUN/$MODE-streams.log"; then
+        cat "$RUN/$MODE-streams.log" >&2
+        echo "FAILED: reading the streams back" >&2
+        return 1
+    fi
+    grep '^{' "$RUN/$MODE-streams.out" >"$RUN/$MODE-streams.jsonl" || true
+    if ! python3 scripts/message_schemas.py "$RUN/$MODE-streams.jsonl" >"$RUN/$MODE-schemas.log"; then
+        head -20 "$RUN/$MODE-schemas.log" >&2
+        echo "FAILED: stream messages that break their schemas (docs/reference/messages/)" >&2
+        return 1
+    fi
+    sed 's/^/    /' "$RUN/$MODE-schemas.log"
+    SUMMARY+=("$MODE: $(tail -1 "$RUN/$MODE-schemas.log")")
     [ "$MODE" = single ] && check_prometheus
     if [ "$MODE" = single ]; then
         # The operator's admin client in its container, with the token compose hands it.

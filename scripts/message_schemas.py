@@ -96,7 +96,11 @@ def main(argv=None):
     parser.add_argument("--bin", help="the built executables (`attribution`), to read a pipeline's streams")
     parser.add_argument("--redis-url", help="a pipeline's Redis: validate every entry of every stream")
     parser.add_argument("--cluster", action="store_true", help="that Redis is a Redis Cluster")
+    parser.add_argument("--streams", action="store_true", help="print the names of the streams read, and exit")
     args = parser.parse_args(argv)
+    if args.streams:
+        print(" ".join(STREAMS))
+        return 0
     if bool(args.bin) != bool(args.redis_url) or not (args.files or args.redis_url):
         parser.error("give FILE ..., or --bin and --redis-url together")
     schemas, count, problems = Schemas(), 0, []

@@ -91,17 +91,9 @@ public struct CompactJWS: Sendable {
 
     /// Signs `payload` as a compact JWS with `alg` ES256 and the given `kid`.
     public static func sign(payload: Data, keyID: String, with key: P256.Signing.PrivateKey) throws -> String {
-        let headerJSON = try JSONCoder.sorted.encode(JWSHeader(kid: keyID))
+        let headerJSON = try JSONCoding.encoder.encode(JWSHeader(kid: keyID))
         let input = Base64URL.encode(headerJSON) + "." + Base64URL.encode(payload)
         let signature = try key.signature(for: Data(input.utf8))
         return input + "." + Base64URL.encode(signature.rawRepresentation)
     }
-}
-
-enum JSONCoder {
-    static let sorted: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
 }

@@ -1,3 +1,4 @@
+import AttributionModel
 import CryptoPrimitives
 import Foundation
 
@@ -58,7 +59,7 @@ public struct JWK: Sendable, Codable, Hashable {
 
     /// The JWK as compact JSON text with sorted keys.
     public var jsonString: String {
-        (try? String(decoding: JSONCoder.sorted.encode(self), as: UTF8.self)) ?? "{}"
+        (try? String(decoding: JSONCoding.encoder.encode(self), as: UTF8.self)) ?? "{}"
     }
 }
 
