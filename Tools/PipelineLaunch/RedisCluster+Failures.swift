@@ -141,6 +141,8 @@ extension RedisCluster {
     /// has heard of the moved slots would leave them unserved.
     public func reshard(slots: Int, from source: Int, to target: Int) async throws {
         try await self.waitForAgreement(asking: source)
+        let targetID = try await self.nodeID(port: target)
+        let owned = try await self.slotOwners(asking: target)[targetID, default: 0]
         let moved = try await self.redisCLI(
             [
                 "--cluster", "reshard", "127.0.0.1:\(source)", "--cluster-from", try await self.nodeID(port: source),
@@ -151,6 +153,35 @@ extension RedisCluster {
             throw LaunchError("redis-cli --cluster reshard failed:\n\(moved.output.suffix(2_000))")
         }
         try await self.waitForAgreement(asking: target)
+        // redis-cli's check can pass while a node that just rejoined still lists the slots where they
+        // were: until every live node's own view has the target owning the moved slots.
+        var views: [Int: [String: Int]] = [:]
+        let seen = try await eventually(timeout: .seconds(30), every: .milliseconds(50)) {
+            views = [:]
+            for port in self.livePorts { views[port] = try? await self.slotOwners(asking: port) }
+            let first = views.values.first
+            return views.count == self.livePorts.count && views.values.allSatisfy { $0 == first }
+                && first?[targetID, default: 0] == owned + slots
+        }
+        guard seen else {
+            throw LaunchError(
+                "the nodes did not all see \(slots) slots moved to \(target) (it had \(owned)); slots per node id as each port sees them: \(views)"
+            )
+        }
+    }
+
+    /// How many slots each primary serves, by node id, as node `port` sees the cluster.
+    private func slotOwners(asking port: Int) async throws -> [String: Int] {
+        var owners: [String: Int] = [:]
+        for line in try await self.clusterNodes(asking: port).split(whereSeparator: \.isNewline) {
+            let fields = line.split(separator: " ")
+            guard fields.count > 8 else { continue }
+            owners[String(fields[0])] = fields.dropFirst(8).filter { !$0.hasPrefix("[") }.reduce(0) { count, range in
+                let ends = range.split(separator: "-").compactMap { Int($0) }
+                return count + (ends.isEmpty ? 0 : ends.last! - ends[0] + 1)
+            }
+        }
+        return owners
     }
 
     /// Until `redis-cli --cluster check` says every node agrees on the slots and all are covered.
