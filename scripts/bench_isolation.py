@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 
-from harness import Pipeline, Processes, free_port, http, start_redis, until
+from harness import Pipeline, Processes, free_port, http, start_redis, until, use_binaries
 
 POSTBACKS = int(os.environ.get("BENCH_ISOLATION_POSTBACKS", "8000"))
 NETWORKS = [f"isolation{index}.adattributionkit" for index in range(4)]
@@ -121,6 +121,7 @@ def report_section(result, postbacks=POSTBACKS):
 
 def main():
     bin_dir, out = sys.argv[1], os.path.abspath(sys.argv[2])
+    use_binaries(bin_dir)
     result = isolation(run(bin_dir, out, hanging=False), run(bin_dir, out, hanging=True))
     with open(os.path.join(out, "isolation.json"), "w") as f:
         json.dump(result, f, indent=2)

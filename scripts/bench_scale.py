@@ -18,6 +18,8 @@ import sys
 import tempfile
 import time
 
+import redis
+
 from harness import (
     PARTITIONS,
     SCALED_DAY,
@@ -63,6 +65,18 @@ def counters(ports):
     return result
 
 
+def aof_size(port):
+    """The append-only file's size in bytes (INFO persistence; 0 without one)."""
+    match = re.search(r"aof_current_size:(\d+)", redis_cli(port, "INFO", "persistence"))
+    return int(match.group(1)) if match else 0
+
+
+def stream_memory(port):
+    """Bytes every stream takes in Redis's memory (MEMORY USAGE of each, all of its entries counted)."""
+    client = redis.Redis(host="127.0.0.1", port=port)
+    return sum(client.memory_usage(key, samples=0) or 0 for key in client.scan_iter(_type="stream", count=1000))
+
+
 def run(bin_dir, out, mode, rate, batch):
     children = Processes(os.path.join(out, f"scale-{mode}"))
     os.makedirs(children.out, exist_ok=True)
@@ -84,7 +98,7 @@ def run(bin_dir, out, mode, rate, batch):
         def redis(*args):
             options = [a for a in args if a == "--json"]
             command = [str(a) for a in args if a != "--json"]
-            # XINFO STREAM shows entries, and envelopes between stages are binary (CompactCoding).
+            # XINFO STREAM shows entries: JSON, but an entry left by 0.1.0 may be binary (not UTF-8).
             return (
                 subprocess.run([*cli, *options, *command], capture_output=True)
                 .stdout.decode("utf-8", "replace")
@@ -132,6 +146,10 @@ def run(bin_dir, out, mode, rate, batch):
         redis_idle_after = counters(ports)
         idle["redis"] = sum(redis_idle_after[p][0] - redis_idle_before[p][0] for p in ports) / IDLE_SECONDS
 
+        if mode == "single":
+            # No rewrite during the campaign: the file's growth is then exactly what the campaign appended.
+            redis_cli(port, "CONFIG", "SET", "auto-aof-rewrite-percentage", "0")
+            stored_before = (aof_size(port), stream_memory(port))
         cpu_before = {name: cpu_seconds(p.pid) for name, p in processes.items()}
         redis_before = counters(ports)
         started = time.time()
@@ -151,6 +169,15 @@ def run(bin_dir, out, mode, rate, batch):
         )
         planned_s = time.time() - started
         redis_after = counters(ports)
+        stored = {}
+        if mode == "single":
+            # Bytes per accepted event: what the streams hold (every message of the path, the campaign's
+            # only entries) and what the append-only file grew by (messages, states, plans, queues).
+            aof, streams = aof_size(port) - stored_before[0], stream_memory(port) - stored_before[1]
+            stored = {
+                "stream_bytes_per_event": streams / max(1, offered["accepted"]),
+                "aof_bytes_per_event": aof / max(1, offered["accepted"]),
+            }
         commandstats = {}
         for p in primaries:
             for line in redis_cli(p, "INFO", "commandstats").splitlines():
@@ -178,6 +205,7 @@ def run(bin_dir, out, mode, rate, batch):
             "redis_busiest_primary_share": max(redis_cpu[p] for p in primaries)
             / max(1e-9, sum(redis_cpu[p] for p in primaries)),
             "redis_commands_per_event": commands / accepted,
+            **stored,
             "idle_core_share": idle,
             # Calls per command over the whole run (setup and idle included), busiest first.
             "commandstats": {
@@ -258,6 +286,13 @@ def report_section(results, rate, batch):
             + ", ".join(f"{k} {v:.1%}" for k, v in r["idle_core_share"].items())
             + " |"
         )
+    single = results.get("single", {})
+    if "aof_bytes_per_event" in single:
+        lines += [
+            "",
+            f"Redis bytes per event (one Redis, the campaign): {single['stream_bytes_per_event']:,.0f} in the streams' memory, "
+            f"{single['aof_bytes_per_event']:,.0f} appended to the append-only file.",
+        ]
     if "model" in results:
         lines += ["", "Model (docs/operating/capacity.md): primaries at half a core, worker cores at 70 %:", ""]
         lines += [

@@ -313,8 +313,8 @@ class RedisConnection:
     """One Redis through the `redis` package, for polling many figures at once without a redis-cli
     process per command (the benchmark samples stream lag several times a second). Replies are as Redis
     sends them, without the package's parsing per command (the callers read `XINFO` and `INFO` as
-    Redis words them); with `binary`, bulk replies are bytes, not text: stream entries in the compact
-    coding are not UTF-8. `timeout`: seconds of silence before a reply is given up (None: wait)."""
+    Redis words them); with `binary`, bulk replies are bytes, not text: stored states, plans and held
+    postbacks are compact binary, not UTF-8. `timeout`: seconds of silence before a reply is given up (None: wait)."""
 
     def __init__(self, port, binary=False, timeout=None):
         self.client = redis.Redis(

@@ -65,14 +65,17 @@ class Schemas:
 
 
 def line_problems(schemas, line):
-    """Problems of one JSON line: an envelope, or an `attribution stream` line holding one."""
+    """Problems of one JSON line: an envelope, or an `attribution stream` line holding one (whose
+    message must be stored as JSON, not in one of 0.1.0's binary forms)."""
     entry = json.loads(line)
     if "entry" in entry and "stream" in entry:
+        where = f"{entry['stream']} {entry['entry']}"
         if "message" not in entry:
             if "undecodable" in entry:
-                return [f"{entry['stream']} {entry['entry']}: no message read: {entry['undecodable']}"]
+                return [f"{where}: no message read: {entry['undecodable']}"]
             return []  # an entry without a message field (a delivery's dead letter holds only fields)
-        return [f"{entry['stream']} {entry['entry']}: {problem}" for problem in schemas.problems(entry["message"])]
+        stored = [] if entry.get("stored", "json") == "json" else [f"{where}: stored as {entry['stored']}, not JSON"]
+        return stored + [f"{where}: {problem}" for problem in schemas.problems(entry["message"])]
     return schemas.problems(entry)
 
 

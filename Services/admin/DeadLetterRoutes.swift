@@ -106,7 +106,7 @@ struct DeadLetterRoutes {
             guard let retry = Self.retry(in: entry)?.replay() else { continue }
             let envelope = Envelope(time: clock(), body: .deliveryRetry(retry))
             commands += [
-                StreamCommands.add(StreamNames.postbacks(partition), message: envelope.encoded()),
+                StreamCommands.add(StreamNames.postbacks(partition), message: try envelope.encoded()),
                 RedisCommand("XDEL", StreamNames.deliveriesDead(partition), entry.id),
             ]
         }

@@ -64,8 +64,15 @@ struct AttributionWinnerStage: StreamStage {
 
     func decide(_ batch: Batch, state: [RedisReply]) async -> [StageOutcome] {
         var states: [WinnerStep.Scope: DeviceAttributionState] = [:]
-        for (scope, reply) in zip(batch.scopes, state) {
-            if reply.bytes != nil { states[scope] = reply.decoded(as: DeviceAttributionState.self) ?? .init() }
+        var unreadable = Set<WinnerStep.Scope>()
+        for (scope, reply) in zip(batch.scopes, state) where reply.bytes != nil {
+            // A state that cannot be read fails its device's messages (dead letters, with the reason)
+            // rather than starting the device afresh, which would forget its impressions and caps.
+            if let decoded = reply.decoded(as: DeviceAttributionState.self) {
+                states[scope] = decoded
+            } else {
+                unreadable.insert(scope)
+            }
         }
         var reengagements: [String: [Milliseconds]] = [:]
         for (device, reply) in zip(batch.reengagementDevices, state.dropFirst(batch.scopes.count)) {
@@ -92,11 +99,14 @@ struct AttributionWinnerStage: StreamStage {
             let (envelope, partition) = pair
             if let envelope, case .testPostbacksRequested = envelope.body {
                 // No device, no state: on to the scheduler as it came.
-                return .write([StreamCommands.add(StreamNames.attributions(partition), message: envelope.encoded())])
+                return StageOutcome.encoding {
+                    [StreamCommands.add(StreamNames.attributions(partition), message: try envelope.encoded())]
+                }
             }
             guard let envelope, let scope = WinnerStep.scope(of: envelope) else {
                 return .failed("attribution-winner takes verified impressions, conversions, updates and activity")
             }
+            guard !unreadable.contains(scope) else { return .failed("the device's attribution state in Redis cannot be read") }
             let device = WinnerStep.reengagementDevice(of: envelope)
             let history = device.flatMap { reengagements[$0] } ?? []
             let position: WinnerStep.VerifiedPosition? =
@@ -111,23 +121,24 @@ struct AttributionWinnerStage: StreamStage {
                 states[scope] = effects.state
                 if let device, let record = effects.reengagement { reengagements[device, default: []].append(record.time) }
                 // A refused conversion is also listed for its app, after the commit (that list has no partition).
-                return .write(
-                    commands(for: effects, scope: scope, in: partition), counts: effects.counts.map(StageCount.init),
-                    after: effects.allRejections.flatMap { RejectionLog.append($0.rejection, to: $0.log) })
+                return StageOutcome.encoding(
+                    counts: effects.counts.map(StageCount.init),
+                    after: effects.allRejections.flatMap { RejectionLog.append($0.rejection, to: $0.log) }
+                ) { try commands(for: effects, scope: scope, in: partition) }
             }
         }
     }
 
     /// The step's effects as Redis commands: state, settling conversion, cap record, refusal, outputs.
-    func commands(for effects: WinnerStep.Effects, scope: WinnerStep.Scope, in partition: Partition) -> [RedisCommand] {
+    func commands(for effects: WinnerStep.Effects, scope: WinnerStep.Scope, in partition: Partition) throws -> [RedisCommand] {
         // Compact binary, not JSON: this blob is read and written on every event of the device, where JSON cost a fifth of the stage's CPU.
-        let state = (try? CompactCoding.encode(effects.state)) ?? []
+        let state = try CompactCoding.encode(effects.state)
         var commands = [
             RedisCommand.set(DeviceKeys.winnerState(scope, in: partition), state, expiringAfter: effects.keepStateFor)
         ]
         if let (message, dueAt) = effects.settle {
             commands += DelayedQueues.settlingConversions(partition).schedule(
-                id: message.id, dueAtMilliseconds: dueAt, message: message.encoded())
+                id: message.id, dueAtMilliseconds: dueAt, message: try message.encoded())
         }
         if let record = effects.reengagement {
             let key = DeviceKeys.winnerReengagements(device: scope.device, in: partition)
@@ -143,7 +154,8 @@ struct AttributionWinnerStage: StreamStage {
                     "SET", StageKeys.reengagementOutcome(conversionTag: tag, in: partition), outcome.recorded, "PX",
                     String(ConversionOutcome.keptMilliseconds)))
         }
-        for refusal in effects.allRejections { commands.append(refusal.rejection.entry(at: refusal.at, in: partition)) }
-        return commands + effects.outputs.map { StreamCommands.add(StreamNames.attributions(partition), message: $0.encoded()) }
+        for refusal in effects.allRejections { commands.append(try refusal.rejection.entry(at: refusal.at, in: partition)) }
+        return commands
+            + (try effects.outputs.map { StreamCommands.add(StreamNames.attributions(partition), message: try $0.encoded()) })
     }
 }

@@ -110,10 +110,7 @@ struct DispatcherStage: StreamStage {
                             deferred: true)
                     case nil:
                         let record = DispatcherStep.inFlightRecord(for: attempt)
-                        commands += DelayedQueues.deliveryRetries(partition).schedule(
-                            id: record.deliveryIdentifier, dueAtMilliseconds: leaseDue,
-                            message: Envelope(id: record.deliveryIdentifier, time: leaseDue, body: .deliveryRetry(record))
-                                .encoded())
+                        commands += scheduled(record, at: leaseDue, in: partition)
                         finishLate(
                             attempt, task: attempts.tasks[index], leaseDue: leaseDue, committed: batch.committed, in: partition)
                     }
@@ -131,9 +128,7 @@ struct DispatcherStage: StreamStage {
         case .delivered:
             return [RedisCommand("HINCRBY", stats, "delivered", "1")]
         case .retry(let retry, let due):
-            return DelayedQueues.deliveryRetries(partition).schedule(
-                id: retry.deliveryIdentifier, dueAtMilliseconds: due,
-                message: Envelope(id: retry.deliveryIdentifier, time: due, body: .deliveryRetry(retry)).encoded())
+            return scheduled(retry, at: due, in: partition)
                 + [RedisCommand("HINCRBY", stats, deferred ? "deferred" : "failed-attempts", "1")]
         case .dead(let record, let reason):
             return deadLetter(record, reason: reason, in: partition)
@@ -184,6 +179,19 @@ struct DispatcherStage: StreamStage {
             let written = await lateOutcomes.write(
                 verdict, deferred: deferred, id: attempt.deliveryIdentifier, leaseDue: leaseDue, in: partition)
             if written, let count { StageMetrics().committed([StageCount(count)]) }
+        }
+    }
+
+    /// `retry` in the partition's retry queue, due at `due`; or, should its message fail to encode, the
+    /// delivery dead-lettered with that reason: never an empty message in the queue, and never the
+    /// entry failed after its postbacks were POSTed (a redone entry would POST them again).
+    func scheduled(_ retry: DeliveryRetry, at due: Milliseconds, in partition: Partition) -> [RedisCommand] {
+        do {
+            return DelayedQueues.deliveryRetries(partition).schedule(
+                id: retry.deliveryIdentifier, dueAtMilliseconds: due,
+                message: try Envelope(id: retry.deliveryIdentifier, time: due, body: .deliveryRetry(retry)).encoded())
+        } catch {
+            return deadLetter(retry, reason: "the retry could not be encoded: \(error)", in: partition)
         }
     }
 

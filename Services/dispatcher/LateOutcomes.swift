@@ -19,6 +19,12 @@ struct LateOutcomes: Sendable {
     /// The late attempts not finished yet, which a stopping dispatcher waits for.
     let pending = Countdown()
 
+    /// The script's arguments for a dead letter.
+    private static func dead(_ retry: DeliveryRetry, reason: String) -> [[UInt8]] {
+        [Array("dead-lettered".utf8), Array("dead".utf8)]
+            + DispatcherStage.deadLetterFields(retry, reason: reason).map { Array($0.utf8) }
+    }
+
     /// Replaces the in-flight record `id` (scheduled at `leaseDue` in `partition`'s retry queue) by the
     /// attempt's verdict (`deferred`: the lane held it back, it was not attempted); a record released or
     /// replaced meanwhile is left alone. Retried while the lease lasts if Redis does not answer.
@@ -31,12 +37,16 @@ struct LateOutcomes: Sendable {
         case .delivered:
             arguments += [Array("delivered".utf8)]
         case .retry(let retry, let due):
-            let message = Envelope(id: retry.deliveryIdentifier, time: due, body: .deliveryRetry(retry)).encoded()
-            let stat = deferred ? "deferred" : "failed-attempts"
-            arguments += [Array(stat.utf8), Array("retry".utf8), Array(String(due).utf8), message]
+            do {
+                let message = try Envelope(id: retry.deliveryIdentifier, time: due, body: .deliveryRetry(retry)).encoded()
+                let stat = deferred ? "deferred" : "failed-attempts"
+                arguments += [Array(stat.utf8), Array("retry".utf8), Array(String(due).utf8), message]
+            } catch {
+                // As `DispatcherStage.scheduled`: dead-lettered with the reason, never an empty message.
+                arguments += Self.dead(retry, reason: "the retry could not be encoded: \(error)")
+            }
         case .dead(let retry, let reason):
-            arguments += [Array("dead-lettered".utf8), Array("dead".utf8)]
-            arguments += DispatcherStage.deadLetterFields(retry, reason: reason).map { Array($0.utf8) }
+            arguments += Self.dead(retry, reason: reason)
         }
         let keys = [queue.dueKey, queue.itemsKey, StageKeys.dispatcherStats(partition), StreamNames.deliveriesDead(partition)]
         while WallClock.nowMilliseconds() < leaseDue {

@@ -110,18 +110,28 @@ struct EventPublisher: Sendable {
             if owners[key] == nil { owners[key] = .some(try await appKeys.owner(of: key)) }
             if let refusal = AppKeyOwners.refusal(owner: owners[key] ?? nil, item: item) { results[index] = .failure(refusal) }
         }
-        let writable = events.indices.filter { results[$0] == nil }
-        let outcomes = try await queue.publish(writable.map { write(events[$0]) })
+        var writes: [Int: PublishQueue.Write] = [:]
+        for index in events.indices where results[index] == nil {
+            do {
+                writes[index] = try write(events[index])
+            } catch {
+                // Never an empty message on `events`: the event is answered 500, nothing of it written.
+                results[index] = .failure(
+                    ProblemDetails(.internalServerError, reason: .internalError, detail: "the event could not be encoded"))
+            }
+        }
+        let writable = writes.keys.sorted()
+        let outcomes = try await queue.publish(writable.map { writes[$0]! })
         for (index, outcome) in zip(writable, outcomes) { results[index] = answer(outcome, for: events[index]) }
         return results.map { $0! }
     }
 
-    private func write(_ event: Prepared) -> PublishQueue.Write {
+    private func write(_ event: Prepared) throws -> PublishQueue.Write {
         let partition = partitioning.of(device: event.device)
         // Without an Idempotency-Key there is no record to keep with the event: one XADD, no script.
         guard event.idempotencyKey != nil else {
             return PublishQueue.Write(
-                command: StreamCommands.add(StreamNames.events(partition), message: event.envelope.encoded()),
+                command: StreamCommands.add(StreamNames.events(partition), message: try event.envelope.encoded()),
                 group: partition.index)
         }
         let call = RedisScript.Call(
@@ -132,7 +142,7 @@ struct EventPublisher: Sendable {
                     in: partition),
             ],
             arguments: [
-                event.envelope.encoded(), Array(event.fingerprint.utf8), Array(String(idempotencyTTL).utf8),
+                try event.envelope.encoded(), Array(event.fingerprint.utf8), Array(String(idempotencyTTL).utf8),
                 Array(event.envelope.id.utf8), Array((event.idempotencyKey == nil ? "0" : "1").utf8),
             ])
         return PublishQueue.Write(call: call, group: partition.index)

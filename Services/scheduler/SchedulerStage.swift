@@ -101,8 +101,9 @@ struct SchedulerStage: StreamStage {
         let counters = crowdCache.counts(batch.crowds.filter { fetched[$0] == nil }).merging(fetched) { $1 }
         let schemas = batch.schemas.replies.first?.decodedFields(batch.schemaApps, as: ConversionValueSchema.self) ?? [:]
         var plans: [String: SchedulerStep.PlanState] = [:]
+        var unreadablePlans = Set<String>()
         for (conversion, reply) in zip(batch.conversions, replies) {
-            plans[conversion.id] = Self.planState(reply)
+            if let plan = Self.planState(reply) { plans[conversion.id] = plan } else { unreadablePlans.insert(conversion.id) }
         }
         let ranking = CrowdRanking.requests(
             for: Self.newAttributions(batch.envelopes, plans: plans), read: counters, thresholds: step.thresholds,
@@ -123,17 +124,21 @@ struct SchedulerStage: StreamStage {
         var outcomes = zip(batch.envelopes, batch.partitions).map { envelope, partition -> StageOutcome in
             if let envelope, case .testPostbacksRequested(let request) = envelope.body {
                 // Due now, straight to the dispatcher: no plan, no crowd, no delay.
-                return .write(
-                    TestPostbacks.orders(request).map { order in
+                return StageOutcome.encoding(counts: [StageCount(.testPostbacks)]) {
+                    try TestPostbacks.orders(request).map { order in
                         StreamCommands.add(
                             StreamNames.postbacks(partition),
-                            message: Envelope(id: order.payload.postbackIdentifier, time: now, body: .postbackDue(order))
+                            message: try Envelope(id: order.payload.postbackIdentifier, time: now, body: .postbackDue(order))
                                 .encoded())
-                    }, counts: [StageCount(.testPostbacks)])
+                    }
+                }
             }
             guard let envelope, let id = SchedulerStep.conversionIdentifier(of: envelope) else {
                 return .failed("scheduler takes attributions, attributed updates and window timers")
             }
+            // A plan that cannot be read fails its conversion's messages (dead letters, with the reason)
+            // rather than being taken for absent, which would start the conversion's postbacks afresh.
+            guard !unreadablePlans.contains(id) else { return .failed("the conversion's postback plan in Redis cannot be read") }
             var schema: ConversionValueSchema?
             if case .conversionAttributed(let attribution) = envelope.body {
                 schema = schemas[attribution.advertisedItemIdentifier]
@@ -146,11 +151,11 @@ struct SchedulerStage: StreamStage {
             case .done(let effects):
                 if let stored = effects.store { plans[id] = stored }
                 if let increment = effects.crowd { increments.append(increment) }
-                return .write(
-                    commands(
+                return StageOutcome.encoding(counts: effects.counts.map(StageCount.init)) {
+                    try commands(
                         for: effects, conversion: id, in: partition, now: now, known: counters, upkeep: &upkeep,
-                        upkeepCommands: &upkeepCommands),
-                    counts: effects.counts.map(StageCount.init))
+                        upkeepCommands: &upkeepCommands)
+                }
             }
         }
         // The counters' trims and expiries after every increment of the batch (they never touch the day
@@ -191,7 +196,7 @@ struct SchedulerStage: StreamStage {
     func commands(
         for effects: SchedulerStep.Effects, conversion id: String, in partition: Partition, now: Milliseconds,
         known: [Crowd: [Int64: Int]], upkeep: inout [String: CrowdUpkeep], upkeepCommands: inout [RedisCommand]
-    ) -> [RedisCommand] {
+    ) throws -> [RedisCommand] {
         var commands: [RedisCommand] = []
         if let increment = effects.crowd {
             for crowd in increment.crowds {
@@ -206,13 +211,13 @@ struct SchedulerStage: StreamStage {
         }
         for timer in effects.timers {
             commands += DelayedQueues.windowTimers(partition).schedule(
-                id: timer.identifier, dueAtMilliseconds: timer.dueAt, message: timer.message.encoded())
+                id: timer.identifier, dueAtMilliseconds: timer.dueAt, message: try timer.message.encoded())
         }
         let key = StageKeys.plan(conversion: id, in: partition)
         switch effects.store {
         case .plan(let plan)?:
             // No timer wakes a plan to end it: its key expires, and the marker beside it outlives it.
-            commands.append(.set(key, Self.stored(plan), expiringAfter: max(1, (effects.expiresAt ?? now) - now)))
+            commands.append(.set(key, try Self.stored(plan), expiringAfter: max(1, (effects.expiresAt ?? now) - now)))
             if let marker = effects.markerExpiresAt {
                 commands.append(
                     .set(
@@ -241,16 +246,17 @@ struct SchedulerStage: StreamStage {
 
     /// A plan as stored: compact binary, not JSON, since it is read and written on every message of its
     /// conversion.
-    static func stored(_ plan: PostbackPlan) -> [UInt8] { (try? CompactCoding.encode(plan)) ?? [] }
+    static func stored(_ plan: PostbackPlan) throws -> [UInt8] { try CompactCoding.encode(plan) }
 
-    /// A plan's MGET: its key (a plan or the marker), then the kept plan's marker.
-    static func planState(_ reply: RedisReply) -> SchedulerStep.PlanState {
+    /// A plan's MGET: its key (a plan or the marker), then the kept plan's marker; nil for a plan that
+    /// cannot be read.
+    static func planState(_ reply: RedisReply) -> SchedulerStep.PlanState? {
         let values = reply.elements
         guard let plan = values.first, case .bulk(let bytes) = plan else {
             return values.dropFirst().first?.bytes == StageKeys.finishedPlanMarker ? .finished : .absent
         }
         if bytes == StageKeys.finishedPlanMarker { return .finished }
-        return plan.decoded(as: PostbackPlan.self).map { .plan($0) } ?? .absent
+        return plan.decoded(as: PostbackPlan.self).map { .plan($0) }
     }
 
     /// One crowd counter's HGETALL: day → conversions that day. The pairs are read in place, not through

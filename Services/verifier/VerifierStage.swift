@@ -115,15 +115,19 @@ struct VerifierStage: StreamStage {
                         RedisCommand("PEXPIRE", key, String(keepFor)),
                     ]
                 }
-                return .write(commands + [StreamCommands.add(StreamNames.verified(partition), message: message.encoded())])
+                return StageOutcome.encoding {
+                    commands + [StreamCommands.add(StreamNames.verified(partition), message: try message.encoded())]
+                }
             case .done(.refused(let rejection, let log, let counts)):
                 // A refused event leaves `events` at once (its verdict is on `rejected`): anything anyone
                 // sends is kept in full only until it is refused, not for STREAM_RETENTION_HOURS.
-                return .write(
+                return StageOutcome.encoding(counts: counts.map(StageCount.init), after: RejectionLog.append(rejection, to: log))
+                {
                     [
-                        rejection.entry(at: envelope.time, in: partition),
+                        try rejection.entry(at: envelope.time, in: partition),
                         RedisCommand("XDEL", StreamNames.events(partition), batch.entryIDs[index]),
-                    ], counts: counts.map(StageCount.init), after: RejectionLog.append(rejection, to: log))
+                    ]
+                }
             }
         }
     }

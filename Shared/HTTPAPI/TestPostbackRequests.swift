@@ -48,7 +48,7 @@ public struct TestPostbackRequests: Sendable {
         asked.postbackIdentifiers = (0..<TestPostbacks.count(asked)).map { _ in RandomUUID.make() }
         let envelope = Envelope(time: clock(), body: .testPostbacksRequested(asked))
         let partition = partitioning.of(device: "test-postbacks:\(network)")
-        let written = try await redis.send(StreamCommands.add(StreamNames.events(partition), message: envelope.encoded()))
+        let written = try await redis.send(StreamCommands.add(StreamNames.events(partition), message: try envelope.encoded()))
         if let message = written.errorMessage {
             throw ProblemDetails(
                 .serviceUnavailable, reason: .redisUnreachable, detail: "Redis refused the write (\(message.prefix(80)))")

@@ -69,16 +69,27 @@ public struct PartitionedQueue: Sendable, Hashable {
     public let name: String
     public let target: PartitionedName
     public let layout: DelayedQueue.Layout
+    /// The held postbacks' queues: binary members (`CompactHeldPostback`, storage private to the
+    /// scheduler) released into `postbacks` as `postback.due` JSON messages.
+    public let holdsPostbacks: Bool
 
-    init(_ name: String, target: PartitionedName, layout: DelayedQueue.Layout = .hashed) {
+    init(_ name: String, target: PartitionedName, layout: DelayedQueue.Layout = .hashed, holdsPostbacks: Bool = false) {
         self.name = name
         self.target = target
         self.layout = layout
+        self.holdsPostbacks = holdsPostbacks
     }
 
     /// The queue of one partition: keys `<name>:{pNN}:due` (and `:items`).
     public func callAsFunction(_ partition: Partition) -> DelayedQueue {
-        DelayedQueue(name: "\(name):\(partition.tag)", target: target(partition), layout: layout)
+        DelayedQueue(
+            name: "\(name):\(partition.tag)", target: target(partition), layout: layout,
+            releasedAs: holdsPostbacks ? Self.releasedPostback : nil)
+    }
+
+    /// A held postback's member as the `postback.due` JSON message it becomes in `postbacks`.
+    public static let releasedPostback: @Sendable ([UInt8]) -> [UInt8]? = { member in
+        try? Envelope.released(member).encoded()
     }
 
     /// The queue of every partition, by index.
@@ -92,10 +103,10 @@ public enum DelayedQueues {
     /// window ends (and kept plans' last releases), released into `scheduler:timers`
     public static let windowTimers = PartitionedQueue("scheduler:windows", target: StreamNames.schedulerTimers)
     /// Held postbacks of one window (0, 1, 2), released into `postbacks` when their random delay ends.
-    /// Compact: millions may wait here for days, each one binary sorted-set member; one queue per
-    /// window, so `ZCARD` tells operators how many are held for each.
+    /// Compact: millions may wait here for days, each one binary sorted-set member, released as a JSON
+    /// message; one queue per window, so `ZCARD` tells operators how many are held for each.
     public static let heldPostbacks = (0..<ConversionWindows.count).map { window in
-        PartitionedQueue("scheduler:held:w\(window)", target: StreamNames.postbacks, layout: .compact)
+        PartitionedQueue("scheduler:held:w\(window)", target: StreamNames.postbacks, layout: .compact, holdsPostbacks: true)
     }
     /// failed deliveries, released into `postbacks` when their retry is due
     public static let deliveryRetries = PartitionedQueue("dispatcher:retries", target: StreamNames.postbacks)

@@ -2,7 +2,7 @@ import AttributionModel
 import Foundation
 import Testing
 
-/// `Envelope.jsonEncoded()` writes `impression.verified` envelopes without JSONEncoder: the bytes must be
+/// `Envelope.encoded()` writes `impression.verified` envelopes without JSONEncoder: the bytes must be
 /// exactly JSONEncoder's, for every shape of the message (optional fields present or not, both
 /// interaction and impression kinds, extreme numbers), and text that needs escaping must still come
 /// out right (it takes JSONEncoder's path).
@@ -39,8 +39,8 @@ struct EnvelopeVerifiedJSONTests {
             guard case .impressionVerified(let impression) = envelope.body else { continue }
             // The direct path is taken (not the fallback) and writes JSONEncoder's bytes.
             #expect(try Envelope.verifiedImpressionJSON(envelope, impression) == Self.jsonEncoder(envelope), "shape \(index)")
-            #expect(try envelope.jsonEncoded() == Self.jsonEncoder(envelope), "shape \(index)")
-            #expect(try Envelope.decode(envelope.jsonEncoded()) == envelope)
+            #expect(try envelope.encoded() == Self.jsonEncoder(envelope), "shape \(index)")
+            #expect(try Envelope.decode(envelope.encoded()) == envelope)
             #expect(try Envelope.decode(envelope.encoded()) == envelope)
         }
     }
@@ -51,8 +51,8 @@ struct EnvelopeVerifiedJSONTests {
             let envelope = Self.envelope(7, device: device, impressionID: device)
             guard case .impressionVerified(let impression) = envelope.body else { continue }
             #expect(device == "a/b" || Envelope.verifiedImpressionJSON(envelope, impression) == nil)
-            #expect(try envelope.jsonEncoded() == Self.jsonEncoder(envelope), "\(device)")
-            #expect(try Envelope.decode(envelope.jsonEncoded()) == envelope)
+            #expect(try envelope.encoded() == Self.jsonEncoder(envelope), "\(device)")
+            #expect(try Envelope.decode(envelope.encoded()) == envelope)
             #expect(try Envelope.decode(envelope.encoded()) == envelope)
         }
     }
@@ -76,14 +76,14 @@ struct EnvelopeVerifiedJSONTests {
             let envelope = Self.reported(index)
             guard case .impressionReported(let report) = envelope.body else { continue }
             #expect(try Envelope.reportedImpressionJSON(envelope, report) == Self.jsonEncoder(envelope), "shape \(index)")
-            #expect(try Envelope.decode(envelope.jsonEncoded()) == envelope)
+            #expect(try Envelope.decode(envelope.encoded()) == envelope)
             #expect(try Envelope.decode(envelope.encoded()) == envelope)
         }
         for text in ["a\"b", "a\\b", "tab\there", "é", "\u{1}"] {
             for envelope in [Self.reported(4, device: text), Self.reported(5, jws: text)] {
                 guard case .impressionReported(let report) = envelope.body else { continue }
                 #expect(Envelope.reportedImpressionJSON(envelope, report) == nil)
-                #expect(try envelope.jsonEncoded() == Self.jsonEncoder(envelope))
+                #expect(try envelope.encoded() == Self.jsonEncoder(envelope))
             }
         }
         let skan = ImpressionReport(
@@ -94,6 +94,6 @@ struct EnvelopeVerifiedJSONTests {
             interaction: .click(at: 5, loadedAt: 4), receivedAt: 6)
         let skanEnvelope = Envelope(id: "s", time: 5, body: .impressionReported(skan))
         #expect(Envelope.reportedImpressionJSON(skanEnvelope, skan) == nil)
-        #expect(try skanEnvelope.jsonEncoded() == Self.jsonEncoder(skanEnvelope))
+        #expect(try skanEnvelope.encoded() == Self.jsonEncoder(skanEnvelope))
     }
 }

@@ -134,8 +134,11 @@ enum MessageSamples {
 
     /// Every sample as the envelope JSON a stream carries, one per line.
     static var jsonLines: String {
-        (bodies(full: true) + bodies(full: false)).enumerated().map { index, body in
-            String(decoding: Envelope(id: "message-\(index)", time: 1_700_000_000_000, body: body).jsonEncoded(), as: UTF8.self)
-        }.joined(separator: "\n")
+        get throws {
+            try (bodies(full: true) + bodies(full: false)).enumerated().map { index, body in
+                String(
+                    decoding: try Envelope(id: "message-\(index)", time: 1_700_000_000_000, body: body).encoded(), as: UTF8.self)
+            }.joined(separator: "\n")
+        }
     }
 }

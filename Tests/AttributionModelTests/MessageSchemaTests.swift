@@ -50,7 +50,7 @@ struct MessageSchemaTests {
         var lines: [String] = []
         for body in MessageSamples.bodies(full: false) {
             let json = try #require(
-                try JSONSerialization.jsonObject(with: Data(Envelope(time: 1, body: body).jsonEncoded())) as? [String: Any])
+                try JSONSerialization.jsonObject(with: Data(Envelope(time: 1, body: body).encoded())) as? [String: Any])
             var unknown = json
             var inner = try #require(json["body"] as? [String: Any])
             inner["surprise"] = true

@@ -266,16 +266,16 @@ extension PipelineSuites {
             #expect(try await streamLength(StreamNames.events, on: connection) == before, "no other device's event went")
 
             let partition = testPartitioning.of(device: "tenant/42")
-            func deadLetter(_ device: String) -> RedisCommand {
+            func deadLetter(_ device: String) throws -> RedisCommand {
                 let report = ConversionReport(
                     deviceIdentifier: device, advertisedItemIdentifier: Self.app, conversionType: .download, time: 1,
                     receivedAt: 1)
                 return StreamCommands.add(
                     ConsumerGroups.verifier.deadLetterStream(partition),
-                    message: Envelope(time: 1, body: .conversionReported(report)).encoded()
+                    message: try Envelope(time: 1, body: .conversionReported(report)).encoded()
                 ).appending("error").appending("test")
             }
-            _ = try await connection.pipeline([deadLetter("tenant/42"), deadLetter("tenant/42-other")])
+            _ = try await connection.pipeline([try deadLetter("tenant/42"), try deadLetter("tenant/42-other")])
             let erased = try await http.send(
                 "POST", "\(pipeline.adminURL)/v1/admin/device-erasures", json: ["device-identifier": "tenant/42"],
                 token: pipeline.adminToken)

@@ -77,7 +77,7 @@ extension PipelineSuites {
                 [install] + others.map { Self.impression(device: $0, at: now - 60_000) }
                 + [Self.impression(device: device, at: now - 60_000)]
             _ = try await connection.pipeline(
-                entries.map { StreamCommands.add(StreamNames.verified(partition), message: $0.encoded()) })
+                try entries.map { StreamCommands.add(StreamNames.verified(partition), message: try $0.encoded()) })
 
             try pipeline.start("attribution-winner", port: try freeLoopbackPort(), ["BATCH_SIZE": "1"])
             let attributions = StreamNames.attributions(partition)

@@ -37,6 +37,12 @@ struct StreamToolTests {
             add(
                 dead(partitioning[0]), "8-0", Envelope(id: "dead", time: 8, body: .postbackDue(order("dead"))).encoded(),
                 error: "no route to the ad network"),
+            // As release 0.1.0 wrote every message between stages: the compact envelope.
+            add(
+                StreamNames.attributions(partitioning[0]), "2-0",
+                try CompactCoding.encode(
+                    Envelope(id: "old", time: 6, body: .windowClosed(WindowClosed(conversionIdentifier: "c", window: 1, time: 6)))
+                )),
         ])
         #expect(replies.allSatisfy { $0.errorMessage == nil }, "\(replies)")
         await connection.close()
@@ -72,6 +78,11 @@ struct StreamToolTests {
         #expect(all[1]["raw"] as? String == Data("not a message".utf8).base64EncodedString())
         let held = try #require(all[2]["message"] as? [String: Any])
         #expect(held["type"] as? String == "postback.due" && held["id"] as? String == "held" && held["time"] as? Int == 9)
+        // The form each message is stored in: this release's JSON, or one of 0.1.0's binary forms.
+        #expect(all.map { $0["stored"] as? String } == ["json", nil, "held-postback"])
+        let old = try Self.lines(["attributions"], redis)
+        #expect(old.count == 1 && old[0]["stored"] as? String == "compact")
+        #expect((old[0]["message"] as? [String: Any])?["type"] as? String == "window.closed")
 
         #expect(try Self.lines(["postbacks", "--last", "2"], redis).map { $0["entry"] as? String } == ["4-0", "5-0"])
         #expect(try Self.lines(["postbacks", "--from", "4", "--to", "4-0"], redis).map { $0["entry"] as? String } == ["4-0"])
@@ -81,6 +92,49 @@ struct StreamToolTests {
         let dead = try Self.lines(["dispatcher:dead"], redis)
         #expect(dead.count == 1 && (dead[0]["message"] as? [String: Any])?["id"] as? String == "dead")
         #expect((dead[0]["fields"] as? [String: Any])?["error"] as? String == "no route to the ad network")
+    }
+
+    @Test func storedStatesPlansAndHeldPostbacksAsJSON() async throws {
+        let redis = try await RedisServer.start()
+        defer { redis.stop() }
+        let connection = redis.connect(label: "test.stored")
+        var state = DeviceAttributionState()
+        _ = state.record(
+            VerifiedImpression(
+                deviceIdentifier: "d",
+                payload: ImpressionPayload(
+                    impressionIdentifier: "i-1", adNetworkIdentifier: AdNetworkIdentifier("a.adattributionkit")!,
+                    advertisedItemIdentifier: 1, publisherItemIdentifier: 2, sourceIdentifier: 3, timestamp: 4),
+                interaction: .click(at: 5, loadedAt: 4), kind: .adAttributionKit))
+        let held = DelayedQueues.heldPostbacks[1](Self.partitioning[0])
+        _ = try await connection.pipeline(
+            [
+                RedisCommand("SET", "winner:device:{p00}:1:d").appending(try CompactCoding.encode(state)),
+                RedisCommand("SET", "scheduler:plan:{p00}:done").appending(StageKeys.finishedPlanMarker),
+            ] + held.schedule(id: "", dueAtMilliseconds: 20, message: CompactHeldPostback.encode(Self.order("b"), dueAt: 20))
+                + held.schedule(id: "", dueAtMilliseconds: 10, message: CompactHeldPostback.encode(Self.order("a"), dueAt: 10)))
+        await connection.close()
+
+        func run(_ arguments: [String]) throws -> (status: Int32, lines: [String], stderr: String) {
+            let result = try ChildProcess.run(Self.tool, arguments: ["stored"] + arguments + ["--redis-url", redis.url])
+            let lines = String(decoding: result.stdout, as: UTF8.self).split(separator: "\n").map(String.init)
+            return (result.status, lines, String(decoding: result.stderr, as: UTF8.self))
+        }
+        let device = try run(["winner:device:{p00}:1:d"])
+        #expect(device.status == 0 && device.lines.count == 1)
+        let decoded = try JSONCoding.decoder.decode(DeviceAttributionState.self, from: Data(device.lines[0].utf8))
+        #expect(decoded == state)
+        #expect(try run(["scheduler:plan:{p00}:done"]).lines == [#"{"finished":true}"#])
+        let queue = try run([held.dueKey])
+        let lines = queue.lines.map { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] ?? [:] }
+        #expect(lines.map { $0["due"] as? Int } == [10, 20])
+        #expect(lines.map { ($0["message"] as? [String: Any])?["id"] as? String } == ["a", "b"])
+        #expect(try run([held.dueKey, "--limit", "1"]).lines.count == 1)
+
+        let missing = try run(["scheduler:plan:{p00}:none"])
+        #expect(missing.status != 0 && missing.stderr.contains("no such key: scheduler:plan:{p00}:none"))
+        let other = try run(["events:{p00}"])
+        #expect(other.status != 0 && other.stderr.contains("is not a stored state"))
     }
 
     @Test func aNameThatIsNoStreamIsRefusedInOneLine() async throws {
@@ -97,7 +151,7 @@ struct StreamToolTests {
         defer { redis.stop() }
         try await Self.fill(redis)
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("stream-\(UUID().uuidString).jsonl")
-        FileManager.default.createFile(atPath: output.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: output) }
         let process = Process()
         process.executableURL = Self.tool
@@ -113,7 +167,7 @@ struct StreamToolTests {
         }
         #expect(try await eventually { entries() == ["5-0"] })
         let connection = redis.connect(label: "test.stream")
-        let added = Envelope(id: "later", time: 10, body: .postbackDue(Self.order("later"))).encoded()
+        let added = try Envelope(id: "later", time: 10, body: .postbackDue(Self.order("later"))).encoded()
         // One entry after the tail on another partition, and one older than the tail that was not there before.
         _ = try await connection.send(Self.add(StreamNames.postbacks(Self.partitioning[7]), "6-0", added))
         _ = try await connection.send(Self.add(StreamNames.postbacks(Self.partitioning[1]), "3-1", added))

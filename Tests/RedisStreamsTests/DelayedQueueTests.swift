@@ -111,6 +111,38 @@ struct DelayedQueueTests {
         #expect(messages == [.bulk([0xC1, 1, 0xFF]), .bulk([0xC1, 2, 0xFF])])
     }
 
+    @Test(
+        "compact layout released in another form: each member converted, racing pumps move each once, a refused member goes as it is"
+    )
+    func compactReleasedAs() async throws {
+        let name = "converted-\(UUID().uuidString)"
+        let compact = DelayedQueue(
+            name: name, target: "\(name)-out", layout: .compact,
+            releasedAs: { member in member.first == 0xC1 ? Array("{\"n\":\(member[1])}".utf8) : nil })
+        var commands: [RedisCommand] = []
+        for index in 0..<200 {
+            commands += compact.schedule(
+                id: "", dueAtMilliseconds: Int64(index), message: [0xC1, UInt8(index % 100), UInt8(index / 100)])
+        }
+        commands += compact.schedule(id: "", dueAtMilliseconds: 5, message: [0xEE])  // one the conversion refuses
+        _ = try await self.redis.pipeline(commands)
+        let connections = (0..<2).map { _ in self.server.connect() }
+        // Both pumps read the same due members; each member's ZREM lets only one of them move it.
+        var moved = 0
+        while try await compact.count(on: self.redis) > 0 {
+            async let first = compact.releaseDue(now: 1_000, limit: 50, on: connections[0])
+            async let second = compact.releaseDue(now: 1_000, limit: 50, on: connections[1])
+            moved += try await first + second
+        }
+        #expect(moved == 201)
+        let messages = try await self.redis.send(RedisCommand("XRANGE", compact.target, "-", "+")).elements
+            .map { $0.elements[1].elements[1] }
+        #expect(messages.count == 201)
+        #expect(messages.filter { $0 == .bulk([0xEE]) }.count == 1, "released as it is, for the consumer to dead-letter")
+        let converted = messages.compactMap(\.string).filter { $0.hasPrefix("{") }
+        #expect(converted.count == 200 && Set(converted).count == 100, "each of the 100 texts twice: two members each")
+    }
+
     @Test("compact layout: a replacement swaps a held message, inside a transaction, and never follows a released one")
     func compactReplace() async throws {
         let compact = DelayedQueue(

@@ -19,12 +19,12 @@ public struct StreamRecord: Sendable, Equatable {
         self.fields[field].map { String(decoding: $0, as: UTF8.self) }
     }
 
-    /// The message in field `e` as text: a pipeline envelope, in whichever form it was written (compact
-    /// binary or JSON), as its JSON; anything else as UTF-8.
+    /// The message in field `e` as text: a pipeline envelope, in whichever form it was written (JSON,
+    /// or 0.1.0's binary forms), as its JSON; anything else as UTF-8.
     public var message: String? {
         guard let bytes = fields["e"] else { return nil }
-        guard let envelope = try? Envelope.decode(bytes) else { return String(decoding: bytes, as: UTF8.self) }
-        return String(decoding: envelope.jsonEncoded(), as: UTF8.self)
+        guard let json = try? Envelope.decode(bytes).encoded() else { return String(decoding: bytes, as: UTF8.self) }
+        return String(decoding: json, as: UTF8.self)
     }
 }
 

@@ -2,16 +2,19 @@ import ArgumentParser
 import AttributionModel
 import Foundation
 
-/// Measures what coding the stages' state blobs costs: a device's attribution state (read and written
-/// by attribution-winner on every event of the device) and a conversion's postback plan (read and
-/// written by the scheduler on every message of the conversion), each decoded and encoded `--rounds`
-/// times as JSON (the stored layout before the compact one) and in `CompactCoding`'s binary layout. The samples are
-/// real blobs captured from `scripts/demo.sh` (a device with four impressions, a settling conversion and
-/// a pending update; a plan with three windows closed and five postbacks prepared).
+/// Measures the pipeline's two codecs side by side: the stored-state codec (`CompactCoding`) and the
+/// message codec (JSON). A device's attribution state (read and written by attribution-winner on every
+/// event of the device) and a conversion's postback plan (read and written by the scheduler on every
+/// message of the conversion) are stored compact; each is decoded and encoded `--rounds` times as
+/// JSON and as compact. The two messages every impression sends (`impression.reported`,
+/// `impression.verified`) travel as JSON; each is measured in JSON (`Envelope.encoded` and `decode`)
+/// and in the compact form release 0.1.0 sent. The samples are real blobs captured from
+/// `scripts/demo.sh` (a device with four impressions, a settling conversion and a pending update; a
+/// plan with three windows closed and five postbacks prepared).
 struct CodingCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "coding",
-        abstract: "CPU µs to decode and encode a device state and a postback plan, JSON against compact binary.")
+        abstract: "CPU µs to decode and encode stored states (compact) and stream messages (JSON), each against the other form.")
 
     @Option(help: "Decode-and-encode rounds per sample and layout.")
     var rounds = 20_000
@@ -33,6 +36,8 @@ struct CodingCommand: ParsableCommand {
             try measure("postback plan", PostbackPlan.self, json: Self.postbackPlan),
             try measureEnvelope("impression.reported envelope", json: Self.reportedImpression),
             try measureEnvelope("impression.verified envelope", json: Self.verifiedImpression),
+            try measureEnvelope("conversion.attributed envelope", Self.attributed),
+            try measureEnvelope("postback.due envelope", Self.postbackDue),
         ]
         if json {
             print(String(decoding: try JSONCoding.encoder.encode(figures), as: UTF8.self))
@@ -70,18 +75,20 @@ struct CodingCommand: ParsableCommand {
             compactMicroseconds: compactTime)
     }
 
-    /// A stream message: JSON as the stages wrote it before (`Envelope.jsonEncoded`, hand-written for
-    /// these two types) against the compact form `Envelope.encoded` writes now.
+    /// A stream message: JSON as the stages write it (`Envelope.encoded`, hand-written for these two
+    /// types; `Envelope.decode`) against the compact form 0.1.0 wrote.
     private func measureEnvelope(_ name: String, json: String) throws -> Figure {
-        let value = try Envelope.decode(Array(json.utf8))
-        let jsonBytes = value.jsonEncoded()
-        let compact = value.encoded()
-        guard CompactCoding.isCompact(compact), try Envelope.decode(compact) == value, try Envelope.decode(jsonBytes) == value
-        else {
+        try measureEnvelope(name, try Envelope.decode(Array(json.utf8)))
+    }
+
+    private func measureEnvelope(_ name: String, _ value: Envelope) throws -> Figure {
+        let jsonBytes = try value.encoded()
+        let compact = try CompactCoding.encode(value)
+        guard try Envelope.decode(compact) == value, try Envelope.decode(jsonBytes) == value else {
             throw ValidationError("\(name): a round trip changed the envelope")
         }
-        let jsonTime = try time { try Envelope.decode(jsonBytes).jsonEncoded().count }
-        let compactTime = try time { try Envelope.decode(compact).encoded().count }
+        let jsonTime = try time { try Envelope.decode(jsonBytes).encoded().count }
+        let compactTime = try time { try CompactCoding.encode(Envelope.decode(compact)).count }
         return Figure(
             sample: name, jsonBytes: jsonBytes.count, compactBytes: compact.count, jsonMicroseconds: jsonTime,
             compactMicroseconds: compactTime)
@@ -315,6 +322,29 @@ struct CodingCommand: ParsableCommand {
          ]
         }
         """#
+
+    /// What attribution-winner sends the scheduler for an install with a winner and two non-winners,
+    /// and what the scheduler sends the dispatcher for a held postback (as the demo's).
+    static var attributed: Envelope {
+        let plan = try? JSONCoding.decoder.decode(PostbackPlan.self, from: Data(postbackPlan.utf8))
+        return Envelope(
+            id: "e834f428-d43e-4749-96ca-39aaf8416fd4", time: 1_795_537_190_331,
+            body: .conversionAttributed(plan!.attribution))
+    }
+
+    static var postbackDue: Envelope {
+        let order = PostbackOrder(
+            payload: PostbackPayload(
+                adNetworkIdentifier: AdNetworkIdentifier("sim-network-3.adattributionkit")!, sourceIdentifier: "2786",
+                advertisedItemIdentifier: 1_108_187_390, publisherItemIdentifier: 5_838_493, conversionType: .download,
+                marketplaceIdentifier: PostbackPayload.appStoreMarketplace,
+                postbackIdentifier: "296bcd38-dae7-451e-8b6a-0b06cb2f8026",
+                postbackSequenceIndex: 0, didWin: true),
+            adInteractionType: .click, conversionValue: 8, coarseConversionValue: .medium, countryCode: "JP",
+            isDevelopment: false,
+            impressionKind: .adAttributionKit)
+        return Envelope(id: order.payload.postbackIdentifier, time: 1_795_537_193_394, body: .postbackDue(order))
+    }
 
     /// Messages captured from `scripts/bench.sh`'s load: what ingest writes to `events` for a signed
     /// impression, and what the verifier writes to `verified` for it.

@@ -2,6 +2,7 @@ import ArgumentParser
 import AttributionModel
 import Foundation
 import Logging
+import PipelineCatalog
 import RedisStreams
 
 /// Measures what holding postbacks costs Redis: schedules `--count` realistic held postbacks exactly as
@@ -42,7 +43,10 @@ struct HoldingCommand: AsyncParsableCommand {
         let run = UUID().uuidString.prefix(8).lowercased()
         var generator = SystemRandomNumberGenerator()
 
-        let compact = DelayedQueue(name: "bench:\(run):held", target: "bench:\(run):released", layout: .compact)
+        // As the scheduler's held queues: binary members, released as JSON `postback.due` messages.
+        let compact = DelayedQueue(
+            name: "bench:\(run):held", target: "bench:\(run):released", layout: .compact,
+            releasedAs: PartitionedQueue.releasedPostback)
         let before = try await usedMemory(connection)
         var messageBytes = 0
         let scheduleStart = ContinuousClock.now
@@ -80,7 +84,7 @@ struct HoldingCommand: AsyncParsableCommand {
                 let (order, due) = Self.heldPostback(using: &generator)
                 let envelope = Envelope(time: due, body: .postbackDue(order))
                 commands += hashed.schedule(
-                    id: order.payload.postbackIdentifier, dueAtMilliseconds: due, message: envelope.encoded())
+                    id: order.payload.postbackIdentifier, dueAtMilliseconds: due, message: try envelope.encoded())
             }
             _ = try await connection.pipeline(commands)
         }

@@ -64,7 +64,8 @@ struct PreloadCommand: AsyncParsableCommand {
                 let partition = partitioning.of(device: device)
                 batch.append(
                     StreamCommands.add(
-                        StreamNames.events(partition), message: Envelope(time: time, body: .impressionReported(report)).encoded())
+                        StreamNames.events(partition),
+                        message: try Envelope(time: time, body: .impressionReported(report)).encoded())
                 )
                 if installEvery > 0, index % installEvery == installEvery - 1 {
                     let install = ConversionReport(
@@ -73,7 +74,7 @@ struct PreloadCommand: AsyncParsableCommand {
                     batch.append(
                         StreamCommands.add(
                             StreamNames.events(partition),
-                            message: Envelope(time: now, body: .conversionReported(install)).encoded()))
+                            message: try Envelope(time: now, body: .conversionReported(install)).encoded()))
                 }
             case .postbacks, .held:
                 let order = PostbackOrder(
@@ -94,7 +95,9 @@ struct PreloadCommand: AsyncParsableCommand {
                 } else {
                     batch.append(
                         StreamCommands.add(
-                            StreamNames.postbacks(partition), message: CompactHeldPostback.encode(order, dueAt: now)))
+                            StreamNames.postbacks(partition),
+                            message: try Envelope(id: order.payload.postbackIdentifier, time: now, body: .postbackDue(order))
+                                .encoded()))
                 }
             }
             written += 1

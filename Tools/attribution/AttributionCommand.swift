@@ -20,8 +20,8 @@ struct AttributionCommand: AsyncParsableCommand {
             CommandGroup(
                 name: "Operator",
                 subcommands: [
-                    AdminCommand.self, StatusCommand.self, StreamCommand.self, LedgerCommand.self, RedisACLCommand.self,
-                    CatalogCommand.self,
+                    AdminCommand.self, StatusCommand.self, StreamCommand.self, StoredCommand.self, LedgerCommand.self,
+                    RedisACLCommand.self, CatalogCommand.self,
                 ]),
             CommandGroup(name: "Test run", subcommands: [SimulateCommand.self, RelayCommand.self]),
         ]

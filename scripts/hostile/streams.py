@@ -6,7 +6,8 @@ from harness import RedisConnection, RedisError, partitioned, stream_lines
 
 
 def connect(port):
-    """A connection whose bulk replies are bytes (entries may be binary); gives up after 30 s of silence."""
+    """A connection whose bulk replies are bytes (stored states and held postbacks are binary); gives up
+    after 30 s of silence."""
     return RedisConnection(port, binary=True, timeout=30)
 
 

@@ -35,6 +35,12 @@ class LineTests(unittest.TestCase):
     def test_a_valid_envelope_alone_or_in_a_stream_line(self):
         self.assertEqual(self.problems(REFUSAL), [])
         self.assertEqual(self.problems({"stream": "rejected:{p02}", "entry": "1-0", "message": REFUSAL}), [])
+        stored = {"stream": "rejected:{p02}", "entry": "1-0", "stored": "json", "message": REFUSAL}
+        self.assertEqual(self.problems(stored), [])
+
+    def test_a_message_stored_in_a_binary_form_is_a_problem_though_it_reads(self):
+        compact = {"stream": "verified:{p02}", "entry": "1-0", "stored": "compact", "message": REFUSAL}
+        self.assertEqual(self.problems(compact), ["verified:{p02} 1-0: stored as compact, not JSON"])
 
     def test_an_entry_without_a_message_read_is_a_problem_one_with_fields_only_is_not(self):
         unread = {"stream": "verified:{p02}", "entry": "2-0", "undecodable": "not JSON", "raw": "eA=="}

@@ -1,17 +1,17 @@
 import Foundation
 
-/// Hand-written `CompactCoding` for what is read and written on every event (a conversion's postback
-/// plan, a device's attribution state, the envelopes of the common message bodies): the same bytes
-/// `CompactEncoder` writes for the type's `Codable` form (keys numbered by `CompactKeys` alike),
-/// without Codable's per-value dispatch, container boxes and generic metadata lookups, which were about
-/// a fifth of the scheduler's and of attribution-winner's CPU per event.
+/// Hand-written `CompactCoding` for the state read and written on every event (a conversion's postback
+/// plan, a device's attribution state): the same bytes `CompactEncoder` writes for the type's
+/// `Codable` form (keys numbered by `CompactKeys` alike), without Codable's per-value dispatch,
+/// container boxes and generic metadata lookups, which were about a fifth of the scheduler's and of
+/// attribution-winner's CPU per event.
 ///
 /// `CompactCoding.encode` and `decode` take this path for a conforming type and fall back to the
-/// `Codable` one otherwise, and when the writer throws (a value it leaves to `Codable`, such as an
-/// envelope whose body has no hand-written form). The reader is strict: it reads keys in the order
-/// the writer puts them, and anything else (a blob written by an older or newer binary, another key
-/// order, JSON, damage) throws, upon which `CompactCoding.decode` reads the bytes through
-/// `CompactDecoder`, which finds keys wherever they are, fills defaults and reports real damage.
+/// `Codable` one otherwise, and when the writer throws (a value it leaves to `Codable`). The reader is
+/// strict: it reads keys in the order the writer puts them, and anything else (a blob written by an
+/// older or newer binary, another key order, JSON, damage) throws, upon which `CompactCoding.decode`
+/// reads the bytes through `CompactDecoder`, which finds keys wherever they are, fills defaults and
+/// reports real damage.
 /// `CompactHandCodingTests` holds the hand-written bytes to the `Codable` ones, and the hand-read
 /// values to `CompactDecoder`'s.
 protocol CompactHandCoded {

@@ -145,16 +145,11 @@ extension Envelope: Codable {
 }
 
 extension Envelope {
-    /// The bytes that go into a stream entry: `CompactCoding`'s binary form (JSON cost about a tenth
-    /// of the verifier's CPU per impression), except refusals on `rejected`, which operators read with
-    /// any Redis client and which stay JSON.
-    public func encoded() -> [UInt8] {
-        if case .rejected = body { return jsonEncoded() }
-        return (try? CompactCoding.encode(self)) ?? jsonEncoded()
-    }
-
-    /// The envelope as JSON (sorted keys): what `encoded()` writes for refusals.
-    public func jsonEncoded() -> [UInt8] {
+    /// The bytes of a stream entry: the envelope as one UTF-8 JSON object with sorted keys, which any
+    /// consumer in any language reads (docs/reference/messages.md publishes a schema for each type).
+    /// Throws `JSONEncoding` failures rather than writing an empty entry (none of the model's value
+    /// types can fail to encode today; a future one that did must fail its batch, not lose a message).
+    public func encoded() throws -> [UInt8] {
         // The verifier's and ingest's impressions without JSONEncoder (same bytes; see Envelope+VerifiedImpressionJSON).
         if case .impressionVerified(let impression) = body, let json = Self.verifiedImpressionJSON(self, impression) {
             return json
@@ -162,20 +157,26 @@ extension Envelope {
         if case .impressionReported(let report) = body, let json = Self.reportedImpressionJSON(self, report) {
             return json
         }
-        // Encoding our own value types cannot fail: every field is a plain Codable value.
-        return (try? Array(JSONCoding.encoder.encode(self))) ?? []
+        // The others as the text of their compact form (the same bytes as JSONEncoder's; see CompactJSON).
+        if let compact = try? CompactCoding.encode(self), let json = CompactJSON.json(compact) { return json }
+        return Array(try JSONCoding.encoder.encode(self))
     }
 
-    /// A stream entry in any form a pipeline binary writes: the compact form (`CompactCoding`), JSON
-    /// (refusals), or a held postback in its own compact form (released from the scheduler's held queue
-    /// into `postbacks`), which becomes a `postback.due` envelope with the postback id as id.
+    /// A stream entry: JSON (through `PlainJSON`, which reads the plainest JSON without JSONDecoder), or
+    /// one of the two binary forms release 0.1.0 wrote and a stage may still find on a stream after an
+    /// upgrade (docs/operating/upgrading.md): the compact envelope (`CompactCoding`) and the held
+    /// postback (`CompactHeldPostback`, released from the scheduler's held queue into `postbacks`), which
+    /// becomes a `postback.due` envelope with the postback id as id.
     public static func decode(_ bytes: [UInt8]) throws -> Envelope {
-        if bytes.first == CompactHeldPostback.magic {
-            let (order, dueAt) = try CompactHeldPostback.decode(bytes)
-            return Envelope(id: order.payload.postbackIdentifier, time: dueAt, body: .postbackDue(order))
-        }
+        if bytes.first == CompactHeldPostback.magic { return try released(bytes) }
         if CompactCoding.isCompact(bytes) { return try CompactCoding.decode(Envelope.self, from: bytes) }
-        return try JSONCoding.decoder.decode(Envelope.self, from: Data(bytes))
+        return try PlainJSON.decode(Envelope.self, from: Data(bytes))
+    }
+
+    /// The `postback.due` envelope of a held postback as the scheduler's held queue stores it.
+    public static func released(_ held: [UInt8]) throws -> Envelope {
+        let (order, dueAt) = try CompactHeldPostback.decode(held)
+        return Envelope(id: order.payload.postbackIdentifier, time: dueAt, body: .postbackDue(order))
     }
 }
 

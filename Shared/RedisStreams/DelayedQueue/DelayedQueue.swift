@@ -5,6 +5,8 @@
 /// `<name>:items` (hash, item id -> message bytes); an item can be rescheduled or cancelled by id.
 /// `compact`: `<name>:due` only, the member being the message itself: no id, no cancel, about half the
 /// memory, for the millions of held postbacks (whose messages are unique: each holds its postback id).
+/// A compact queue may store its members in a form of its own and release them as another
+/// (`releasedAs`): the held postbacks wait as binary members and enter `postbacks` as JSON messages.
 /// Scheduling is plain commands so a stage can put it inside the transaction that acks its input;
 /// releasing is one Lua script, so any number of pumps can run.
 public struct DelayedQueue: Sendable {
@@ -15,16 +17,24 @@ public struct DelayedQueue: Sendable {
     /// The stream due items are appended to.
     public let target: String
     public let layout: Layout
+    /// Compact layout: the message a member becomes in `target`, or nil for a member this refuses
+    /// (which is released as it is, so that the target's consumer dead-letters it with its reason and
+    /// nothing waits behind it). Nil: members are released as they are.
+    public let releasedAs: (@Sendable ([UInt8]) -> [UInt8]?)?
     /// The sorted set of due times.
     public var dueKey: String { "\(self.name):due" }
     /// The hash of message bytes (hashed layout).
     public var itemsKey: String { "\(self.name):items" }
 
     /// A queue over its keys that releases into `target`.
-    public init(name: String, target: String, layout: Layout = .hashed) {
+    public init(
+        name: String, target: String, layout: Layout = .hashed, releasedAs: (@Sendable ([UInt8]) -> [UInt8]?)? = nil
+    ) {
+        precondition(releasedAs == nil || layout == .compact, "only a compact queue's members are converted on release")
         self.name = name
         self.target = target
         self.layout = layout
+        self.releasedAs = releasedAs
     }
 
     /// Hashed: ZADD and HSET for one item (scheduling an existing id again replaces its due time and
@@ -66,18 +76,19 @@ public struct DelayedQueue: Sendable {
     /// `releaseDue` for several queues in one pipeline (one round trip per Redis node): how many moved
     /// from each, in order. Each queue's move is atomic. Queues whose keys share a hash slot (one
     /// partition's) go in one script run; `together`: all of them do (one Redis only, where a script may
-    /// touch keys of several slots: one command however many queues and partitions).
+    /// touch keys of several slots: one command however many queues and partitions). Queues that convert
+    /// their members (`releasedAs`) are grouped alike, and take a read and, when something is due, a
+    /// move (`releaseConverted`).
     public static func releaseDue(
         _ queues: [DelayedQueue], now: Int64, limit: Int = 500, together: Bool = false, on connection: RedisConnection
     ) async throws -> [Int] {
-        var groups: [[Int]] = []
-        if together {
-            groups = [Array(queues.indices)]
-        } else {
-            var bySlot: [Int: [Int]] = [:]
-            for index in queues.indices { bySlot[ClusterSlot.slot(of: queues[index].dueKey), default: []].append(index) }
-            groups = bySlot.keys.sorted().map { bySlot[$0]! }
+        let limit = max(1, limit)
+        var moved = [Int](repeating: 0, count: queues.count)
+        let converted = groups(queues, queues.indices.filter { queues[$0].releasedAs != nil }, together: together)
+        for (index, count) in try await releaseConverted(queues, converted, now: now, limit: limit, on: connection) {
+            moved[index] = count
         }
+        let groups = groups(queues, queues.indices.filter { queues[$0].releasedAs == nil }, together: together)
         let calls = groups.map { group in
             RedisScript.Call(
                 keys: group.flatMap { index in
@@ -85,16 +96,60 @@ public struct DelayedQueue: Sendable {
                     return queue.layout == .hashed ? [queue.dueKey, queue.itemsKey, queue.target] : [queue.dueKey, queue.target]
                 },
                 arguments: [
-                    String(now), String(max(1, limit)), group.map { queues[$0].layout == .hashed ? "h" : "c" }.joined(),
+                    String(now), String(limit), group.map { queues[$0].layout == .hashed ? "h" : "c" }.joined(),
                 ].map { Array($0.utf8) })
         }
-        var moved = [Int](repeating: 0, count: queues.count)
         for (group, reply) in zip(groups, try await DelayedQueueScript.release.runAll(calls, on: connection)) {
             let counts = reply.elements.compactMap(\.int)
             guard counts.count == group.count else {
                 throw RedisError(.unexpectedReply, "delayed queue script returned \(reply)")
             }
             for (index, count) in zip(group, counts) { moved[index] = Int(count) }
+        }
+        return moved
+    }
+
+    /// `indices` of `queues` in groups one script run may touch: one hash slot's (a partition's), or
+    /// all of them `together` (one Redis only).
+    private static func groups(_ queues: [DelayedQueue], _ indices: [Int], together: Bool) -> [[Int]] {
+        guard !together else { return indices.isEmpty ? [] : [indices] }
+        var bySlot: [Int: [Int]] = [:]
+        for index in indices { bySlot[ClusterSlot.slot(of: queues[index].dueKey), default: []].append(index) }
+        return bySlot.keys.sorted().map { bySlot[$0]! }
+    }
+
+    /// Queues whose members change form on release (`groups` of `queues`' indices): each group's due
+    /// members read by one script run (`DelayedQueueScript.due`), converted here, then moved by
+    /// `DelayedQueueScript.releaseConverted` only where that run's ZREM removed them, so that racing
+    /// pumps still release each exactly once. How many moved from each queue that had any.
+    private static func releaseConverted(
+        _ queues: [DelayedQueue], _ groups: [[Int]], now: Int64, limit: Int, on connection: RedisConnection
+    ) async throws -> [(index: Int, moved: Int)] {
+        let reads = groups.map { group in
+            RedisScript.Call(
+                keys: group.map { queues[$0].dueKey }, arguments: [Array(String(now).utf8), Array(String(limit).utf8)])
+        }
+        var calls: [RedisScript.Call] = []
+        var called: [Int] = []
+        for (group, reply) in zip(groups, try await DelayedQueueScript.due.runAll(reads, on: connection)) {
+            let lists = reply.elements
+            guard lists.count == group.count else { throw RedisError(.unexpectedReply, "delayed queue script returned \(reply)") }
+            for (index, list) in zip(group, lists) {
+                let members = list.elements.compactMap(\.bytes)
+                guard !members.isEmpty, let convert = queues[index].releasedAs else { continue }
+                calls.append(
+                    RedisScript.Call(
+                        keys: [queues[index].dueKey, queues[index].target],
+                        arguments: members.flatMap { member in [member, convert(member) ?? member] }))
+                called.append(index)
+            }
+        }
+        var moved: [(index: Int, moved: Int)] = []
+        for (index, reply) in zip(called, try await DelayedQueueScript.releaseConverted.runAll(calls, on: connection)) {
+            guard let count = reply.int else {
+                throw RedisError(.unexpectedReply, "delayed queue script returned \(reply)")
+            }
+            moved.append((index, Int(count)))
         }
         return moved
     }

@@ -55,6 +55,33 @@ public enum DelayedQueueScript {
         return counts
         """)
 
+    /// The due members of one or more compact queues, to be converted before they are moved
+    /// (`releaseConverted`): one command for all of them, so that an idle poll costs what the release
+    /// script's does. KEYS: due zsets. ARGV: now (ms), limit per queue. Returns a list per queue.
+    public static let due = RedisScript(
+        """
+        local lists = {}
+        for q = 1, #KEYS do
+            lists[q] = redis.call('ZRANGEBYSCORE', KEYS[q], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
+        end
+        return lists
+        """)
+
+    /// Compact members released in another form (`DelayedQueue.releasedAs`). KEYS: due zset, target
+    /// stream. ARGV: pairs of member and the message it becomes. A member is moved only when this run's
+    /// ZREM removes it: a racing pump that read it too finds it gone. Returns the number moved.
+    public static let releaseConverted = RedisScript(
+        """
+        local moved = 0
+        for i = 1, #ARGV, 2 do
+            if redis.call('ZREM', KEYS[1], ARGV[i]) == 1 then
+                redis.call('XADD', KEYS[2], '*', 'e', ARGV[i + 1])
+                moved = moved + 1
+            end
+        end
+        return moved
+        """)
+
     /// Compact layout, `DelayedQueue.replace`: EVAL source (short, and EVAL cannot fail with NOSCRIPT
     /// inside a transaction). KEYS: due zset. ARGV: old member, due time (ms), new member. Returns 1 when
     /// the old member was still held and was swapped, else 0.

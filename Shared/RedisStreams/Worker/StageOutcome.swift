@@ -8,6 +8,19 @@ public enum StageOutcome: Sendable, Equatable {
     /// Leave the entry pending and count an attempt; after `maxAttempts` it is dead-lettered with this text.
     case failed(String)
 
+    /// `write` of what `commands` builds, or `failed` with the reason when it throws (a message or a
+    /// stored state that could not be encoded): the entry is retried, then dead-lettered with that
+    /// reason and counted, and nothing empty is ever written in its place.
+    public static func encoding(
+        counts: [StageCount] = [], after: [RedisCommand] = [], _ commands: () throws -> [RedisCommand]
+    ) -> StageOutcome {
+        do {
+            return .write(try commands(), counts: counts, after: after)
+        } catch {
+            return .failed("encoding the entry's writes failed: \(error)")
+        }
+    }
+
     /// Whether the entry's writes are committed (`write`).
     public var isWrite: Bool {
         if case .write = self { true } else { false }

@@ -16,7 +16,8 @@ struct StreamCommand: AsyncParsableCommand {
         discussion: """
             NAME is one of the pipeline's streams (\(StreamCatalog.names.joined(separator: ", "))), all its \
             partitions, or one partition's key (events:{p03}). Each entry is one line: {"stream", "entry", \
-            "message"} with the message as its JSON envelope {type, id, time, schema, body}, "fields" with the \
+            "stored", "message"} with the message as its JSON envelope {type, id, time, schema, body} ("stored": \
+            json, or the binary form release 0.1.0 wrote it in, compact or held-postback), "fields" with the \
             entry's other fields (a dead letter's error), and "undecodable" instead of "message" when the \
             entry holds none this version reads. Entries before attribution-winner name devices.
             """)

@@ -4,16 +4,21 @@ import RedisStreams
 
 /// One stream entry as the JSON line `attribution stream` prints.
 enum StreamLine {
-    /// The line of one entry: its stream key and id, its message as the JSON envelope (decoded from
-    /// whichever form it is stored in, 0.1.0's binary forms included), its other fields as text; or,
-    /// for a message this version cannot read, why and its bytes in base64.
+    /// The line of one entry: its stream key and id, the form its message is stored in (`stored`:
+    /// `json`, or one of 0.1.0's binary forms, `compact` and `held-postback`), the message as the JSON
+    /// envelope (a JSON message exactly as stored; a binary one as this version encodes what it
+    /// decodes), its other fields as text; or, for a message this version cannot read, why and its
+    /// bytes in base64.
     static func object(_ read: StreamReader.Read) -> [String: Any] {
         var fields = read.entry.fieldMap
         var line: [String: Any] = ["stream": read.key, "entry": read.entry.id]
         if let bytes = fields.removeValue(forKey: "e")?.bytes {
+            let stored =
+                bytes.first == CompactHeldPostback.magic ? "held-postback" : CompactCoding.isCompact(bytes) ? "compact" : "json"
             do {
                 let envelope = try Envelope.decode(bytes)
-                line["message"] = try JSONSerialization.jsonObject(with: Data(envelope.jsonEncoded()))
+                line["stored"] = stored
+                line["message"] = try JSONSerialization.jsonObject(with: Data(stored == "json" ? bytes : try envelope.encoded()))
             } catch {
                 line["undecodable"] = "\(error)"
                 line["raw"] = Data(bytes).base64EncodedString()
