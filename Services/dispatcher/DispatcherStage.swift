@@ -188,12 +188,19 @@ struct DispatcherStage: StreamStage {
     func scheduled(_ retry: DeliveryRetry, at due: Milliseconds, in partition: Partition) -> [RedisCommand] {
         do {
             return DelayedQueues.deliveryRetries(partition).schedule(
-                id: retry.deliveryIdentifier, dueAtMilliseconds: due,
-                message: try Envelope(id: retry.deliveryIdentifier, time: due, body: .deliveryRetry(retry)).encoded())
+                id: retry.deliveryIdentifier, dueAtMilliseconds: due, message: try Self.message(retry, due: due))
         } catch {
-            return deadLetter(retry, reason: "the retry could not be encoded: \(error)", in: partition)
+            return deadLetter(retry, reason: Self.unencodable(error), in: partition)
         }
     }
+
+    /// The `delivery.retry` message of `retry`, due at `due`, as the retry queue holds it.
+    static func message(_ retry: DeliveryRetry, due: Milliseconds) throws -> [UInt8] {
+        try Envelope(id: retry.deliveryIdentifier, time: due, body: .deliveryRetry(retry)).encoded()
+    }
+
+    /// The dead letter's reason for a retry whose message could not be encoded.
+    static func unencodable(_ error: any Error) -> String { "the retry could not be encoded: \(error)" }
 
     func deadLetter(_ retry: DeliveryRetry, reason: String, in partition: Partition) -> [RedisCommand] {
         [

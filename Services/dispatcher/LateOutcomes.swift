@@ -38,12 +38,12 @@ struct LateOutcomes: Sendable {
             arguments += [Array("delivered".utf8)]
         case .retry(let retry, let due):
             do {
-                let message = try Envelope(id: retry.deliveryIdentifier, time: due, body: .deliveryRetry(retry)).encoded()
+                let message = try DispatcherStage.message(retry, due: due)
                 let stat = deferred ? "deferred" : "failed-attempts"
                 arguments += [Array(stat.utf8), Array("retry".utf8), Array(String(due).utf8), message]
             } catch {
                 // As `DispatcherStage.scheduled`: dead-lettered with the reason, never an empty message.
-                arguments += Self.dead(retry, reason: "the retry could not be encoded: \(error)")
+                arguments += Self.dead(retry, reason: DispatcherStage.unencodable(error))
             }
         case .dead(let retry, let reason):
             arguments += Self.dead(retry, reason: reason)

@@ -36,7 +36,7 @@ struct CodingCommand: ParsableCommand {
             try measure("postback plan", PostbackPlan.self, json: Self.postbackPlan),
             try measureEnvelope("impression.reported envelope", json: Self.reportedImpression),
             try measureEnvelope("impression.verified envelope", json: Self.verifiedImpression),
-            try measureEnvelope("conversion.attributed envelope", Self.attributed),
+            try measureEnvelope("conversion.attributed envelope", try Self.attributed()),
             try measureEnvelope("postback.due envelope", Self.postbackDue),
         ]
         if json {
@@ -325,11 +325,10 @@ struct CodingCommand: ParsableCommand {
 
     /// What attribution-winner sends the scheduler for an install with a winner and two non-winners,
     /// and what the scheduler sends the dispatcher for a held postback (as the demo's).
-    static var attributed: Envelope {
-        let plan = try? JSONCoding.decoder.decode(PostbackPlan.self, from: Data(postbackPlan.utf8))
+    static func attributed() throws -> Envelope {
+        let plan = try JSONCoding.decoder.decode(PostbackPlan.self, from: Data(postbackPlan.utf8))
         return Envelope(
-            id: "e834f428-d43e-4749-96ca-39aaf8416fd4", time: 1_795_537_190_331,
-            body: .conversionAttributed(plan!.attribution))
+            id: "e834f428-d43e-4749-96ca-39aaf8416fd4", time: 1_795_537_190_331, body: .conversionAttributed(plan.attribution))
     }
 
     static var postbackDue: Envelope {

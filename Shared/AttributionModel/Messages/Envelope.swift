@@ -168,9 +168,24 @@ extension Envelope {
     /// postback (`CompactHeldPostback`, released from the scheduler's held queue into `postbacks`), which
     /// becomes a `postback.due` envelope with the postback id as id.
     public static func decode(_ bytes: [UInt8]) throws -> Envelope {
-        if bytes.first == CompactHeldPostback.magic { return try released(bytes) }
-        if CompactCoding.isCompact(bytes) { return try CompactCoding.decode(Envelope.self, from: bytes) }
-        return try PlainJSON.decode(Envelope.self, from: Data(bytes))
+        switch StoredForm(bytes) {
+        case .heldPostback: try released(bytes)
+        case .compact: try CompactCoding.decode(Envelope.self, from: bytes)
+        case .json: try PlainJSON.decode(Envelope.self, from: Data(bytes))
+        }
+    }
+
+    /// The form a stream entry's message is stored in, told by its first byte: this release's JSON, or
+    /// one of the binary forms release 0.1.0 wrote.
+    public enum StoredForm: String, Sendable {
+        case json
+        case compact
+        case heldPostback = "held-postback"
+
+        public init(_ bytes: [UInt8]) {
+            self =
+                bytes.first == CompactHeldPostback.magic ? .heldPostback : CompactCoding.isCompact(bytes) ? .compact : .json
+        }
     }
 
     /// The `postback.due` envelope of a held postback as the scheduler's held queue stores it.

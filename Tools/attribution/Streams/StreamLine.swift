@@ -13,12 +13,11 @@ enum StreamLine {
         var fields = read.entry.fieldMap
         var line: [String: Any] = ["stream": read.key, "entry": read.entry.id]
         if let bytes = fields.removeValue(forKey: "e")?.bytes {
-            let stored =
-                bytes.first == CompactHeldPostback.magic ? "held-postback" : CompactCoding.isCompact(bytes) ? "compact" : "json"
+            let stored = Envelope.StoredForm(bytes)
             do {
                 let envelope = try Envelope.decode(bytes)
-                line["stored"] = stored
-                line["message"] = try JSONSerialization.jsonObject(with: Data(stored == "json" ? bytes : try envelope.encoded()))
+                line["stored"] = stored.rawValue
+                line["message"] = try JSONSerialization.jsonObject(with: Data(stored == .json ? bytes : try envelope.encoded()))
             } catch {
                 line["undecodable"] = "\(error)"
                 line["raw"] = Data(bytes).base64EncodedString()
