@@ -150,19 +150,15 @@ extension Envelope {
     /// Throws `JSONEncoding` failures rather than writing an empty entry (none of the model's value
     /// types can fail to encode today; a future one that did must fail its batch, not lose a message).
     public func encoded() throws -> [UInt8] {
-        // The verifier's and ingest's impressions without JSONEncoder (same bytes; see Envelope+VerifiedImpressionJSON).
-        if case .impressionVerified(let impression) = body, let json = Self.verifiedImpressionJSON(self, impression) {
-            return json
-        }
-        if case .impressionReported(let report) = body, let json = Self.reportedImpressionJSON(self, report) {
-            return json
-        }
-        // The others as the text of their compact form (the same bytes as JSONEncoder's; see CompactJSON).
+        // The campaign's message types by hand (Envelope+MessageJSON); the others as the text of their
+        // compact form (the same bytes as JSONEncoder's; see CompactJSON).
+        if let json = messageJSON() { return json }
         if let compact = try? CompactCoding.encode(self), let json = CompactJSON.json(compact) { return json }
         return Array(try JSONCoding.encoder.encode(self))
     }
 
-    /// A stream entry: JSON (through `PlainJSON`, which reads the plainest JSON without JSONDecoder), or
+    /// A stream entry: JSON (what the message codec wrote through `MessageJSONReader`, other plain JSON
+    /// through `PlainJSON`, the rest through JSONDecoder), or
     /// one of the two binary forms release 0.1.0 wrote and a stage may still find on a stream after an
     /// upgrade (docs/operating/upgrading.md): the compact envelope (`CompactCoding`) and the held
     /// postback (`CompactHeldPostback`, released from the scheduler's held queue into `postbacks`), which
@@ -171,7 +167,7 @@ extension Envelope {
         switch StoredForm(bytes) {
         case .heldPostback: try released(bytes)
         case .compact: try CompactCoding.decode(Envelope.self, from: bytes)
-        case .json: try PlainJSON.decode(Envelope.self, from: Data(bytes))
+        case .json: try fromMessageJSON(bytes) ?? PlainJSON.decode(Envelope.self, from: Data(bytes))
         }
     }
 

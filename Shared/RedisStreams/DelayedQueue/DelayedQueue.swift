@@ -129,27 +129,36 @@ public struct DelayedQueue: Sendable {
             RedisScript.Call(
                 keys: group.map { queues[$0].dueKey }, arguments: [Array(String(now).utf8), Array(String(limit).utf8)])
         }
+        // One move per group that has due members, as one read took them: a pump's cycle costs two
+        // commands per group however many of its queues had something due.
         var calls: [RedisScript.Call] = []
-        var called: [Int] = []
+        var called: [[Int]] = []
         for (group, reply) in zip(groups, try await DelayedQueueScript.due.runAll(reads, on: connection)) {
             let lists = reply.elements
             guard lists.count == group.count else { throw RedisError(.unexpectedReply, "delayed queue script returned \(reply)") }
+            var keys: [String] = []
+            var counts: [[UInt8]] = []
+            var pairs: [[UInt8]] = []
+            var indices: [Int] = []
             for (index, list) in zip(group, lists) {
                 let members = list.elements.compactMap(\.bytes)
                 guard !members.isEmpty, let convert = queues[index].releasedAs else { continue }
-                calls.append(
-                    RedisScript.Call(
-                        keys: [queues[index].dueKey, queues[index].target],
-                        arguments: members.flatMap { member in [member, convert(member) ?? member] }))
-                called.append(index)
+                keys += [queues[index].dueKey, queues[index].target]
+                counts.append(Array(String(members.count).utf8))
+                for member in members { pairs += [member, convert(member) ?? member] }
+                indices.append(index)
             }
+            guard !indices.isEmpty else { continue }
+            calls.append(RedisScript.Call(keys: keys, arguments: counts + pairs))
+            called.append(indices)
         }
         var moved: [(index: Int, moved: Int)] = []
-        for (index, reply) in zip(called, try await DelayedQueueScript.releaseConverted.runAll(calls, on: connection)) {
-            guard let count = reply.int else {
+        for (indices, reply) in zip(called, try await DelayedQueueScript.releaseConverted.runAll(calls, on: connection)) {
+            let counts = reply.elements.compactMap(\.int)
+            guard counts.count == indices.count else {
                 throw RedisError(.unexpectedReply, "delayed queue script returned \(reply)")
             }
-            moved.append((index, Int(count)))
+            for (index, count) in zip(indices, counts) { moved.append((index, Int(count))) }
         }
         return moved
     }

@@ -67,19 +67,28 @@ public enum DelayedQueueScript {
         return lists
         """)
 
-    /// Compact members released in another form (`DelayedQueue.releasedAs`). KEYS: due zset, target
-    /// stream. ARGV: pairs of member and the message it becomes. A member is moved only when this run's
-    /// ZREM removes it: a racing pump that read it too finds it gone. Returns the number moved.
+    /// Compact members released in another form (`DelayedQueue.releasedAs`), for one or more queues in
+    /// one command (as the read, `due`, took them). KEYS: each queue's due zset and target stream. ARGV:
+    /// how many members each queue has here, then every queue's pairs of member and the message it
+    /// becomes. A member is moved only when this run's ZREM removes it: a racing pump that read it too
+    /// finds it gone. Returns the number moved from each queue.
     public static let releaseConverted = RedisScript(
         """
-        local moved = 0
-        for i = 1, #ARGV, 2 do
-            if redis.call('ZREM', KEYS[1], ARGV[i]) == 1 then
-                redis.call('XADD', KEYS[2], '*', 'e', ARGV[i + 1])
-                moved = moved + 1
+        local queues = #KEYS / 2
+        local counts = {}
+        local a = queues + 1
+        for q = 1, queues do
+            local moved = 0
+            for i = 1, tonumber(ARGV[q]) do
+                if redis.call('ZREM', KEYS[2 * q - 1], ARGV[a]) == 1 then
+                    redis.call('XADD', KEYS[2 * q], '*', 'e', ARGV[a + 1])
+                    moved = moved + 1
+                end
+                a = a + 2
             end
+            counts[q] = moved
         end
-        return moved
+        return counts
         """)
 
     /// Compact layout, `DelayedQueue.replace`: EVAL source (short, and EVAL cannot fail with NOSCRIPT
