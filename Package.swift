@@ -36,7 +36,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
-        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
     ],
@@ -110,14 +109,21 @@ let package = Package(
             path: "Shared/HTTPAPI",
             swiftSettings: swiftSettings
         ),
+        // TLS clients (postbacks over HTTPS, the tools' HTTPS) on the system's OpenSSL: swift-nio-ssl's
+        // copy of BoringSSL was 40 % of a first build's CPU.
+        .target(
+            name: "TLSClient",
+            dependencies: ["COpenSSL", .product(name: "NIOCore", package: "swift-nio")],
+            path: "Shared/TLSClient",
+            swiftSettings: swiftSettings
+        ),
         // The dispatcher's HTTP side, a module of its own so tests can drive it: keep-alive POSTs to checked
         // addresses.
         .target(
             name: "Delivery",
             dependencies: [
-                "AttributionModel", .product(name: "NIOCore", package: "swift-nio"),
+                "AttributionModel", "TLSClient", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             path: "Services/dispatcher/Delivery",
             swiftSettings: swiftSettings
@@ -229,10 +235,10 @@ let package = Package(
         .target(
             name: "ToolSupport",
             dependencies: [
-                "RedisStreams", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "RedisStreams", "TLSClient", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             path: "Tools/ToolSupport",
             swiftSettings: swiftSettings
@@ -289,7 +295,7 @@ let package = Package(
                 "IngestService", "AdminService", "VerifierService", "AttributionWinnerService", "SchedulerService",
                 "DispatcherService", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                "TLSClient",
                 "CryptoPrimitives",
                 .product(name: "Logging", package: "swift-log"),
             ],

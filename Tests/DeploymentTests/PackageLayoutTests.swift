@@ -25,8 +25,9 @@ struct PackageLayoutTests {
         #expect(separate.contains("swift-openapi-generator") && separate.contains(".package(path: pipeline.path)"))
     }
 
-    /// What the main job's build compiles for nothing: swift-crypto's BoringSSL (the system's OpenSSL
-    /// does its few calls) and AsyncHTTPClient (only the tests take it, as an independent client).
+    /// What the main job's build compiles for nothing: swift-crypto's and swift-nio-ssl's BoringSSL (the
+    /// system's OpenSSL does their calls) and AsyncHTTPClient (only the tests take it, as an independent
+    /// client).
     @Test func noExecutableTakesSwiftCryptoOrAsyncHTTPClient() throws {
         let manifest = try ComposeFileTests.read("Package.swift")
         #expect(!manifest.contains("apple/swift-crypto"))
@@ -36,6 +37,9 @@ struct PackageLayoutTests {
         for library in ["ToolSupport", "ServiceRuntime", "DispatcherService", "Delivery", "AttributionCrypto"] {
             #expect(!(try Self.dependencies(of: library)).contains("AsyncHTTPClient"), "\(library)")
         }
+        // TLS is the system's OpenSSL (TLSClient): swift-nio-ssl's BoringSSL was 40 % of a first build.
+        // Only the tests' AsyncHTTPClient brings it, as its own dependency.
+        #expect(!manifest.contains("apple/swift-nio-ssl") && !manifest.contains("NIOSSL"))
     }
 
     @Test func adminIsBuiltWithoutIngestsLibrary() throws {

@@ -4,8 +4,8 @@ import Delivery
 import DispatcherService
 import Foundation
 import NIOCore
-import NIOSSL
 import ServiceRuntime
+import TLSClient
 import TestSupport
 import Testing
 
@@ -115,9 +115,7 @@ struct PostbackPosterTests {
         try #require(made.status == 0, "openssl req: \(String(decoding: made.stderr, as: UTF8.self))")
         let server = try await TestHTTPServer.start(certificate: certificate, key: key)
         defer { server.stop() }
-        var trusting = TLSConfiguration.makeClientConfiguration()
-        trusting.trustRoots = .file(certificate)
-        let poster = try PostbackPoster(tlsConfiguration: trusting)
+        let poster = try PostbackPoster(tlsConfiguration: TLSClientConfiguration(trustRoots: .file(certificate)))
         let named = try server.endpoint("receiver.test", address: "127.0.0.1")
         #expect(await server.post(poster, "/postbacks", to: named) == .answered(status: 200))
 

@@ -2,7 +2,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import NIOSSL
+import TLSClient
 
 /// The tool's HTTP/1.1 client: one request per connection (`Connection: close`), its whole answer
 /// collected up to a limit, TLS with the system's roots and the host name checked for `https`.
@@ -33,13 +33,13 @@ public final class ToolHTTPClient: Sendable {
     }
 
     let connectTimeout: Duration
-    let tls: NIOSSLContext
+    let tls: TLSClientContext
 
     /// `connectTimeout`: how long a connection may take before the request fails (a host that is down
     /// should fail fast).
     public init(connectTimeout: Duration = .seconds(10)) throws {
         self.connectTimeout = connectTimeout
-        tls = try NIOSSLContext(configuration: .makeClientConfiguration())
+        tls = try TLSClientContext()
     }
 
     /// Sends one request and returns its status and body; a status is an answer, not an error.
@@ -75,7 +75,7 @@ public final class ToolHTTPClient: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     if secure {
                         try channel.pipeline.syncOperations.addHandler(
-                            NIOSSLClientHandler(context: tls, serverHostname: serverName))
+                            TLSClientHandler(context: tls, serverHostname: serverName))
                     }
                     try channel.pipeline.syncOperations.addHTTPClientHandlers()
                     try channel.pipeline.syncOperations.addHandler(

@@ -2,8 +2,8 @@ import AttributionModel
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import NIOSSL
 import Synchronization
+import TLSClient
 
 /// The dispatcher's HTTP/1.1 client: one POST per call over pooled keep-alive connections, each
 /// connected to exactly the endpoint it is given.
@@ -50,7 +50,7 @@ public final class PostbackPoster: Sendable {
     private let group: any EventLoopGroup
     /// The loops the connections run on (a caller's tasks may prefer them, saving a hop per answer).
     public var eventLoopGroup: any EventLoopGroup { group }
-    private let tls: NIOSSLContext
+    private let tls: TLSClientContext
     private let idleTimeout: TimeAmount
     /// Idle connections by endpoint, newest last.
     private let idle = Mutex<[Endpoint: [any Channel]]>([:])
@@ -67,13 +67,13 @@ public final class PostbackPoster: Sendable {
     public init(
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, idleTimeout: TimeAmount = .seconds(60),
         idlePerEndpoint: Int = 64, endpointCapacity: Int = 256,
-        tlsConfiguration: TLSConfiguration = .makeClientConfiguration()
+        tlsConfiguration: TLSClientConfiguration = TLSClientConfiguration()
     ) throws {
         self.group = group
         self.idleTimeout = idleTimeout
         self.idlePerEndpoint = max(1, idlePerEndpoint)
         self.endpointCapacity = max(1, endpointCapacity)
-        self.tls = try NIOSSLContext(configuration: tlsConfiguration)
+        self.tls = try TLSClientContext(tlsConfiguration)
     }
 
     /// POSTs `body` to `target` (path and query) at `endpoint`, within `timeout` for the whole attempt
@@ -149,7 +149,7 @@ public final class PostbackPoster: Sendable {
 
     private func connect(_ endpoint: Endpoint, deadline: NIODeadline) -> EventLoopFuture<any Channel> {
         let tls = endpoint.secure ? self.tls : nil
-        // SNI carries names only; for an IP literal NIOSSL checks the certificate against the peer's address.
+        // SNI carries names only; for an IP literal the certificate is checked against the peer's address.
         let serverName = IPAddress(endpoint.host) == nil ? endpoint.host : nil
         let idleTimeout = self.idleTimeout
         let bootstrap = ClientBootstrap(group: group)
@@ -157,7 +157,7 @@ public final class PostbackPoster: Sendable {
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
-                    if let tls { try pipeline.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverName)) }
+                    if let tls { try pipeline.addHandler(TLSClientHandler(context: tls, serverHostname: serverName)) }
                     try pipeline.addHTTPClientHandlers()
                     try pipeline.addHandlers([
                         IdleStateHandler(allTimeout: idleTimeout), PostbackExchangeHandler(),
