@@ -130,7 +130,7 @@ struct MessageJSONReader {
     // MARK: - Bytes
 
     /// A string's contents: printable ASCII without escapes.
-    private mutating func plainText() throws -> Range<Int> {
+    mutating func plainText() throws -> Range<Int> {
         try expect(UInt8(ascii: "\""))
         let start = position
         while position < json.count {

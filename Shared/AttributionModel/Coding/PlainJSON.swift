@@ -56,20 +56,12 @@ public enum PlainJSON {
             return true
         }
 
-        /// A string's contents if it is printable ASCII without escapes.
+        /// A string's contents if it is printable ASCII without escapes (the message codec's scanner).
         mutating func plainString() -> Range<Int>? {
-            guard take(UInt8(ascii: "\"")) else { return nil }
-            let start = position
-            while position < json.count {
-                let byte = json[position]
-                if byte == UInt8(ascii: "\"") {
-                    position += 1
-                    return start..<(position - 1)
-                }
-                guard byte >= 0x20, byte < 0x7F, byte != UInt8(ascii: "\\") else { return nil }
-                position += 1
-            }
-            return nil
+            var scanner = MessageJSONReader(json: json, position: position)
+            guard let text = try? scanner.plainText() else { return nil }
+            position = scanner.position
+            return text
         }
 
         /// One value, appended in the compact form.
@@ -153,30 +145,18 @@ public enum PlainJSON {
             return true
         }
 
-        /// `-?(0|[1-9][0-9]*)` within 64 bits, not followed by a fraction or an exponent.
+        /// `-?(0|[1-9][0-9]*)` within 64 bits, not followed by a fraction or an exponent (the message
+        /// codec's scanner; -0, which is 0 to an integer but -0.0 to a Double, is left to JSONDecoder).
         mutating func integer(into out: inout [UInt8]) -> Bool {
-            let negative = take(UInt8(ascii: "-"))
-            let start = position
-            var magnitude: UInt64 = 0
-            while position < json.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(json[position]) {
-                let (times, overflowed) = magnitude.multipliedReportingOverflow(by: 10)
-                let (sum, carried) = times.addingReportingOverflow(UInt64(json[position] - UInt8(ascii: "0")))
-                guard !overflowed, !carried else { return false }
-                magnitude = sum
-                position += 1
+            var scanner = MessageJSONReader(json: json, position: position)
+            if json[position] == UInt8(ascii: "-") {
+                guard let value = try? scanner.integer(Int64.self) else { return false }
+                CompactCoding.appendInteger(value, to: &out)
+            } else {
+                guard let value = try? scanner.integer(UInt64.self) else { return false }
+                CompactCoding.appendInteger(value, to: &out)
             }
-            let digits = position - start
-            guard digits > 0, digits == 1 || json[start] != UInt8(ascii: "0") else { return false }
-            if position < json.count, [UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E")].contains(json[position]) {
-                return false
-            }
-            guard negative else {
-                CompactCoding.appendInteger(magnitude, to: &out)
-                return true
-            }
-            // -0 is 0 to an integer but -0.0 to a Double: JSONDecoder's to decide.
-            guard magnitude > 0, magnitude <= UInt64(Int64.max) + 1 else { return false }
-            CompactCoding.appendInteger(magnitude == UInt64(Int64.max) + 1 ? Int64.min : -Int64(magnitude), to: &out)
+            position = scanner.position
             return true
         }
     }
