@@ -114,6 +114,8 @@ public final class TLSClientHandler: ChannelDuplexHandler, RemovableChannelHandl
 
     private func handshake(_ context: ChannelHandlerContext) {
         guard let ssl else { return }
+        // OpenSSL's error queue is the thread's: what an earlier call left there is not this failure.
+        ERR_clear_error()
         let result = SSL_do_handshake(ssl)
         sendCiphertext(context, promise: nil)
         context.flush()
@@ -134,6 +136,7 @@ public final class TLSClientHandler: ChannelDuplexHandler, RemovableChannelHandl
         while state == .active {
             var buffer = context.channel.allocator.buffer(capacity: 16_384)
             var result: Int32 = 0
+            ERR_clear_error()
             buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 16_384) { bytes in
                 result = SSL_read(ssl, bytes.baseAddress, Int32(clamping: bytes.count))
                 return Int(max(result, 0))
@@ -160,6 +163,7 @@ public final class TLSClientHandler: ChannelDuplexHandler, RemovableChannelHandl
     private func writePending(_ context: ChannelHandlerContext) {
         guard let ssl else { return }
         flushPending = false
+        ERR_clear_error()
         let writes = pending
         pending = []
         for (index, (bytes, promise)) in writes.enumerated() {

@@ -155,7 +155,7 @@ struct MessageJSONReader {
         guard take(byte) else { throw Unread() }
     }
 
-    private mutating func literal(_ word: StaticString) -> Bool {
+    mutating func literal(_ word: StaticString) -> Bool {
         let count = word.utf8CodeUnitCount
         guard position + count <= json.count,
             word.withUTF8Buffer({ json[position..<(position + count)].elementsEqual($0) })

@@ -137,11 +137,9 @@ public enum PlainJSON {
         }
 
         mutating func literal(_ word: StaticString) -> Bool {
-            let count = word.utf8CodeUnitCount
-            guard position + count <= json.count,
-                word.withUTF8Buffer({ json[position..<(position + count)].elementsEqual($0) })
-            else { return false }
-            position += count
+            var scanner = MessageJSONReader(json: json, position: position)
+            guard scanner.literal(word) else { return false }
+            position = scanner.position
             return true
         }
 
