@@ -132,7 +132,7 @@ struct AttributionWinnerStage: StreamStage {
     /// The step's effects as Redis commands: state, settling conversion, cap record, refusal, outputs.
     func commands(for effects: WinnerStep.Effects, scope: WinnerStep.Scope, in partition: Partition) throws -> [RedisCommand] {
         // Compact binary, not JSON: this blob is read and written on every event of the device, where JSON cost a fifth of the stage's CPU.
-        let state = try CompactCoding.encode(effects.state)
+        let state = CompactCoding.encode(effects.state)
         var commands = [
             RedisCommand.set(DeviceKeys.winnerState(scope, in: partition), state, expiringAfter: effects.keepStateFor)
         ]

@@ -217,7 +217,7 @@ struct SchedulerStage: StreamStage {
         switch effects.store {
         case .plan(let plan)?:
             // No timer wakes a plan to end it: its key expires, and the marker beside it outlives it.
-            commands.append(.set(key, try Self.stored(plan), expiringAfter: max(1, (effects.expiresAt ?? now) - now)))
+            commands.append(.set(key, Self.stored(plan), expiringAfter: max(1, (effects.expiresAt ?? now) - now)))
             if let marker = effects.markerExpiresAt {
                 commands.append(
                     .set(
@@ -246,7 +246,7 @@ struct SchedulerStage: StreamStage {
 
     /// A plan as stored: compact binary, not JSON, since it is read and written on every message of its
     /// conversion.
-    static func stored(_ plan: PostbackPlan) throws -> [UInt8] { try CompactCoding.encode(plan) }
+    static func stored(_ plan: PostbackPlan) -> [UInt8] { CompactCoding.encode(plan) }
 
     /// A plan's MGET: its key (a plan or the marker), then the kept plan's marker; nil for a plan that
     /// cannot be read.

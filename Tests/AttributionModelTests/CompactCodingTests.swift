@@ -3,7 +3,9 @@ import Testing
 
 @testable import AttributionModel
 
-@Suite("Compact coding of state blobs")
+/// The compact layout itself, through its `Codable` reader (`CompactDecoder`: `PlainJSON`'s transient
+/// form, 0.1.0's envelopes) and release 0.1.0's `Codable` writer, and the stored-state codec's refusals.
+@Suite("Compact coding: the layout")
 struct CompactCodingTests {
     typealias F = Fixture
 
@@ -37,9 +39,9 @@ struct CompactCodingTests {
     ]
 
     @Test(arguments: primitives) func primitivesRoundTrip(value: Primitives) throws {
-        let bytes = try CompactCoding.encode(value)
+        let bytes = try CompactCoding.encodeByCodable(value)
         #expect(bytes.first == CompactCoding.magic)
-        #expect(try CompactCoding.decode(Primitives.self, from: bytes) == value)
+        #expect(try CompactCoding.decodeByCodable(Primitives.self, from: bytes) == value)
     }
 
     struct Small: Codable, Equatable {
@@ -59,19 +61,19 @@ struct CompactCodingTests {
             1, 0x03, 0x54,  // "time", key number 0 (2 × 0 + 1): signed, zigzag(42) = 84
         ]
         let value = Small(a: -2, b: nil, c: [true], time: 42)
-        #expect(try CompactCoding.encode(value) == version2)
-        #expect(try CompactCoding.decode(Small.self, from: version2) == value)
+        #expect(try CompactCoding.encodeByCodable(value) == version2)
+        #expect(try CompactCoding.decodeByCodable(Small.self, from: version2) == value)
         // A numbered key may also be written as its text (PlainJSON's transient form): read the same.
         let textKeys: [UInt8] = [
             0xF5, 2, 0x08, 19, 0, 0, 0, 2, 0x61, 0x03, 3, 2, 0x63, 0x07, 1, 0, 0, 0, 0x02, 8, 0x74, 0x69, 0x6D, 0x65, 0x03, 0x54,
         ]
-        #expect(try CompactCoding.decode(Small.self, from: textKeys) == value)
+        #expect(try CompactCoding.decodeByCodable(Small.self, from: textKeys) == value)
         // One format: another version byte, or JSON where the compact form is stored, is refused.
         var version1 = textKeys
         version1[1] = 1
-        #expect(throws: DecodingError.self) { try CompactCoding.decode(Small.self, from: version1) }
+        #expect(throws: DecodingError.self) { try CompactCoding.decodeByCodable(Small.self, from: version1) }
         #expect(throws: DecodingError.self) {
-            try CompactCoding.decode(Small.self, from: Array(#"{"a":-2,"c":[true],"time":42}"#.utf8))
+            try CompactCoding.decodeByCodable(Small.self, from: Array(#"{"a":-2,"c":[true],"time":42}"#.utf8))
         }
     }
 
@@ -115,7 +117,7 @@ struct CompactCodingTests {
         let key: [UInt8] = [UInt8(past & 0x7F) | 0x80, UInt8(past >> 7)]  // a two-byte varint (128 ≤ past < 16384)
         let bytes: [UInt8] = [0xF5, 2, 0x08, 7, 0, 0, 0] + key + [0x03, 6, 1, 0x03, 0x54]
         struct Timed: Codable, Equatable { var time: Int64 }
-        #expect(try CompactCoding.decode(Timed.self, from: bytes) == Timed(time: 42))
+        #expect(try CompactCoding.decodeByCodable(Timed.self, from: bytes) == Timed(time: 42))
     }
 
     @Test func modelStatesRoundTrip() throws {
@@ -134,7 +136,7 @@ struct CompactCodingTests {
         #expect(try CompactCoding.decode(DeviceAttributionState.self, from: CompactCoding.encode(state)) == state)
         for body in EnvelopeAndStateTests.everyBody {
             let envelope = Envelope(time: 42, body: body)
-            #expect(try CompactCoding.decode(Envelope.self, from: CompactCoding.encode(envelope)) == envelope)
+            #expect(try CompactCoding.decodeByCodable(Envelope.self, from: CompactCoding.encodeByCodable(envelope)) == envelope)
         }
     }
 
@@ -165,9 +167,9 @@ struct CompactCodingTests {
             var a: Int
             var required: Int
         }
-        let bytes = try CompactCoding.encode(Newer(a: 1, extra: ["x": [1, 2]], b: "b"))
-        #expect(try CompactCoding.decode(Older.self, from: bytes) == Older(b: "b", a: 1))
-        #expect(throws: DecodingError.self) { try CompactCoding.decode(Stricter.self, from: bytes) }
+        let bytes = try CompactCoding.encodeByCodable(Newer(a: 1, extra: ["x": [1, 2]], b: "b"))
+        #expect(try CompactCoding.decodeByCodable(Older.self, from: bytes) == Older(b: "b", a: 1))
+        #expect(throws: DecodingError.self) { try CompactCoding.decodeByCodable(Stricter.self, from: bytes) }
     }
 
     /// Damaged bytes throw: every truncation and every single-byte change, never a crash or a hang.
@@ -176,7 +178,7 @@ struct CompactCodingTests {
             attribution: F.attribution(nonWinners: []),
             crowd: .init(tier: .three, sourceIdentifierDigits: 4, countryIsTierThree: true))
         _ = plan.closeWindow(0, policy: .realTime, identifiers: Fixture.identifiers)
-        let bytes = try CompactCoding.encode(plan)
+        let bytes = CompactCoding.encode(plan)
         for length in 0..<bytes.count {
             #expect(throws: (any Error).self) { try CompactCoding.decode(PostbackPlan.self, from: Array(bytes.prefix(length))) }
         }
@@ -196,7 +198,9 @@ struct CompactCodingTests {
     @Test func integersOutOfRangeThrow() throws {
         struct Wide: Codable { var n: Int64 }
         struct Narrow: Codable { var n: Int8 }
-        #expect(try CompactCoding.decode(Narrow.self, from: CompactCoding.encode(Wide(n: 127))).n == 127)
-        #expect(throws: DecodingError.self) { try CompactCoding.decode(Narrow.self, from: CompactCoding.encode(Wide(n: 128))) }
+        #expect(try CompactCoding.decodeByCodable(Narrow.self, from: CompactCoding.encodeByCodable(Wide(n: 127))).n == 127)
+        #expect(throws: DecodingError.self) {
+            try CompactCoding.decodeByCodable(Narrow.self, from: CompactCoding.encodeByCodable(Wide(n: 128)))
+        }
     }
 }

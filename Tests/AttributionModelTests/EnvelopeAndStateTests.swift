@@ -54,7 +54,7 @@ struct EnvelopeAndStateTests {
             let decoded = try Envelope.decode(envelope.encoded())
             #expect(decoded == envelope)
             // Every message is one JSON object on every stream; the compact form 0.1.0 wrote is still read.
-            #expect(try Envelope.decode(CompactCoding.encode(envelope)) == envelope, "\(body.type)")
+            #expect(try Envelope.decode(CompactCoding.encodeByCodable(envelope)) == envelope, "\(body.type)")
             let json = try #require(try JSONSerialization.jsonObject(with: Data(envelope.encoded())) as? [String: Any])
             #expect(json["type"] as? String == body.type.rawValue)
             #expect(Set(json.keys) == ["type", "id", "time", "schema", "body"])

@@ -40,8 +40,10 @@ struct StreamToolTests {
             // As release 0.1.0 wrote every message between stages: the compact envelope.
             add(
                 StreamNames.attributions(partitioning[0]), "2-0",
-                try CompactCoding.encode(
-                    Envelope(id: "old", time: 6, body: .windowClosed(WindowClosed(conversionIdentifier: "c", window: 1, time: 6)))
+                // A window.closed as 0.1.0 wrote it (a line of AttributionModelTests' stream-entries-0.1.0.txt).
+                Self.bytes(
+                    hex:
+                        "f502084800000003060d77696e646f772e636c6f73656407060a6d6573736167652d3130010380a0abfef96209030205081a00000011060c636f6e76657273696f6e2d313d03040103808091a3fb62"
                 )),
         ])
         #expect(replies.allSatisfy { $0.errorMessage == nil }, "\(replies)")
@@ -109,7 +111,7 @@ struct StreamToolTests {
         let held = DelayedQueues.heldPostbacks[1](Self.partitioning[0])
         _ = try await connection.pipeline(
             [
-                RedisCommand("SET", "winner:device:{p00}:1:d").appending(try CompactCoding.encode(state)),
+                RedisCommand("SET", "winner:device:{p00}:1:d").appending(CompactCoding.encode(state)),
                 RedisCommand("SET", "scheduler:plan:{p00}:done").appending(StageKeys.finishedPlanMarker),
             ] + held.schedule(id: "", dueAtMilliseconds: 20, message: CompactHeldPostback.encode(Self.order("b"), dueAt: 20))
                 + held.schedule(id: "", dueAtMilliseconds: 10, message: CompactHeldPostback.encode(Self.order("a"), dueAt: 10)))
@@ -176,5 +178,12 @@ struct StreamToolTests {
             try await eventually { entries() == ["5-0", "3-1", "6-0"] || entries() == ["5-0", "6-0", "3-1"] }, "\(entries())")
         try await Task.sleep(for: .milliseconds(300))
         #expect(entries().count == 3, "nothing printed twice: \(entries())")
+    }
+
+    static func bytes(hex: String) -> [UInt8] {
+        let digits = Array(hex.utf8)
+        return stride(from: 0, to: digits.count, by: 2).map {
+            UInt8(String(decoding: digits[$0..<$0 + 2], as: UTF8.self), radix: 16)!
+        }
     }
 }

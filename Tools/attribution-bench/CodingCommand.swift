@@ -2,21 +2,22 @@ import ArgumentParser
 import AttributionModel
 import Foundation
 
-/// Measures the pipeline's two codecs side by side: the stored-state codec (`CompactCoding`) and the
-/// message codec (JSON). A device's attribution state (read and written by attribution-winner on every
-/// event of the device) and a conversion's postback plan (read and written by the scheduler on every
-/// message of the conversion) are stored compact; each is decoded and encoded `--rounds` times as
-/// JSON and as compact. The two messages every impression sends (`impression.reported`,
-/// `impression.verified`) travel as JSON; each is measured in JSON (`Envelope.encoded` and `decode`)
-/// and in the compact form release 0.1.0 sent. The samples are real blobs captured from
-/// `scripts/demo.sh` (a device with four impressions, a settling conversion and a pending update; a
-/// plan with three windows closed and five postbacks prepared).
+/// Measures the pipeline's two codecs, each against Foundation's JSON for the same value: the
+/// stored-state codec (`CompactCoding`) for a device's attribution state (read and written by
+/// attribution-winner on every event of the device) and a conversion's postback plan (read and written
+/// by the scheduler on every message of the conversion), and the message codec (`Envelope.encoded` and
+/// `decode`) for the messages every impression and conversion sends. Each sample is decoded and
+/// encoded `--rounds` times. The samples are real blobs captured from `scripts/demo.sh` (a device with
+/// four impressions, a settling conversion and a pending update; a plan with three windows closed and
+/// five postbacks prepared).
 struct CodingCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "coding",
-        abstract: "CPU µs to decode and encode stored states (compact) and stream messages (JSON), each against the other form.")
+        abstract:
+            "CPU µs to decode and encode stored states (stored-state codec) and stream messages (message codec), each against Foundation's JSON."
+    )
 
-    @Option(help: "Decode-and-encode rounds per sample and layout.")
+    @Option(help: "Decode-and-encode rounds per sample and codec.")
     var rounds = 20_000
 
     @Flag(help: "Print the figures as one JSON object instead of text.")
@@ -24,18 +25,29 @@ struct CodingCommand: ParsableCommand {
 
     struct Figure: Codable {
         var sample: String
-        var jsonBytes: Int
-        var compactBytes: Int
-        var jsonMicroseconds: Double
-        var compactMicroseconds: Double
+        /// `stored-state` or `message`.
+        var codec: String
+        var bytes: Int
+        var microseconds: Double
+        /// Foundation's JSONEncoder and JSONDecoder on the same value.
+        var foundationBytes: Int
+        var foundationMicroseconds: Double
     }
 
     func run() throws {
         let figures = [
-            try measure("device state", DeviceAttributionState.self, json: Self.deviceState),
-            try measure("postback plan", PostbackPlan.self, json: Self.postbackPlan),
-            try measureEnvelope("impression.reported envelope", json: Self.reportedImpression),
-            try measureEnvelope("impression.verified envelope", json: Self.verifiedImpression),
+            try measure("device state", json: Self.deviceState) {
+                CompactCoding.encode($0)
+            } decode: {
+                try CompactCoding.decode(DeviceAttributionState.self, from: $0)
+            },
+            try measure("postback plan", json: Self.postbackPlan) {
+                CompactCoding.encode($0)
+            } decode: {
+                try CompactCoding.decode(PostbackPlan.self, from: $0)
+            },
+            try measureEnvelope("impression.reported envelope", try Envelope.decode(Array(Self.reportedImpression.utf8))),
+            try measureEnvelope("impression.verified envelope", try Envelope.decode(Array(Self.verifiedImpression.utf8))),
             try measureEnvelope("conversion.attributed envelope", try Self.attributed()),
             try measureEnvelope("postback.due envelope", Self.postbackDue),
         ]
@@ -44,54 +56,44 @@ struct CodingCommand: ParsableCommand {
             return
         }
         for figure in figures {
-            let ratio = figure.jsonMicroseconds / figure.compactMicroseconds
+            let ratio = figure.foundationMicroseconds / figure.microseconds
             print(
-                "\(figure.sample): JSON \(figure.jsonBytes) B, \(format(figure.jsonMicroseconds)) µs; "
-                    + "compact \(figure.compactBytes) B, \(format(figure.compactMicroseconds)) µs "
+                "\(figure.sample): \(figure.codec) codec \(figure.bytes) B, \(format(figure.microseconds)) µs; "
+                    + "Foundation JSON \(figure.foundationBytes) B, \(format(figure.foundationMicroseconds)) µs "
                     + "(decode + encode; \(format(ratio))× faster)")
         }
     }
 
     private func format(_ value: Double) -> String { String(format: "%.1f", value) }
 
-    private func measure<T: Codable & Equatable>(_ name: String, _ type: T.Type, json: String) throws -> Figure {
+    /// A stored blob: the stored-state codec against Foundation's JSON of the same value.
+    private func measure<T: Codable & Equatable>(
+        _ name: String, json: String, encode: (T) -> [UInt8], decode: ([UInt8]) throws -> T
+    ) throws -> Figure {
         let value = try JSONCoding.decoder.decode(T.self, from: Data(json.utf8))
-        // The JSON as the stages wrote it (no whitespace), not the sample's readable layout.
-        let jsonBytes = Array(try JSONCoding.encoder.encode(value))
-        let compact = try CompactCoding.encode(value)
-        guard try CompactCoding.decode(T.self, from: compact) == value else {
-            throw ValidationError("\(name): the compact round trip changed the value")
-        }
-        let jsonTime = try time {
-            let decoded = try JSONCoding.decoder.decode(T.self, from: Data(jsonBytes))
-            return try JSONCoding.encoder.encode(decoded).count
-        }
-        let compactTime = try time {
-            let decoded = try CompactCoding.decode(T.self, from: compact)
-            return try CompactCoding.encode(decoded).count
-        }
-        return Figure(
-            sample: name, jsonBytes: jsonBytes.count, compactBytes: compact.count, jsonMicroseconds: jsonTime,
-            compactMicroseconds: compactTime)
+        let stored = encode(value)
+        guard try decode(stored) == value else { throw ValidationError("\(name): the stored round trip changed the value") }
+        return try figure(name, codec: "stored-state", value, bytes: stored) { encode(try decode($0)) }
     }
 
-    /// A stream message: JSON as the stages write it (`Envelope.encoded`, hand-written for these two
-    /// types; `Envelope.decode`) against the compact form 0.1.0 wrote.
-    private func measureEnvelope(_ name: String, json: String) throws -> Figure {
-        try measureEnvelope(name, try Envelope.decode(Array(json.utf8)))
-    }
-
+    /// A stream message: the message codec against Foundation's JSON of the same envelope.
     private func measureEnvelope(_ name: String, _ value: Envelope) throws -> Figure {
-        let jsonBytes = try value.encoded()
-        let compact = try CompactCoding.encode(value)
-        guard try Envelope.decode(compact) == value, try Envelope.decode(jsonBytes) == value else {
-            throw ValidationError("\(name): a round trip changed the envelope")
+        let bytes = try value.encoded()
+        guard try Envelope.decode(bytes) == value else { throw ValidationError("\(name): a round trip changed the envelope") }
+        return try figure(name, codec: "message", value, bytes: bytes) { try Envelope.decode($0).encoded() }
+    }
+
+    private func figure<T: Codable>(
+        _ name: String, codec: String, _ value: T, bytes: [UInt8], roundTrip: ([UInt8]) throws -> [UInt8]
+    ) throws -> Figure {
+        let foundation = Array(try JSONCoding.encoder.encode(value))
+        let codecTime = try time { try roundTrip(bytes).count }
+        let foundationTime = try time {
+            try JSONCoding.encoder.encode(JSONCoding.decoder.decode(T.self, from: Data(foundation))).count
         }
-        let jsonTime = try time { try Envelope.decode(jsonBytes).encoded().count }
-        let compactTime = try time { try CompactCoding.encode(Envelope.decode(compact)).count }
         return Figure(
-            sample: name, jsonBytes: jsonBytes.count, compactBytes: compact.count, jsonMicroseconds: jsonTime,
-            compactMicroseconds: compactTime)
+            sample: name, codec: codec, bytes: bytes.count, microseconds: codecTime, foundationBytes: foundation.count,
+            foundationMicroseconds: foundationTime)
     }
 
     /// Mean µs per round (the first tenth is a warm-up, not counted).

@@ -1,13 +1,12 @@
 import Foundation
 
-/// A compact, self-describing binary form for the state blobs the stages keep in Redis and re-read on
-/// every event (a device's attribution state, a conversion's postback plan). Any `Codable` type is
-/// written as it would be to JSON (same keys, same optional keys left out, so the types' own
-/// `init(from:)` keeps reading older layouts), but without text: no number parsing, no escaping, no
-/// sorting of keys, and containers carry their length so a decoder skips what it does not ask for.
-/// JSON coding of these blobs was about half the scheduler's and attribution-winner's CPU per event;
-/// `attribution-bench coding` measures both forms side by side. The types read and written
-/// on every event write the same bytes by hand, without Codable (`CompactHandCoded`).
+/// A compact, self-describing binary layout for the state blobs the stages keep in Redis and re-read on
+/// every event (a device's attribution state, a conversion's postback plan): the keys and optional
+/// members of the value's JSON, without text (no number parsing, no escaping, no sorting of keys), and
+/// containers carry their length so a reader skips what it does not ask for. JSON coding of these blobs
+/// was about half the scheduler's and attribution-winner's CPU per event. They are written and read by
+/// one codec, the stored-state codec (`CompactHandCoded`); `Codable` reads this layout only as
+/// `PlainJSON`'s transient form and in the stream envelopes release 0.1.0 wrote (`CompactDecoder`).
 ///
 /// Layout: magic `0xF5` (never the first byte of JSON or of UTF-8 text, and not
 /// `CompactHeldPostback.magic`), the version byte, then one value:
@@ -51,7 +50,7 @@ public enum CompactCoding {
         static let decimal: UInt8 = 0x09
     }
 
-    /// The byte-level writers `CompactEncoder` and `PlainJSON` share.
+    /// The byte-level writers the stored-state codec (`CompactWriter`) and `PlainJSON` share.
 
     /// An integer with its tag: `signed` as a zigzag varint (small negatives stay short), `unsigned` as a varint.
     static func appendInteger(_ value: Int64, to bytes: inout [UInt8]) {
@@ -105,39 +104,13 @@ public enum CompactCoding {
         for index in 0..<4 { bytes[placeholder + index] = UInt8(truncatingIfNeeded: count >> (8 * index)) }
     }
 
-    /// The compact form of `value`.
-    public static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
-        // A hand-coded type's own writer first; one that does not write this value throws (see `CompactHandCoded`).
-        if let handCoded = value as? any CompactHandCoded, let bytes = try? encodeByHand(handCoded) { return bytes }
-        return try encodeByCodable(value)
-    }
-
-    /// The compact form of `value` through its `Codable` conformance (a hand-coded type's reference).
-    static func encodeByCodable<T: Encodable>(_ value: T) throws -> [UInt8] {
-        let encoder = CompactEncoder()
-        encoder.bytes.reserveCapacity(512)
-        encoder.bytes.append(magic)
-        encoder.bytes.append(version)
-        try encoder.encodeValue(value)
-        return encoder.bytes
-    }
-
     /// Whether `bytes` start as the compact form does.
     public static func isCompact(_ bytes: some Collection<UInt8>) -> Bool { bytes.first == magic }
 
-    /// The value of compact `bytes`; anything else (JSON included) is refused as corrupt.
-    public static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
-        guard isCompact(bytes) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "not in the compact form"))
-        }
-        // A hand-coded type's own reader first; bytes it does not expect go the `Codable` way (see `CompactHandCoded`).
-        if let handCoded = T.self as? any CompactHandCoded.Type, let value = decodeByHand(handCoded, from: bytes) as? T {
-            return value
-        }
-        return try decodeByCodable(T.self, from: bytes)
-    }
-
-    /// Compact `bytes` read through `T`'s `Codable` conformance (any key order, defaults, damage reported).
+    /// Compact `bytes` read through `T`'s `Codable` conformance (any key order, defaults, damage
+    /// reported): the form `PlainJSON` makes of plain JSON for an instant, and the stream envelopes
+    /// release 0.1.0 wrote, which a stage may still find on a stream after an upgrade. Stored state
+    /// is never read this way (`CompactHandCoded`).
     static func decodeByCodable<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
         return try bytes.withUnsafeBufferPointer { buffer in
             guard buffer.count >= 2, buffer[1] == version else {

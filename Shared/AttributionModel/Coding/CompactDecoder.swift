@@ -21,12 +21,7 @@ final class CompactDecoder: Decoder {
     func decodeValue<T: Decodable>(_ type: T.Type) throws -> T { try decodeValue(T.self, at: position) }
 
     func decodeValue<T: Decodable>(_ type: T.Type, at offset: Int) throws -> T {
-        if T.self == Decimal.self {
-            guard try byte(at: offset) == Tag.decimal, let decimal = Decimal(string: try text(at: offset)) else {
-                throw Self.corrupted("expected a Decimal")
-            }
-            return decimal as! T
-        }
+        if T.self == Decimal.self { return try decimal(at: offset) as! T }
         let saved = position
         position = offset
         defer { position = saved }
@@ -131,6 +126,13 @@ final class CompactDecoder: Decoder {
     func string(at offset: Int) throws -> String {
         guard try byte(at: offset) == Tag.string else { throw Self.corrupted("expected a String") }
         return try text(at: offset)
+    }
+
+    func decimal(at offset: Int) throws -> Decimal {
+        guard try byte(at: offset) == Tag.decimal, let decimal = Decimal(string: try text(at: offset)) else {
+            throw Self.corrupted("expected a Decimal")
+        }
+        return decimal
     }
 
     /// The text of a String or Decimal value.

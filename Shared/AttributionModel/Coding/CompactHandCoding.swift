@@ -1,21 +1,20 @@
 import Foundation
 
-/// Hand-written `CompactCoding` for the state read and written on every event (a conversion's postback
-/// plan, a device's attribution state): the same bytes `CompactEncoder` writes for the type's
-/// `Codable` form (keys numbered by `CompactKeys` alike), without Codable's per-value dispatch,
-/// container boxes and generic metadata lookups, which were about a fifth of the scheduler's and of
-/// attribution-winner's CPU per event.
+/// The stored-state codec: how a stage writes and reads the state it keeps for itself in Redis (a
+/// device's attribution state, a conversion's postback plan), in `CompactCoding`'s layout, by hand.
+/// These blobs are read and written on every event of their device or conversion; JSON, and then
+/// Codable's per-value dispatch over the same layout, were each about a fifth of attribution-winner's
+/// and the scheduler's CPU per event (`attribution-bench coding` compares this codec with the message
+/// codec).
 ///
-/// `CompactCoding.encode` and `decode` take this path for a conforming type and fall back to the
-/// `Codable` one otherwise, and when the writer throws (a value it leaves to `Codable`). The reader is
-/// strict: it reads keys in the order the writer puts them, and anything else (a blob written by an
-/// older or newer binary, another key order, JSON, damage) throws, upon which `CompactCoding.decode`
-/// reads the bytes through `CompactDecoder`, which finds keys wherever they are, fills defaults and
-/// reports real damage.
-/// `CompactHandCodingTests` holds the hand-written bytes to the `Codable` ones, and the hand-read
-/// values to `CompactDecoder`'s.
+/// Each writer mirrors its type's `Codable` form as release 0.1.0 wrote it (same keys, same order,
+/// optional keys left out when nil), so what 0.1.0 stored is read (`StoredStateCodingTests`, over
+/// `Fixtures/stored-state-0.1.0.txt`). The readers of the per-event types read keys in the order the
+/// writer puts them; those of rare members (pending updates and activities, a schema and its totals)
+/// read a container's keys in any order. Anything else (damage, another layout, JSON) is refused as
+/// corrupt, naming the type and the byte where reading stopped: never a default, never an empty value.
 protocol CompactHandCoded {
-    func write(to writer: inout CompactWriter) throws
+    func write(to writer: inout CompactWriter)
     init(reading reader: inout CompactReader) throws
 }
 
@@ -53,12 +52,22 @@ struct CompactWriter {
     mutating func bool(_ value: Bool) { bytes.append(value ? Tag.trueValue : Tag.falseValue) }
     mutating func null() { bytes.append(Tag.null) }
 
-    /// A value of a type without a hand-written form, through `CompactEncoder`, into the same bytes.
-    mutating func encodable<T: Encodable>(_ value: T) throws {
-        let encoder = CompactEncoder()
-        swap(&encoder.bytes, &bytes)
-        defer { swap(&encoder.bytes, &bytes) }
-        try encoder.encodeValue(value)
+    /// A decimal (revenue) as its exact text.
+    mutating func decimal(_ value: Decimal) {
+        bytes.append(Tag.decimal)
+        CompactCoding.appendText(Array(value.description.utf8), to: &bytes)
+    }
+
+    /// A dictionary as a keyed container (its keys numbered by `CompactKeys` like any key, as
+    /// `Codable` writes a dictionary keyed by strings), in key order, so that equal values write equal bytes.
+    mutating func dictionary<V>(_ entries: [String: V], _ value: (inout CompactWriter, V) -> Void) {
+        keyed { writer in
+            for (key, entry) in entries.sorted(by: { $0.key < $1.key }) {
+                var key = key
+                key.withUTF8 { CompactCoding.appendKey($0, to: &writer.bytes) }
+                value(&writer, entry)
+            }
+        }
     }
 
     // MARK: - Entries of a keyed container: the key, then the value (as `encode(_:forKey:)` writes it).
@@ -99,7 +108,7 @@ struct CompactWriter {
     }
 }
 
-/// Reads what `CompactWriter` wrote, in the order it wrote it; `Mismatch` for anything else.
+/// Reads what `CompactWriter` wrote; `Mismatch` for anything else.
 struct CompactReader {
     typealias Tag = CompactCoding.Tag
     /// Not damage, necessarily: only not the layout this reader expects (see `CompactHandCoded`).
@@ -152,6 +161,29 @@ struct CompactReader {
         return values
     }
 
+    /// A keyed container's entries in any order: `entry` gets each key and reads its value, throwing
+    /// `Mismatch` for a key it does not know. A key written twice is refused.
+    mutating func entries(_ entry: (inout CompactReader, String) throws -> Void) throws {
+        try keyed { reader in
+            var seen: Set<String> = []
+            while reader.position < reader.containerEnd {
+                var cursor = reader.position
+                guard let bytes = try reader.decoder.key(at: &cursor, end: reader.containerEnd) else { throw Mismatch() }
+                let key = String(decoding: bytes, as: UTF8.self)
+                guard seen.insert(key).inserted else { throw Mismatch() }
+                reader.position = cursor
+                try entry(&reader, key)
+            }
+        }
+    }
+
+    /// A dictionary written by `CompactWriter.dictionary`, or by `Codable` in any key order.
+    mutating func dictionary<V>(_ value: (inout CompactReader) throws -> V) throws -> [String: V] {
+        var result: [String: V] = [:]
+        try entries { reader, key in result[key] = try value(&reader) }
+        return result
+    }
+
     /// The next key, which must be `name`.
     mutating func key(_ name: StaticString) throws {
         guard try optionalKey(name) else { throw Mismatch() }
@@ -175,6 +207,7 @@ struct CompactReader {
     }
     mutating func unsigned() throws -> UInt64 { try value { try $0.integer(UInt64.self, at: $1) } }
     mutating func bool() throws -> Bool { try value { try $0.bool(at: $1) } }
+    mutating func decimal() throws -> Decimal { try value { try $0.decimal(at: $1) } }
 
     /// Whether the next value is nil; if so it is read.
     mutating func null() -> Bool {
@@ -187,11 +220,6 @@ struct CompactReader {
     mutating func raw<T: RawRepresentable>(_ type: T.Type) throws -> T where T.RawValue == String {
         guard let value = T(rawValue: try string()) else { throw Mismatch() }
         return value
-    }
-
-    /// A value of a type without a hand-written form, through `CompactDecoder`.
-    mutating func decodable<T: Decodable>(_ type: T.Type) throws -> T {
-        try value { try $0.decodeValue(T.self, at: $1) }
     }
 
     // MARK: - Entries of a keyed container, in the writer's order (`ifPresent`: nil when the key is absent).
@@ -233,21 +261,47 @@ struct CompactReader {
 }
 
 extension CompactCoding {
-    /// The hand-written form of `value` (the same bytes as its `Codable` form).
-    static func encodeByHand(_ value: some CompactHandCoded) throws -> [UInt8] {
+    /// A device's attribution state as stored.
+    public static func encode(_ state: DeviceAttributionState) -> [UInt8] { encodeByHand(state) }
+    /// A conversion's postback plan as stored.
+    public static func encode(_ plan: PostbackPlan) -> [UInt8] { encodeByHand(plan) }
+
+    /// The device state stored as `bytes`; anything else (damage, JSON, another layout) throws.
+    public static func decode(_ type: DeviceAttributionState.Type, from bytes: [UInt8]) throws -> DeviceAttributionState {
+        try decodeByHand(type, from: bytes)
+    }
+
+    /// The postback plan stored as `bytes`; anything else (damage, JSON, another layout) throws.
+    public static func decode(_ type: PostbackPlan.Type, from bytes: [UInt8]) throws -> PostbackPlan {
+        try decodeByHand(type, from: bytes)
+    }
+
+    static func encodeByHand(_ value: some CompactHandCoded) -> [UInt8] {
         var writer = CompactWriter(bytes: [magic, version])
         writer.bytes.reserveCapacity(512)
-        try value.write(to: &writer)
+        value.write(to: &writer)
         return writer.bytes
     }
 
-    /// The hand-read value of compact `bytes`, nil when they are not in the layout the reader expects.
-    static func decodeByHand<T: CompactHandCoded>(_ type: T.Type, from bytes: [UInt8]) -> T? {
-        bytes.withUnsafeBufferPointer { buffer in
-            guard buffer.count >= 2, buffer[0] == magic, buffer[1] == version else { return nil }
+    static func decodeByHand<T: CompactHandCoded>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
+        try bytes.withUnsafeBufferPointer { buffer in
+            guard buffer.count >= 2, buffer[0] == magic else {
+                throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "not in the compact form"))
+            }
+            guard buffer[1] == version else {
+                throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "unknown compact coding version"))
+            }
             var reader = CompactReader(buffer: buffer, position: 2)
-            guard let value = try? T(reading: &reader), reader.position == buffer.count else { return nil }
-            return value
+            do {
+                let value = try T(reading: &reader)
+                guard reader.position == buffer.count else { throw CompactReader.Mismatch() }
+                return value
+            } catch {
+                var reason = "unexpected layout"
+                if case .dataCorrupted(let context)? = error as? DecodingError { reason = context.debugDescription }
+                throw DecodingError.dataCorrupted(
+                    .init(codingPath: [], debugDescription: "not a stored \(T.self): \(reason) at byte \(reader.position)"))
+            }
         }
     }
 }

@@ -1,7 +1,6 @@
 /// Writes a message's JSON directly: the bytes `JSONCoding.encoder` writes for the same value (keys in
 /// its sorted order, optional members left out when nil, slashes unescaped), without JSONEncoder's tree
-/// of boxed values and its sorting of every object's keys, nor the `Codable` compact form
-/// `CompactJSON` turns into text. The encoding half of the message codec.
+/// of boxed values and its sorting of every object's keys. The encoding half of the message codec.
 ///
 /// Each type lists its keys in sorted order by hand (`MessageJSONTests` compares every message type's
 /// bytes with JSONEncoder's). Text JSONEncoder would escape, or that is not ASCII, sets `failed`, and

@@ -15,7 +15,7 @@ public enum PlainJSON {
     /// `type` decoded from `json`: through the compact form when the JSON is plain, else by the
     /// pipeline's shared JSONDecoder (one made per call cost as much as the decoding).
     public static func decode<T: Decodable>(_ type: T.Type, from json: Data) throws -> T {
-        if let compact = compactForm(of: json), let value = try? CompactCoding.decode(T.self, from: compact) {
+        if let compact = compactForm(of: json), let value = try? CompactCoding.decodeByCodable(T.self, from: compact) {
             return value
         }
         return try JSONCoding.decoder.decode(T.self, from: json)

@@ -1,6 +1,6 @@
 /// A verified impression's hand-written compact form, part of a device's attribution state
 /// (`DeviceAttributionState+Compact`), which attribution-winner reads and writes on every event of the
-/// device: the same bytes `CompactEncoder` writes for the `Codable` form, without its dispatch per value.
+/// device, in the order its `Codable` form has (release 0.1.0 stored that form).
 extension VerifiedImpression {
     func write(to writer: inout CompactWriter) {
         writer.keyed { writer in

@@ -150,10 +150,9 @@ extension Envelope {
     /// Throws `JSONEncoding` failures rather than writing an empty entry (none of the model's value
     /// types can fail to encode today; a future one that did must fail its batch, not lose a message).
     public func encoded() throws -> [UInt8] {
-        // The campaign's message types by hand (Envelope+MessageJSON); the others as the text of their
-        // compact form (the same bytes as JSONEncoder's; see CompactJSON).
+        // The campaign's message types by hand (Envelope+MessageJSON); the rare ones (refusals, retries,
+        // activity, test postbacks) through JSONEncoder, whose bytes the hand writer matches.
         if let json = messageJSON() { return json }
-        if let compact = try? CompactCoding.encode(self), let json = CompactJSON.json(compact) { return json }
         return Array(try JSONCoding.encoder.encode(self))
     }
 
@@ -166,7 +165,7 @@ extension Envelope {
     public static func decode(_ bytes: [UInt8]) throws -> Envelope {
         switch StoredForm(bytes) {
         case .heldPostback: try released(bytes)
-        case .compact: try CompactCoding.decode(Envelope.self, from: bytes)
+        case .compact: try CompactCoding.decodeByCodable(Envelope.self, from: bytes)
         case .json: try fromMessageJSON(bytes) ?? PlainJSON.decode(Envelope.self, from: Data(bytes))
         }
     }

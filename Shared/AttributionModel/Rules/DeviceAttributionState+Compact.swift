@@ -1,22 +1,21 @@
 /// A device's attribution state in its hand-written compact form (`CompactHandCoded`):
 /// attribution-winner reads and writes it on every event of the device. The writer mirrors the
-/// synthesized `encode(to:)` (every array, even empty; `installedAt` and `installCountry` only when set). Pending updates
-/// and activities, rare, keep their `Codable` form inside the same bytes.
+/// synthesized `encode(to:)` (every array, even empty; `installedAt` and `installCountry` only when set).
 extension DeviceAttributionState: CompactHandCoded {
-    func write(to writer: inout CompactWriter) throws {
-        try writer.keyed { writer in
+    func write(to writer: inout CompactWriter) {
+        writer.keyed { writer in
             writer.key("impressions")
             writer.array(impressions) { writer, impression in impression.write(to: &writer) }
             writer.key("conversions")
             writer.array(conversions) { writer, record in record.write(to: &writer) }
             writer.key("pendingUpdates")
-            try writer.encodable(pendingUpdates)
+            writer.array(pendingUpdates) { writer, update in update.write(to: &writer) }
             writer.field("installedAt", ifPresent: installedAt)
             writer.field("installCountry", ifPresent: installCountry)
             writer.key("settling")
             writer.array(settling) { writer, record in record.write(to: &writer) }
             writer.key("pendingActivities")
-            try writer.encodable(pendingActivities)
+            writer.array(pendingActivities) { writer, activity in activity.write(to: &writer) }
         }
     }
 
@@ -28,13 +27,13 @@ extension DeviceAttributionState: CompactHandCoded {
             try reader.key("conversions")
             state.conversions = try reader.array { try ConversionRecord(reading: &$0) }
             try reader.key("pendingUpdates")
-            state.pendingUpdates = try reader.decodable([ValueUpdateReport].self)
+            state.pendingUpdates = try reader.array { try ValueUpdateReport(reading: &$0) }
             state.installedAt = try reader.signed(ifPresent: "installedAt")
             state.installCountry = try reader.string(ifPresent: "installCountry")
             try reader.key("settling")
             state.settling = try reader.array { try ConversionRecord(reading: &$0) }
             try reader.key("pendingActivities")
-            state.pendingActivities = try reader.decodable([ActivityReport].self)
+            state.pendingActivities = try reader.array { try ActivityReport(reading: &$0) }
             return state
         }
     }

@@ -1,11 +1,10 @@
 /// The postback plan's hand-written compact form (`CompactHandCoded`): the scheduler reads and writes
 /// a plan on every message of its conversion. Each writer mirrors its type's `encode(to:)` (its own or
 /// the synthesized one: same keys, same order, optional keys left out when nil); the readers read that
-/// order back. The conversion-value schema and the activity totals (present only for apps with a
-/// schema) keep their `Codable` form inside the same bytes.
+/// order back (the schema's members in any order: `ConversionValues+Compact`).
 extension PostbackPlan: CompactHandCoded {
-    func write(to writer: inout CompactWriter) throws {
-        try writer.keyed { writer in
+    func write(to writer: inout CompactWriter) {
+        writer.keyed { writer in
             writer.key("attribution")
             attribution.write(to: &writer)
             writer.key("crowd")
@@ -23,11 +22,13 @@ extension PostbackPlan: CompactHandCoded {
             }
             if let valueSchema {
                 writer.key("valueSchema")
-                try writer.encodable(valueSchema)
+                valueSchema.write(to: &writer)
                 writer.key("activityTotals")
-                try writer.encodable(activityTotals)
+                writer.array(activityTotals) { writer, totals in totals.write(to: &writer) }
                 writer.key("schemaValues")
-                try writer.encodable(schemaValues)
+                writer.array(schemaValues) { writer, value in
+                    if let value { value.write(to: &writer) } else { writer.null() }
+                }
             }
         }
     }
@@ -50,11 +51,11 @@ extension PostbackPlan: CompactHandCoded {
                 plan.closed = try reader.array { reader in reader.null() ? nil : try ClosedWindow(reading: &reader) }
             }
             if try reader.optionalKey("valueSchema") {
-                plan.valueSchema = try reader.decodable(ConversionValueSchema.self)
+                plan.valueSchema = try ConversionValueSchema(reading: &reader)
                 try reader.key("activityTotals")
-                plan.activityTotals = try reader.decodable([ActivityTotals].self)
+                plan.activityTotals = try reader.array { try ActivityTotals(reading: &$0) }
                 try reader.key("schemaValues")
-                plan.schemaValues = try reader.decodable([SchemaValue?].self)
+                plan.schemaValues = try reader.array { reader in reader.null() ? nil : try SchemaValue(reading: &reader) }
             }
             return plan
         }

@@ -3,9 +3,14 @@ import Foundation
 import RedisStreams
 
 extension RedisReply {
-    /// A bulk reply holding a state or a plan in `CompactCoding`'s binary form; nil when absent or not `T`.
-    public func decoded<T: Decodable>(as type: T.Type) -> T? {
-        bytes.flatMap { try? CompactCoding.decode(T.self, from: $0) }
+    /// A bulk reply holding a device's state as stored; nil when absent or unreadable.
+    public func decoded(as type: DeviceAttributionState.Type) -> DeviceAttributionState? {
+        bytes.flatMap { try? CompactCoding.decode(type, from: $0) }
+    }
+
+    /// A bulk reply holding a postback plan as stored; nil when absent or unreadable.
+    public func decoded(as type: PostbackPlan.Type) -> PostbackPlan? {
+        bytes.flatMap { try? CompactCoding.decode(type, from: $0) }
     }
 
     /// A bulk reply holding a JSON value (a registration, a schema); nil when absent or not `T`.

@@ -1,5 +1,21 @@
 import Foundation
 
+@testable import AttributionModel
+
+/// Release 0.1.0's writer of `CompactCoding`'s layout through `Codable`, kept in the tests only: the
+/// reference the stored-state codec is held to (the same bytes for the same value), the writer of the
+/// upgrade fixtures, and a maker of compact bytes for the `Codable` reader (`CompactDecoder`), which
+/// still reads `PlainJSON`'s transient form and 0.1.0's stream envelopes.
+extension CompactCoding {
+    static func encodeByCodable<T: Encodable>(_ value: T) throws -> [UInt8] {
+        let encoder = CompactEncoder()
+        encoder.bytes.append(magic)
+        encoder.bytes.append(version)
+        try encoder.encodeValue(value)
+        return encoder.bytes
+    }
+}
+
 /// Writes values in `CompactCoding`'s layout into one buffer, in the order `encode(to:)` writes them.
 ///
 /// A container's byte count is patched in once the value that asked for it is written (`encodeValue`
