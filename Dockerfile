@@ -12,7 +12,7 @@ ARG BASE_IMAGE=debian:bookworm-slim
 # classic builder (which builds every stage up to its target).
 FROM ${BASE_IMAGE} AS runtime
 # VERSION is PipelineVersion.current (ComposeFileTests holds them equal); REVISION the commit built.
-ARG VERSION=0.1.0
+ARG VERSION=0.2.0
 ARG REVISION=unknown
 # Every service's build_info metric carries the revision.
 ENV PIPELINE_REVISION=${REVISION}
