@@ -66,7 +66,7 @@ let package = Package(
         .target(
             name: "RedisStreams",
             dependencies: [
-                "CHiredis",
+                "CHiredis", "TLSClient",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -247,7 +247,7 @@ let package = Package(
         // one launcher of the test suites (through TestSupport) and the scripts' runs (attribution-bench redis).
         .target(
             name: "PipelineLaunch",
-            dependencies: ["RedisStreams", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["RedisStreams", "TLSClient", .product(name: "Logging", package: "swift-log")],
             path: "Tools/PipelineLaunch",
             swiftSettings: swiftSettings
         ),

@@ -55,7 +55,9 @@ public struct PipelineService: Sendable {
             let environment = ServiceEnvironment()
             let common = try PipelineSettings(name: help.name, environment: environment)
             let service = bootstrap(common)
-            try await body(try read(environment, common), service)
+            let settings = try read(environment, common)
+            try await refuseMismatchedTLS(common.redis, logger: service.logger)
+            try await body(settings, service)
         } catch let error as ConfigurationError {
             FileHandle.standardError.write(Data("\(error)\n".utf8))
             exit(2)
@@ -64,6 +66,20 @@ public struct PipelineService: Sendable {
             FileHandle.standardError.write(Data("\(help.name): stopped: \(error)\n".utf8))
             exit(1)
         }
+    }
+
+    /// One PING before anything starts: a server TLS refuses (its certificate's CA, name or dates, a
+    /// client certificate it wants), or a TLS port behind a `redis://` URL, stops the service at start
+    /// as bad configuration would. Any other failure (Redis not up yet) is left to the service, which
+    /// retries.
+    static func refuseMismatchedTLS(_ redis: RedisConfiguration, logger: Logger) async throws(ConfigurationError) {
+        let connection = RedisConnection(configuration: redis, logger: logger)
+        defer { Task { await connection.close() } }
+        do {
+            _ = try await connection.pipeline([RedisCommand("PING")])
+        } catch let error as RedisError where error.code == .tlsFailed {
+            throw ConfigurationError(key: "REDIS_URL", problem: "\(redis.url): \(error.message)")
+        } catch {}
     }
 
     /// Bootstraps logging and metrics for `settings`' service. Call once per process.
@@ -100,7 +116,8 @@ public struct PipelineService: Sendable {
     /// The services' clock: wall-clock milliseconds, handed to the stages (the steps take `now` as a value).
     public var clock: @Sendable () -> Milliseconds { { WallClock.nowMilliseconds() } }
 
-    /// A new connection: each consumer loop and timer loop gets its own (hiredis contexts are single-threaded).
+    /// A new connection: each consumer loop and timer loop gets its own, so that one loop's blocking read
+    /// never holds up another's commands on a shared socket.
     public func connection() -> RedisConnection {
         RedisConnection(configuration: redisConfiguration, logger: logger)
     }

@@ -70,6 +70,7 @@ public struct PipelineSettings: Sendable {
             }
             redis.password = password
         }
+        try Self.applyTLS(environment, to: &redis)
         redis.cluster = try environment.value(.redisCluster)
         if redis.cluster, redis.database != 0 {
             throw ConfigurationError(
@@ -103,5 +104,28 @@ public struct PipelineSettings: Sendable {
                 deadLetterRetentionMilliseconds: deadLetters == 0 ? nil : UInt64(deadLetters))
         }
         timerPollMilliseconds = Int(try applying(.timerPollMilliseconds))
+    }
+}
+
+extension PipelineSettings {
+    /// `REDIS_TLS_*` applied to `REDIS_URL`'s configuration and loaded now: a problem with them stops the
+    /// service at start, naming the key.
+    static func applyTLS(_ environment: ServiceEnvironment, to redis: inout RedisConfiguration) throws(ConfigurationError) {
+        let (caFile, certificateFile, keyFile, serverName) = (
+            try environment.value(.redisTLSCAFile), try environment.value(.redisTLSCertificateFile),
+            try environment.value(.redisTLSKeyFile), try environment.value(.redisTLSServerName)
+        )
+        do {
+            try redis.applyTLS(caFile: caFile, certificateFile: certificateFile, keyFile: keyFile, serverName: serverName)
+        } catch {
+            let key =
+                switch error.setting {
+                case .caFile: "REDIS_TLS_CA_FILE"
+                case .certificateFile: "REDIS_TLS_CERT_FILE"
+                case .keyFile: "REDIS_TLS_KEY_FILE"
+                case .serverName: "REDIS_TLS_SERVER_NAME"
+                }
+            throw ConfigurationError(key: key, problem: error.message)
+        }
     }
 }

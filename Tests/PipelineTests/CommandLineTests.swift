@@ -139,6 +139,15 @@ struct CommandLineTests {
         ),
         ("ingest", "INGEST_WAIT_TIMEOUT_MS=0", "configuration INGEST_WAIT_TIMEOUT_MS: must be an integer in 1...60000, got 0"),
         ("verifier", "REDIS_PASSWORD_FILE=/nonexistent", "configuration REDIS_PASSWORD_FILE: cannot read /nonexistent"),
+        // A CA file never turns TLS on by itself, nor is it ignored.
+        (
+            "verifier", "REDIS_TLS_CA_FILE=/etc/hosts",
+            "configuration REDIS_TLS_CA_FILE: applies to TLS only: the Redis URL must start with rediss://"
+        ),
+        (
+            "scheduler", "REDIS_URL=rediss://127.0.0.1:1/0 REDIS_TLS_CERT_FILE=/etc/hosts",
+            "configuration REDIS_TLS_CERT_FILE: a client certificate needs its key (the key file)"
+        ),
         ("verifier", "BATCH_SIZE=abc", "configuration BATCH_SIZE: must be an integer in 1...10000, got abc"),
         ("scheduler", "LOG_FORMAT=xml", "configuration LOG_FORMAT: must be one of text, json, got xml"),
         (
@@ -276,6 +285,50 @@ struct CommandLineTests {
         try redis.run()
         defer { kill(redis.processIdentifier, SIGKILL) }
         #expect(try await HTTPTestClient().waitUntilUp("http://127.0.0.1:\(httpPort)/health", timeout: .seconds(20)))
+    }
+
+    /// OpenSSL's own words follow the file's name, so the line is held to its start.
+    @Test("a TLS file that cannot be loaded stops a service at start, in one line naming the key and the file")
+    func unreadableTLSFileIsOneLine() throws {
+        for (service, key) in [("ingest", "REDIS_TLS_CA_FILE"), ("dispatcher", "REDIS_TLS_CA_FILE")] {
+            let result = try Self.run(
+                service, environment: ["REDIS_URL=rediss://127.0.0.1:1/0", "\(key)=/nonexistent.pem", "DEVELOPMENT_MODE=true"])
+            let errors = String(decoding: result.stderr, as: UTF8.self)
+            #expect(result.status == 2, "\(service): \(errors)")
+            let lines = errors.split(separator: "\n")
+            #expect(lines.count == 1 && lines[0].hasPrefix("configuration \(key): the CA bundle /nonexistent.pem"), "\(errors)")
+        }
+    }
+
+    /// A Redis that TLS refuses is a configuration that does not match the server: it stops the service
+    /// at start, in one line with OpenSSL's reason, rather than being retried as a Redis not up yet.
+    @Test("a Redis whose certificate TLS refuses, or a TLS port behind redis://, stops a service at start in one line")
+    func refusedRedisCertificateIsOneLine() async throws {
+        let server = try await RedisServer.startTLS()
+        defer { server.stop() }
+        let tls = try #require(server.tls)
+        let other = try TestCertificates.authority(
+            in: FileManager.default.temporaryDirectory.appendingPathComponent("other-ca-\(UUID().uuidString)"))
+        let plaintextURL = "redis://127.0.0.1:\(server.port)/0"
+        let cases: [(service: String, environment: [String], says: String)] = [
+            (
+                "verifier",
+                [
+                    "REDIS_URL=\(server.url)", "REDIS_TLS_CA_FILE=\(other.ca)", "REDIS_TLS_CERT_FILE=\(tls.client!.certificate)",
+                    "REDIS_TLS_KEY_FILE=\(tls.client!.key)",
+                ],
+                "certificate verify failed"
+            ),
+            ("scheduler", ["REDIS_URL=\(server.url)", "REDIS_TLS_CA_FILE=\(tls.ca)"], "certificate required"),
+            ("attribution-winner", ["REDIS_URL=\(plaintextURL)"], "use rediss://"),
+        ]
+        for (service, environment, says) in cases {
+            let result = try Self.run(service, environment: environment)
+            let errors = String(decoding: result.stderr, as: UTF8.self)
+            #expect(result.status == 2, "\(service): \(errors)")
+            let lines = errors.split(separator: "\n")
+            #expect(lines.count == 1 && lines[0].hasPrefix("configuration REDIS_URL: ") && lines[0].contains(says), "\(errors)")
+        }
     }
 
     @Test(arguments: badConfigurations)

@@ -19,7 +19,7 @@ extension PipelineSuites {
         /// 900 tier 2 and 51 tier 3 (default thresholds 10, 100, 1,000), and the counters hold 1,050.
         /// Before conversions below the top threshold were ranked by Redis, concurrent batches missed each
         /// other's conversions and far more came out tier 0.
-        @Test(arguments: TestRedisKind.allCases)
+        @Test(arguments: TestRedisKind.engines)
         func racingSchedulerReplicasGiveEveryConversionItsExactTier(_ kind: TestRedisKind) async throws {
             let redis = try await kind.start()
             defer { redis.stop() }

@@ -42,11 +42,11 @@ extension PipelineSuites {
 
         static func now() -> Milliseconds { Milliseconds(Date().timeIntervalSince1970 * 1000) }
 
-        /// On one Redis (with AOF), and on a real local Redis Cluster.
+        /// On one Redis (with AOF), on a real local Redis Cluster, and on one Redis over TLS only (mutual TLS,
+        /// each service its own ACL user).
         @Test(arguments: TestRedisKind.allCases)
         func happyPathDeliversSignedPostbacksForEveryWindow(on redisKind: TestRedisKind) async throws {
-            let redis: any TestRedis =
-                redisKind == .single ? try await RedisServer.start(appendOnly: true) : try await redisKind.start()
+            let redis = try await redisKind.start(appendOnly: true)
             defer { redis.stop() }
             // A day lasts half a second; tier thresholds of 1 let one conversion reach tier 3 (all fields).
             let scale = 172_800.0

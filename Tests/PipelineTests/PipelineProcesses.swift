@@ -66,7 +66,7 @@ final class PipelineProcesses: Sendable {
         receiverURL = "http://127.0.0.1:\(receiverPort)"
         postbackFile = directory.appendingPathComponent("postbacks.jsonl")
         var environment = [
-            "REDIS_URL": redis.url, "REDIS_CLUSTER": redis.cluster ? "true" : "false", "TIME_SCALE": String(timeScale),
+            "REDIS_CLUSTER": redis.cluster ? "true" : "false", "TIME_SCALE": String(timeScale),
             "LOG_LEVEL": "debug", "CLAIM_IDLE_MS": "1000",
             // Conversions settle 250 ms (wall clock) so that a scenario's impressions posted just after one count.
             "CONVERSION_SETTLE_MS": "250", "WINDOW_CLOSE_GRACE_MS": "400",
@@ -77,6 +77,7 @@ final class PipelineProcesses: Sendable {
             "INGEST_QUEUE_TARGET_MS": "500",
             "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
         ]
+        environment.merge(redis.environment) { $1 }
         environment.merge(extraEnvironment) { $1 }
         self.environment = environment
         // On one Redis, each service connects as its own ACL user with only its rights (`RedisRights`),
@@ -165,13 +166,14 @@ final class PipelineProcesses: Sendable {
             try (password + "\n").write(to: file, atomically: true, encoding: .utf8)
             let result = try ChildProcess.run(
                 URL(fileURLWithPath: "/usr/bin/env"),
-                arguments: ["redis-cli", "-p", String(server.port)] + RedisRights.setUser(service, password: password))
+                arguments: ["redis-cli"] + server.cliArguments + RedisRights.setUser(service, password: password))
             guard result.status == 0, String(decoding: result.stdout, as: UTF8.self).hasPrefix("OK") else {
                 throw TestSupportError(
                     "ACL SETUSER \(service) failed: \(String(decoding: result.stdout + result.stderr, as: UTF8.self))")
             }
             credentials[service] = [
-                "REDIS_URL": "redis://\(service)@127.0.0.1:\(server.port)/0", "REDIS_PASSWORD_FILE": file.path,
+                "REDIS_URL": "\(server.tls == nil ? "redis" : "rediss")://\(service)@127.0.0.1:\(server.port)/0",
+                "REDIS_PASSWORD_FILE": file.path,
             ]
         }
         return credentials

@@ -47,7 +47,7 @@ extension PipelineSuites {
         let http = HTTPTestClient()
 
         /// On one Redis, and on a real local Redis Cluster (3 primaries, 3 replicas) per pipeline kind.
-        @Test(arguments: TestRedisKind.allCases)
+        @Test(arguments: TestRedisKind.engines)
         func everyScenarioSendsExactlyItsExpectedPostbacks(on redisKind: TestRedisKind) async throws {
             let started = ContinuousClock.now
             let files = try Scenario.all()

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import RedisStreams
 import Synchronization
+import TLSClient
 
 /// A real redis-server child process on a free loopback port (or the one asked for), with a directory
 /// of its own: the tests' Redis, and the benchmark and fault runs' (`attribution-bench redis`).
@@ -10,6 +11,20 @@ import Synchronization
 /// fresh, isolated server per test. A directory the launcher made is removed on stop; one it was given
 /// is kept (a run's logs and append-only file stay for reading).
 public final class RedisServer: Sendable {
+    /// A TLS-only server: its certificate, the CA its clients trust (and that signs theirs), and, when it
+    /// demands client certificates (`tls-auth-clients yes`), the one its own connections present.
+    public struct TLS: Sendable {
+        public var server: TestCertificates.Pair
+        public var ca: String
+        public var client: TestCertificates.Pair?
+
+        public init(server: TestCertificates.Pair, ca: String, client: TestCertificates.Pair? = nil) {
+            self.server = server
+            self.ca = ca
+            self.client = client
+        }
+    }
+
     /// The port the server listens on.
     public let port: Int
     /// The one address it listens on (127.0.0.1 unless asked otherwise), and where its clients go.
@@ -19,14 +34,17 @@ public final class RedisServer: Sendable {
     /// The user and password the test's own connections authenticate with, if any.
     public let username: String?
     public let password: String?
+    /// TLS only (`--port 0 --tls-port`), when started with it.
+    public let tls: TLS?
     private let command: [String]
     private let removesDirectory: Bool
     private let process: Mutex<Process?>
 
     private init(
         port: Int, host: String, directory: URL, removesDirectory: Bool, username: String?, password: String?,
-        command: [String]
+        tls: TLS?, command: [String]
     ) {
+        self.tls = tls
         self.port = port
         self.host = host
         self.directory = directory
@@ -46,10 +64,27 @@ public final class RedisServer: Sendable {
         var configuration = RedisConfiguration(host: self.host, port: self.port, database: 0)
         configuration.username = username
         configuration.password = password
+        if let tls {
+            configuration.tls = TLSClientConfiguration(
+                trustRoots: .file(tls.ca), certificateChainFile: tls.client?.certificate, privateKeyFile: tls.client?.key)
+        }
         return configuration
     }
 
-    /// `redis://<host>:<port>/0`.
+    /// What a service started against this server sets: `REDIS_URL`, and with TLS `REDIS_TLS_*`.
+    public var environment: [String: String] {
+        var environment = ["REDIS_URL": self.url]
+        if let tls {
+            environment["REDIS_TLS_CA_FILE"] = tls.ca
+            if let client = tls.client {
+                environment["REDIS_TLS_CERT_FILE"] = client.certificate
+                environment["REDIS_TLS_KEY_FILE"] = client.key
+            }
+        }
+        return environment
+    }
+
+    /// `redis://<host>:<port>/0` (`rediss://` with TLS).
     public var url: String { self.configuration.url }
 
     /// A new connection to this server (the caller closes it, or lets it go).
@@ -63,10 +98,10 @@ public final class RedisServer: Sendable {
     /// password alone, as the `default` user, whose password it then is (`requirepass`). With
     /// `appendOnly`, an append-only file synced every second (what compose runs). `host`: the one
     /// address it binds; `port`: a fixed port instead of a free one; `directory`: its files there, kept;
-    /// `prefix`: what runs it (a test host's `ip netns exec NAME`).
+    /// `prefix`: what runs it (a test host's `ip netns exec NAME`); `tls`: TLS only, on that port.
     public static func start(
         appendOnly: Bool = false, arguments: [String] = [], username: String? = nil, password: String? = nil,
-        host: String = "127.0.0.1", port: Int? = nil, directory: URL? = nil, prefix: [String] = []
+        host: String = "127.0.0.1", port: Int? = nil, directory: URL? = nil, prefix: [String] = [], tls: TLS? = nil
     ) async throws -> RedisServer {
         guard findExecutable("redis-server") != nil else {
             throw LaunchError(
@@ -83,13 +118,21 @@ public final class RedisServer: Sendable {
                     .appendingPathComponent("redis-test-\(port)-\(UUID().uuidString)", isDirectory: true)
                 try FileManager.default.createDirectory(at: own, withIntermediateDirectories: true)
                 let persistence = appendOnly ? ["--appendonly", "yes", "--appendfsync", "everysec"] : ["--appendonly", "no"]
+                let listen =
+                    tls.map { tls in
+                        [
+                            "--port", "0", "--tls-port", String(port), "--tls-cert-file", tls.server.certificate,
+                            "--tls-key-file", tls.server.key, "--tls-ca-cert-file", tls.ca, "--tls-auth-clients",
+                            tls.client == nil ? "no" : "yes", "--tls-replication", "yes",
+                        ]
+                    } ?? ["--port", String(port)]
                 let command =
-                    prefix + ["redis-server", "--port", String(port), "--bind", host, "--save", ""] + persistence
+                    prefix + ["redis-server"] + listen + ["--bind", host, "--save", ""] + persistence
                     + ["--dir", own.path, "--daemonize", "no", "--logfile", own.appendingPathComponent("redis.log").path]
                     + arguments + (username == nil ? password.map { ["--requirepass", $0] } ?? [] : [])
                 let server = RedisServer(
                     port: port, host: host, directory: own, removesDirectory: directory == nil, username: username,
-                    password: password, command: command)
+                    password: password, tls: tls, command: command)
                 try await server.run()
                 return server
             } catch {
@@ -166,10 +209,16 @@ public final class RedisServer: Sendable {
         let deadline = ContinuousClock.now + timeout
         var answered = false
         while ContinuousClock.now < deadline, self.isRunning {
-            if case .status("PONG")? = try? await connection.send(RedisCommand("PING")) {
+            do {
+                if try await connection.send(RedisCommand("PING")) == .status("PONG") {
+                    answered = true
+                    break
+                }
+            } catch let error as RedisError where error.code == .tlsFailed {
+                // Up, and refusing the launcher as it would any client (a test's expired certificate).
                 answered = true
                 break
-            }
+            } catch {}
             try await Task.sleep(for: .milliseconds(20))
         }
         await connection.close()

@@ -1,20 +1,20 @@
 import Logging
 import NIOCore
 import NIOPosix
+import TLSClient
 
-/// A connection to one Redis server whose socket is driven by a NIO event loop, for callers that
-/// already run on that loop (ingest's request handlers run on their HTTP connection's loop).
+/// A connection to one Redis server whose socket is driven by a NIO event loop: the pipeline's one Redis
+/// transport. `RedisConnection` sends a node's commands through one, and its cluster routing one per
+/// node; ingest's request handlers call one on their own loop, with no thread hand-off at all.
 ///
-/// `RedisConnection` hands every round trip to a thread of its own. When that thread is idle, each
-/// hand-off costs two context switches plus a blocking read: about a quarter of ingest's CPU per
-/// single-event request in `perf`. Here the loop writes the commands and reads the replies between
-/// its other work, and a caller on the same loop makes a round trip with no thread hand-off at all.
-///
-/// Replies are parsed by hiredis's own reader (`RedisReplyHandler`), so they are exactly what a
-/// `RedisConnection` returns. Like it, this connects on first use (AUTH and SELECT included), drops the
-/// socket after any I/O error or a reply later than `commandTimeoutMilliseconds` (the round trips then
-/// waiting throw `io`), and reconnects on the next call. One server only: Redis Cluster's routing,
-/// redirections and failover stay with `RedisConnection` (`ClusterRouter`).
+/// Replies are parsed by hiredis's reader (`RedisReplyHandler`). This connects on first use (TLS, then
+/// AUTH and SELECT), drops the socket after any I/O error or a reply later than
+/// `commandTimeoutMilliseconds` (the round trips then waiting throw `io`), and reconnects on the next
+/// call. With `configuration.tls` every socket is TLS (`TLSClientHandler`, the system's OpenSSL): the
+/// server's certificate verified against the trust roots and its name (or address) checked; a
+/// certificate that fails fails the connection with OpenSSL's reason (`connectionFailed`), never falls
+/// back to plaintext. One server only: Redis Cluster's routing, redirections and failover are
+/// `ClusterRouter`'s.
 public final class EventLoopRedisConnection: Sendable {
     /// Where this connection goes.
     public let configuration: RedisConfiguration
@@ -22,6 +22,8 @@ public final class EventLoopRedisConnection: Sendable {
     public let eventLoop: any EventLoop
     private let logger: Logger
     private let state: NIOLoopBoundBox<State>
+    /// The TLS context every socket uses, or why there is none although `configuration.tls` asks for one.
+    private let tls: Result<TLSClientContext, RedisError>?
 
     private struct State {
         /// The handler of the socket in use or being opened; nil before the first call and after a drop.
@@ -29,6 +31,10 @@ public final class EventLoopRedisConnection: Sendable {
         /// That socket's handler, once open.
         var ready: NIOLoopBound<RedisReplyHandler>?
         var isClosed = false
+        /// The socket this connection's outstanding WATCH went out on. The server forgets a WATCH with
+        /// its socket, so the first call after that socket is gone fails rather than letting a
+        /// transaction run unguarded on a new one; the caller reads and watches again.
+        var watchedOn: RedisReplyHandler?
         /// The cluster's one-slot rules (`RedisConfiguration.checksSlots`); checked before anything is sent.
         var slotGuard: SlotGuard?
     }
@@ -41,6 +47,18 @@ public final class EventLoopRedisConnection: Sendable {
         self.logger = logger
         self.state = NIOLoopBoundBox.makeBoxSendingValue(
             State(slotGuard: configuration.checksSlots ? SlotGuard() : nil), eventLoop: eventLoop)
+        self.tls = configuration.tls.map { tls in
+            Result { () throws(RedisError) -> TLSClientContext in
+                do { return try TLSClientContext(tls) } catch {
+                    throw RedisError(.invalidConfiguration, "redis TLS: \(error)")
+                }
+            }
+        }
+    }
+
+    /// A connection on one of NIO's shared loops (`MultiThreadedEventLoopGroup.singleton`).
+    public convenience init(configuration: RedisConfiguration, logger: Logger) {
+        self.init(configuration: configuration, eventLoop: MultiThreadedEventLoopGroup.singleton.next(), logger: logger)
     }
 
     /// Sends all commands in one round trip and returns one reply per command, in order, error replies
@@ -48,8 +66,21 @@ public final class EventLoopRedisConnection: Sendable {
     /// nothing is known of these commands), `protocolError`, `closed`, `invalidArgument`, `crossSlot`.
     public func pipeline(_ commands: [RedisCommand]) async throws -> [RedisReply] {
         if commands.isEmpty { return [] }
-        if self.eventLoop.inEventLoop { return try await self.send(commands).get() }
-        return try await self.eventLoop.flatSubmit { self.send(commands) }.get()
+        return try await self.replies(to: commands).get()
+    }
+
+    /// `pipeline` as a future, for callers that wait on a thread of their own (cluster routing).
+    func replies(to commands: [RedisCommand]) -> EventLoopFuture<[RedisReply]> {
+        if self.eventLoop.inEventLoop { return self.send(commands) }
+        return self.eventLoop.flatSubmit { self.send(commands) }
+    }
+
+    /// Connects now unless connected (TLS, AUTH and SELECT included).
+    func connect() -> EventLoopFuture<Void> {
+        self.eventLoop.flatSubmit {
+            if let ready = self.state.value.ready, ready.value.isUsable { return self.eventLoop.makeSucceededVoidFuture() }
+            return self.connected().map { _ in () }
+        }
     }
 
     /// Closes the socket; round trips waiting throw `io`, later calls throw `closed`.
@@ -62,18 +93,53 @@ public final class EventLoopRedisConnection: Sendable {
         try? await self.eventLoop.submit { handler.value.close() }.get()
     }
 
+    /// `close` without waiting for it, from any thread (a dropped cluster node, a connection's `deinit`).
+    func closeSoon() {
+        self.eventLoop.execute {
+            self.state.value.isClosed = true
+            self.state.value.connection?.whenSuccess { handler in handler.value.close() }
+        }
+    }
+
     /// On the loop: checks, connects if need be, writes.
     private func send(_ commands: [RedisCommand]) -> EventLoopFuture<[RedisReply]> {
         do {
             try RedisCommand.refuseEmpty(commands)
-            // Publishes carry no WATCH, but the guard's rules are the same on every transport.
-            if let slotGuard = self.state.value.slotGuard { _ = try slotGuard.check(commands) }
+            if let slotGuard = self.state.value.slotGuard {
+                let slots = try slotGuard.check(commands)
+                return self.sent(commands).always { result in
+                    switch result {
+                    case .success(let replies): slotGuard.record(commands, slots: slots, replies: replies)
+                    // The socket is gone, and the server's WATCH with it.
+                    case .failure: slotGuard.reset()
+                    }
+                }
+            }
         } catch {
             return self.eventLoop.makeFailedFuture(error)
         }
+        return self.sent(commands)
+    }
+
+    /// On the loop: writes on the open socket, or on a new one.
+    private func sent(_ commands: [RedisCommand]) -> EventLoopFuture<[RedisReply]> {
+        let ready = self.state.value.ready.flatMap { $0.value.isUsable ? $0.value : nil }
+        if let watched = self.state.value.watchedOn, watched !== ready {
+            // Even when a call in flight on that socket failed: it may have been another caller's.
+            self.state.value.watchedOn = nil
+            return self.eventLoop.makeFailedFuture(
+                RedisError(.io, "the connection that held a WATCH was dropped; nothing was sent"))
+        }
+        let watch = RedisCommand.watchEffect(of: commands)
         // The common case, an open socket, without a future in between.
-        if let ready = self.state.value.ready, ready.value.isUsable { return ready.value.send(commands) }
-        return self.connected().flatMap { handler in handler.value.send(commands) }
+        if let ready {
+            if let watch { self.state.value.watchedOn = watch ? ready : nil }
+            return ready.send(commands)
+        }
+        return self.connected().flatMap { handler in
+            if let watch { self.state.value.watchedOn = watch ? handler.value : nil }
+            return handler.value.send(commands)
+        }
     }
 
     /// On the loop: the open socket's handler, or a socket being opened (one at a time).
@@ -88,18 +154,28 @@ public final class EventLoopRedisConnection: Sendable {
         let configuration = self.configuration
         let eventLoop = self.eventLoop
         let timeout = TimeAmount.milliseconds(Int64(configuration.commandTimeoutMilliseconds))
+        let tls: TLSClientContext?
+        switch self.tls {
+        case .failure(let error)?: return eventLoop.makeFailedFuture(error)
+        case .success(let context)?: tls = context
+        case nil: tls = nil
+        }
+        let serverName = configuration.tlsName(for: configuration.host)
         let opening = ClientBootstrap(group: eventLoop)
             .connectTimeout(.milliseconds(Int64(configuration.connectTimeoutMilliseconds)))
             .channelOption(.socketOption(.so_keepalive), value: 1)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(RedisReplyHandler(timeout: timeout))
+                    if let tls {
+                        try channel.pipeline.syncOperations.addHandler(TLSClientHandler(context: tls, serverHostname: serverName))
+                    }
+                    try channel.pipeline.syncOperations.addHandler(RedisReplyHandler(timeout: timeout, isTLS: tls != nil))
                 }
             }
             .connect(host: configuration.host, port: configuration.port)
             .flatMapErrorThrowing { error in
-                throw RedisError(.connectionFailed, "connect to \(configuration.host):\(configuration.port) failed: \(error)")
+                throw RedisError(.connectionFailed, "connect to \(configuration.url) failed: \(error)")
             }
             .flatMapThrowing { channel in
                 NIOLoopBound(try channel.pipeline.syncOperations.handler(type: RedisReplyHandler.self), eventLoop: eventLoop)
@@ -128,10 +204,12 @@ public final class EventLoopRedisConnection: Sendable {
         }
     }
 
-    /// AUTH and SELECT, as `HiredisContext` sends them, before any caller's command.
+    /// AUTH and SELECT before any caller's command; over TLS at least a PING, so that the TLS handshake
+    /// (and a certificate it refuses) belongs to connecting, not to the first caller's commands.
     private func handshake(_ handler: NIOLoopBound<RedisReplyHandler>) -> EventLoopFuture<Void> {
         let configuration = self.configuration
-        let commands = configuration.handshake
+        var commands = configuration.handshake
+        if commands.isEmpty, configuration.tls != nil { commands = [RedisCommand("PING")] }
         guard !commands.isEmpty else { return self.eventLoop.makeSucceededVoidFuture() }
         return handler.value.send(commands).flatMapThrowing { replies in
             if let failure = configuration.handshakeFailure(replies) {

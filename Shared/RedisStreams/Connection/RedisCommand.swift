@@ -49,6 +49,32 @@ public struct RedisCommand: Sendable, Equatable {
     }
 }
 
+extension RedisCommand {
+    /// What a pipeline leaves of a WATCH on its connection: true when its last WATCH, EXEC, DISCARD or
+    /// UNWATCH is a WATCH, false when one of the others, nil with none of them. Byte comparisons, no
+    /// string per command: a stage's commit pipeline has hundreds.
+    static func watchEffect(of commands: [RedisCommand]) -> Bool? {
+        var effect: Bool?
+        for command in commands {
+            guard let name = command.arguments.first, (4...7).contains(name.count) else { continue }
+            if Self.named(name, "WATCH") {
+                effect = true
+            } else if Self.named(name, "EXEC") || Self.named(name, "DISCARD") || Self.named(name, "UNWATCH") {
+                effect = false
+            }
+        }
+        return effect
+    }
+
+    /// Whether `name` is `upper`, in any case (ASCII).
+    private static func named(_ name: [UInt8], _ upper: StaticString) -> Bool {
+        guard name.count == upper.utf8CodeUnitCount else { return false }
+        return upper.withUTF8Buffer { wanted in
+            zip(name, wanted).allSatisfy { ($0 >= 0x61 && $0 <= 0x7A ? $0 - 0x20 : $0) == $1 }
+        }
+    }
+}
+
 extension RedisCommand: CustomStringConvertible {
     /// The arguments as text, long or binary ones shortened, so logs never carry whole payloads.
     public var description: String {

@@ -1,4 +1,5 @@
 import Foundation
+import TLSClient
 
 /// Where and how to connect to Redis.
 public struct RedisConfiguration: Sendable, Equatable {
@@ -23,6 +24,13 @@ public struct RedisConfiguration: Sendable, Equatable {
     /// slots, as a cluster would, so tests on one node catch key layouts that would break on a cluster.
     /// Off by default: no slot is computed at all. Cluster mode always checks.
     public var checksSlots: Bool = false
+    /// TLS (`rediss://`): what the connection trusts and presents; nil for plaintext (`redis://`). Every
+    /// connection verifies the server's certificate and its name; there is no setting that skips either.
+    public var tls: TLSClientConfiguration?
+    /// The name the server's certificate must carry, sent as SNI: by default the host connected to (for
+    /// a cluster, each node as the cluster announces it). For an IP address with no name given, the
+    /// certificate must carry the address.
+    public var tlsServerName: String?
 
     /// A configuration from its parts.
     /// The password a file holds (`REDIS_PASSWORD_FILE`, a mounted secret): its text without the line
@@ -40,15 +48,17 @@ public struct RedisConfiguration: Sendable, Equatable {
         self.database = database
     }
 
-    /// Parses `redis://[user[:password]@]host[:port][/db]`; port defaults to 6379, db to 0, IPv6 hosts go
-    /// in brackets, user and password are percent-decoded (`redis://:password@host` authenticates as the
-    /// `default` user).
+    /// Parses `redis://[user[:password]@]host[:port][/db]`, or `rediss://…` for TLS (the system's trust
+    /// roots until `tls` says otherwise); port defaults to 6379, db to 0, IPv6 hosts go in brackets, user
+    /// and password are percent-decoded (`redis://:password@host` authenticates as the `default` user).
     public init(url: String) throws {
-        let scheme = "redis://"
+        let secure = url.hasPrefix("rediss://")
+        let scheme = secure ? "rediss://" : "redis://"
         guard url.hasPrefix(scheme) else {
             // Echoed only when it cannot hold a password.
             throw RedisError(
-                .invalidConfiguration, "redis URL must start with redis://" + (url.contains("@") ? "" : ": \(url)"))
+                .invalidConfiguration,
+                "redis URL must start with redis:// or rediss:// (TLS)" + (url.contains("@") ? "" : ": \(url)"))
         }
         let rest = url.dropFirst(scheme.count)
         let slash = rest.firstIndex(of: "/")
@@ -72,7 +82,7 @@ public struct RedisConfiguration: Sendable, Equatable {
             password = try colon.map { try decoded(userinfo[userinfo.index(after: $0)...]) }
         }
         // From here on the URL in messages is the one without its credentials.
-        let url = "redis://" + authority + (slash.map { _ in "/" + path } ?? "")
+        let url = scheme + authority + (slash.map { _ in "/" + path } ?? "")
         let (host, portText) = try Self.split(authority: authority, url: url)
         guard !host.isEmpty else {
             throw RedisError(.invalidConfiguration, "redis URL has no host: \(url)")
@@ -96,6 +106,7 @@ public struct RedisConfiguration: Sendable, Equatable {
         self.init(host: String(host), port: port, database: database)
         self.username = username
         self.password = password
+        if secure { self.tls = TLSClientConfiguration() }
     }
 
     /// Throws `invalidConfiguration` for combinations no server accepts: a database other than 0 in
@@ -109,13 +120,22 @@ public struct RedisConfiguration: Sendable, Equatable {
         }
     }
 
-    /// The configuration as a `redis://[user@]host:port/db` URL: never with the password, so it can be
-    /// logged and shown.
+    /// The configuration as a `redis://[user@]host:port/db` URL (`rediss://` with TLS): never with the
+    /// password, so it can be logged and shown.
     public var url: String {
         let host = self.host.contains(":") ? "[\(self.host)]" : self.host
         let user =
             username.map { ($0.addingPercentEncoding(withAllowedCharacters: .urlUserAllowed) ?? $0) + "@" } ?? ""
-        return "redis://\(user)\(host):\(self.port)/\(self.database)"
+        return "\(tls == nil ? "redis" : "rediss")://\(user)\(host):\(self.port)/\(self.database)"
+    }
+
+    /// The name a TLS connection to `host` checks and sends as SNI: `tlsServerName`, else the host when
+    /// it is a name; nil for an IP address, whose certificate must then carry the address.
+    func tlsName(for host: String) -> String? {
+        if let tlsServerName { return tlsServerName }
+        var address = in6_addr()
+        let isAddress = inet_pton(AF_INET, host, &address) == 1 || inet_pton(AF_INET6, host, &address) == 1
+        return isAddress ? nil : host
     }
 
     /// Splits `host`, `host:port`, `[v6]` or `[v6]:port`; the port text is nil when absent.

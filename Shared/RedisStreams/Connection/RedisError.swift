@@ -3,7 +3,7 @@ public struct RedisError: Error, CustomStringConvertible, Sendable, Equatable {
     /// What kind of failure this is; compare against the static members.
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable {
-            case connectionFailed, io, server, protocolError, closed
+            case connectionFailed, tlsFailed, io, server, protocolError, closed
             case invalidConfiguration, invalidArgument, unexpectedReply
             case crossSlot, redirected
         }
@@ -13,6 +13,10 @@ public struct RedisError: Error, CustomStringConvertible, Sendable, Equatable {
 
         /// The TCP connect, or the SELECT after it, failed.
         public static let connectionFailed = Code(.connectionFailed)
+        /// TLS refused the server (its certificate's CA, name or dates, a client certificate it wanted, a
+        /// peer that does not speak TLS), or a server closed at once on a plaintext client, as a TLS
+        /// port does: a configuration that does not match the server, which retrying will not mend.
+        public static let tlsFailed = Code(.tlsFailed)
         /// Reading or writing the socket failed or timed out; the connection is dropped and reconnects on next use.
         public static let io = Code(.io)
         /// Redis answered with an error reply; the message is the server's text.

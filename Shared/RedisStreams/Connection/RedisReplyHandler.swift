@@ -1,5 +1,6 @@
 import CHiredis
 import NIOCore
+import TLSClient
 
 /// The channel handler of an `EventLoopRedisConnection`: writes pipelines in RESP and pairs the replies
 /// that come back, in order, with the round trips that asked for them.
@@ -20,6 +21,10 @@ final class RedisReplyHandler: ChannelInboundHandler {
     }
 
     private let timeout: TimeAmount
+    /// Whether a `TLSClientHandler` sits before this one: what a server closing at once most likely means.
+    private let isTLS: Bool
+    /// Whether any reply came on this socket.
+    private var answered = false
     private let reader: UnsafeMutablePointer<redisReader>
     private var context: ChannelHandlerContext?
     private var waiting = CircularBuffer<RoundTrip>()
@@ -27,8 +32,9 @@ final class RedisReplyHandler: ChannelInboundHandler {
     private var failure: RedisError?
     private var timeoutCheck: RepeatedTask?
 
-    init(timeout: TimeAmount) {
+    init(timeout: TimeAmount, isTLS: Bool = false) {
         self.timeout = timeout
+        self.isTLS = isTLS
         self.reader = redisReaderCreate()
     }
 
@@ -90,6 +96,7 @@ final class RedisReplyHandler: ChannelInboundHandler {
                 return self.fail(self.readerError(doing: "reading a reply"))
             }
             guard let raw else { return }
+            self.answered = true
             let reply = RedisReply(copying: raw.assumingMemoryBound(to: redisReply.self))
             freeReplyObject(raw)
             guard !self.waiting.isEmpty else {
@@ -104,17 +111,41 @@ final class RedisReplyHandler: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        if !self.answered, !self.isTLS, !self.waiting.isEmpty {
+            // A TLS port drops a client that speaks RESP at it without a word.
+            self.fail(RedisError(.tlsFailed, Self.plaintextAtTLSPort))
+        }
         self.fail(RedisError(.io, "the server closed the connection"))
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        self.fail(RedisError(.io, "socket error: \(error)"))
+        if let error = error as? TLSClientError {
+            // The certificate, the name, the protocol: a connection that never carried a command.
+            self.fail(RedisError(.tlsFailed, "TLS failed: \(error)"))
+        } else if !self.answered, !self.isTLS, !self.waiting.isEmpty {
+            self.fail(RedisError(.tlsFailed, "\(Self.plaintextAtTLSPort) (\(error))"))
+        } else {
+            self.fail(RedisError(.io, "socket error: \(error)"))
+        }
     }
+
+    /// What a server that drops a new plaintext client before any reply most likely is.
+    static let plaintextAtTLSPort =
+        "the server closed the connection before answering (a TLS port behind a redis:// URL? use rediss://)"
 
     private func checkTimeout() {
         guard let oldest = self.waiting.first, oldest.sent + self.timeout < .now() else { return }
-        self.fail(RedisError(.io, "no reply within \(self.timeout.nanoseconds / 1_000_000) ms"))
+        let milliseconds = self.timeout.nanoseconds / 1_000_000
+        if self.isTLS, !self.answered {
+            // A plaintext server reads a TLS client hello as the start of a command and waits for its end.
+            self.fail(
+                RedisError(
+                    .tlsFailed,
+                    "no TLS handshake or reply within \(milliseconds) ms (a plaintext server behind a rediss:// URL?)"))
+        } else {
+            self.fail(RedisError(.io, "no reply within \(milliseconds) ms"))
+        }
     }
 
     /// Fails every round trip waiting, and closes the channel (once).

@@ -7,7 +7,8 @@ import RedisStreams
 extension ConfigurationKey {
     /// The catalog, in the order docs/reference/configuration.md lists it.
     public static let all: [ConfigurationKey] = [
-        row(.redisURL), row(.redisPasswordFile), row(.redisCluster), row(.partitions), row(.timeScale), row(.logLevel),
+        row(.redisURL), row(.redisPasswordFile), row(.redisTLSCAFile), row(.redisTLSCertificateFile), row(.redisTLSKeyFile),
+        row(.redisTLSServerName), row(.redisCluster), row(.partitions), row(.timeScale), row(.logLevel),
         row(.logFormat),
         row(.httpHost), row(.httpPort), row(.operationsHTTPHost), row(.operationsHTTPPort),
         row(.httpIdleTimeoutMilliseconds),

@@ -15,9 +15,9 @@ extension ConfigurationKey.Typed where Value == RedisConfiguration {
     public static var redisURL: Self {
         let local = RedisConfiguration()
         return Self(
-            "REDIS_URL", type: "URL", default: (local.url, { local }), allowed: "redis://[user[:password]@]host[:port][/db]",
-            services: ConfigurationKey.allServices,
-            "Redis to use: `redis://host:port/db`. With a user (an ACL user, see docs/operating/redis.md) every connection sends `AUTH`; its password goes here or, better, in `REDIS_PASSWORD_FILE`."
+            "REDIS_URL", type: "URL", default: (local.url, { local }),
+            allowed: "redis://[user[:password]@]host[:port][/db], or rediss://… for TLS", services: ConfigurationKey.allServices,
+            "Redis to use: `redis://host:port/db`, or `rediss://host:port/db` for TLS (the server's certificate verified against the system's trust roots or `REDIS_TLS_CA_FILE`, and its name against the host). With a user (an ACL user, see docs/operating/redis.md) every connection sends `AUTH`; its password goes here or, better, in `REDIS_PASSWORD_FILE`."
         ) { text throws(ConfigurationKey.Unreadable) in
             do { return try RedisConfiguration(url: text) } catch { throw ConfigurationKey.Unreadable("\(error)") }
         }
@@ -30,6 +30,38 @@ extension ConfigurationKey.Typed where Value == String? {
             "REDIS_PASSWORD_FILE", unsetMeans: "the password in REDIS_URL, if any", services: ConfigurationKey.allServices,
             "File holding the password of `REDIS_URL`'s user (one line; a trailing newline is ignored): a password kept out of the environment and the process list."
         )
+    }
+}
+
+extension ConfigurationKey.Typed where Value == String? {
+    public static var redisTLSCAFile: Self {
+        .path(
+            "REDIS_TLS_CA_FILE", unsetMeans: "the system's trust roots", services: ConfigurationKey.allServices,
+            "With a `rediss://` `REDIS_URL`: a PEM bundle of the CA certificates that sign the Redis server's certificate (a managed Redis's CA, or your own)."
+        )
+    }
+
+    public static var redisTLSCertificateFile: Self {
+        .path(
+            "REDIS_TLS_CERT_FILE", unsetMeans: "no client certificate", services: ConfigurationKey.allServices,
+            "With a `rediss://` `REDIS_URL`: the client certificate (PEM, its chain after it) for a Redis that demands one (`tls-auth-clients yes`); with `REDIS_TLS_KEY_FILE`."
+        )
+    }
+
+    public static var redisTLSKeyFile: Self {
+        .path(
+            "REDIS_TLS_KEY_FILE", unsetMeans: "no client certificate", services: ConfigurationKey.allServices,
+            "The private key (PEM) of `REDIS_TLS_CERT_FILE`."
+        )
+    }
+
+    public static var redisTLSServerName: Self {
+        Self(
+            "REDIS_TLS_SERVER_NAME", type: "host name",
+            default: ("the host of REDIS_URL (for a cluster, each node's as the cluster announces it)", { nil }),
+            services: ConfigurationKey.allServices,
+            "With a `rediss://` `REDIS_URL`: the name the server's certificate must carry, sent as SNI, when it is not the host connected to (a cluster announcing addresses, a certificate for one name). Without it an IP address is checked against the certificate's IP entries."
+        ) { text in text }
     }
 }
 
