@@ -75,29 +75,16 @@ extension Activity {
 }
 
 extension ActivityTotals {
+    /// Stored as an activity is (the same three members, all present here).
     func write(to writer: inout CompactWriter) {
-        writer.keyed { writer in
-            writer.field("sessions", sessions)
-            writer.key("events")
-            writer.dictionary(events) { writer, count in writer.signed(count) }
-            writer.key("revenue")
-            writer.dictionary(revenue) { writer, amount in writer.decimal(amount) }
-        }
+        Activity(sessions: sessions, events: events, revenue: revenue).write(to: &writer)
     }
 
     init(reading reader: inout CompactReader) throws {
-        var sessions: Int?
-        var events: [String: Int]?
-        var revenue: [String: Decimal]?
-        try reader.entries { reader, key in
-            switch key {
-            case "sessions": sessions = try reader.signed(Int.self)
-            case "events": events = try reader.dictionary { try $0.signed(Int.self) }
-            case "revenue": revenue = try reader.dictionary { try $0.decimal() }
-            default: throw CompactReader.Mismatch()
-            }
+        let activity = try Activity(reading: &reader)
+        guard let sessions = activity.sessions, let events = activity.events, let revenue = activity.revenue else {
+            throw CompactReader.Mismatch()
         }
-        guard let sessions, let events, let revenue else { throw CompactReader.Mismatch() }
         self.init(sessions: sessions, events: events, revenue: revenue)
     }
 }

@@ -66,7 +66,12 @@ public final class EventLoopRedisConnection: Sendable {
     /// nothing is known of these commands), `protocolError`, `closed`, `invalidArgument`, `crossSlot`.
     public func pipeline(_ commands: [RedisCommand]) async throws -> [RedisReply] {
         if commands.isEmpty { return [] }
-        return try await self.replies(to: commands).get()
+        if self.eventLoop.inEventLoop { return try await self.send(commands).get() }
+        // One hop to the loop and one back: `flatSubmit(…).get()` would hop to the loop a second time to
+        // register its callback.
+        return try await withCheckedThrowingContinuation { continuation in
+            self.eventLoop.execute { self.send(commands).whenComplete { continuation.resume(with: $0) } }
+        }
     }
 
     /// `pipeline` as a future, for callers that wait on a thread of their own (cluster routing).
