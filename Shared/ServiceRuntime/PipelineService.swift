@@ -68,18 +68,28 @@ public struct PipelineService: Sendable {
         }
     }
 
-    /// One PING before anything starts: a server TLS refuses (its certificate's CA, name or dates, a
+    /// A PING before anything starts: a server TLS refuses (its certificate's CA, name or dates, a
     /// client certificate it wants), or a TLS port behind a `redis://` URL, stops the service at start
-    /// as bad configuration would. Any other failure (Redis not up yet) is left to the service, which
-    /// retries.
+    /// as bad configuration would. Only when three tries 300 ms apart all say so, so that a proxy that
+    /// drops a connection while its Redis restarts does not pass for a TLS port. Any other failure
+    /// (Redis not up yet) is left to the service, which retries.
     static func refuseMismatchedTLS(_ redis: RedisConfiguration, logger: Logger) async throws(ConfigurationError) {
-        let connection = RedisConnection(configuration: redis, logger: logger)
-        defer { Task { await connection.close() } }
-        do {
-            _ = try await connection.pipeline([RedisCommand("PING")])
-        } catch let error as RedisError where error.code == .tlsFailed {
-            throw ConfigurationError(key: "REDIS_URL", problem: "\(redis.url): \(error.message)")
-        } catch {}
+        var refusal: RedisError?
+        for attempt in 0..<3 {
+            if attempt > 0 { try? await Task.sleep(for: .milliseconds(300)) }
+            let connection = RedisConnection(configuration: redis, logger: logger)
+            do {
+                _ = try await connection.pipeline([RedisCommand("PING")])
+                refusal = nil
+            } catch let error as RedisError where error.code == .tlsFailed {
+                refusal = error
+            } catch {
+                refusal = nil
+            }
+            await connection.close()
+            guard refusal != nil else { return }
+        }
+        if let refusal { throw ConfigurationError(key: "REDIS_URL", problem: "\(redis.url): \(refusal.message)") }
     }
 
     /// Bootstraps logging and metrics for `settings`' service. Call once per process.

@@ -124,6 +124,31 @@ struct StoredStateCodingTests {
         #expect(throws: DecodingError.self) { try CompactCoding.decode(DeviceAttributionState.self, from: extended) }
     }
 
+    /// A length no buffer holds (a varint of 2⁶³ and more, in a damaged or hostile blob) is refused, not
+    /// trapped on; so is a plan whose per-window arrays are not one entry per window.
+    @Test func hostileLengthsAndShapesAreRefused() throws {
+        func keyed(_ body: [UInt8]) -> [UInt8] {
+            let count = UInt32(body.count)
+            return [CompactCoding.Tag.keyed] + (0..<4).map { UInt8(truncatingIfNeeded: count >> (8 * $0)) } + body
+        }
+        func array(_ body: [UInt8]) -> [UInt8] {
+            let count = UInt32(body.count)
+            return [CompactCoding.Tag.array] + (0..<4).map { UInt8(truncatingIfNeeded: count >> (8 * $0)) } + body
+        }
+        let huge: [UInt8] = [CompactCoding.Tag.string] + Array(repeating: 0xFF, count: 9) + [0x01]
+        // impressions (key 25) holding one impression whose device-identifier (key 6) claims 2⁶⁴ − 1 bytes.
+        let state = [CompactCoding.magic, CompactCoding.version] + keyed([2 * 25 + 1] + array(keyed([2 * 6 + 1] + huge)))
+        #expect(throws: DecodingError.self) { try CompactCoding.decode(DeviceAttributionState.self, from: state) }
+        // An unknown key whose value claims as much, skipped by the Codable reader.
+        struct Timed: Decodable { var time: Int64 }
+        let skipped = [CompactCoding.magic, CompactCoding.version] + keyed([2, UInt8(ascii: "x")] + huge)
+        #expect(throws: DecodingError.self) { try CompactCoding.decodeByCodable(Timed.self, from: skipped) }
+        // A plan with no entry in windowsDone would index past it in the rules.
+        var plan = Self.plans[0]
+        plan.windowsDone = []
+        #expect(throws: DecodingError.self) { try CompactCoding.decode(PostbackPlan.self, from: CompactCoding.encode(plan)) }
+    }
+
     /// The rare members (a schema, totals, pending updates and activities) are read in any key order,
     /// each key once; an unknown key or a missing required one is refused.
     @Test func rareMembersInAnyOrder() throws {

@@ -162,23 +162,25 @@ struct RedisConnectionTests {
 
     @Test("a WATCH whose socket the server dropped: the next call fails, nothing runs unguarded on a new socket")
     func lostWatchFailsTheNextCall() async throws {
-        _ = try await self.redis.send(RedisCommand("SET", "watched", "1"))
-        let id = try #require(try await self.redis.send(RedisCommand("CLIENT", "ID")).int)
-        #expect(
-            try await self.redis.pipeline([RedisCommand("WATCH", "watched"), RedisCommand("GET", "watched")]).last?.string == "1")
-        let admin = self.server.connect()
+        try await Self.expectLostWatchFailsTheNextCall(redis: self.redis, admin: self.server.connect())
+    }
+
+    /// WATCH, the server drops the socket, then MULTI … EXEC: refused, not run on a new socket; the
+    /// next cycle watches again and commits. `RedisTLSTests` runs it over TLS too.
+    static func expectLostWatchFailsTheNextCall(redis: RedisConnection, admin: RedisConnection) async throws {
+        _ = try await redis.send(RedisCommand("SET", "watched", "1"))
+        let id = try #require(try await redis.send(RedisCommand("CLIENT", "ID")).int)
+        #expect(try await redis.pipeline([RedisCommand("WATCH", "watched"), RedisCommand("GET", "watched")]).last?.string == "1")
         #expect(try await admin.send(RedisCommand("CLIENT", "KILL", "ID", String(id))) == .integer(1))
         try await Task.sleep(for: .milliseconds(50))
         await #expect {
-            try await self.redis.pipeline([RedisCommand("MULTI"), RedisCommand("SET", "watched", "2"), RedisCommand("EXEC")])
+            try await redis.pipeline([RedisCommand("MULTI"), RedisCommand("SET", "watched", "2"), RedisCommand("EXEC")])
         } throws: { error in
             (error as? RedisError)?.code == .io
         }
         #expect(try await admin.send(RedisCommand("GET", "watched")).string == "1", "the transaction never ran")
-        // The caller's next cycle watches again, on the new socket.
-        #expect(
-            try await self.redis.pipeline([RedisCommand("WATCH", "watched"), RedisCommand("GET", "watched")]).last?.string == "1")
-        let committed = try await self.redis.pipeline([
+        #expect(try await redis.pipeline([RedisCommand("WATCH", "watched"), RedisCommand("GET", "watched")]).last?.string == "1")
+        let committed = try await redis.pipeline([
             RedisCommand("MULTI"), RedisCommand("SET", "watched", "3"), RedisCommand("EXEC"),
         ])
         #expect(committed.last == .array([.status("OK")]))

@@ -36,8 +36,8 @@ struct RedisTLSTests {
     }
 
     /// What each problem must be refused with: OpenSSL's reason, or the hint for a TLS port spoken to in
-    /// plaintext (or a plaintext port in TLS, which answers nothing until the command timeout); each as
-    /// `tlsFailed`, never `io` on a command, and never later than the command timeout.
+    /// plaintext; each as `tlsFailed`, never `io` on a command, and never later than the command timeout.
+    /// A plaintext port spoken to in TLS answers nothing: a timeout (`io`) with a hint.
     @Test(
         "unknown CA, wrong name, expired, no client certificate, plaintext server, TLS server in plaintext: refused with the reason"
     )
@@ -66,9 +66,16 @@ struct RedisTLSTests {
             ("unknown CA", unknownCA, "certificate verify failed"),
             ("wrong name", wrongName, "hostname mismatch"),
             ("no client certificate", noClientCertificate, "certificate required"),
-            ("plaintext server", plaintextServer, "a plaintext server behind a rediss:// URL?"),
             ("TLS server in plaintext", tlsServerInPlaintext, "use rediss://"),
         ]
+        // A plaintext server behind rediss:// answers nothing: a timeout with a hint, retried as any.
+        var plaintextConfiguration = plaintextServer
+        plaintextConfiguration.commandTimeoutMilliseconds = 1_000
+        let silent = await #expect(throws: RedisError.self) {
+            try await RedisConnection(configuration: plaintextConfiguration, logger: .test("plaintext")).send(
+                RedisCommand("PING"))
+        }
+        #expect(silent?.code == .io && silent?.description.contains("a plaintext server behind a rediss:// URL?") == true)
         for (name, configuration, reason) in cases {
             var configuration = configuration
             configuration.commandTimeoutMilliseconds = 3_000
@@ -90,6 +97,13 @@ struct RedisTLSTests {
             try await expired.connect(label: "expired").send(RedisCommand("PING"))
         }
         #expect(error?.description.contains("certificate has expired") == true, "\(String(describing: error))")
+    }
+
+    @Test("over TLS too, a WATCH lost with its socket fails the next call instead of a transaction on a new socket")
+    func lostWatchOverTLS() async throws {
+        let server = try await RedisServer.startTLS()
+        defer { server.stop() }
+        try await RedisConnectionTests.expectLostWatchFailsTheNextCall(redis: server.connect(), admin: server.connect())
     }
 
     @Test("TLS settings: only with rediss://, files loaded at once, a certificate only with its key")

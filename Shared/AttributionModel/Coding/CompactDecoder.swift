@@ -105,7 +105,11 @@ final class CompactDecoder: Decoder {
             _ = try varint(at: &cursor)
             return cursor
         case Tag.double: cursor += 8
-        case Tag.string, Tag.decimal: cursor += Int(try varint(at: &cursor))
+        case Tag.string, Tag.decimal:
+            // A hostile length is refused, never trapped on: no overflow in the sum below.
+            let count = Int(clamping: try varint(at: &cursor))
+            guard count <= buffer.count - cursor else { throw Self.corrupted("truncated") }
+            cursor += count
         case Tag.array, Tag.keyed: cursor += 4 + (try uint32(at: cursor))
         default: throw Self.corrupted("unknown tag")
         }
@@ -138,7 +142,7 @@ final class CompactDecoder: Decoder {
     /// The text of a String or Decimal value.
     private func text(at offset: Int) throws -> String {
         var cursor = offset + 1
-        let count = Int(try varint(at: &cursor))
+        let count = Int(clamping: try varint(at: &cursor))
         guard count <= buffer.count - cursor else { throw Self.corrupted("truncated") }
         return String(decoding: UnsafeBufferPointer(rebasing: buffer[cursor..<cursor + count]), as: UTF8.self)
     }

@@ -57,6 +57,12 @@ extension PostbackPlan: CompactHandCoded {
                 try reader.key("schemaValues")
                 plan.schemaValues = try reader.array { reader in reader.null() ? nil : try SchemaValue(reading: &reader) }
             }
+            // One entry per conversion window in each, or the plan's rules would index past them.
+            let windows = ConversionWindows.count
+            guard
+                plan.windowsDone.count == windows, plan.closed.count == windows, plan.activityTotals.count == windows,
+                plan.schemaValues.count == windows
+            else { throw CompactReader.Mismatch() }
             return plan
         }
     }

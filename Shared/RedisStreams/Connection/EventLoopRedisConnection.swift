@@ -135,15 +135,23 @@ public final class EventLoopRedisConnection: Sendable {
             return self.eventLoop.makeFailedFuture(
                 RedisError(.io, "the connection that held a WATCH was dropped; nothing was sent"))
         }
-        let watch = RedisCommand.watchEffect(of: commands)
-        // The common case, an open socket, without a future in between.
-        if let ready {
-            if let watch { self.state.value.watchedOn = watch ? ready : nil }
-            return ready.send(commands)
+        guard let watch = RedisCommand.watchEffect(of: commands) else {
+            // The common case, an open socket, without a future in between.
+            if let ready { return ready.send(commands) }
+            return self.connected().flatMap { handler in handler.value.send(commands) }
         }
-        return self.connected().flatMap { handler in
-            if let watch { self.state.value.watchedOn = watch ? handler.value : nil }
-            return handler.value.send(commands)
+        if let ready { return self.watching(NIOLoopBound(ready, eventLoop: self.eventLoop), commands, watch) }
+        return self.connected().flatMap { handler in self.watching(handler, commands, watch) }
+    }
+
+    /// On the loop: sends a pipeline that starts (`watch`) or ends a WATCH, which counts once the
+    /// server answered it: a pipeline that failed told its caller already.
+    private func watching(
+        _ handler: NIOLoopBound<RedisReplyHandler>, _ commands: [RedisCommand], _ watch: Bool
+    ) -> EventLoopFuture<[RedisReply]> {
+        handler.value.send(commands).map { replies in
+            self.state.value.watchedOn = watch ? handler.value : nil
+            return replies
         }
     }
 

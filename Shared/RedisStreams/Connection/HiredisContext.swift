@@ -63,7 +63,10 @@ final class HiredisContext: @unchecked Sendable {
             let replies = try (0..<count).map { _ in try Self.readReply(from: context) }
             self.answered = true
             return replies
-        } catch let error as RedisError where !self.answered && error.code == .io {
+        } catch let error as RedisError
+            where !self.answered && error.code == .io
+            && (error.message.contains("Server closed the connection") || error.message.contains("Connection reset by peer"))
+        {
             // A TLS port drops a client that speaks RESP at it without a word.
             self.drop()
             throw RedisError(.tlsFailed, "\(RedisReplyHandler.plaintextAtTLSPort) (\(error.message))")

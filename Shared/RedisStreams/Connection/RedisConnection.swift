@@ -49,7 +49,9 @@ public final class RedisConnection: Sendable {
                     let replies = try context.execute(commands)
                     slotGuard.record(commands, slots: slots, replies: replies)
                     return replies
-                } catch let error as RedisError where error.code == .io || error.code == .protocolError {
+                } catch let error as RedisError
+                    where error.code == .io || error.code == .protocolError || error.code == .tlsFailed
+                {
                     // The context dropped its socket, and the server any WATCH with it.
                     slotGuard.reset()
                     throw error

@@ -67,7 +67,7 @@ public struct RedisError: Error, CustomStringConvertible, Sendable, Equatable {
     /// rather than refusing what was sent: a worker that meets it has not failed its entries.
     public var isUnavailability: Bool {
         switch self.code {
-        case .connectionFailed, .io, .redirected: return true
+        case .connectionFailed, .tlsFailed, .io, .redirected: return true
         case .server: return self.message.split(separator: " ").contains { Self.unavailableReplies.contains(String($0)) }
         default: return false
         }

@@ -138,11 +138,11 @@ final class RedisReplyHandler: ChannelInboundHandler {
         guard let oldest = self.waiting.first, oldest.sent + self.timeout < .now() else { return }
         let milliseconds = self.timeout.nanoseconds / 1_000_000
         if self.isTLS, !self.answered {
-            // A plaintext server reads a TLS client hello as the start of a command and waits for its end.
+            // A plaintext server reads a TLS client hello as the start of a command and waits for its end;
+            // so does a Redis busy with a long script. A hint, not a verdict: retried as any timeout.
             self.fail(
                 RedisError(
-                    .tlsFailed,
-                    "no TLS handshake or reply within \(milliseconds) ms (a plaintext server behind a rediss:// URL?)"))
+                    .io, "no TLS handshake or reply within \(milliseconds) ms (a plaintext server behind a rediss:// URL?)"))
         } else {
             self.fail(RedisError(.io, "no reply within \(milliseconds) ms"))
         }
