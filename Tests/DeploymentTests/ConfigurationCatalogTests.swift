@@ -106,7 +106,8 @@ struct ConfigurationCatalogTests {
         reading(.redisURL, nil, "redis://127.0.0.1:6379/0", render: { $0.url }),
         reading(
             .redisURL, "http://redis",
-            "configuration REDIS_URL: redis invalidConfiguration: redis URL must start with redis://: http://redis"),
+            "configuration REDIS_URL: redis invalidConfiguration: redis URL must start with redis:// or rediss:// (TLS): http://redis"
+        ),
         reading(
             .redisURL, "redis://redis:0",
             "configuration REDIS_URL: redis invalidConfiguration: redis URL has an invalid port: redis://redis:0"
