@@ -63,6 +63,11 @@ public struct DeviceAttributionState: Sendable, Codable, Hashable {
         pendingActivities = try container.decodeIfPresent([ActivityReport].self, forKey: .pendingActivities) ?? []
     }
 
+    /// Whether the conversion with this identifier was attributed on this device (and is still kept).
+    public func attributed(_ conversionIdentifier: String) -> Bool {
+        conversions.contains { $0.conversionIdentifier == conversionIdentifier }
+    }
+
     /// Notes a conversion that will be attributed once its settle time has passed (and, with
     /// `settlesAfter`, once `verified` has been read that far).
     public mutating func settle(_ report: ConversionReport, conversionIdentifier: String, settlesAfter: Milliseconds? = nil) {

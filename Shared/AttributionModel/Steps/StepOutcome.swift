@@ -16,6 +16,8 @@ public enum StepCount: Sendable, Hashable {
     /// attribution-winner: an update in SKAdNetwork's shape that no conversion took while it waited,
     /// ignored as Apple ignores one with no pending postback.
     case skadnetworkUpdateIgnored
+    /// attribution-winner: a conversion delivered again after it was attributed, ignored.
+    case redeliveredConversion
     /// attribution-winner: a conversion attributed, or refused with this reason.
     case conversion(ConversionStepOutcome)
     /// verifier: an event refused with this reason.

@@ -135,6 +135,11 @@ public struct WinnerStep: Sendable {
         switch envelope.body {
         case .impressionVerified(let impression):
             if effects.state.record(impression) { effects.counts.append(.lateImpression) }
+        case .conversionVerified where effects.state.attributed(envelope.id):
+            // Delivered again once attributed: the verifier wrote it twice (a replica's pending entry claimed
+            // by another while the first still worked on it), or a second settle timer. Attributing it again
+            // would supersede the conversion by itself and close its windows unsent.
+            effects.counts.append(.redeliveredConversion)
         case .conversionVerified(let conversion) where input == .verified && settleMilliseconds > 0:
             var horizon: Milliseconds?
             if case .writtenAt(let written) = position { horizon = written + settleMilliseconds }

@@ -32,6 +32,8 @@ extension StageCount {
             self.init("winner_late_impressions_total")
         case .settleExtended:
             self.init("winner_settle_extensions_total")
+        case .redeliveredConversion:
+            self.init("winner_redelivered_conversions_total")
         case .skadnetworkUpdateIgnored:
             self.init("winner_skadnetwork_updates_ignored_total")
         case .conversion(let outcome):

@@ -40,6 +40,27 @@ import Testing
         #expect(attributed.keepStateFor == Retention.deviceState(.realTime))
     }
 
+    /// The verifier may write a conversion twice (a replica's pending entry claimed by another while the
+    /// first still worked on it): once attributed, the conversion read again, from `verified` or from a
+    /// second settle timer, changes nothing. Attributed again it would supersede itself, its own postbacks
+    /// closed unsent (seen in a network fault run).
+    @Test(arguments: [WinnerStep.Input.verified, .settled])
+    func aConversionDeliveredAgainAfterItsAttributionIsIgnored(input: WinnerStep.Input) throws {
+        var state = DeviceAttributionState()
+        state.record(F.impression("i", at: Self.now - 2 * F.hour))
+        state.record(F.impression("j", at: Self.now - F.hour))
+        let message = Self.conversion(.download, at: Self.now)
+        let settled = WinnerStep(policy: .realTime, input: .settled, settleMilliseconds: 2_000)
+        let attributed = try effects(settled.step(state, message: message, reengagements: [], now: 5))
+        #expect(attributed.counts == [.conversion(.attributed)])
+
+        let again = WinnerStep(policy: .realTime, input: input, settleMilliseconds: 2_000)
+        let redelivered = try effects(again.step(attributed.state, message: message, reengagements: [], now: 9))
+        #expect(redelivered.outputs.isEmpty && redelivered.settle == nil)
+        #expect(redelivered.counts == [.redeliveredConversion])
+        #expect(redelivered.state == attributed.state)
+    }
+
     /// An install with an impression an hour before it, read by the settling step (2 s) long after the
     /// verifier wrote it (at 10,000): the horizon counts from the writing, so it settles after 12,000.
     func settlingInstall() throws -> (message: Envelope, held: WinnerStep.Effects) {
