@@ -278,6 +278,8 @@ let package = Package(
             name: "AttributionModelTests",
             dependencies: ["AttributionModel", "AttributionCrypto", "CryptoPrimitives", "TestSupport"],
             path: "Tests/AttributionModelTests",
+            // Read by path (#filePath), not as bundle resources.
+            exclude: ["Fixtures/stream-entries-0.1.0.txt", "Fixtures/stored-state-0.1.0.txt"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -5,7 +5,11 @@ campaign, and per window and ad network the postbacks that arrived against those
 expects. Exits non-zero when they differ or a process it started exited on its own. Stops everything it
 started, also when interrupted.
 
-  demo.py BIN OUT [--devices N] [--time-scale S] [--cluster]
+  demo.py BIN OUT [--devices N] [--time-scale S] [--cluster | --tls]
+
+With --tls Redis is TLS only and demands client certificates (mutual TLS): a CA and the server's and a
+client's certificates made for the run in OUT/redis/tls; every service and tool reaches it with a
+rediss:// URL and REDIS_TLS_CA_FILE, REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE.
 """
 
 import argparse
@@ -34,7 +38,11 @@ def parse_arguments(argv=None):
     parser.add_argument("--devices", type=int, default=60)
     parser.add_argument("--time-scale", type=scale, default="86400", help="a day lasts 86400/S seconds")
     parser.add_argument("--cluster", action="store_true", help="on a local Redis Cluster (3 primaries, 3 replicas)")
-    return parser.parse_args(argv)
+    parser.add_argument("--tls", action="store_true", help="Redis TLS only, with client certificates (mutual TLS)")
+    args = parser.parse_args(argv)
+    if args.cluster and args.tls:
+        parser.error("--tls runs on one Redis: the services reach a Redis Cluster in plaintext")
+    return args
 
 
 def start_store(processes, args, acl):
@@ -51,8 +59,9 @@ def start_store(processes, args, acl):
         return cluster.ports[0]
     port, directory = free_port(), os.path.join(args.out, "redis")
     os.makedirs(directory, exist_ok=True)
-    print(f"==> redis-server on 127.0.0.1:{port} (AOF in {directory})", flush=True)
-    start_redis(processes, port, directory, host="127.0.0.1", options=users)
+    over = f"TLS only, mutual (CA and certificates in {directory}/tls)" if args.tls else "plaintext"
+    print(f"==> redis-server on 127.0.0.1:{port}, {over} (AOF in {directory})", flush=True)
+    start_redis(processes, port, directory, host="127.0.0.1", options=users, tls=args.tls)
     return port
 
 
@@ -82,17 +91,18 @@ def run(args, processes):
     acl = os.path.join(args.out, "redis-acl")
     subprocess.run([tool, "redis-acl", "--out", acl], check=True, capture_output=True)
     port = start_store(processes, args, acl)
+    scheme = "rediss" if args.tls else "redis"
 
     def own_user(name):
         """Each service connects as its own Redis user, with only its rights."""
-        url = f"redis://{name}@127.0.0.1:{port}/0"
+        url = f"{scheme}://{name}@127.0.0.1:{port}/0"
         return (), {"REDIS_URL": url, "REDIS_PASSWORD_FILE": os.path.join(acl, f"{name}.password")}
 
     token = os.urandom(24).hex()
     pipeline = Pipeline(
         processes,
         args.bin,
-        f"redis://127.0.0.1:{port}/0",
+        f"{scheme}://127.0.0.1:{port}/0",
         os.path.join(args.out, "keys"),
         token,
         own_user,
@@ -146,7 +156,7 @@ def run(args, processes):
     matched = subprocess.run([tool, "summary", "--file", postbacks, "--expected", expected]).returncode == 0
     # Every message the campaign left on every stream, read back as JSON, against its published schema.
     login = ["--redis-password-file", os.path.join(acl, "operator.password"), *(["--cluster"] if args.cluster else [])]
-    read, problems = message_schemas.validate_streams(f"redis://operator@127.0.0.1:{port}/0", *login)
+    read, problems = message_schemas.validate_streams(f"{scheme}://operator@127.0.0.1:{port}/0", *login)
     print(f"==> {read} stream messages against their schemas (docs/reference/messages/): {len(problems)} problems")
     for problem in problems[:10]:
         print(f"    {problem}", flush=True)

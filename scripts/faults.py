@@ -28,7 +28,11 @@ of the packets dropped (a relay in front of Redis, `attribution relay`), and a w
 ingest eight times a second, each request in a thread of its own; the report lists, per fault, how long the service it hit was not ready, how slowly /ready
 answered, and what the event route answered. Needs root.
 
-  faults.py BIN OUT [--devices N] [--time-scale S] [--cluster [--node-partitions] | --network]
+With --tls the one Redis is TLS only and demands client certificates (a CA and certificates made for
+the run in OUT/redis/tls); the services, the tools and the run's own redis-cli reach it over TLS, through
+its kill and its restart from the append-only file.
+
+  faults.py BIN OUT [--devices N] [--time-scale S] [--cluster [--node-partitions] | --network | --tls]
 """
 
 import argparse
@@ -79,7 +83,10 @@ parser.add_argument(
     action="store_true",
     help="with --cluster: partitions between the cluster's nodes instead of kills and resharding",
 )
+parser.add_argument("--tls", action="store_true", help="one Redis, TLS only, with client certificates")
 args = parser.parse_args()
+if args.tls and (args.cluster or args.network):
+    parser.error("--tls runs the kills and restarts on one Redis: give --tls alone")
 if args.network and args.cluster:
     parser.error("--network runs on one Redis: give --network or --cluster, not both")
 if args.node_partitions and not args.cluster:
@@ -111,7 +118,7 @@ def redis_tool(*argv):
 REDIS_PORT = free_port()
 # On test hosts (--network) Redis and each service have their own address; else all on loopback.
 REDIS_HOST = netns.address("redis") if args.network else "127.0.0.1"
-REDIS_URL = f"redis://{REDIS_HOST}:{REDIS_PORT}/0"
+REDIS_URL = f"{'rediss' if args.tls else 'redis'}://{REDIS_HOST}:{REDIS_PORT}/0"
 # On test hosts the services reach Redis through a relay on Redis's host that adds the latency faults' delay.
 RELAY_PORT = free_port()
 LATENCY_FILE = os.path.join(OUT, "latency-ms")
@@ -227,7 +234,7 @@ def main():
         reachable = ["--protected-mode", "no"] if args.network else []
         redis_dir = os.path.join(OUT, "redis")
         store = start_redis(
-            processes, REDIS_PORT, redis_dir, host=REDIS_HOST, prefix=on_host("redis"), options=reachable
+            processes, REDIS_PORT, redis_dir, host=REDIS_HOST, prefix=on_host("redis"), options=reachable, tls=args.tls
         )
         if args.network:
             start_relay()

@@ -317,6 +317,16 @@ class RedisConnection:
     postbacks are compact binary, not UTF-8. `timeout`: seconds of silence before a reply is given up (None: wait)."""
 
     def __init__(self, port, binary=False, timeout=None):
+        tls = (
+            {
+                "ssl": True,
+                "ssl_ca_certs": _tls["ca-file"],
+                "ssl_certfile": _tls.get("cert-file"),
+                "ssl_keyfile": _tls.get("key-file"),
+            }
+            if _tls
+            else {}
+        )
         self.client = redis.Redis(
             host="127.0.0.1",
             port=port,
@@ -324,6 +334,7 @@ class RedisConnection:
             decode_responses=not binary,
             encoding_errors="replace",
             socket_timeout=timeout,
+            **tls,
         )
         self.client.response_callbacks.clear()
 
@@ -424,13 +435,16 @@ def slot_ranges(parts):
             yield int(low), int(high or low)
 
 
-def start_redis(processes, port, directory, aof=True, host=None, prefix=(), options=()):
+def start_redis(processes, port, directory, aof=True, host=None, prefix=(), options=(), tls=False):
     """A private redis-server on `port` with its files in `directory` (`attribution-bench redis`, the
     launcher the Swift suites use): no snapshots; with `aof`, an append-only file synced every second
     (what compose runs), else nothing on disk. `host`: the one address it listens on; `prefix`: what
-    runs it (a test host's `ip netns exec`); `options`: more of its command line (an ACL file)."""
+    runs it (a test host's `ip netns exec`); `options`: more of its command line (an ACL file); `tls`:
+    TLS only, demanding client certificates, with a CA and certificates made in DIRECTORY/tls, which
+    the run then uses (`use_tls`)."""
     argv = ["--port", str(port), "--host", host or "127.0.0.1", "--directory", directory]
     argv += ["--append-only"] if aof else []
+    argv += ["--tls"] if tls else []
     argv += [f"--prefix={word}" for word in prefix] + [f"--server-argument={word}" for word in options]
     return LaunchedRedis(processes, "redis", argv)
 
@@ -446,14 +460,35 @@ def redis_login(user, password_file):
         _login.update(user=user, password=file.read().strip(), password_file=password_file)
 
 
+_tls = {}  # the launched Redis's TLS files ("ca-file", "cert-file", "key-file"), when it is TLS only
+
+
+def use_tls(files):
+    """From now on every process this run starts (services and `attribution`, through REDIS_TLS_*),
+    every redis-cli and every `RedisConnection` reach Redis over TLS with these files (the launcher's
+    ready line's "tls": its CA and the client certificate it demands)."""
+    _tls.update(files)
+    for name, setting in (("ca-file", "CA_FILE"), ("cert-file", "CERT_FILE"), ("key-file", "KEY_FILE")):
+        if files.get(name):
+            os.environ["REDIS_TLS_" + setting] = files[name]
+
+
+def tls_cli_arguments():
+    """redis-cli's TLS options for the launched Redis, none in plaintext."""
+    if not _tls:
+        return []
+    arguments = ["--tls", "--cacert", _tls["ca-file"]]
+    return arguments + (["--cert", _tls["cert-file"], "--key", _tls["key-file"]] if _tls.get("cert-file") else [])
+
+
 def run_redis_cli(args, **options):
-    """`redis-cli ARGS` (as the login, if any), run to its end with subprocess.run's `options`."""
+    """`redis-cli ARGS` (as the login, if any; over TLS when the run's Redis is), run to its end with
+    subprocess.run's `options`."""
+    args = [*tls_cli_arguments(), *map(str, args)]
     if not _login:
-        return subprocess.run(["redis-cli", *map(str, args)], **options)
+        return subprocess.run(["redis-cli", *args], **options)
     env = {**os.environ, "REDISCLI_AUTH": _login["password"]}
-    return subprocess.run(
-        ["redis-cli", "--user", _login["user"], "--no-auth-warning", *map(str, args)], env=env, **options
-    )
+    return subprocess.run(["redis-cli", "--user", _login["user"], "--no-auth-warning", *args], env=env, **options)
 
 
 def redis_cli(port, *args, host="127.0.0.1"):
@@ -530,6 +565,8 @@ class LaunchedRedis:
             raise SystemExit(f"attribution-bench redis did not start Redis; see {log_path}")
         ready = json.loads(line)
         self.url, self.ports, self.pid = ready["url"], ready["ports"], ready.get("pid")
+        if "tls" in ready:
+            use_tls(ready["tls"])
         self.addresses = {int(port): address for port, address in ready["addresses"].items()}
 
     def request(self, command, **fields):

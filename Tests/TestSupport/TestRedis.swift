@@ -52,10 +52,7 @@ extension RedisServer {
     /// `environment` present.
     public static func startTLS(appendOnly: Bool = false, password: String? = nil) async throws -> RedisServer {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("redis-tls-\(UUID().uuidString)")
-        let authority = try TestCertificates.authority(in: folder)
-        let tls = RedisServer.TLS(
-            server: try authority.issue("server", names: ["localhost"], addresses: ["127.0.0.1"]), ca: authority.ca,
-            client: try authority.issue("client"))
+        let tls = try RedisServer.TLS.made(in: folder)
         return try await RedisServer.start(appendOnly: appendOnly, password: password, tls: tls)
     }
 

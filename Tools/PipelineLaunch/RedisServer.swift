@@ -23,6 +23,19 @@ public final class RedisServer: Sendable {
             self.ca = ca
             self.client = client
         }
+
+        /// A CA made in `folder` and the certificates it signs: the server's, for `host`, `localhost`
+        /// and 127.0.0.1, and the client certificate the server then demands.
+        public static func made(in folder: URL, host: String = "127.0.0.1") throws -> TLS {
+            let authority = try TestCertificates.authority(in: folder)
+            // An address (digits and dots, or IPv6's colons) goes in as IP, anything else as a DNS name.
+            let isAddress = { (text: String) in text.contains(":") || text.allSatisfy { $0.isNumber || $0 == "." } }
+            let addresses = Array(Set(["127.0.0.1", host].filter(isAddress))).sorted()
+            let names = Array(Set(["localhost", host].filter { !isAddress($0) })).sorted()
+            return TLS(
+                server: try authority.issue("server", names: names, addresses: addresses), ca: authority.ca,
+                client: try authority.issue("client"))
+        }
     }
 
     /// The port the server listens on.

@@ -70,10 +70,15 @@ final class RedisControl: Sendable {
 
 extension RedisServer: LaunchedRedis {
     var ready: [String: any Sendable] {
-        [
+        var ready: [String: any Sendable] = [
             "url": self.url, "cluster": false, "ports": [self.port], "addresses": [String(self.port): self.host],
             "pid": self.processIdentifier.map(Int.init) ?? 0,
         ]
+        if let tls {
+            // What its clients present and trust: the settings of the same names (REDIS_TLS_CA_FILE, ...).
+            ready["tls"] = ["ca-file": tls.ca, "cert-file": tls.client?.certificate, "key-file": tls.client?.key]
+        }
+        return ready
     }
 
     func answer(_ request: RedisControl.Request) async throws -> [String: any Sendable] {

@@ -31,6 +31,13 @@ struct RedisLaunchCommand: AsyncParsableCommand {
     @Flag(help: "Cluster: each node its own loopback address (127.0.0.21, ...), so nodes can be cut apart.")
     var apart = false
 
+    @Flag(
+        help: """
+            One Redis, TLS only (--port 0 --tls-port), demanding client certificates: a CA and the server's and \
+            a client's certificates made in DIRECTORY/tls (openssl), named in the ready line's "tls".
+            """)
+    var tls = false
+
     @Option(help: "One Redis: the address it binds.")
     var host = "127.0.0.1"
 
@@ -57,6 +64,10 @@ struct RedisLaunchCommand: AsyncParsableCommand {
         guard !cluster || (nodes >= 6 && nodes % 2 == 0) else { throw ValidationError("--nodes must be even and at least 6") }
         guard (user == nil) == (passwordFile == nil) else { throw ValidationError("--user and --password-file go together") }
         guard cluster || !apart else { throw ValidationError("--apart needs --cluster") }
+        guard !tls || directory != nil else { throw ValidationError("--tls needs --directory: the certificates go there") }
+        guard !(cluster && tls) else {
+            throw ValidationError("--tls starts one Redis: the services reach a Redis Cluster in plaintext")
+        }
     }
 
     func run() async throws {
@@ -78,9 +89,12 @@ struct RedisLaunchCommand: AsyncParsableCommand {
             options.directory = directory.map { URL(fileURLWithPath: $0, isDirectory: true) }
             launched = try await RedisCluster.start(options)
         } else {
+            let directory = self.directory.map { URL(fileURLWithPath: $0, isDirectory: true) }
+            let certificates = tls ? directory?.appendingPathComponent("tls", isDirectory: true) : nil
             launched = try await RedisServer.start(
                 appendOnly: appendOnly, arguments: serverArgument, username: user, password: password, host: host,
-                port: port, directory: directory.map { URL(fileURLWithPath: $0, isDirectory: true) }, prefix: prefix)
+                port: port, directory: directory, prefix: prefix,
+                tls: try certificates.map { try RedisServer.TLS.made(in: $0, host: host) })
         }
         let control = RedisControl(launched)
         let signals = control.stopOnTermination()
