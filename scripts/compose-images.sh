@@ -120,8 +120,9 @@ quiet_build() {
 # image_on_base IMAGE WHAT: IMAGE from the base image and a Dockerfile body on stdin, unless current.
 image_on_base() {
     local inputs body
-    inputs="$BASE_IMAGE $(docker image inspect -f '{{.Id}}' "$BASE_IMAGE") $2"
     body=$(cat)
+    # The Dockerfile body's digest too: an image made from an older body is not current.
+    inputs="$BASE_IMAGE $(docker image inspect -f '{{.Id}}' "$BASE_IMAGE") $2 $(echo "$body" | sha256sum | cut -c1-16)"
     if current "$1" "$inputs"; then echo "==> $1 is current"; return; fi
     echo "==> $1: Debian's $2"
     echo "$body" | build_on_base "$1" "$inputs"
@@ -134,6 +135,8 @@ RUN groupadd --system --gid 999 redis && useradd --system --uid 999 --gid 999 --
     && apt-get update && apt-get install -y --no-install-recommends redis-server redis-tools \
     && rm -rf /var/lib/apt/lists/* \
     && mkdir /data && chown redis:redis /data
+# As redis:7: /data a volume, so a node without one of its own writes there under a read-only root.
+VOLUME /data
 WORKDIR /data
 USER redis
 EXPOSE 6379
@@ -147,6 +150,7 @@ prometheus_image() {
 RUN apt-get update && apt-get install -y --no-install-recommends prometheus \
     && rm -rf /var/lib/apt/lists/* \
     && mkdir /prometheus && chown nobody:nogroup /prometheus
+VOLUME /prometheus
 WORKDIR /prometheus
 USER nobody
 EXPOSE 9090

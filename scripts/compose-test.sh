@@ -152,6 +152,29 @@ fail_over_a_primary() {
     say "$node started again (rejoins as a replica)"
 }
 
+# Every container the stack ran, as the engine ran it (exited one-shot containers included): a
+# read-only root filesystem (Grafana excepted), no capabilities but init's three, no privileges gained.
+check_hardened() {
+    local report
+    report=$(docker ps -aq --filter "label=com.docker.compose.project=$COMPOSE_PROJECT_NAME" | xargs -r docker inspect -f \
+        '{{index .Config.Labels "com.docker.compose.service"}} {{.HostConfig.ReadonlyRootfs}} {{.HostConfig.CapDrop}} {{.HostConfig.CapAdd}} {{.HostConfig.SecurityOpt}}' \
+        | awk '{
+            service = $1; line = $0
+            ok = ($2 == "true" || service == "grafana") && line ~ /\[ALL\]/ && line ~ /no-new-privileges/
+            adds = line; sub(/.*\[ALL\] /, "", adds); sub(/ \[no-new-privileges.*/, "", adds)
+            if (service == "init") ok = ok && adds ~ /CHOWN/ && adds ~ /DAC_OVERRIDE/ && adds ~ /FOWNER/ && split(adds, a, " ") == 3
+            else ok = ok && (adds == "[]" || adds == "<no value>")
+            if (!ok) print "    " line
+        }')
+    if [ -n "$report" ]; then
+        echo "FAILED: containers not hardened (service, read-only root, dropped, added, security options):" >&2
+        echo "$report" >&2
+        return 1
+    fi
+    say "every container: read-only root, no capabilities (init: CHOWN DAC_OVERRIDE FOWNER), no new privileges"
+    SUMMARY+=("$MODE: every container hardened (read-only root, capabilities dropped, no new privileges)")
+}
+
 # Prometheus's targets: every replica of every service up, and as many as are running.
 check_prometheus() {
     local url="http://127.0.0.1:$PROMETHEUS_PORT/api/v1/targets" deadline=$(($(date +%s) + 90)) verdict
@@ -199,6 +222,7 @@ run_stack() {  # run_stack single|cluster
         || { cat "$RUN/$MODE-up.log" >&2; return 1; }
     wait_healthy 240
     say "every service ready"
+    check_hardened || return 1
 
     "${COMPOSE[@]}" run --rm campaign >"$RUN/$MODE-campaign.log" 2>&1 &
     local campaign=$!

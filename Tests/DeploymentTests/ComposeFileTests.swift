@@ -161,6 +161,22 @@ struct ComposeFileTests {
         }
     }
 
+    /// Every container runs as Kubernetes' restricted policy asks (the compose test checks the same on the
+    /// engine): a read-only root filesystem, no capabilities, no privileges gained; init keeps the three
+    /// it hands out secrets with, and Grafana (no offline image to test it with) a writable root.
+    @Test(arguments: ["compose.yaml", "compose.test.yaml"])
+    func everyContainerIsHardened(file: String) throws {
+        for (name, service) in try Self.services(file) where service["image"] != nil {
+            #expect(service["cap_drop"] as? [String] == ["ALL"], "\(file): \(name) drops every capability")
+            #expect(
+                service["security_opt"] as? [String] == ["no-new-privileges:true"], "\(file): \(name) gains no privileges")
+            #expect(
+                (service["read_only"] as? Bool == true) != (name == "grafana"), "\(file): \(name) has a read-only root")
+            let added = Set(service["cap_add"] as? [String] ?? [])
+            #expect(added == (name == "init" ? ["CHOWN", "DAC_OVERRIDE", "FOWNER"] : []), "\(file): \(name) adds \(added)")
+        }
+    }
+
     /// Health checks ask /ready (up and reaching Redis), on the port each service listens on.
     @Test func healthChecksAskReady() throws {
         for (name, service) in try Self.services() where Self.pipelineServices.contains(name) {
