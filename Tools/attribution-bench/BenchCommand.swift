@@ -12,7 +12,8 @@ struct BenchCommand: AsyncParsableCommand {
         abstract: "The benchmark's tool: offered load, preloaded streams, held postbacks, state coding, a run's Redis.",
         version: PipelineVersion.current,
         subcommands: [
-            LoadCommand.self, PreloadCommand.self, HoldingCommand.self, CodingCommand.self, RedisLaunchCommand.self,
+            LoadCommand.self, PreloadCommand.self, HoldingCommand.self, CodingCommand.self, TransportCommand.self,
+            RedisLaunchCommand.self,
         ]
     )
 }
