@@ -24,7 +24,7 @@ LABEL org.opencontainers.image.title="attribution-pipeline" \
 # One system user per service, so that each reads only its own secrets (compose's init service gives
 # each file to the one user that needs it): uids and gids 10001-10008 (admin last, so that the others
 # keep theirs). `pipeline` (10000), the default, reads none.
-RUN apt-get update && apt-get install -y --no-install-recommends libhiredis0.14 libssl3 libjemalloc2 ca-certificates curl publicsuffix \
+RUN apt-get update && apt-get install -y --no-install-recommends libhiredis0.14 libssl3 libjemalloc2 ca-certificates curl openssl publicsuffix \
     && rm -rf /var/lib/apt/lists/* \
     && uid=10000 \
     && for user in pipeline ingest verifier attribution-winner scheduler dispatcher receiver pipeline-operator admin; do \

@@ -8,11 +8,12 @@
 # must see every replica up. `down -v` at the end, also on failure, and nothing of the project may be
 # left in Docker.
 #
-#   scripts/compose-test.sh [--single | --cluster] [--compose v1|v2] [--public-images | --binaries DIR] [--keep]
+#   scripts/compose-test.sh [--single | --tls | --cluster] [--compose v1|v2] [--public-images | --binaries DIR] [--keep]
 #
-# Without --single or --cluster it runs both: one Redis with Compose v2 (`docker compose`), then the
-# cluster profile with Compose v1.29 (`docker-compose`, Debian's), so that both Composes run the stack;
-# --compose runs both on one. --public-images builds on the public base images (swift, debian, redis,
+# Without --single, --tls or --cluster it runs all three: one Redis with Compose v2 (`docker compose`),
+# one Redis over TLS (compose.tls.yaml: Redis TLS only, every service with a client certificate init
+# made), then the cluster profile with Compose v1.29 (`docker-compose`, Debian's), so that both Composes
+# run the stack; --compose runs all on one. --public-images builds on the public base images (swift, debian, redis,
 # prom/prometheus, grafana) instead of scripts/compose-images.sh's offline ones. --binaries DIR makes the
 # project's image from the executables in DIR (`swift build --show-bin-path`) on the Dockerfile's runtime
 # stage instead of compiling them in its build stage: scripts/test.sh passes the ones it has just built
@@ -25,7 +26,7 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 . scripts/compose-lib.sh
 
-MODES=(single cluster)
+MODES=(single tls cluster)
 VARIANT=""
 PUBLIC=false
 BINARIES=""
@@ -33,12 +34,13 @@ KEEP=false
 while [ $# -gt 0 ]; do
     case "$1" in
         --single) MODES=(single); shift ;;
+        --tls) MODES=(tls); shift ;;
         --cluster) MODES=(cluster); shift ;;
         --compose) VARIANT=$2; shift 2 ;;
         --public-images) PUBLIC=true; shift ;;
         --binaries) BINARIES=$2; shift 2 ;;
         --keep) KEEP=true; shift ;;
-        *) echo "usage: scripts/compose-test.sh [--single | --cluster] [--compose v1|v2] [--public-images | --binaries DIR] [--keep]" >&2; exit 2 ;;
+        *) echo "usage: scripts/compose-test.sh [--single | --tls | --cluster] [--compose v1|v2] [--public-images | --binaries DIR] [--keep]" >&2; exit 2 ;;
     esac
 done
 if [ "$PUBLIC" = true ] && [ -n "$BINARIES" ]; then
@@ -203,10 +205,14 @@ print("ok" if all(up.get(j, 0) == int(n) for j, n in expected.items()) else "wai
 run_stack() {  # run_stack single|cluster
     MODE=$1
     local services=(init redis ingest admin verifier attribution-winner scheduler dispatcher receiver) profiles=()
+    export COMPOSE_FILE=compose.yaml:compose.test.yaml REDIS_TLS=false
     if [ "$MODE" = cluster ]; then
         export REDIS_CLUSTER=true
         services+=(redis-node-2 redis-node-3 redis-node-4 redis-node-5 redis-node-6 redis-cluster-init)
         profiles=(--profile cluster)
+    elif [ "$MODE" = tls ]; then
+        # compose.tls.yaml: Redis TLS only, every service with its own client certificate.
+        export REDIS_CLUSTER=false COMPOSE_FILE=compose.yaml:compose.test.yaml:compose.tls.yaml REDIS_TLS=true
     else
         export REDIS_CLUSTER=false
         # Grafana has no offline image: Prometheus alone offline, both with the public images.
@@ -270,8 +276,11 @@ run_stack() {  # run_stack single|cluster
     say "stream messages against their schemas (read in the ledger's container, validated here)"
     # Expanded by the container's shell; the stream names are the validator's.
     local streams='case "$REDIS_CLUSTER" in true|yes|1) cluster=--cluster ;; *) cluster= ;; esac
+        case "$REDIS_TLS" in true|yes|1) scheme=rediss; export REDIS_TLS_CA_FILE=/run/secrets/tls-ca.pem \
+            REDIS_TLS_CERT_FILE=/run/secrets/tls-client.pem REDIS_TLS_KEY_FILE=/run/secrets/tls-client-key.pem ;;
+            *) scheme=redis ;; esac
         for stream in '"$(python3 scripts/message_schemas.py --streams)"'; do
-            attribution stream "$stream" --redis-url redis://operator@redis:6379/0 $cluster \
+            attribution stream "$stream" --redis-url "$scheme://operator@redis:6379/0" $cluster \
                 --redis-password-file /run/secrets/redis-password || exit 1
         done'
     if ! "${COMPOSE[@]}" run --rm --entrypoint sh ledger -c "$streams" >"$RUN/$MODE-streams.out" 2>"$RUN/$MODE-streams.log"; then

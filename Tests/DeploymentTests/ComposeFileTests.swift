@@ -146,7 +146,7 @@ struct ComposeFileTests {
     /// In compose.yaml and in its scaled-time layer compose.test.yaml.
     @Test func everyEnvironmentVariableIsADocumentedKeyReadByThatService() throws {
         let documented = Dictionary(uniqueKeysWithValues: ConfigurationKey.all.map { ($0.name, $0) })
-        for file in ["compose.yaml", "compose.test.yaml"] {
+        for file in ["compose.yaml", "compose.test.yaml", "compose.tls.yaml"] {
             for (name, service) in try Self.services(file) where Self.pipelineServices.contains(name) {
                 let environment = service["environment"] as? [String: Any] ?? [:]
                 #expect(!environment.isEmpty, "\(file): \(name) sets its environment")
@@ -174,6 +174,28 @@ struct ComposeFileTests {
                 (service["read_only"] as? Bool == true) != (name == "grafana"), "\(file): \(name) has a read-only root")
             let added = Set(service["cap_add"] as? [String] ?? [])
             #expect(added == (name == "init" ? ["CHOWN", "DAC_OVERRIDE", "FOWNER"] : []), "\(file): \(name) adds \(added)")
+        }
+    }
+
+    /// compose.tls.yaml: Redis TLS only, and each service on rediss:// as its own user with the CA and
+    /// the client certificate init gives it in its own secrets volume (the compose test runs the stack so).
+    @Test func theTLSFormGivesEveryServiceItsOwnCertificate() throws {
+        let services = try Self.services("compose.tls.yaml")
+        let initScript = try Self.read("ops/compose/init.sh")
+        let redis = try #require(services["redis"]?["environment"] as? [String: Any])
+        #expect(redis["REDIS_TLS"] as? String == "true")
+        let command = (try Self.services()["redis"]?["command"] as? [String] ?? []).joined(separator: " ")
+        #expect(command.contains("--port 0 --tls-port 6379") && command.contains("--tls-auth-clients yes"), "\(command)")
+        for name in Self.pipelineServices {
+            let environment = try #require(services[name]?["environment"] as? [String: Any], "\(name)")
+            #expect(environment["REDIS_URL"] as? String == "rediss://\(name)@redis:6379/0", "\(name)")
+            for (key, file) in [
+                ("REDIS_TLS_CA_FILE", "tls-ca.pem"), ("REDIS_TLS_CERT_FILE", "tls-client.pem"),
+                ("REDIS_TLS_KEY_FILE", "tls-client-key.pem"),
+            ] {
+                #expect(environment[key] as? String == "/run/secrets/\(file)", "\(name): \(key)")
+                #expect(initScript.contains("\"/secrets/$service/\(file)\""), "init gives \(file)")
+            }
         }
     }
 
