@@ -62,7 +62,9 @@ struct CommandLineTests {
         #expect(!help.contains("bench") && !help.contains("  load ") && help.contains("  status "), "\(help)")
         #expect(try Self.run("attribution", ["bench-coding"]).status != 0)
         let bench = String(decoding: try Self.run("attribution-bench", ["--help"]).stdout, as: UTF8.self)
-        for command in ["load", "preload", "holding", "coding", "transport"] { #expect(bench.contains("  \(command) "), "\(bench)") }
+        for command in ["load", "preload", "holding", "coding", "transport"] {
+            #expect(bench.contains("  \(command) "), "\(bench)")
+        }
         let version = try Self.run("attribution-bench", ["--version"])
         #expect(version.status == 0 && String(decoding: version.stdout, as: UTF8.self) == "\(PipelineVersion.current)\n")
     }
