@@ -172,6 +172,7 @@ struct ComposeFileTests {
                 service["security_opt"] as? [String] == ["no-new-privileges:true"], "\(file): \(name) gains no privileges")
             #expect(
                 (service["read_only"] as? Bool == true) != (name == "grafana"), "\(file): \(name) has a read-only root")
+            #expect(service["tmpfs"] == nil, "\(file): \(name) writes nowhere but its volumes")
             let added = Set(service["cap_add"] as? [String] ?? [])
             #expect(added == (name == "init" ? ["CHOWN", "DAC_OVERRIDE", "FOWNER"] : []), "\(file): \(name) adds \(added)")
         }
