@@ -69,6 +69,10 @@ run_phase "ruff (scripts/pyproject.toml), the embedded OpenAPI document" 0 5 \
     bash -c ". scripts/lib.sh; $(declare -f python_checks); python_checks"
 run_phase "swift build" 0 40 swift build && BUILT=1
 BIN="$(swift build --show-bin-path)"
+# deploy/kubernetes: rendered, validated against the Kubernetes API's schemas, held to the code (the
+# executables' --help); it installs kubectl and kubernetes-validate (with PyYAML, which the unit tests
+# of its rules import) first.
+run_phase "the Kubernetes manifests (scripts/kubernetes-check.sh)" 1 5 bash scripts/kubernetes-check.sh "$BIN"
 # After the build: the harness starts Redis with the built `attribution-bench redis`.
 run_phase "the scripts' unit tests (scripts/tests)" 1 10 \
     env PIPELINE_BIN_DIR="$BIN" python3 -m unittest discover -s scripts/tests -t scripts
