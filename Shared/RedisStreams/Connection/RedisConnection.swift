@@ -19,9 +19,9 @@ import Synchronization
 /// thread keeps one context per primary and routes each command by hash slot (see `ClusterRouter`).
 ///
 /// With `configuration.tls` (one server) the calls go over an `EventLoopRedisConnection` instead, which
-/// speaks TLS: hiredis 0.14 (Debian's) has no TLS. Moving every connection to that transport cost the
-/// scheduler a third of its benchmark throughput and a cluster a third of its ratio to one Redis, for a
-/// reason not yet found; until then plaintext keeps the blocking context.
+/// speaks TLS: hiredis 0.14 (Debian's) has no TLS. Plaintext keeps the blocking context until moving it
+/// costs the benchmark nothing: on the event-loop transport the scheduler still drains about a sixth
+/// fewer conversions a second (`scripts/bench_rtt.py` at loopback).
 public final class RedisConnection: Sendable {
     /// Where this connection goes.
     public let configuration: RedisConfiguration
