@@ -5,11 +5,12 @@ campaign, and per window and ad network the postbacks that arrived against those
 expects. Exits non-zero when they differ or a process it started exited on its own. Stops everything it
 started, also when interrupted.
 
-  demo.py BIN OUT [--devices N] [--time-scale S] [--cluster | --tls]
+  demo.py BIN OUT [--devices N] [--time-scale S] [--cluster] [--tls]
 
 With --tls Redis is TLS only and demands client certificates (mutual TLS): a CA and the server's and a
-client's certificates made for the run in OUT/redis/tls; every service and tool reaches it with a
-rediss:// URL and REDIS_TLS_CA_FILE, REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE.
+client's certificates made for the run in OUT/redis/tls (OUT/cluster/tls on a cluster, whose nodes
+speak TLS to each other too); every service and tool reaches it with a rediss:// URL and
+REDIS_TLS_CA_FILE, REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE.
 """
 
 import argparse
@@ -39,10 +40,7 @@ def parse_arguments(argv=None):
     parser.add_argument("--time-scale", type=scale, default="86400", help="a day lasts 86400/S seconds")
     parser.add_argument("--cluster", action="store_true", help="on a local Redis Cluster (3 primaries, 3 replicas)")
     parser.add_argument("--tls", action="store_true", help="Redis TLS only, with client certificates (mutual TLS)")
-    args = parser.parse_args(argv)
-    if args.cluster and args.tls:
-        parser.error("--tls runs on one Redis: the services reach a Redis Cluster in plaintext")
-    return args
+    return parser.parse_args(argv)
 
 
 def start_store(processes, args, acl):
@@ -52,10 +50,11 @@ def start_store(processes, args, acl):
     if args.cluster:
         # Replicas authenticate to their primaries as the `replication` user.
         cluster = RedisCluster(
-            processes, args.out, options=[*users, "--include", os.path.join(acl, "replication.conf")]
+            processes, args.out, options=[*users, "--include", os.path.join(acl, "replication.conf")], tls=args.tls
         )
         nodes = " ".join(f"127.0.0.1:{port}" for port in cluster.ports)
-        print(f"==> Redis Cluster: 3 primaries and 3 replicas on {nodes}", flush=True)
+        over = ", TLS only, mutual, between the nodes too" if args.tls else ""
+        print(f"==> Redis Cluster: 3 primaries and 3 replicas on {nodes}{over}", flush=True)
         return cluster.ports[0]
     port, directory = free_port(), os.path.join(args.out, "redis")
     os.makedirs(directory, exist_ok=True)

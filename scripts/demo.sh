@@ -3,12 +3,13 @@
 # and a summary of the signed postbacks the receiver verified (scripts/demo.py). Stops everything it
 # started.
 #
-#   scripts/demo.sh [--devices N] [--time-scale S] [--cluster | --tls]
+#   scripts/demo.sh [--devices N] [--time-scale S] [--cluster] [--tls]
 #
 # --cluster runs it on a local Redis Cluster instead: six redis-server nodes (3 primaries, each with a
 # replica) made into a cluster by `redis-cli --cluster create`, the services with REDIS_CLUSTER=true.
-# --tls runs it on a Redis that is TLS only and demands client certificates: a CA and certificates
-# made for the run (openssl), the services on rediss:// with REDIS_TLS_CA_FILE, _CERT_FILE, _KEY_FILE.
+# --tls runs it on a Redis (or with --cluster, a cluster whose nodes speak TLS to each other too) that
+# is TLS only and demands client certificates: a CA and certificates made for the run (openssl), the
+# services on rediss:// with REDIS_TLS_CA_FILE, _CERT_FILE, _KEY_FILE.
 #
 # The time scale divides every lifecycle duration: at 86400 a day lasts a second, so all three
 # conversion windows (35 days) and their delays play out in under a minute.
@@ -21,7 +22,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --devices|--time-scale) ARGS+=("$1" "$2"); shift 2 ;;
         --cluster|--tls) ARGS+=("$1"); shift ;;
-        *) echo "usage: scripts/demo.sh [--devices N] [--time-scale S] [--cluster | --tls]" >&2; exit 2 ;;
+        *) echo "usage: scripts/demo.sh [--devices N] [--time-scale S] [--cluster] [--tls]" >&2; exit 2 ;;
     esac
 done
 

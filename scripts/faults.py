@@ -28,11 +28,12 @@ of the packets dropped (a relay in front of Redis, `attribution relay`), and a w
 ingest eight times a second, each request in a thread of its own; the report lists, per fault, how long the service it hit was not ready, how slowly /ready
 answered, and what the event route answered. Needs root.
 
-With --tls the one Redis is TLS only and demands client certificates (a CA and certificates made for
-the run in OUT/redis/tls); the services, the tools and the run's own redis-cli reach it over TLS, through
-its kill and its restart from the append-only file.
+With --tls Redis is TLS only and demands client certificates (a CA and certificates made for the run);
+the services, the tools and the run's own redis-cli reach it over TLS, through its kill and its restart
+from the append-only file, or with --cluster through the failover and the resharding (the nodes speak
+TLS to each other too).
 
-  faults.py BIN OUT [--devices N] [--time-scale S] [--cluster [--node-partitions] | --network | --tls]
+  faults.py BIN OUT [--devices N] [--time-scale S] [--cluster [--node-partitions] | --network] [--tls]
 """
 
 import argparse
@@ -58,6 +59,7 @@ from harness import (
     http,
     partitioned,
     redis_cli,
+    run_redis_cli,
     slot_ranges,
     start_redis,
     use_binaries,
@@ -83,10 +85,12 @@ parser.add_argument(
     action="store_true",
     help="with --cluster: partitions between the cluster's nodes instead of kills and resharding",
 )
-parser.add_argument("--tls", action="store_true", help="one Redis, TLS only, with client certificates")
+parser.add_argument("--tls", action="store_true", help="Redis (or the cluster) TLS only, with client certificates")
 args = parser.parse_args()
-if args.tls and (args.cluster or args.network):
-    parser.error("--tls runs the kills and restarts on one Redis: give --tls alone")
+if args.tls and (args.network or args.node_partitions):
+    parser.error(
+        "--tls runs the kills and restarts, on one Redis or a cluster: not with --network or --node-partitions"
+    )
 if args.network and args.cluster:
     parser.error("--network runs on one Redis: give --network or --cluster, not both")
 if args.node_partitions and not args.cluster:
@@ -223,7 +227,7 @@ def devices_in(path, acks):
 def main():
     global cluster, store, REDIS_URL
     if args.cluster:
-        cluster = RedisCluster(processes, OUT, apart=args.node_partitions)
+        cluster = RedisCluster(processes, OUT, apart=args.node_partitions, tls=args.tls)
         REDIS_URL = cluster.url
         note(f"cluster of {len(cluster.primaries())} primaries and their replicas on ports {cluster.ports}")
     else:
@@ -349,9 +353,7 @@ def main():
         flat = (
             redis_cli(REDIS_PORT, "HGETALL", name, host=REDIS_HOST).split("\n")
             if not cluster
-            else subprocess.run(
-                ["redis-cli", "-c", "-p", str(cluster.ports[0]), "HGETALL", name], capture_output=True, text=True
-            )
+            else run_redis_cli(["-c", "-p", cluster.ports[0], "HGETALL", name], capture_output=True, text=True)
             .stdout.strip()
             .split("\n")
         )

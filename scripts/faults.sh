@@ -4,7 +4,7 @@
 # ledger accounts for every acknowledged event and every due postback. Exits non-zero on anything
 # unaccounted or delivered twice. Report: run/faults-*/report.md.
 #
-#   scripts/faults.sh [--short] [--devices N] [--time-scale S] [--cluster [--node-partitions] | --network | --tls] [--batch N]
+#   scripts/faults.sh [--short] [--devices N] [--time-scale S] [--cluster [--node-partitions] | --network] [--tls] [--batch N]
 #
 # Defaults: 600 devices, a day lasts 3 s (about 3 minutes). --short is the form CI runs
 # (scripts/test.sh): 150 devices, a day per second (under a minute). --cluster runs on a local Redis
@@ -13,7 +13,7 @@
 # test host of its own (network namespaces; needs root) and cuts links, drops packets and stalls
 # processes instead (see scripts/faults.py). --cluster --node-partitions cuts the cluster's nodes off
 # from each other instead of killing them (a primary from the majority, a primary from its replica).
-# --tls runs the default faults on a Redis that is TLS only and demands client certificates.
+# --tls runs the default faults (or --cluster's) on a Redis that is TLS only and demands client certificates.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -24,7 +24,7 @@ while [ $# -gt 0 ]; do
         --short) ARGS+=(--devices 150 --time-scale 86400); shift ;;
         --devices|--time-scale|--batch) ARGS+=("$1" "$2"); shift 2 ;;
         --cluster|--network|--node-partitions|--tls) ARGS+=("$1"); shift ;;
-        *) echo "usage: scripts/faults.sh [--short] [--devices N] [--time-scale S] [--cluster [--node-partitions] | --network | --tls] [--batch N]" >&2; exit 2 ;;
+        *) echo "usage: scripts/faults.sh [--short] [--devices N] [--time-scale S] [--cluster [--node-partitions] | --network] [--tls] [--batch N]" >&2; exit 2 ;;
     esac
 done
 

@@ -597,9 +597,10 @@ class RedisCluster(LaunchedRedis):
     services and the run's own observers still reach every node. `options`: more of every node's
     command line (ACLs: an ACL file, the replication user's login; with `redis_login` for redis-cli)."""
 
-    def __init__(self, processes, out, nodes=6, apart=False, options=()):
+    def __init__(self, processes, out, nodes=6, apart=False, options=(), tls=False):
         argv = ["--cluster", "--nodes", str(nodes), "--append-only", "--directory", os.path.join(out, "cluster")]
         argv += ["--apart"] if apart else []
+        argv += ["--tls"] if tls else []
         super().__init__(processes, "redis", [*argv, *(f"--server-argument={word}" for word in options)])
 
     def cut(self, port, others):

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, builds every executable (the end-to-end tests run
 # them as real processes), runs the docs' walk-through and examples on them, runs `swift test`, then
-# the short fault-injection runs (one Redis, one Redis over TLS, a Redis Cluster, the cluster's nodes
-# partitioned from each other, then one Redis across test hosts with network faults) and the compose
-# test (the Docker images and the compose stack, on one Redis and on the cluster profile). Tests start
-# their own redis-server processes (and local clusters) on free ports.
+# the short fault-injection runs (one Redis and a Redis Cluster over TLS, one Redis, a Redis Cluster,
+# the cluster's nodes partitioned from each other, then one Redis across test hosts with network
+# faults) and the compose test (the Docker images and the compose stack, on one Redis, over TLS and on
+# the cluster profile). Tests start their own redis-server processes (and local clusters) on free ports.
 #
 # A failing phase does not stop the run: every phase whose prerequisites passed still runs (everything
 # after `swift build` needs it; nothing else depends on another phase), and the run ends with one line
@@ -98,6 +98,9 @@ if [ $# -eq 0 ]; then
     # The same on a Redis that is TLS only and demands client certificates: the services' TLS
     # connections through Redis's SIGKILL and its restart from the append-only file.
     run_phase "fault-injection run on TLS to Redis (short form)" 1 8 bash scripts/faults.sh --short --tls
+    # And on a Redis Cluster that is TLS only, between its nodes too: a primary killed, partitions
+    # resharded, every connection of the router TLS.
+    run_phase "fault-injection run on TLS to a Redis Cluster (short form)" 1 8 bash scripts/faults.sh --short --cluster --tls
     # The same on a local Redis Cluster: primaries killed (replicas promoted) and partitions resharded
     # while the campaign flows; the ledger, no stage dead letters and no CROSSSLOT. Its campaign goes
     # through the batch routes (10 devices a request), so batches are held to the same ledger.

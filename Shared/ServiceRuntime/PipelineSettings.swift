@@ -72,9 +72,6 @@ public struct PipelineSettings: Sendable {
         }
         try Self.applyTLS(environment, to: &redis)
         redis.cluster = try environment.value(.redisCluster)
-        if redis.cluster, redis.tls != nil {
-            throw ConfigurationError(key: "REDIS_CLUSTER", problem: "TLS (rediss://) with a Redis Cluster is not supported yet")
-        }
         if redis.cluster, redis.database != 0 {
             throw ConfigurationError(
                 key: "REDIS_URL", problem: "a Redis Cluster has only database 0, got \(redis.database) with REDIS_CLUSTER=true")

@@ -147,10 +147,6 @@ struct CommandLineTests {
             "configuration REDIS_TLS_CA_FILE: applies to TLS only: the Redis URL must start with rediss://"
         ),
         (
-            "verifier", "REDIS_URL=rediss://127.0.0.1:1/0 REDIS_CLUSTER=true",
-            "configuration REDIS_CLUSTER: TLS (rediss://) with a Redis Cluster is not supported yet"
-        ),
-        (
             "scheduler", "REDIS_URL=rediss://127.0.0.1:1/0 REDIS_TLS_CERT_FILE=/etc/hosts",
             "configuration REDIS_TLS_CERT_FILE: a client certificate needs its key (the key file)"
         ),

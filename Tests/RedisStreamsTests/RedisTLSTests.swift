@@ -35,6 +35,54 @@ struct RedisTLSTests {
             try await RedisConnection(configuration: byName, logger: .test("name")).send(RedisCommand("PING")) == .status("PONG"))
     }
 
+    /// A Redis Cluster on TLS only, between its nodes too (`tls-cluster`), demanding client
+    /// certificates: every node reached over TLS as the cluster announces it (its TLS port), a pipeline
+    /// across every primary, a transaction, and the same after a primary is killed and its replica
+    /// promoted.
+    @Test("a TLS-only Redis Cluster: routed pipelines and transactions, through a failover")
+    func cluster() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("redis-tls-cluster-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var options = RedisCluster.Options()
+        options.tls = try RedisServer.TLS.made(in: folder)
+        let cluster = try await RedisCluster.start(options)
+        defer { cluster.stop() }
+        #expect(cluster.configuration.url.hasPrefix("rediss://"))
+        let redis = cluster.connect()
+        defer { Task { await redis.close() } }
+        // Keys in every primary's slots (the hash tags spread them), written and read in one pipeline.
+        let keys = (0..<60).map { "tls:{\($0)}" }
+        func roundTrip(_ value: String) async throws {
+            let replies = try await redis.pipeline(
+                keys.map { RedisCommand("SET", $0, value) } + keys.map { RedisCommand("GET", $0) })
+            #expect(replies.prefix(keys.count).allSatisfy { $0 == .status("OK") })
+            #expect(replies.suffix(keys.count).allSatisfy { $0.string == value })
+            let transaction = try await redis.pipeline([
+                RedisCommand("MULTI"), RedisCommand("INCR", "tls:{0}:count"), RedisCommand("INCR", "tls:{0}:count"),
+                RedisCommand("EXEC"),
+            ])
+            #expect(transaction.last?.elements.count == 2)
+        }
+        try await roundTrip("before")
+        let topology = try await cluster.topology()
+        let primaries = Set(keys.compactMap { topology.node(forSlot: ClusterSlot.slot(of: $0))?.port })
+        #expect(primaries.count == 3, "the keys span every primary")
+        _ = try await cluster.failOver()
+        // The first calls may fail, as in plaintext: the router drops the dead node and reloads the map.
+        var failures: [String] = []
+        let served = try await eventually(timeout: .seconds(15), every: .milliseconds(100)) {
+            do {
+                try await roundTrip("after")
+                return true
+            } catch let error as RedisError {
+                failures.append("\(error.code)")
+                return false
+            }
+        }
+        #expect(served, "served again after the failover; failures: \(failures)")
+        #expect(Set(failures).isSubset(of: ["connectionFailed", "io", "server"]), "\(failures)")
+    }
+
     /// What each problem must be refused with: OpenSSL's reason, or the hint for a TLS port spoken to in
     /// plaintext; each as `tlsFailed`, never `io` on a command, and never later than the command timeout.
     /// A plaintext port spoken to in TLS answers nothing: a timeout (`io`) with a hint.

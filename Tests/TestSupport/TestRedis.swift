@@ -58,11 +58,6 @@ extension RedisServer {
 
     /// `redis-cli`'s arguments to reach this server (its port, and with TLS its certificates).
     public var cliArguments: [String] {
-        var arguments = ["-p", String(port)]
-        if let tls {
-            arguments += ["--tls", "--cacert", tls.ca]
-            if let client = tls.client { arguments += ["--cert", client.certificate, "--key", client.key] }
-        }
-        return arguments
+        ["-p", String(port)] + (tls?.cliArguments ?? [])
     }
 }

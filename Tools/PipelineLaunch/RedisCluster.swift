@@ -30,6 +30,9 @@ public final class RedisCluster: Sendable {
         public var password: String?
         /// Where the nodes' directories go (kept on stop); a temporary one, removed on stop, if nil.
         public var directory: URL?
+        /// TLS only (`--port 0 --tls-port`), between the nodes too (`tls-cluster`, `tls-replication`): the
+        /// nodes' certificate (for 127.0.0.1), the CA, and the client certificate they then demand.
+        public var tls: RedisServer.TLS?
 
         /// Six nodes, no persistence, all on 127.0.0.1, no ACLs, in a temporary directory.
         public init() {}
@@ -61,13 +64,22 @@ public final class RedisCluster: Sendable {
         self.stop()
     }
 
+    /// TLS only, when started with it (`Options.tls`).
+    public var tls: RedisServer.TLS? { self.options.tls }
+
     /// Cluster mode, seeded with the first node.
     public var configuration: RedisConfiguration {
         var configuration = RedisConfiguration(host: self.addresses[self.ports[0]]!, port: self.ports[0], database: 0)
         configuration.cluster = true
         configuration.username = self.options.username
         configuration.password = self.options.password
+        configuration.tls = self.options.tls?.clientConfiguration
         return configuration
+    }
+
+    /// What a service started against this cluster sets: `REDIS_URL`, and with TLS `REDIS_TLS_*`.
+    public var environment: [String: String] {
+        ["REDIS_URL": self.configuration.url, "REDIS_CLUSTER": "true"].merging(self.options.tls?.environment ?? [:]) { $1 }
     }
 
     /// A new cluster-mode connection (the caller closes it, or lets it go).
@@ -80,6 +92,7 @@ public final class RedisCluster: Sendable {
         var configuration = RedisConfiguration(host: "127.0.0.1", port: port)
         configuration.username = self.options.username
         configuration.password = self.options.password
+        configuration.tls = self.options.tls?.clientConfiguration
         return RedisConnection(configuration: configuration, logger: .launch(label))
     }
 
@@ -94,6 +107,9 @@ public final class RedisCluster: Sendable {
         }
         guard options.nodes >= 6, options.nodes % 2 == 0 else {
             throw LaunchError("a cluster needs an even number of nodes, at least 6 (3 primaries with a replica each)")
+        }
+        guard options.tls == nil || !options.apart else {
+            throw LaunchError("a TLS cluster runs on 127.0.0.1, not apart (its certificate names that address)")
         }
         var lastError: any Error = LaunchError("redis cluster did not start")
         for _ in 0..<3 {
@@ -200,8 +216,11 @@ public final class RedisCluster: Sendable {
                 : ["--bind", "127.0.0.1"]
             let persistence = options.appendOnly ? ["--appendonly", "yes", "--appendfsync", "everysec"] : ["--appendonly", "no"]
             let home = directory.appendingPathComponent(String(port), isDirectory: true).path
+            let listen =
+                options.tls.map { ["--port", "0", "--tls-port", String(port)] + $0.serverArguments + ["--tls-cluster", "yes"] }
+                ?? ["--port", String(port)]
             commands[port] =
-                ["--port", String(port)] + binding + [
+                listen + binding + [
                     "--daemonize", "no", "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                     "--cluster-node-timeout", "1000", "--cluster-allow-replica-migration", "no",
                     "--cluster-replica-validity-factor", "0",
@@ -357,7 +376,7 @@ public final class RedisCluster: Sendable {
             process.environment = ProcessInfo.processInfo.environment.merging(["REDISCLI_AUTH": password]) { $1 }
             login = (self.options.username.map { ["--user", $0] } ?? []) + ["--no-auth-warning"]
         }
-        process.arguments = login + arguments
+        process.arguments = login + (self.options.tls?.cliArguments ?? []) + arguments
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = try FileHandle(forWritingTo: output)
         process.standardError = process.standardOutput

@@ -24,6 +24,35 @@ public final class RedisServer: Sendable {
             self.client = client
         }
 
+        /// What its clients trust and present.
+        public var clientConfiguration: TLSClientConfiguration {
+            TLSClientConfiguration(
+                trustRoots: .file(self.ca), certificateChainFile: self.client?.certificate, privateKeyFile: self.client?.key)
+        }
+
+        /// The services' settings for it: `REDIS_TLS_CA_FILE`, and the client certificate's files.
+        public var environment: [String: String] {
+            var environment = ["REDIS_TLS_CA_FILE": self.ca]
+            if let client = self.client {
+                environment["REDIS_TLS_CERT_FILE"] = client.certificate
+                environment["REDIS_TLS_KEY_FILE"] = client.key
+            }
+            return environment
+        }
+
+        /// redis-server's TLS options (TLS replication included; the port is the caller's).
+        var serverArguments: [String] {
+            [
+                "--tls-cert-file", self.server.certificate, "--tls-key-file", self.server.key, "--tls-ca-cert-file", self.ca,
+                "--tls-auth-clients", self.client == nil ? "no" : "yes", "--tls-replication", "yes",
+            ]
+        }
+
+        /// redis-cli's options to reach a server with it.
+        public var cliArguments: [String] {
+            ["--tls", "--cacert", self.ca] + (self.client.map { ["--cert", $0.certificate, "--key", $0.key] } ?? [])
+        }
+
         /// A CA made in `folder` and the certificates it signs: the server's, for `host`, `localhost`
         /// and 127.0.0.1, and the client certificate the server then demands.
         public static func made(in folder: URL, host: String = "127.0.0.1") throws -> TLS {
@@ -77,24 +106,13 @@ public final class RedisServer: Sendable {
         var configuration = RedisConfiguration(host: self.host, port: self.port, database: 0)
         configuration.username = username
         configuration.password = password
-        if let tls {
-            configuration.tls = TLSClientConfiguration(
-                trustRoots: .file(tls.ca), certificateChainFile: tls.client?.certificate, privateKeyFile: tls.client?.key)
-        }
+        configuration.tls = self.tls?.clientConfiguration
         return configuration
     }
 
     /// What a service started against this server sets: `REDIS_URL`, and with TLS `REDIS_TLS_*`.
     public var environment: [String: String] {
-        var environment = ["REDIS_URL": self.url]
-        if let tls {
-            environment["REDIS_TLS_CA_FILE"] = tls.ca
-            if let client = tls.client {
-                environment["REDIS_TLS_CERT_FILE"] = client.certificate
-                environment["REDIS_TLS_KEY_FILE"] = client.key
-            }
-        }
-        return environment
+        ["REDIS_URL": self.url].merging(self.tls?.environment ?? [:]) { $1 }
     }
 
     /// `redis://<host>:<port>/0` (`rediss://` with TLS).
@@ -132,13 +150,7 @@ public final class RedisServer: Sendable {
                 try FileManager.default.createDirectory(at: own, withIntermediateDirectories: true)
                 let persistence = appendOnly ? ["--appendonly", "yes", "--appendfsync", "everysec"] : ["--appendonly", "no"]
                 let listen =
-                    tls.map { tls in
-                        [
-                            "--port", "0", "--tls-port", String(port), "--tls-cert-file", tls.server.certificate,
-                            "--tls-key-file", tls.server.key, "--tls-ca-cert-file", tls.ca, "--tls-auth-clients",
-                            tls.client == nil ? "no" : "yes", "--tls-replication", "yes",
-                        ]
-                    } ?? ["--port", String(port)]
+                    tls.map { ["--port", "0", "--tls-port", String(port)] + $0.serverArguments } ?? ["--port", String(port)]
                 let command =
                     prefix + ["redis-server"] + listen + ["--bind", host, "--save", ""] + persistence
                     + ["--dir", own.path, "--daemonize", "no", "--logfile", own.appendingPathComponent("redis.log").path]

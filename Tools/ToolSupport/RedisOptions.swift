@@ -51,9 +51,6 @@ public struct RedisOptions: ParsableArguments {
     public func connect(label: String) throws -> RedisConnection {
         var configuration = try RedisConfiguration(url: redisURL)
         configuration.cluster = cluster
-        if cluster, configuration.tls != nil {
-            throw ValidationError("TLS (rediss://) with a Redis Cluster is not supported yet")
-        }
         // The option always; the environment's file only when the URL carries no password of its own
         // (an operator's shell may inherit a service's environment and a file it cannot read).
         let inherited = configuration.password == nil ? ProcessInfo.processInfo.environment["REDIS_PASSWORD_FILE"] : nil

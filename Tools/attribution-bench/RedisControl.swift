@@ -74,10 +74,7 @@ extension RedisServer: LaunchedRedis {
             "url": self.url, "cluster": false, "ports": [self.port], "addresses": [String(self.port): self.host],
             "pid": self.processIdentifier.map(Int.init) ?? 0,
         ]
-        if let tls {
-            // What its clients present and trust: the settings of the same names (REDIS_TLS_CA_FILE, ...).
-            ready["tls"] = ["ca-file": tls.ca, "cert-file": tls.client?.certificate, "key-file": tls.client?.key]
-        }
+        ready["tls"] = self.tls?.readyLine
         return ready
     }
 
@@ -98,7 +95,7 @@ extension RedisCluster: LaunchedRedis {
         [
             "url": self.configuration.url, "cluster": true, "ports": self.ports,
             "addresses": Dictionary(uniqueKeysWithValues: self.addresses.map { (String($0.key), $0.value) }),
-        ]
+        ].merging(self.tls.map { ["tls": $0.readyLine] } ?? [:]) { $1 }
     }
 
     func answer(_ request: RedisControl.Request) async throws -> [String: any Sendable] {
@@ -150,5 +147,13 @@ struct StandardInputLines: AsyncSequence {
             continuation.finish()
         }.start()
         return stream.makeAsyncIterator()
+    }
+}
+
+extension RedisServer.TLS {
+    /// What its clients present and trust, as the ready line names them: the files of the settings of the
+    /// same names (REDIS_TLS_CA_FILE, ...).
+    var readyLine: [String: String] {
+        ["ca-file": self.ca, "cert-file": self.client?.certificate, "key-file": self.client?.key].compactMapValues { $0 }
     }
 }

@@ -33,8 +33,9 @@ struct RedisLaunchCommand: AsyncParsableCommand {
 
     @Flag(
         help: """
-            One Redis, TLS only (--port 0 --tls-port), demanding client certificates: a CA and the server's and \
-            a client's certificates made in DIRECTORY/tls (openssl), named in the ready line's "tls".
+            TLS only (--port 0 --tls-port; a cluster's nodes between themselves too), demanding client \
+            certificates: a CA and the server's and a client's certificates made in DIRECTORY/tls (openssl), \
+            named in the ready line's "tls".
             """)
     var tls = false
 
@@ -65,9 +66,7 @@ struct RedisLaunchCommand: AsyncParsableCommand {
         guard (user == nil) == (passwordFile == nil) else { throw ValidationError("--user and --password-file go together") }
         guard cluster || !apart else { throw ValidationError("--apart needs --cluster") }
         guard !tls || directory != nil else { throw ValidationError("--tls needs --directory: the certificates go there") }
-        guard !(cluster && tls) else {
-            throw ValidationError("--tls starts one Redis: the services reach a Redis Cluster in plaintext")
-        }
+        guard !(apart && tls) else { throw ValidationError("--tls runs a cluster on 127.0.0.1: not with --apart") }
     }
 
     func run() async throws {
@@ -87,6 +86,9 @@ struct RedisLaunchCommand: AsyncParsableCommand {
             options.username = user
             options.password = password
             options.directory = directory.map { URL(fileURLWithPath: $0, isDirectory: true) }
+            if tls, let folder = options.directory?.appendingPathComponent("tls", isDirectory: true) {
+                options.tls = try RedisServer.TLS.made(in: folder)
+            }
             launched = try await RedisCluster.start(options)
         } else {
             let directory = self.directory.map { URL(fileURLWithPath: $0, isDirectory: true) }

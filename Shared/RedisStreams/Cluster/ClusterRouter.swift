@@ -7,7 +7,8 @@ import Logging
 #endif
 
 /// Cluster mode of `RedisConnection`: sends each command to the primary serving its hash slot, over
-/// one hiredis context per node, follows redirects, and reloads the slot map when it went stale.
+/// one connection per node (a hiredis context, or with TLS an `EventLoopNodeConnection`), follows
+/// redirects, and reloads the slot map when it went stale.
 ///
 /// hiredis 0.14 knows nothing of clusters, so this is the client half of the cluster protocol: the
 /// map comes from `CLUSTER SLOTS`, a pipeline is split by node and reassembled in order, and
@@ -41,8 +42,8 @@ final class ClusterRouter: @unchecked Sendable {
     /// The node (`host:port`) that answered this connection's last command on each slot, not with a
     /// redirect: after a read, the node it was read from, whatever the map learned meanwhile.
     var answeredBy: [Int: String] = [:]
-    /// One context per node, by `host:port`, created on first use.
-    private var contexts: [String: HiredisContext] = [:]
+    /// One connection per node, by `host:port`, created on first use: hiredis's, or with TLS the event loop's.
+    private var contexts: [String: any ClusterNodeConnection] = [:]
     private var isClosed = false
 
     /// A router for the cluster that `configuration`'s host and port (the seed) belong to; connects lazily.
@@ -232,7 +233,7 @@ final class ClusterRouter: @unchecked Sendable {
     /// Runs `body` on `node`'s context. When the node fails (refused, reset, timed out) its context is
     /// dropped and the next call reloads the map first: a failover or a node leaving are the likely
     /// causes. The error is rethrown: like on a single node, a write may have run before the failure.
-    func using<T>(_ node: Node, _ body: (HiredisContext) throws -> T) throws -> T {
+    func using<T>(_ node: Node, _ body: (any ClusterNodeConnection) throws -> T) throws -> T {
         do {
             return try body(self.context(for: node))
         } catch let error as RedisError where error.code != .invalidArgument && error.code != .closed {
@@ -244,7 +245,7 @@ final class ClusterRouter: @unchecked Sendable {
     }
 
     /// The context of a node, created on first use; database 0, as a cluster has no other.
-    private func context(for node: Node) -> HiredisContext {
+    private func context(for node: Node) -> any ClusterNodeConnection {
         if let context = self.contexts[node.address] { return context }
         var configuration = self.configuration
         configuration.host = node.host
@@ -252,7 +253,10 @@ final class ClusterRouter: @unchecked Sendable {
         configuration.database = 0
         configuration.cluster = false
         configuration.checksSlots = false
-        let context = HiredisContext(configuration: configuration, logger: self.logger)
+        let context: any ClusterNodeConnection =
+            configuration.tls == nil
+            ? HiredisContext(configuration: configuration, logger: self.logger)
+            : EventLoopNodeConnection(configuration: configuration, logger: self.logger)
         self.contexts[node.address] = context
         return context
     }

@@ -110,12 +110,8 @@ public struct RedisConfiguration: Sendable, Equatable {
     }
 
     /// Throws `invalidConfiguration` for combinations no server accepts: a database other than 0 in
-    /// cluster mode (Redis Cluster has no SELECT), and TLS in cluster mode, which this release does not
-    /// route (never plaintext instead). Called by cluster routing before every call.
+    /// cluster mode (Redis Cluster has no SELECT). Called by cluster routing before every call.
     public func validate() throws {
-        if self.cluster, self.tls != nil {
-            throw RedisError(.invalidConfiguration, "TLS (rediss://) with a Redis Cluster is not supported yet")
-        }
         if self.cluster, self.database != 0 {
             throw RedisError(
                 .invalidConfiguration,
