@@ -473,6 +473,13 @@ def use_tls(files):
             os.environ["REDIS_TLS_" + setting] = files[name]
 
 
+def use_plaintext():
+    """Undoes `use_tls`: the next Redis of the run is plaintext (a benchmark measuring both)."""
+    _tls.clear()
+    for setting in ("CA_FILE", "CERT_FILE", "KEY_FILE"):
+        os.environ.pop("REDIS_TLS_" + setting, None)
+
+
 def tls_cli_arguments():
     """redis-cli's TLS options for the launched Redis, none in plaintext."""
     if not _tls:

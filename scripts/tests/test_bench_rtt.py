@@ -5,7 +5,7 @@ bench_record.py takes from rtt.json."""
 import unittest
 
 from bench_record import headline
-from bench_rtt import RELAY_ZERO, SERVICES, chosen_settings, extra_env, ratios, report_section
+from bench_rtt import ALL_SETTINGS, RELAY_ZERO, SERVICES, chosen_settings, extra_env, ratios, report_section
 from tests.test_bench_record import report
 
 
@@ -19,7 +19,9 @@ RESULTS = {"loopback": figures(1.0), RELAY_ZERO: figures(0.9), "+1 ms": figures(
 
 class SettingsTests(unittest.TestCase):
     def test_all_settings_unless_some_are_named(self):
-        self.assertEqual([label for label, _ in chosen_settings(None)], ["loopback", RELAY_ZERO, "+1 ms", "+10 ms"])
+        self.assertEqual(
+            [label for label, _ in chosen_settings(None)], ["loopback", RELAY_ZERO, "+1 ms", "+10 ms", "TLS"]
+        )
         self.assertEqual(chosen_settings("+1 ms,loopback"), [("loopback", None), ("+1 ms", 1)])
         self.assertEqual(chosen_settings("+5 ms"), [])
 
@@ -49,13 +51,19 @@ class RatioTests(unittest.TestCase):
 
 class ReportTests(unittest.TestCase):
     def test_a_row_per_service_and_a_column_per_setting_after_loopback(self):
-        lines = report_section(RESULTS, *ratios(RESULTS), settings=chosen_settings(None))
+        lines = report_section(RESULTS, *ratios(RESULTS), settings=ALL_SETTINGS[:4])
         self.assertEqual(lines[5], "| service | loopback | relay, +0 ms | +1 ms | +10 ms |")
         self.assertEqual(lines[6], "|---|---|---|---|---|")
         self.assertEqual(len(lines), 7 + len(SERVICES))
         self.assertEqual(
             lines[7], "| ingest (events/s accepted) | 1,000 | 900 (90%) | 810 (81%; 90%) | 450 (45%; 50%) |"
         )
+
+    def test_tls_is_a_ratio_to_loopback(self):
+        results = {"loopback": figures(1.0), "TLS": figures(0.9)}
+        lines = report_section(results, *ratios(results), settings=chosen_settings("loopback,TLS"))
+        self.assertEqual(lines[5], "| service | loopback | TLS |")
+        self.assertEqual(lines[-1], "| dispatcher (deliveries/s) | 5,000 | 4,500 (90%) |")
 
     def test_fewer_settings_fewer_columns(self):
         results = {"loopback": figures(1.0), "+1 ms": figures(0.8)}
