@@ -63,7 +63,8 @@ def reads(bin_dir, service):
 
 def image_users(dockerfile):
     """The image's user of each service, name to uid: the Dockerfile makes them from 10000 in its order."""
-    text = open(dockerfile).read()
+    with open(dockerfile) as file:
+        text = file.read()
     names = re.search(r"for user in ([a-z -]+); do", text).group(1).split()
     return {name: 10000 + index for index, name in enumerate(names)}
 
