@@ -77,11 +77,6 @@ public final class RedisCluster: Sendable {
         return configuration
     }
 
-    /// What a service started against this cluster sets: `REDIS_URL`, and with TLS `REDIS_TLS_*`.
-    public var environment: [String: String] {
-        ["REDIS_URL": self.configuration.url, "REDIS_CLUSTER": "true"].merging(self.options.tls?.environment ?? [:]) { $1 }
-    }
-
     /// A new cluster-mode connection (the caller closes it, or lets it go).
     public func connect(label: String = "test.redis-cluster") -> RedisConnection {
         RedisConnection(configuration: self.configuration, logger: .launch(label))

@@ -37,12 +37,19 @@ struct TransportCommand: AsyncParsableCommand {
         var microsecondsPerRoundTrip: Double
     }
 
+    func validate() throws {
+        _ = try Self.integers(tasks, "--tasks")
+        _ = try Self.integers(batch, "--batch")
+        let known = ["hiredis", "event-loop", "event-loop-tls"]
+        guard transports.split(separator: ",").allSatisfy({ known.contains(String($0)) }) else {
+            throw ValidationError("--transports takes \(known.joined(separator: ", ")), comma-separated, got \(transports)")
+        }
+    }
+
     func run() async throws {
         let taskCounts = try Self.integers(tasks, "--tasks")
         let batches = try Self.integers(batch, "--batch")
         let chosen = transports.split(separator: ",").map(String.init)
-        let known = ["hiredis", "event-loop", "event-loop-tls"]
-        guard chosen.allSatisfy(known.contains) else { throw ValidationError("--transports takes \(known)") }
         let plain = try await RedisServer.start()
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("transport-tls-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -103,9 +110,12 @@ struct TransportCommand: AsyncParsableCommand {
     }
 
     private static func integers(_ text: String, _ name: String) throws -> [Int] {
-        let values = text.split(separator: ",").compactMap { Int($0) }
-        guard !values.isEmpty, values.allSatisfy({ $0 > 0 }) else { throw ValidationError("\(name) takes positive integers") }
-        return values
+        // Every value or none: one that is not a positive integer is refused, never skipped.
+        let values = text.split(separator: ",", omittingEmptySubsequences: false).map { Int($0) }
+        guard !values.isEmpty, values.allSatisfy({ ($0 ?? 0) > 0 }) else {
+            throw ValidationError("\(name) takes positive integers, comma-separated, got \(text)")
+        }
+        return values.compactMap { $0 }
     }
 }
 
