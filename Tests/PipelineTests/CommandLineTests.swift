@@ -69,6 +69,22 @@ struct CommandLineTests {
         #expect(version.status == 0 && String(decoding: version.stdout, as: UTF8.self) == "\(PipelineVersion.current)\n")
     }
 
+    /// `attribution-bench transport` refuses a list with one bad value, with the usage, before it starts a
+    /// Redis: a value it skipped would measure something else than was asked for.
+    @Test func theTransportBenchmarkRefusesBadLists() throws {
+        for (arguments, reason) in [
+            (["--tasks", "1,x"], "--tasks takes positive integers, comma-separated, got 1,x"),
+            (["--batch", "20,0"], "--batch takes positive integers, comma-separated, got 20,0"),
+            (["--batch", "1,,20"], "--batch takes positive integers, comma-separated, got 1,,20"),
+            (["--transports", "hiredis,bogus"], "--transports takes hiredis, event-loop, event-loop-tls"),
+        ] {
+            let refused = try Self.run("attribution-bench", ["transport"] + arguments)
+            let text = String(decoding: refused.stderr, as: UTF8.self)
+            #expect(refused.status == 64, "\(arguments): \(text)")
+            #expect(text.contains(reason) && text.contains("Usage: attribution-bench transport"), "\(text)")
+        }
+    }
+
     @Test func theToolAnswersVersion() throws {
         let result = try Self.run("attribution", ["--version"])
         #expect(result.status == 0 && String(decoding: result.stdout, as: UTF8.self) == "\(PipelineVersion.current)\n")
