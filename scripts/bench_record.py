@@ -54,6 +54,12 @@ COLUMNS = [
     "rtt_1ms_attribution_winner",
     "rtt_1ms_scheduler",
     "rtt_1ms_dispatcher",
+    "tls_ingest",
+    "tls_verifier",
+    "tls_attribution_winner",
+    "tls_scheduler",
+    "tls_dispatcher",
+    "tls_lowest_of_five",
 ]
 
 # The ratios the chart draws, each a line over the runs: (column, label, colour).
@@ -63,6 +69,7 @@ CHARTED = [
     ("all_five_to_openssl_verify", "all five services' capacity / openssl verify", "#3a9d5d"),
     ("isolation_one_of_four_hanging", "deliveries with one of four destinations hanging", "#8a5cc2"),
     ("rtt_1ms_attribution_winner", "attribution-winner at +1 ms to Redis", "#c2a01f"),
+    ("tls_lowest_of_five", "the lowest of the five services over TLS to Redis", "#2a9aa8"),
 ]
 
 
@@ -122,6 +129,10 @@ def headline(report, scale=None, isolation=None, rtt=None, date=None, commit="un
     if rtt and "+1 ms" in rtt.get("ratios", {}):
         for service, ratio in rtt["ratios"]["+1 ms"].items():
             row["rtt_1ms_" + service.replace("-", "_")] = ratio
+    if rtt and "TLS" in rtt.get("ratios", {}):
+        for service, ratio in rtt["ratios"]["TLS"].items():
+            row["tls_" + service.replace("-", "_")] = ratio
+        row["tls_lowest_of_five"] = min(rtt["ratios"]["TLS"].values())
     return {column: format_cell(row.get(column)) for column in COLUMNS}
 
 
@@ -135,8 +146,22 @@ def format_cell(value):
 
 
 def append_row(path, row):
-    """Appends `row` to the CSV at `path`, writing the header first when the file is new."""
+    """Appends `row` to the CSV at `path`, writing the header first when the file is new. A file written
+    before columns were added is rewritten under the current header first, its rows' new cells empty; a
+    file with a column this script does not know is refused rather than losing it."""
     new = not os.path.exists(path) or os.path.getsize(path) == 0
+    if not new:
+        with open(path, newline="") as f:
+            header = next(csv.reader(f))
+        if header != COLUMNS:
+            unknown = [column for column in header if column not in COLUMNS]
+            if unknown:
+                raise SystemExit(f"{path} has columns this script does not know: {', '.join(unknown)}")
+            rows = read_rows(path)
+            with open(path, "w", newline="") as f:
+                writer = csv.DictWriter(f, fieldnames=COLUMNS, restval="")
+                writer.writeheader()
+                writer.writerows(rows)
     with open(path, "a", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
         if new:

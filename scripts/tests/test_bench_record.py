@@ -38,17 +38,21 @@ class HeadlineTests(unittest.TestCase):
 
     def test_a_part_that_did_not_run_leaves_its_columns_empty(self):
         row = headline(report())
-        for column in ("cluster_to_single", "isolation_one_of_four_hanging", "rtt_1ms_scheduler"):
+        for column in ("cluster_to_single", "isolation_one_of_four_hanging", "rtt_1ms_scheduler", "tls_scheduler"):
             self.assertEqual(row[column], "")
 
     def test_scale_isolation_and_round_trips_fill_their_columns(self):
         scale = {"single": {"sustained_per_s": 4000.0}, "cluster": {"sustained_per_s": 3000.0}}
-        rtt = {"ratios": {"+1 ms": {"attribution-winner": 0.81, "ingest": 0.9}}}
+        tls = {"ingest": 0.95, "verifier": 0.9, "attribution-winner": 0.86, "scheduler": 0.88, "dispatcher": 0.93}
+        rtt = {"ratios": {"+1 ms": {"attribution-winner": 0.81, "ingest": 0.9}, "TLS": tls}}
         row = headline(report(), scale, {"ratio": 0.97}, rtt)
         self.assertEqual(row["cluster_to_single"], "0.750")
         self.assertEqual(row["isolation_one_of_four_hanging"], "0.970")
         self.assertEqual(row["rtt_1ms_attribution_winner"], "0.810")
         self.assertEqual(row["rtt_1ms_ingest"], "0.900")
+        self.assertEqual(row["tls_attribution_winner"], "0.860")
+        self.assertEqual(row["tls_dispatcher"], "0.930")
+        self.assertEqual(row["tls_lowest_of_five"], "0.860")
 
 
 class DataFileTests(unittest.TestCase):
@@ -60,6 +64,32 @@ class DataFileTests(unittest.TestCase):
             with open(path) as f:
                 self.assertEqual(next(csv.reader(f)), COLUMNS)
             self.assertEqual([row["date"] for row in read_rows(path)], ["2026-11-28 10:00", "2026-11-29 10:00"])
+
+    def test_a_file_from_before_new_columns_is_rewritten_under_the_current_header(self):
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "runs.csv")
+            old = COLUMNS[:-3]
+            with open(path, "w", newline="") as f:
+                writer = csv.DictWriter(f, fieldnames=old)
+                writer.writeheader()
+                writer.writerow({column: headline(report(), date="2026-11-28 10:00")[column] for column in old})
+            append_row(path, headline(report(), rtt={"ratios": {"TLS": {"ingest": 0.9}}}, date="2026-11-29 10:00"))
+            with open(path) as f:
+                self.assertEqual(next(csv.reader(f)), COLUMNS)
+            rows = read_rows(path)
+            self.assertEqual([row["date"] for row in rows], ["2026-11-28 10:00", "2026-11-29 10:00"])
+            self.assertEqual([row["tls_lowest_of_five"] for row in rows], ["", "0.900"])
+            self.assertEqual(rows[0]["verifier_to_openssl_verify"], "0.750")
+
+    def test_a_file_with_an_unknown_column_is_refused_untouched(self):
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "runs.csv")
+            with open(path, "w") as f:
+                f.write("date,mystery\n2026-11-28 10:00,1\n")
+            with self.assertRaises(SystemExit):
+                append_row(path, headline(report()))
+            with open(path) as f:
+                self.assertEqual(f.read(), "date,mystery\n2026-11-28 10:00,1\n")
 
     def test_the_chart_draws_a_line_per_ratio_and_skips_missing_figures(self):
         first = headline(report(), date="2026-11-28 10:00", commit="aaa")
