@@ -8,12 +8,13 @@
 # must see every replica up. `down -v` at the end, also on failure, and nothing of the project may be
 # left in Docker.
 #
-#   scripts/compose-test.sh [--single | --tls | --cluster] [--compose v1|v2] [--public-images | --binaries DIR] [--keep]
+#   scripts/compose-test.sh [--single | --tls | --cluster | --cluster-tls] [--compose v1|v2] [--public-images | --binaries DIR] [--keep]
 #
-# Without --single, --tls or --cluster it runs all three: one Redis with Compose v2 (`docker compose`),
-# one Redis over TLS (compose.tls.yaml: Redis TLS only, every service with a client certificate init
-# made), then the cluster profile with Compose v1.29 (`docker-compose`, Debian's), so that both Composes
-# run the stack; --compose runs all on one. --public-images builds on the public base images (swift, debian, redis,
+# Without --single, --tls, --cluster or --cluster-tls it runs all four: one Redis with Compose v2
+# (`docker compose`), one Redis over TLS (compose.tls.yaml: Redis TLS only, every service with a client
+# certificate init made), the cluster profile, and the cluster profile over TLS (every node TLS only,
+# between the nodes too), the last three with Compose v1.29 (`docker-compose`, Debian's), so that both
+# Composes run the stack; --compose runs all on one. --public-images builds on the public base images (swift, debian, redis,
 # prom/prometheus, grafana) instead of scripts/compose-images.sh's offline ones. --binaries DIR makes the
 # project's image from the executables in DIR (`swift build --show-bin-path`) on the Dockerfile's runtime
 # stage instead of compiling them in its build stage: scripts/test.sh passes the ones it has just built
@@ -26,7 +27,7 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 . scripts/compose-lib.sh
 
-MODES=(single tls cluster)
+MODES=(single tls cluster cluster-tls)
 VARIANT=""
 PUBLIC=false
 BINARIES=""
@@ -36,11 +37,12 @@ while [ $# -gt 0 ]; do
         --single) MODES=(single); shift ;;
         --tls) MODES=(tls); shift ;;
         --cluster) MODES=(cluster); shift ;;
+        --cluster-tls) MODES=(cluster-tls); shift ;;
         --compose) VARIANT=$2; shift 2 ;;
         --public-images) PUBLIC=true; shift ;;
         --binaries) BINARIES=$2; shift 2 ;;
         --keep) KEEP=true; shift ;;
-        *) echo "usage: scripts/compose-test.sh [--single | --tls | --cluster] [--compose v1|v2] [--public-images | --binaries DIR] [--keep]" >&2; exit 2 ;;
+        *) echo "usage: scripts/compose-test.sh [--single | --tls | --cluster | --cluster-tls] [--compose v1|v2] [--public-images | --binaries DIR] [--keep]" >&2; exit 2 ;;
     esac
 done
 if [ "$PUBLIC" = true ] && [ -n "$BINARIES" ]; then
@@ -125,9 +127,13 @@ kill_and_restart() {  # kill_and_restart SERVICE [INDEX]
 }
 
 operator_cli() {  # operator_cli SERVICE ARGS...: redis-cli as `operator` inside a Redis container
-    local service=$1
+    local service=$1 tls=()
     shift
-    docker exec "$(container_of "$service")" sh -c 'REDISCLI_AUTH="$(cat /run/secrets/operator.password)" exec redis-cli --user operator --no-auth-warning "$@"' sh "$@"
+    # Over TLS with the operator's certificate, which init gives Redis's containers too.
+    if [ "$REDIS_TLS" = true ]; then
+        tls=(--tls --cacert /run/secrets/tls-ca.pem --cert /run/secrets/tls-client.pem --key /run/secrets/tls-client-key.pem)
+    fi
+    docker exec "$(container_of "$service")" sh -c 'REDISCLI_AUTH="$(cat /run/secrets/operator.password)" exec redis-cli --user operator --no-auth-warning "$@"' sh "${tls[@]}" "$@"
 }
 
 # A primary among redis-node-2 and -3 (the seed `redis` stays up: the services name it in REDIS_URL),
@@ -202,14 +208,18 @@ print("ok" if all(up.get(j, 0) == int(n) for j, n in expected.items()) else "wai
     SUMMARY+=("$MODE: Prometheus targets up ${verdict#ok }")
 }
 
-run_stack() {  # run_stack single|cluster
+run_stack() {  # run_stack single|tls|cluster|cluster-tls
     MODE=$1
     local services=(init redis ingest admin verifier attribution-winner scheduler dispatcher receiver) profiles=()
     export COMPOSE_FILE=compose.yaml:compose.test.yaml REDIS_TLS=false
-    if [ "$MODE" = cluster ]; then
+    if [ "$MODE" = cluster ] || [ "$MODE" = cluster-tls ]; then
         export REDIS_CLUSTER=true
         services+=(redis-node-2 redis-node-3 redis-node-4 redis-node-5 redis-node-6 redis-cluster-init)
         profiles=(--profile cluster)
+        if [ "$MODE" = cluster-tls ]; then
+            # compose.tls.yaml: every node TLS only, between the nodes too.
+            export COMPOSE_FILE=compose.yaml:compose.test.yaml:compose.tls.yaml REDIS_TLS=true
+        fi
     elif [ "$MODE" = tls ]; then
         # compose.tls.yaml: Redis TLS only, every service with its own client certificate.
         export REDIS_CLUSTER=false COMPOSE_FILE=compose.yaml:compose.test.yaml:compose.tls.yaml REDIS_TLS=true
@@ -242,7 +252,7 @@ run_stack() {  # run_stack single|cluster
         verifier attribution-winner >>"$RUN/$MODE-up.log" 2>&1
     say "scaled: verifier=3, attribution-winner=2"
     kill_and_restart verifier 1
-    if [ "$MODE" = cluster ]; then
+    if [ "$REDIS_CLUSTER" = true ]; then
         fail_over_a_primary
     else
         kill_and_restart redis
@@ -277,7 +287,8 @@ run_stack() {  # run_stack single|cluster
     # Expanded by the container's shell; the stream names are the validator's.
     local streams='case "$REDIS_CLUSTER" in true|yes|1) cluster=--cluster ;; *) cluster= ;; esac
         case "$REDIS_TLS" in true|yes|1) scheme=rediss; export REDIS_TLS_CA_FILE=/run/secrets/tls-ca.pem \
-            REDIS_TLS_CERT_FILE=/run/secrets/tls-client.pem REDIS_TLS_KEY_FILE=/run/secrets/tls-client-key.pem ;;
+            REDIS_TLS_CERT_FILE=/run/secrets/tls-client.pem REDIS_TLS_KEY_FILE=/run/secrets/tls-client-key.pem \
+            REDIS_TLS_SERVER_NAME=redis ;;
             *) scheme=redis ;; esac
         for stream in '"$(python3 scripts/message_schemas.py --streams)"'; do
             attribution stream "$stream" --redis-url "$scheme://operator@redis:6379/0" $cluster \

@@ -178,18 +178,27 @@ struct ComposeFileTests {
         }
     }
 
-    /// compose.tls.yaml: Redis TLS only, and each service on rediss:// as its own user with the CA and
-    /// the client certificate init gives it in its own secrets volume (the compose test runs the stack so).
+    /// compose.tls.yaml: Redis TLS only (every node of the cluster profile, between the nodes too), and
+    /// each service on rediss:// as its own user with the CA and the client certificate init gives it in
+    /// its own secrets volume, checking the name on Redis's certificate, which the nodes share (the
+    /// compose test runs the stack so, on one Redis and on the cluster profile).
     @Test func theTLSFormGivesEveryServiceItsOwnCertificate() throws {
         let services = try Self.services("compose.tls.yaml")
         let initScript = try Self.read("ops/compose/init.sh")
-        let redis = try #require(services["redis"]?["environment"] as? [String: Any])
-        #expect(redis["REDIS_TLS"] as? String == "true")
-        let command = (try Self.services()["redis"]?["command"] as? [String] ?? []).joined(separator: " ")
-        #expect(command.contains("--port 0 --tls-port 6379") && command.contains("--tls-auth-clients yes"), "\(command)")
+        for name in ["redis", "redis-cluster-init"] + Self.clusterNodes {
+            let environment = try #require(services[name]?["environment"] as? [String: Any], "\(name)")
+            #expect(environment["REDIS_TLS"] as? String == "true", "\(name)")
+        }
+        for name in ["redis"] + Self.clusterNodes {
+            let command = (try Self.services()[name]?["command"] as? [String] ?? []).joined(separator: " ")
+            #expect(command.contains("--port 0 --tls-port 6379") && command.contains("--tls-auth-clients yes"), "\(command)")
+            #expect(command.contains("--tls-replication yes --tls-cluster $$cluster"), "\(name): \(command)")
+        }
+        #expect(initScript.contains("issue redis \"DNS:redis,"), "Redis's certificate carries the name redis")
         for name in Self.pipelineServices {
             let environment = try #require(services[name]?["environment"] as? [String: Any], "\(name)")
             #expect(environment["REDIS_URL"] as? String == "rediss://\(name)@redis:6379/0", "\(name)")
+            #expect(environment["REDIS_TLS_SERVER_NAME"] as? String == "redis", "\(name)")
             for (key, file) in [
                 ("REDIS_TLS_CA_FILE", "tls-ca.pem"), ("REDIS_TLS_CERT_FILE", "tls-client.pem"),
                 ("REDIS_TLS_KEY_FILE", "tls-client-key.pem"),

@@ -76,7 +76,7 @@ struct CommandLineTests {
             (["--tasks", "1,x"], "--tasks takes positive integers, comma-separated, got 1,x"),
             (["--batch", "20,0"], "--batch takes positive integers, comma-separated, got 20,0"),
             (["--batch", "1,,20"], "--batch takes positive integers, comma-separated, got 1,,20"),
-            (["--transports", "plaintext,bogus"], "--transports takes plaintext, tls"),
+            (["--transports", "hiredis,bogus"], "--transports takes hiredis, event-loop, event-loop-tls"),
         ] {
             let refused = try Self.run("attribution-bench", ["transport"] + arguments)
             let text = String(decoding: refused.stderr, as: UTF8.self)

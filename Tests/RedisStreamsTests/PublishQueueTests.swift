@@ -4,15 +4,14 @@ import TestSupport
 import Testing
 
 /// ingest's write path: concurrent publishes share pipelined round trips, each answered in order, on a
-/// real redis-server; over both kinds of link (`RedisConnection`s, as on a cluster, and event-loop
-/// connections a caller may share a loop with, as on one server).
+/// real redis-server; over both kinds of connection (threads on a cluster, event loops on one server).
 @Suite("PublishQueue: coalesced script calls and commands")
 struct PublishQueueTests {
     /// Appends its argument to a list and answers the list's new length.
     static let script = RedisScript("return redis.call('RPUSH', KEYS[1], ARGV[1])")
 
     enum Links: CaseIterable, Sendable {
-        case connections, eventLoops
+        case threads, eventLoops
     }
 
     /// A queue over `count` connections of `links`' kind (event-loop connections serve one node only).
@@ -21,7 +20,7 @@ struct PublishQueueTests {
         waitMilliseconds: Int64 = 0, oneNode: Bool = true
     ) -> PublishQueue {
         switch links {
-        case .connections:
+        case .threads:
             return PublishQueue(
                 script: script, connections: (0..<count).map { _ in server.connect() }, replicas: replicas,
                 waitMilliseconds: waitMilliseconds, oneNode: oneNode)
@@ -135,7 +134,7 @@ struct PublishQueueTests {
     func waitReportsConfirmations(links: Links) async throws {
         let server = try await RedisServer.start()
         defer { server.stop() }
-        for oneNode in links == .connections ? [true, false] : [true] {
+        for oneNode in links == .threads ? [true, false] : [true] {
             let queue = Self.queue(links, server, replicas: 1, waitMilliseconds: 50, oneNode: oneNode)
             let outcomes = try await queue.publish((0..<6).map { Self.write($0) })
             #expect(outcomes.count == 6)

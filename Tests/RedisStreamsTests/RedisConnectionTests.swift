@@ -237,7 +237,7 @@ struct RedisConnectionTests {
         await database3.close()
     }
 
-    @Test("a blocking command waits on its socket, never holding a thread of the cooperative pool")
+    @Test("blocking calls run on each connection's own thread, not the cooperative pool")
     func blockingCallsDoNotOccupyCooperativePool() async throws {
         // Judged by what Redis sees, not by a stopwatch, so a loaded machine cannot make it flaky: were
         // the blocking reads on the (2-core) cooperative pool, no more than two could wait at once (and

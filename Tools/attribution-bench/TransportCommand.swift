@@ -4,14 +4,15 @@ import Logging
 import PipelineLaunch
 import RedisStreams
 
-/// Round trips per second of the pipeline's Redis transport (`RedisConnection`, an event-loop connection)
-/// against local redis-servers it starts: in plaintext, and over TLS (what a `rediss://` URL uses, on a
-/// TLS-only server with client certificates). Each of `--tasks` tasks has a connection of its own and
-/// sends pipelines of `--batch` commands one after another, as a stage's consumer loops do.
+/// Round trips per second of the pipeline's Redis transports against a local redis-server it starts:
+/// the blocking hiredis context (`RedisConnection`, plaintext), the event-loop connection in plaintext
+/// (`EventLoopRedisConnection`), and the event-loop connection over TLS (what a `rediss://` URL uses,
+/// on a TLS-only server with client certificates). Each of `--tasks` tasks has a connection of its own
+/// and sends pipelines of `--batch` commands one after another, as a stage's consumer loops do.
 struct TransportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "transport",
-        abstract: "Round trips per second of the Redis transport, in plaintext and over TLS.")
+        abstract: "Round trips per second of each Redis transport (hiredis, event loop, event loop over TLS).")
 
     @Option(help: "Seconds each measurement runs.")
     var seconds = 3.0
@@ -22,8 +23,8 @@ struct TransportCommand: AsyncParsableCommand {
     @Option(help: "Commands per round trip; comma-separated.")
     var batch = "1,20"
 
-    @Option(help: "Only these, comma-separated (plaintext, tls).")
-    var transports = "plaintext,tls"
+    @Option(help: "Only these transports, comma-separated (hiredis, event-loop, event-loop-tls).")
+    var transports = "hiredis,event-loop,event-loop-tls"
 
     @Flag(help: "Print the figures as JSON lines instead of text.")
     var json = false
@@ -39,7 +40,7 @@ struct TransportCommand: AsyncParsableCommand {
     func validate() throws {
         _ = try Self.integers(tasks, "--tasks")
         _ = try Self.integers(batch, "--batch")
-        let known = ["plaintext", "tls"]
+        let known = ["hiredis", "event-loop", "event-loop-tls"]
         guard transports.split(separator: ",").allSatisfy({ known.contains(String($0)) }) else {
             throw ValidationError("--transports takes \(known.joined(separator: ", ")), comma-separated, got \(transports)")
         }
@@ -61,10 +62,13 @@ struct TransportCommand: AsyncParsableCommand {
         for transport in chosen {
             for taskCount in taskCounts {
                 for commands in batches {
-                    let configuration = transport == "tls" ? tls.configuration : plain.configuration
-                    let count = try await measure(taskCount, commands) {
-                        RedisConnection(configuration: configuration, logger: logger)
-                    }
+                    let send: @Sendable () -> any RoundTripper =
+                        switch transport {
+                        case "hiredis": { RedisConnection(configuration: plain.configuration, logger: logger) }
+                        case "event-loop": { EventLoopRedisConnection(configuration: plain.configuration, logger: logger) }
+                        default: { RedisConnection(configuration: tls.configuration, logger: logger) }
+                        }
+                    let count = try await measure(taskCount, commands, send)
                     let perSecond = Double(count) / seconds
                     let figure = Figure(
                         transport: transport, tasks: taskCount, batch: commands, roundTripsPerSecond: perSecond,
@@ -82,7 +86,7 @@ struct TransportCommand: AsyncParsableCommand {
     }
 
     /// Round trips completed by `taskCount` tasks in `seconds`, after a warm-up of 100 each.
-    private func measure(_ taskCount: Int, _ commands: Int, _ connect: () -> RedisConnection) async throws -> Int {
+    private func measure(_ taskCount: Int, _ commands: Int, _ connect: @Sendable () -> any RoundTripper) async throws -> Int {
         let pipeline =
             [RedisCommand("SET", "transport:key", "value")]
             + Array(repeating: RedisCommand("GET", "transport:key"), count: commands - 1)
@@ -91,11 +95,11 @@ struct TransportCommand: AsyncParsableCommand {
             for _ in 0..<taskCount {
                 let connection = connect()
                 group.addTask {
-                    for _ in 0..<100 { _ = try await connection.pipeline(pipeline) }
+                    for _ in 0..<100 { _ = try await connection.roundTrip(pipeline) }
                     let end = ContinuousClock.now + duration
                     var count = 0
                     while ContinuousClock.now < end {
-                        _ = try await connection.pipeline(pipeline)
+                        _ = try await connection.roundTrip(pipeline)
                         count += 1
                     }
                     return count
@@ -113,4 +117,17 @@ struct TransportCommand: AsyncParsableCommand {
         }
         return values.compactMap { $0 }
     }
+}
+
+/// What the measurement sends through: either transport.
+protocol RoundTripper: Sendable {
+    func roundTrip(_ commands: [RedisCommand]) async throws -> [RedisReply]
+}
+
+extension RedisConnection: RoundTripper {
+    func roundTrip(_ commands: [RedisCommand]) async throws -> [RedisReply] { try await self.pipeline(commands) }
+}
+
+extension EventLoopRedisConnection: RoundTripper {
+    func roundTrip(_ commands: [RedisCommand]) async throws -> [RedisReply] { try await self.pipeline(commands) }
 }

@@ -1,10 +1,23 @@
 import Logging
 import NIOCore
 
-/// One cluster node's connection as `ClusterRouter` drives it from its own thread: an
-/// `EventLoopRedisConnection`, waited on. A whole round trip, or its two halves (`write` sends at once,
-/// `read` waits for those replies), so that the nodes of a pipeline work on their parts at once.
-final class ClusterNodeConnection: @unchecked Sendable {
+/// One cluster node's connection as `ClusterRouter` drives it, on the connection's own thread: a whole
+/// round trip, or its two halves (write every node's part first, then read each), so that the nodes of
+/// a pipeline work on their parts at once.
+protocol ClusterNodeConnection: AnyObject {
+    func execute(_ commands: [RedisCommand]) throws -> [RedisReply]
+    /// Connects now unless connected: a node that refuses fails the call before another node ran anything.
+    func connect() throws
+    func write(_ commands: [RedisCommand]) throws
+    func read(count: Int) throws -> [RedisReply]
+    func close()
+}
+
+extension HiredisContext: ClusterNodeConnection {}
+
+/// A TLS node (hiredis 0.14 has no TLS): an `EventLoopRedisConnection`, waited on from the router's
+/// thread. `write` sends at once; `read` waits for those replies.
+final class EventLoopNodeConnection: ClusterNodeConnection, @unchecked Sendable {
     private let connection: EventLoopRedisConnection
     /// The replies of the last `write`, until `read` takes them.
     private var written: (count: Int, replies: EventLoopFuture<[RedisReply]>)?
@@ -17,7 +30,6 @@ final class ClusterNodeConnection: @unchecked Sendable {
         try Self.wait(self.connection.replies(to: commands))
     }
 
-    /// Connects now unless connected: a node that refuses fails the call before another node ran anything.
     func connect() throws {
         try Self.wait(self.connection.connect())
     }

@@ -7,18 +7,18 @@ import Logging
 #endif
 
 /// Cluster mode of `RedisConnection`: sends each command to the primary serving its hash slot, over
-/// one connection per node (`ClusterNodeConnection`), follows redirects, and reloads the slot map when
-/// it went stale.
+/// one connection per node (a hiredis context, or with TLS an `EventLoopNodeConnection`), follows
+/// redirects, and reloads the slot map when it went stale.
 ///
-/// This is the client half of the cluster protocol: the
+/// hiredis 0.14 knows nothing of clusters, so this is the client half of the cluster protocol: the
 /// map comes from `CLUSTER SLOTS`, a pipeline is split by node and reassembled in order, and
 /// `MOVED`/`ASK`/`TRYAGAIN`/`CLUSTERDOWN`/`READONLY`/`UNBLOCKED` are answered per command
 /// (`ClusterRouter+Split.swift`). Transactions are the exception: they run on one node as a whole
 /// (`ClusterRouter+Transactions.swift`).
 ///
-/// Every method runs on the connection's single thread, which serialises all access to the state
-/// below (hence `@unchecked Sendable` and no locks). A round trip or a backoff blocks that thread, as
-/// any blocking client would; other callers of the connection queue behind it.
+/// Like `HiredisContext`, every method runs on the connection's single thread, which serialises all
+/// access to the state below (hence `@unchecked Sendable` and no locks). A backoff blocks that thread,
+/// as any blocking client would; other callers of the connection queue behind it.
 final class ClusterRouter: @unchecked Sendable {
     typealias Node = ClusterTopology.Node
 
@@ -42,8 +42,8 @@ final class ClusterRouter: @unchecked Sendable {
     /// The node (`host:port`) that answered this connection's last command on each slot, not with a
     /// redirect: after a read, the node it was read from, whatever the map learned meanwhile.
     var answeredBy: [Int: String] = [:]
-    /// One connection per node, by `host:port`, created on first use.
-    private var contexts: [String: ClusterNodeConnection] = [:]
+    /// One connection per node, by `host:port`, created on first use: hiredis's, or with TLS the event loop's.
+    private var contexts: [String: any ClusterNodeConnection] = [:]
     private var isClosed = false
 
     /// A router for the cluster that `configuration`'s host and port (the seed) belong to; connects lazily.
@@ -53,7 +53,7 @@ final class ClusterRouter: @unchecked Sendable {
         self.seed = Node(host: configuration.host, port: configuration.port)
     }
 
-    /// Runs a pipeline and returns one reply per command, in order, one round trip per node involved.
+    /// Runs a pipeline and returns one reply per command, in order, like `HiredisContext.execute`.
     /// `pinned`: the transaction unit runs on that node (`host:port`) or not at all (see `executeUnit`).
     func execute(_ commands: [RedisCommand], pinned: String? = nil) throws -> [RedisReply] {
         if self.isClosed { throw RedisError(.closed, "connection closed") }
@@ -233,7 +233,7 @@ final class ClusterRouter: @unchecked Sendable {
     /// Runs `body` on `node`'s context. When the node fails (refused, reset, timed out) its context is
     /// dropped and the next call reloads the map first: a failover or a node leaving are the likely
     /// causes. The error is rethrown: like on a single node, a write may have run before the failure.
-    func using<T>(_ node: Node, _ body: (ClusterNodeConnection) throws -> T) throws -> T {
+    func using<T>(_ node: Node, _ body: (any ClusterNodeConnection) throws -> T) throws -> T {
         do {
             return try body(self.context(for: node))
         } catch let error as RedisError where error.code != .invalidArgument && error.code != .closed {
@@ -245,7 +245,7 @@ final class ClusterRouter: @unchecked Sendable {
     }
 
     /// The context of a node, created on first use; database 0, as a cluster has no other.
-    private func context(for node: Node) -> ClusterNodeConnection {
+    private func context(for node: Node) -> any ClusterNodeConnection {
         if let context = self.contexts[node.address] { return context }
         var configuration = self.configuration
         configuration.host = node.host
@@ -253,7 +253,10 @@ final class ClusterRouter: @unchecked Sendable {
         configuration.database = 0
         configuration.cluster = false
         configuration.checksSlots = false
-        let context = ClusterNodeConnection(configuration: configuration, logger: self.logger)
+        let context: any ClusterNodeConnection =
+            configuration.tls == nil
+            ? HiredisContext(configuration: configuration, logger: self.logger)
+            : EventLoopNodeConnection(configuration: configuration, logger: self.logger)
         self.contexts[node.address] = context
         return context
     }

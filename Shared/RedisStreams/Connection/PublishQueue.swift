@@ -10,7 +10,7 @@ import Synchronization
 ///
 /// On one server the connections are `EventLoopRedisConnection`s spread over the HTTP server's loops,
 /// and a request prefers its own loop's: its round trip then wakes no other thread. On Redis Cluster
-/// they are `RedisConnection`s (slot routing, redirections), each routed on its own thread.
+/// they are `RedisConnection`s (slot routing, redirections), each with its own thread.
 ///
 /// With `replicas` > 0 each round trip ends in `WAIT` (on Redis Cluster one after each group's
 /// writes, since `WAIT` covers the writes made before it on the same node and connection); every write
@@ -63,8 +63,8 @@ public final class PublishQueue: Sendable {
 
     /// A connection the queue makes its round trips on.
     public enum Link: Sendable {
-        /// A `RedisConnection` (every kind of deployment, Redis Cluster included).
-        case connection(RedisConnection)
+        /// A connection with its own thread (every kind of deployment, Redis Cluster included).
+        case thread(RedisConnection)
         /// A connection driven by an event loop (one server): no thread hand-off for a caller on that loop.
         case eventLoop(EventLoopRedisConnection)
 
@@ -75,7 +75,7 @@ public final class PublishQueue: Sendable {
 
         func pipeline(_ commands: [RedisCommand]) async throws -> [RedisReply] {
             switch self {
-            case .connection(let connection): try await connection.pipeline(commands)
+            case .thread(let connection): try await connection.pipeline(commands)
             case .eventLoop(let connection): try await connection.pipeline(commands)
             }
         }
@@ -120,13 +120,13 @@ public final class PublishQueue: Sendable {
     /// Round trips made so far (fewer than the requests served, under load).
     public var roundTrips: Int { roundTripCount.load(ordering: .relaxed) }
 
-    /// A queue over `RedisConnection`s (one server or a cluster).
+    /// A queue over connections with their own threads (`RedisConnection`: one server or a cluster).
     public convenience init(
         script: RedisScript, connections: [RedisConnection], replicas: Int, waitMilliseconds: Int64, oneNode: Bool,
         maximumWrites: Int = 2_000
     ) {
         self.init(
-            script: script, links: connections.map(Link.connection), replicas: replicas, waitMilliseconds: waitMilliseconds,
+            script: script, links: connections.map(Link.thread), replicas: replicas, waitMilliseconds: waitMilliseconds,
             oneNode: oneNode, maximumWrites: maximumWrites)
     }
 
