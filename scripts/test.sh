@@ -117,7 +117,7 @@ if [ $# -eq 0 ]; then
     run_phase "fault-injection run across test hosts (short form, network faults)" 1 8 \
         bash scripts/faults.sh --short --network
     # The stack as users run it: the images (offline where no registry is reachable), compose up on one
-    # Redis and on the cluster profile, each in plaintext and over TLS, a campaign under scaling and
+    # Redis (in plaintext and over TLS) and on the cluster profile, a campaign under scaling and
     # container kills, the ledger. The
     # project's image is the Dockerfile's runtime stage with the executables built and tested above
     # (compiling them again in its build stage would take longer than the rest of the compose test).

@@ -181,7 +181,7 @@ struct ComposeFileTests {
     /// compose.tls.yaml: Redis TLS only (every node of the cluster profile, between the nodes too), and
     /// each service on rediss:// as its own user with the CA and the client certificate init gives it in
     /// its own secrets volume, checking the name on Redis's certificate, which the nodes share (the
-    /// compose test runs the stack so, on one Redis and on the cluster profile).
+    /// compose test runs the stack so on one Redis, and with `--cluster-tls` on the cluster profile).
     @Test func theTLSFormGivesEveryServiceItsOwnCertificate() throws {
         let services = try Self.services("compose.tls.yaml")
         let initScript = try Self.read("ops/compose/init.sh")
