@@ -14,8 +14,8 @@
 # (compose.tls.yaml: Redis TLS only, every service with a client certificate init made), then the
 # cluster profile, the last two with Compose v1.29 (`docker-compose`, Debian's), so that both Composes
 # run the stack; --compose runs all on one. --cluster-tls runs the cluster profile over TLS (every node
-# TLS only, between the nodes too) with the same faults; it is not in the default run: in two of three
-# runs one of the campaign's 169 installs was refused (no-eligible-impression) after the faults. --public-images builds on the public base images (swift, debian, redis,
+# TLS only, between the nodes too) with the same faults; it is not in the default run: after its faults
+# an install can be refused (no-eligible-impression, its conversion having overtaken its impression). --public-images builds on the public base images (swift, debian, redis,
 # prom/prometheus, grafana) instead of scripts/compose-images.sh's offline ones. --binaries DIR makes the
 # project's image from the executables in DIR (`swift build --show-bin-path`) on the Dockerfile's runtime
 # stage instead of compiling them in its build stage: scripts/test.sh passes the ones it has just built
